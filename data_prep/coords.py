@@ -1,0 +1,105 @@
+"""Board coordinates: every coordinate system kifunet uses, written down once.
+
+Board size ``N`` (any 2 <= N <= 19; 9, 13 and 19 in practice). Rows count from the **top**, columns from
+the **left**, as the board is drawn in SGF viewers and as plane arrays are printed.
+
+======================  =====================  ==================  ===========  ==========
+system                  top-left corner        bottom-right        example      pass
+======================  =====================  ==================  ===========  ==========
+(row, col)              (0, 0)                 (N-1, N-1)          (3, 15)      ``None``
+flat index              0                      N*N - 1             row*N + col  ``N*N``
+SGF ``xy`` (x=col)      ``aa``                 ``ss`` (N=19)       ``pd``       ``""``/``tt``
+GTP (no letter ``I``)   ``A19`` (N=19)         ``T1`` (N=19)       ``Q16``      ``pass``
+sgfmill (row, col)      (N-1, 0)               (0, N-1)            (15, 15)     ``None``
+======================  =====================  ==================  ===========  ==========
+
+sgfmill counts rows from the bottom; :func:`from_sgfmill` / :func:`to_sgfmill` convert. Plane arrays are
+``(N, N, C)`` (rows, cols, channels: NHWC without the batch axis), so ``planes[row, col]`` is the point
+``(row, col)`` and ``planes.reshape(N*N, C)[flat]`` the same point. The 19x19 example column above is the
+upper-right 4-4 point (the star point at SGF ``pd``).
+"""
+
+from __future__ import annotations
+
+GTP_COLUMNS = "ABCDEFGHJKLMNOPQRST"  # no I
+SGF_LETTERS = "abcdefghijklmnopqrs"
+MAX_SIZE = 19
+
+
+def pass_index(n: int) -> int:
+    """Flat index of pass on an ``n`` x ``n`` board."""
+    return n * n
+
+
+def to_flat(rc: tuple[int, int] | None, n: int) -> int:
+    if rc is None:
+        return n * n
+    r, c = rc
+    if not (0 <= r < n and 0 <= c < n):
+        raise ValueError(f"point {rc} is off a {n}x{n} board")
+    return r * n + c
+
+
+def from_flat(flat: int, n: int) -> tuple[int, int] | None:
+    if flat == n * n:
+        return None
+    if not 0 <= flat < n * n:
+        raise ValueError(f"flat index {flat} is off a {n}x{n} board")
+    return divmod(int(flat), n)
+
+
+def from_sgf(s: str, n: int) -> tuple[int, int] | None:
+    """SGF point ``'pd'`` -> (row, col); ``''`` and (on boards up to 19) ``'tt'`` are pass."""
+    if s == "" or (s == "tt" and n <= 19):
+        return None
+    if len(s) != 2:
+        raise ValueError(f"bad SGF point {s!r}")
+    c, r = SGF_LETTERS.find(s[0]), SGF_LETTERS.find(s[1])
+    if not (0 <= r < n and 0 <= c < n):
+        raise ValueError(f"SGF point {s!r} is off a {n}x{n} board")
+    return r, c
+
+
+def to_sgf(rc: tuple[int, int] | None, n: int) -> str:
+    if rc is None:
+        return ""
+    r, c = rc
+    if not (0 <= r < n and 0 <= c < n):
+        raise ValueError(f"point {rc} is off a {n}x{n} board")
+    return SGF_LETTERS[c] + SGF_LETTERS[r]
+
+
+def from_gtp(s: str, n: int) -> tuple[int, int] | None:
+    """GTP vertex ``'Q16'`` -> (row, col); ``'pass'`` -> None. Case-insensitive."""
+    t = s.strip().upper()
+    if t == "PASS":
+        return None
+    if len(t) < 2 or t[0] not in GTP_COLUMNS[:n] or not t[1:].isdigit():
+        raise ValueError(f"bad GTP vertex {s!r} for a {n}x{n} board")
+    c = GTP_COLUMNS.index(t[0])
+    number = int(t[1:])
+    if not 1 <= number <= n:
+        raise ValueError(f"GTP vertex {s!r} is off a {n}x{n} board")
+    return n - number, c
+
+
+def to_gtp(rc: tuple[int, int] | None, n: int) -> str:
+    if rc is None:
+        return "pass"
+    r, c = rc
+    if not (0 <= r < n and 0 <= c < n):
+        raise ValueError(f"point {rc} is off a {n}x{n} board")
+    return f"{GTP_COLUMNS[c]}{n - r}"
+
+
+def from_sgfmill(rc: tuple[int, int] | None, n: int) -> tuple[int, int] | None:
+    """sgfmill's (row-from-bottom, col) -> our (row-from-top, col)."""
+    if rc is None:
+        return None
+    return n - 1 - rc[0], rc[1]
+
+
+def to_sgfmill(rc: tuple[int, int] | None, n: int) -> tuple[int, int] | None:
+    if rc is None:
+        return None
+    return n - 1 - rc[0], rc[1]

@@ -1,0 +1,213 @@
+"""Ladder reading, to the end of the ladder.
+
+A *ladder* here is the sequence in which the attacker keeps the defender's chain in atari with each move.
+:func:`ladder_captured` answers: the chain is in atari (one liberty) and the defender is to move — is it
+captured? The defender tries every move that could help: capturing any adjacent attacker chain that is in
+atari, and extending at the liberty. After a defender move, 3 or more liberties is an escape; 2 liberties
+passes the turn to the attacker, who tries both liberties (:func:`ladder_attack`); 1 or 0 liberties means the
+move failed. The search reads until every line ends (a capture, an escape, or an illegal move); there is no
+depth limit. A node budget (``LADDER_BUDGET`` board positions per query, far above any real ladder: the longest
+19x19 ladder needs about 200) only guards against pathological positions and counts as "not captured".
+
+Conventions (after the GoNN sandbox writer): at the root the ko ban is lifted for the defender, and any
+attacker move that leaves a simple-ko point counts as a defender win (the defender is assumed to win kos).
+Ladder breakers, the edge and captures during the ladder fall out of playing the real moves on a copied board.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .board import H, KO_POINT, L, M, S, X, libs_after, play, two_liberties
+
+LADDER_BUDGET = 4000
+
+
+def scratch(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scratch for the search: one board per ply, up to N*N + 2 plies, and per-ply option lists."""
+    from .board import ROWS
+
+    depth = n * n + 2
+    return np.zeros((depth, ROWS, n * n + 1), dtype=np.int32), np.zeros((depth, 3 + MAX_OPTIONS), dtype=np.int32)
+
+
+MAX_OPTIONS = 16
+
+
+@njit(cache=True)
+def _copy_position(dst, src):
+    """Copy rows S..Z (the position). Marks need no copy, only a stamp above every mark in ``dst``'s row."""
+    nn = src.shape[1] - 1
+    dst[:M, :] = src[:M, :]
+    if dst[M, nn] < src[M, nn]:
+        dst[M, nn] = src[M, nn]
+
+
+@njit(cache=True)
+def _atari_neighbour_heads(B, nb, h, colour, out):
+    """Heads of distinct ``colour`` chains in atari that touch chain ``h``; returns their count."""
+    n = 0
+    q = h
+    while True:
+        for k in range(4):
+            r = nb[q, k]
+            if r >= 0 and B[S, r] == colour:
+                hr = B[H, r]
+                if B[L, hr] == 1:
+                    dup = False
+                    for j in range(n):
+                        if out[j] == hr:
+                            dup = True
+                    if not dup and n < out.shape[0]:
+                        out[n] = hr
+                        n += 1
+        q = B[X, q]
+        if q == h:
+            break
+    return n
+
+
+@njit(cache=True)
+def _options(B, nb, stone, attacker, defender_to_move, opts):
+    """Candidate moves of a node: the defender's captures then its extension; or the attacker's two ataris."""
+    h = B[H, stone]
+    l0, l1 = two_liberties(B, nb, h)
+    if not defender_to_move:
+        opts[0] = l0
+        opts[1] = l1
+        return 2
+    n = _atari_neighbour_heads(B, nb, h, attacker, opts[:MAX_OPTIONS - 1])
+    for i in range(n):  # heads -> the liberty that captures them
+        opts[i] = two_liberties(B, nb, opts[i])[0]
+    opts[n] = l0  # extending comes last: captures usually decide faster
+    n += 1
+    return n
+
+
+@njit(cache=True)
+def _search(nb, stone, attacker, defender_to_move, budget, boards, meta):
+    """Depth-first ladder search from the position ``boards[0]``. True = the chain at ``stone`` is captured.
+
+    A defender node is captured when every option fails; an attacker node captures when any option does.
+    ``boards`` and ``meta`` are scratch space from :func:`scratch` (one board per ply of the deepest line).
+    """
+    defender = 3 - attacker
+    nn = boards.shape[2] - 1
+    depth_max = boards.shape[0]
+    kind = meta[:, 0]  # 1: defender to move
+    opt = meta[:, 1]
+    nopt = meta[:, 2]
+    opts = meta[:, 3:]
+    kind[0] = defender_to_move
+    nopt[0] = _options(boards[0], nb, stone, attacker, defender_to_move, opts[0])
+    opt[0] = 0
+    d = 0
+    result = False
+    have_result = False
+    while True:
+        if have_result:  # a child of node d finished with `result` (True = captured)
+            have_result = False
+            if (kind[d] == 1 and not result) or (kind[d] == 0 and result):
+                # defender found an escape / attacker found a capture: node d is decided
+                if d == 0:
+                    return result
+                d -= 1
+                have_result = True
+                continue
+        if opt[d] >= nopt[d]:
+            result = kind[d] == 1  # defender: every option failed; attacker: no atari worked
+            if d == 0:
+                return result
+            d -= 1
+            have_result = True
+            continue
+        move = opts[d, opt[d]]
+        opt[d] += 1
+        budget -= 1
+        if budget < 0 or d + 1 >= depth_max:
+            return False  # out of budget: count as not captured
+        child = boards[d + 1]
+        _copy_position(child, boards[d])
+        if kind[d] == 1:
+            if play(child, nb, move, defender, False) < 0:
+                continue
+            nl = child[L, child[H, stone]]
+            if nl >= 3:  # escaped: report it as if a child of node d had found an escape
+                result = False
+                have_result = True
+                continue
+            if nl == 2:
+                d += 1
+                kind[d] = 0
+                opt[d] = 0
+                nopt[d] = _options(child, nb, stone, attacker, False, opts[d])
+            continue
+        if play(child, nb, move, attacker, False) < 0:
+            continue
+        if child[KO_POINT, nn] >= 0:
+            continue  # the attacker left a ko: the defender wins it
+        if child[S, stone] == defender and child[L, child[H, stone]] == 1:
+            if libs_after(child, nb, two_liberties(child, nb, child[H, stone])[0], defender, 3)[0] >= 3:
+                continue  # the defender escapes by extending: no need to push the node
+            d += 1
+            kind[d] = 1
+            opt[d] = 0
+            nopt[d] = _options(child, nb, stone, attacker, True, opts[d])
+
+
+@njit(cache=True)
+def ladder_captured(B, nb, stone, budget_nodes, boards, meta):
+    """Chain at ``stone`` has 1 liberty, its owner to move (ko ban lifted): is it captured in a ladder?"""
+    nn = B.shape[1] - 1
+    defender = B[S, stone]
+    if libs_after(B, nb, two_liberties(B, nb, B[H, stone])[0], defender, 3)[0] >= 3:
+        return False  # extending escapes at once (exact shortcut: no board copy)
+    _copy_position(boards[0], B)
+    boards[0, KO_POINT, nn] = -1
+    return _search(nb, stone, 3 - defender, 1, budget_nodes, boards, meta)
+
+
+@njit(cache=True)
+def ladder_attack_works(B, nb, stone, lib, budget_nodes, boards, meta):
+    """Chain at ``stone`` has 2 liberties; the attacker plays first at ``lib``. Is the chain then captured?"""
+    nn = B.shape[1] - 1
+    defender = B[S, stone]
+    attacker = 3 - defender
+    l0, l1 = two_liberties(B, nb, B[H, stone])
+    other = l1 if l0 == lib else l0
+    # After the atari at `lib`, extending at `other` keeps every liberty it has now except `lib` itself;
+    # the atari can only add defender liberties (by capturing). 4+ now means 3+ then: an escape.
+    if libs_after(B, nb, other, defender, 4)[0] >= 4:
+        return False
+    root = boards[0]
+    _copy_position(root, B)
+    root[KO_POINT, nn] = -1
+    if play(root, nb, lib, attacker, False) < 0:
+        return False
+    if root[KO_POINT, nn] >= 0:
+        return False
+    if root[S, stone] == 0 or root[L, root[H, stone]] != 1:
+        return False
+    return _search(nb, stone, attacker, 1, budget_nodes, boards, meta)
+
+
+@njit(cache=True)
+def ladder_escape_works(B, nb, stone, budget_nodes, boards, meta):
+    """Chain at ``stone`` is in atari, its owner to move: does extending at the liberty escape the ladder?
+
+    Escape = after the extension the chain has 3+ liberties, or 2 liberties and the attacker (to move)
+    cannot capture it in a ladder. Returns False if the extension is illegal or leaves 1 liberty.
+    """
+    owner = B[S, stone]
+    lib = two_liberties(B, nb, B[H, stone])[0]
+    nl = libs_after(B, nb, lib, owner, 3)[0]
+    if nl >= 3:
+        return True
+    if nl <= 1:
+        return False
+    root = boards[0]
+    _copy_position(root, B)
+    if play(root, nb, lib, owner, False) < 0:
+        return False
+    return not _search(nb, stone, 3 - owner, 0, budget_nodes, boards, meta)

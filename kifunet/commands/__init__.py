@@ -1,0 +1,1 @@
+"""Subcommands of the kifunet CLI (see kifunet/cli.py)."""

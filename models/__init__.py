@@ -1,0 +1,68 @@
+"""Policy networks in Flax NNX: the paper architectures and the GoNN experiments.
+
+Call contract (every model; training, evaluation and GTP rely on it)
+--------------------------------------------------------------------
+``logits = model(planes, rank=None, to_move=None)``
+
+==========  ==========================  ===============================================================
+argument    type                        meaning
+==========  ==========================  ===============================================================
+planes      float ``[B, N, N, C]``      NHWC, channels last, rows from the top (data_prep/coords.py);
+                                        N = ``model.board_size``, C = ``model.in_planes``
+rank        int32 ``[B]`` or ``None``   1d..9d = 0..8, k kyu = -k, 1p..9p = 9..17, unknown = -128; used
+                                        by models built with ``rank_embedding=True`` (clipped to
+                                        [-30, 17]; -128 and ``None`` use a dedicated 'unknown' row),
+                                        ignored otherwise (Maddison's rank comes in as input planes)
+to_move     int32 ``[B]`` or ``None``   1 = black, 2 = white; selects Maddison's black/white output
+                                        plane (``None`` = black); ignored by the other families
+returns     float32 ``[B, N*N + 1]``    move logits; index ``N*N`` is pass. Nets without a pass output
+                                        (Clark & Storkey, Maddison, AlphaGo SL, Darkforest, Cazenave,
+                                        GoNN) give pass the constant -1e9; AGZ, GARB and MAO learn it
+==========  ==========================  ===============================================================
+
+Modes: ``model.train()`` (BatchNorm uses and updates batch statistics, MAO masks input channels) and
+``model.eval()`` (running statistics, no masks, deterministic). Models are built in training mode.
+
+Constructors: ``Family(*, board_size=19, in_planes=<family default>, rngs: nnx.Rngs,
+dtype=jnp.float32 (compute), param_dtype=jnp.float32, rank_embedding=False, ...)``. Parameters stay in
+``param_dtype``; ``dtype=jnp.bfloat16`` computes in bfloat16; logits are always float32. MAO draws its
+masks from the ``dropout`` stream of the ``rngs`` given at construction (the default stream if absent).
+
+Named sizes: :func:`create` and :func:`names` (:mod:`kifunet.models.registry`). Accounting:
+:func:`count_params` (trainable only), :func:`count_macs` (analytic forward MACs per position),
+:func:`lr_multipliers` + :func:`scale_by_lr_multipliers` (GoNN's per-parameter gradient multipliers).
+"""
+
+from kifunet.models.base import NO_PASS_LOGIT, PolicyNet
+from kifunet.models.cnn import AlphaGoSL, ClarkStorkey, ConvNet, Darkforest, Maddison
+from kifunet.models.flops import count_macs, forward_flops, train_flops
+from kifunet.models.garb import GARBNet
+from kifunet.models.gonn import GoNNResNet
+from kifunet.models.mao import MAONet
+from kifunet.models.params import count_params, lr_multipliers, scale_by_lr_multipliers
+from kifunet.models.registry import create, default_in_planes, names
+from kifunet.models.resnet import AGZResNet, CazenaveResNet
+
+__all__ = [
+    "AGZResNet",
+    "AlphaGoSL",
+    "CazenaveResNet",
+    "ClarkStorkey",
+    "ConvNet",
+    "Darkforest",
+    "GARBNet",
+    "GoNNResNet",
+    "MAONet",
+    "Maddison",
+    "NO_PASS_LOGIT",
+    "PolicyNet",
+    "count_macs",
+    "count_params",
+    "create",
+    "default_in_planes",
+    "forward_flops",
+    "lr_multipliers",
+    "names",
+    "scale_by_lr_multipliers",
+    "train_flops",
+]

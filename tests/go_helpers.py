@@ -1,0 +1,53 @@
+"""Test helpers: ASCII boards to positions, and reading games straight out of an archive."""
+
+from __future__ import annotations
+
+import tarfile
+
+import numpy as np
+
+from kifunet.data_prep import replay, sgf_io
+from kifunet.data_prep.game import BLACK, EMPTY, WHITE, GameRecord
+
+CHARS = {".": EMPTY, "X": BLACK, "O": WHITE}
+
+
+def parse_ascii(text: str) -> np.ndarray:
+    rows = [ln.replace(" ", "") for ln in text.strip().splitlines() if ln.strip()]
+    return np.array([[CHARS[ch] for ch in row] for row in rows], dtype=np.int8)
+
+
+def position(text: str, to_move: int, history=()) -> GameRecord:
+    """A record whose first position is the ASCII board with ``to_move`` to play (the move played: a pass).
+
+    ``history``: [(colour, flat)] moves played (and replayed) before that position, after the setup.
+    """
+    st = parse_ascii(text)
+    n = st.shape[0]
+    setup = [(int(c), int(p)) for p, c in enumerate(st.reshape(-1)) if c != EMPTY]
+    moves = list(history) + [(to_move, n * n)]
+    return GameRecord.from_moves(n, moves, setup=setup)
+
+
+def analyse_last(text: str, to_move: int, flags: int, history=()) -> replay.GameAnalysis:
+    """Analysis of the position after the history (the last row), as a GameAnalysis with one row."""
+    a = replay.analyse_game(position(text, to_move, history), flags)
+    t = len(a) - 1
+    arrays = {k: v[t:t + 1] for k, v in a.arrays.items()}
+    return replay.GameAnalysis(size=a.size, to_move=a.to_move[t:], target=a.target[t:],
+                               move_number=a.move_number[t:], ko=a.ko[t:], arrays=arrays)
+
+
+def plane(a: replay.GameAnalysis, name: str) -> np.ndarray:
+    return a.arrays[name][0].reshape(a.size, a.size)
+
+
+def archive_records(path, limit=None):
+    out = []
+    with tarfile.open(path) as tf:
+        for m in tf:
+            if m.isfile() and m.name.endswith(".sgf"):
+                out.append(sgf_io.load_game(tf.extractfile(m).read(), path=f"{path.name}:{m.name}"))
+                if limit and len(out) >= limit:
+                    break
+    return out
