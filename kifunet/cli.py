@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 # Order shown in --help. Name -> module under kifunet.commands.
@@ -39,6 +40,8 @@ def build_parser(modules=None) -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    if hasattr(signal, "SIGPIPE"):  # `kifunet ... | head` ends quietly, like other Unix tools
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

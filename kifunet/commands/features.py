@@ -1,0 +1,85 @@
+"""``kifunet features``: list the feature sets, or show the planes of one position of an SGF game."""
+
+from __future__ import annotations
+
+HELP = "list feature sets and their planes, or show one position's planes (--sgf GAME --move N)"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("name", nargs="?", help="feature set (e.g. maddison, alphago, agz, gonn, agz+nogo_liberties)")
+    p.add_argument("--sgf", help="an SGF file: show the position before --move")
+    p.add_argument("--move", type=int, default=1, help="1-based move number (default 1)")
+    p.add_argument("--allow-suicide", action="store_true", help="New Zealand rules: suicide is legal")
+
+
+def _print_set(fs) -> None:
+    print(f"{fs.name} v{fs.version}: {fs.num_planes} planes ({fs.num_stored} stored, "
+          f"{fs.num_planes - fs.num_stored} constant from {', '.join(fs.columns) or '-'})")
+    first = 0
+    for name, planes, meaning, const in fs.describe():
+        span = f"{first}" if planes == 1 else f"{first}-{first + planes - 1}"
+        print(f"  {span:>7s}  {name:22s} {'constant' if const else 'stored  '}  {meaning}")
+        first += planes
+
+
+def _show_position(fs, path: str, move: int, allow_suicide: bool) -> int:
+    from kifunet.data_prep import coords, replay
+    from kifunet.data_prep.errors import KifunetInputError
+
+    try:
+        positions = list(replay.iter_positions(path, fs, allow_suicide=allow_suicide))
+    except KifunetInputError as e:
+        print(f"error: {e}")
+        return 1
+    if not 1 <= move <= len(positions):
+        print(f"error: {path} has {len(positions)} moves; --move must be in 1..{len(positions)}")
+        return 1
+    pos = positions[move - 1]
+    n = pos.planes.shape[0]
+    colour = "black" if pos.to_move == 1 else "white"
+    print(f"{path}: position before move {move}, {colour} to play, played "
+          f"{coords.to_gtp(coords.from_flat(pos.target, n), n)}; ranks: player {pos.player_rank}, "
+          f"opponent {pos.opponent_rank}")
+    pla = fs.features[0].name in ("stone_colour", "pla_opp_stones")
+    header = "   " + " ".join(coords.GTP_COLUMNS[:n])
+    print(header)
+    names = fs.plane_names()
+    for r in range(n):
+        row = []
+        for c in range(n):
+            flat = r * n + c
+            if pla and pos.planes[r, c, 0]:
+                ch = "X" if colour == "black" else "O"
+            elif pla and pos.planes[r, c, 1]:
+                ch = "O" if colour == "black" else "X"
+            else:
+                ch = "."
+            if flat == pos.target:
+                ch = "*"
+            row.append(ch)
+        print(f"{n - r:2d} " + " ".join(row))
+    print("planes set (count of points):")
+    counts = pos.planes.reshape(n * n, -1).sum(axis=0)
+    for i, (name, cnt) in enumerate(zip(names, counts)):
+        if cnt:
+            print(f"  {i:3d} {name:28s} {int(cnt)}")
+    return 0
+
+
+def run(args) -> int:
+    from kifunet.data_prep import features
+
+    if args.name is None:
+        for name in features.names():
+            _print_set(features.get(name))
+            print()
+        return 0
+    try:
+        fs = features.get(args.name)
+    except KeyError as e:
+        print(f"error: {e.args[0]}")
+        return 2
+    if args.sgf:
+        return _show_position(fs, args.sgf, args.move, args.allow_suicide)
+    _print_set(fs)
+    return 0
