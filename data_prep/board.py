@@ -208,6 +208,18 @@ def is_suicide(B, nb, p, c):
     return True
 
 
+@njit(cache=True, inline="always")
+def _put4(a0, a1, a2, a3, i, v):
+    """Four scalars used as a tiny array (no allocation): set slot ``i`` to ``v``."""
+    if i == 0:
+        return v, a1, a2, a3
+    if i == 1:
+        return a0, v, a2, a3
+    if i == 2:
+        return a0, a1, v, a3
+    return a0, a1, a2, v
+
+
 @njit(cache=True)
 def libs_after(B, nb, p, c, cap):
     """(liberties capped at ``cap``, stones captured, stones in the new chain) if ``c`` plays empty ``p``.
@@ -237,25 +249,11 @@ def libs_after(B, nb, p, c, cap):
         h = B[H, r]
         if v == c:
             if h != f0 and h != f1 and h != f2:
-                if nf == 0:
-                    f0 = h
-                elif nf == 1:
-                    f1 = h
-                elif nf == 2:
-                    f2 = h
-                else:
-                    f3 = h
+                f0, f1, f2, f3 = _put4(f0, f1, f2, f3, nf, h)
                 nf += 1
                 size += B[Z, h]
         elif B[L, h] == 1 and h != c0 and h != c1 and h != c2:
-            if ncap == 0:
-                c0 = h
-            elif ncap == 1:
-                c1 = h
-            elif ncap == 2:
-                c2 = h
-            else:
-                c3 = h
+            c0, c1, c2, c3 = _put4(c0, c1, c2, c3, ncap, h)
             ncap += 1
             captured += B[Z, h]
     if ncap > 0:  # captured stones next to p become liberties
