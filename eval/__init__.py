@@ -1,1 +1,20 @@
-"""placeholder"""
+"""Evaluation: metrics as sums and counts, the published tables as data, and pictures.
+
+==========================  =====================================================================================
+module                      what it holds
+==========================  =====================================================================================
+``metrics``                 top-k (tie rule), nats, perplexity; exact sums; breakdowns; ensemble; legality planes
+``legality``                legal-move masks for dataset rows: from the planes, else by replaying the games
+``evaluate``                ``Predictor`` (model + feature set -> logits), ``evaluate`` a split, result JSON
+``runs``                    training run directories: find them, ``load_run`` (newest checkpoint -> Predictor)
+``published``               ``published.toml``: every published row with its dataset spec
+``tables``                  our results beside the published rows (Markdown, HTML)
+``board_image``             a position with the policy as a heatmap over legal points, top-k labelled
+``plots``                   learning curves, top-n accuracy curve, accuracy against nats
+==========================  =====================================================================================
+
+The play modules (``policy``, ``gtp``, ``match``, ``scoring``) are described in their own docstrings.
+
+Commands: ``kifunet eval``, ``kifunet tables``, ``kifunet show``. Notebooks: ``notebooks/reproduce_tables.ipynb``,
+``notebooks/explore_predictions.ipynb``.
+"""

@@ -1,0 +1,325 @@
+"""Evaluate a policy net on a dataset split: single pass and 8-symmetry ensemble, JSON and a printed table.
+
+>>> from kifunet.eval.evaluate import Predictor, evaluate, format_result
+>>> pred = Predictor(model, "maddison")                                   # doctest: +SKIP
+>>> res = evaluate(pred, Reader("data/kgs", "test"), ensemble=True)       # doctest: +SKIP
+>>> print(format_result(res))                                             # doctest: +SKIP
+
+A :class:`Predictor` is a model plus the feature set its input planes come from; ``predict(batch)`` turns a
+reader batch (``planes`` uint8 ``[B, N, N, C]``, ``player_rank``, ``to_move``) into float32 logits
+``[B, N*N + 1]``. It does not know how the model was trained; :func:`kifunet.eval.runs.load_run` builds one from
+a training run directory.
+
+:func:`evaluate` reads the split once, in order. With ``ensemble=True`` every batch is predicted in the 8
+orientations; the identity pass *is* the single-pass result, so one run of ``kifunet eval --ensemble`` reports
+both, each from its own accumulators. The metric rules (ranks, ties, masking, sums) are in
+:mod:`kifunet.eval.metrics`.
+
+Result JSON (``format = "kifunet-eval"``, ``format_version = 1``): ``run`` (what was evaluated), ``dataset``
+(path, split, fingerprint and the dataset spec printed next to every number), ``settings`` (legal mask and its
+source, tie rule, ensemble rule, phase buckets, batch size, limit), ``results.single`` and, with the ensemble,
+``results.ensemble``: each a :meth:`kifunet.eval.metrics.Breakdown.to_dict` block (``count``, ``nll_sum``,
+``topk_correct``, ``accuracy``, ``cross_entropy_nats``, ``perplexity``, ``rank_histogram``, ``by_phase``,
+``by_rank``, ``by_colour``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import time
+
+import numpy as np
+
+from kifunet.eval import metrics as M
+
+FORMAT = "kifunet-eval"
+FORMAT_VERSION = 1
+MODES = ("single", "ensemble")
+MODE_TEXT = {"single": "single pass", "ensemble": "8-symmetry ensemble"}
+ENSEMBLE_RULE = ("mean of the 8 symmetric passes' probabilities (each mapped back with the inverse symmetry; "
+                 "with the legal mask each pass is renormalised over legal moves first)")
+
+
+# ---------------------------------------------------------------------------------------------- predictor
+class Predictor:
+    """A policy net and the feature set of its inputs: ``predict(batch) -> float32 logits [B, N*N + 1]``.
+
+    ``info`` describes what is evaluated (model name, parameters, checkpoint, step, samples seen...) and is
+    copied into the result JSON. The forward pass is jitted once per padded batch shape: batches are padded up
+    to ``pad_to`` rows (the last, ragged batch of a split reuses the compiled shape).
+    """
+
+    def __init__(self, model, feature_set: str, *, info: dict | None = None):
+        import jax
+        from flax import nnx
+
+        from kifunet.data_prep import features
+
+        self.fs = features.get(feature_set)
+        self.feature_set = feature_set
+        self.board_size = int(model.board_size)
+        if int(model.in_planes) != self.fs.num_planes:
+            raise ValueError(f"model takes {model.in_planes} planes; feature set {feature_set} has "
+                             f"{self.fs.num_planes}")
+        model.eval()
+        self.model = model
+        graphdef, state = nnx.split(model)
+        self._state = state
+
+        def forward(state, planes, rank, to_move):
+            return nnx.merge(graphdef, state)(planes, rank=rank, to_move=to_move)
+
+        self._forward = jax.jit(forward)
+        self.info = dict(info or {})
+        self.info.setdefault("feature_set", feature_set)
+        self.info.setdefault("board_size", self.board_size)
+        if "params" not in self.info:
+            from kifunet.models import count_params
+
+            self.info["params"] = int(count_params(model))
+
+    @property
+    def num_moves(self) -> int:
+        return self.board_size * self.board_size + 1
+
+    def predict(self, batch: dict, *, pad_to: int | None = None) -> np.ndarray:
+        planes = np.asarray(batch["planes"])
+        b = planes.shape[0]
+        n = self.board_size
+        if planes.shape[1:] != (n, n, self.fs.num_planes):
+            raise ValueError(f"planes {planes.shape[1:]} do not fit the model ({n}, {n}, {self.fs.num_planes})")
+        rank = np.asarray(batch["player_rank"], dtype=np.int32).reshape(b)
+        to_move = np.asarray(batch["to_move"], dtype=np.int32).reshape(b)
+        size = max(b, int(pad_to or b))
+        if size > b:
+            pad = size - b
+            planes = np.concatenate([planes, np.zeros((pad,) + planes.shape[1:], planes.dtype)])
+            rank = np.concatenate([rank, np.full(pad, rank[-1] if b else 0, np.int32)])
+            to_move = np.concatenate([to_move, np.full(pad, to_move[-1] if b else 1, np.int32)])
+        out = self._forward(self._state, planes, rank, to_move)
+        return np.asarray(out, dtype=np.float32)[:b]
+
+    def predict_symmetries(self, batch: dict, *, pad_to: int | None = None) -> list[np.ndarray]:
+        """The 8 passes, each mapped back to the batch's orientation: ``out[s][:, k]`` is move ``k``'s logit."""
+        from kifunet.data_prep import symmetries as sym
+
+        planes = np.asarray(batch["planes"])
+        b, n = planes.shape[0], self.board_size
+        outs = []
+        for s in range(sym.NUM_SYMMETRIES):
+            ss = np.full(b, s, dtype=np.int64)
+            moved = dict(batch, planes=sym.apply_planes_batch(planes, ss) if s else planes)
+            z = self.predict(moved, pad_to=pad_to)
+            outs.append(sym.apply_policy_batch(z, np.full(b, sym.INVERSE[s]), n) if s else z)
+        return outs
+
+
+def with_player_rank(batch: dict, rank: int, feature_set) -> dict:
+    """A copy of ``batch`` as if the player to move had ``rank`` (ranks.py scale): the ``player_rank`` column and
+    every constant plane made from it (Maddison's rank planes) are replaced."""
+    from kifunet.data_prep import features
+
+    fs = features.get(feature_set) if isinstance(feature_set, str) else feature_set
+    planes = np.array(batch["planes"], copy=True)
+    b = planes.shape[0]
+    col = np.full(b, int(rank), dtype=np.int8)
+    off = 0
+    for f in fs.features:
+        if f.constant and f.column == "player_rank":
+            planes[..., off:off + f.planes] = f.fn(col)[:, None, None, :]
+        off += f.planes
+    return dict(batch, planes=planes, player_rank=col)
+
+
+# ---------------------------------------------------------------------------------------------- dataset spec
+def _date_ranges(ranges) -> str:
+    out = []
+    for a, b in ranges:
+        a = str(a).replace("-00", "")
+        b = str(b).replace("-99", "")
+        out.append(a if a == b else f"{a}..{b}")
+    return ",".join(out)
+
+
+def dataset_spec(manifest: dict, split: str) -> dict:
+    """What makes our numbers comparable: source inputs, filters, split rule, counts, feature set."""
+    feats = manifest.get("features", {})
+    filt = manifest.get("filters", {})
+    rule = manifest.get("split_rule", {})
+    info = manifest.get("splits", {}).get(split, {})
+    inputs = [os.path.basename(str(i.get("path", ""))) for i in manifest.get("inputs", [])]
+    split_text = []
+    for d in rule.get("dates", []):
+        txt = "rest" if d.get("rest") else _date_ranges(d.get("ranges", []))
+        split_text.append(f"{d.get('split')}: dates {txt}")
+    for h in rule.get("hashes", []):
+        split_text.append(f"{h.get('name')}: game-hash fraction {h.get('fraction')} of {h.get('source')}")
+    if rule.get("default"):
+        split_text.append(f"{rule['default']}: everything else")
+    f_text = [f"board {filt.get('board_size', manifest.get('board_size'))}"]
+    f_text.append("no handicap" if filt.get("no_handicap") else "handicap games kept")
+    rank_rules = [f"both >= {filt['min_both_rank']}" if filt.get("min_both_rank") else None,
+                  f"one >= {filt['min_either_rank']}" if filt.get("min_either_rank") else None]
+    rank_rules = [r for r in rank_rules if r]
+    if rank_rules:
+        f_text.append("games with " + " or ".join(rank_rules))
+    if filt.get("min_rank"):
+        f_text.append(f"moves by >= {filt['min_rank']}")
+    if filt.get("min_opponent_rank"):
+        f_text.append(f"opponent >= {filt['min_opponent_rank']}")
+    if filt.get("date_from") or filt.get("date_to"):
+        f_text.append(f"dates {filt.get('date_from') or ''}..{filt.get('date_to') or ''}")
+    if filt.get("min_moves"):
+        f_text.append(f">= {filt['min_moves']} moves")
+    if filt.get("skip_first"):
+        f_text.append(f"first {filt['skip_first']} moves dropped")
+    f_text.append("passes kept" if filt.get("include_passes") else "passes dropped")
+    if filt.get("dedupe"):
+        f_text.append("duplicates dropped")
+    spec = {
+        "inputs": inputs,
+        "preset": manifest.get("preset"),
+        "features": f"{feats.get('name')} v{feats.get('version')} ({feats.get('num_planes')} planes)",
+        "board_size": manifest.get("board_size"),
+        "filters": ", ".join(f_text),
+        "split_rule": "; ".join(split_text),
+        "split": split,
+        "games": info.get("games"),
+        "positions": info.get("rows", info.get("positions")),
+        "symmetries_stored": manifest.get("symmetries"),
+        "fingerprint": manifest.get("fingerprint"),
+    }
+    spec["text"] = spec_text(spec)
+    return spec
+
+
+def spec_text(spec: dict) -> str:
+    ins = spec.get("inputs") or []
+    shown = ", ".join(ins[:3]) + (f" +{len(ins) - 3} more" if len(ins) > 3 else "")
+    preset = f" (preset {spec['preset']})" if spec.get("preset") else ""
+    games = spec.get("games")
+    copies = " (each stored in its 8 symmetries)" if spec.get("symmetries_stored") == "all" else ""
+    return (f"{shown or '?'}{preset}; {spec.get('filters')}; split {spec.get('split')} "
+            f"[{spec.get('split_rule')}]: {games if games is not None else '?'} games, "
+            f"{spec.get('positions')} positions{copies}; features {spec.get('features')}")
+
+
+# ---------------------------------------------------------------------------------------------- evaluation
+def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: bool = False,
+             legal_mask: bool = False, limit: int | None = None, phase_starts=M.PHASE_STARTS,
+             progress: bool = True) -> dict:
+    """Metrics of ``predictor`` on every row of ``reader`` (or the first ``limit``); see the module docstring."""
+    from tqdm.auto import tqdm
+
+    from kifunet.eval.legality import LegalMasker
+
+    if reader.feature_name != predictor.feature_set:
+        raise ValueError(f"dataset {reader.root} has feature set {reader.feature_name}; the model was trained on "
+                         f"{predictor.feature_set}")
+    if reader.board_size != predictor.board_size:
+        raise ValueError(f"dataset board {reader.board_size}x{reader.board_size}, model {predictor.board_size}")
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    total = len(reader) if limit is None else min(len(reader), int(limit))
+    masker = LegalMasker(reader) if legal_mask else None
+    acc = {m: M.Breakdown(predictor.num_moves, phase_starts) for m in (MODES if ensemble else MODES[:1])}
+    t0 = time.perf_counter()
+    bar = tqdm(total=total, unit="pos", desc=f"eval {reader.split}", disable=not progress, leave=False)
+    try:
+        for batch in reader.iter_batches(batch_size, stop=total):
+            legal = masker(batch) if masker is not None else None
+            keys = dict(move_number=batch["move_number"], player_rank=batch["player_rank"], to_move=batch["to_move"])
+            target = batch["target"].astype(np.int64)
+            if ensemble:
+                passes = predictor.predict_symmetries(batch, pad_to=batch_size)
+                single = passes[0]
+                acc["ensemble"].update(*M.example_stats(M.ensemble_log_probs(passes, legal), target), **keys)
+            else:
+                single = predictor.predict(batch, pad_to=batch_size)
+            acc["single"].update(*M.example_stats(single, target, legal), **keys)
+            bar.update(len(target))
+    finally:
+        bar.close()
+    seconds = time.perf_counter() - t0
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "run": predictor.info,
+        "dataset": {"path": os.path.abspath(reader.root), "split": reader.split, "rows": len(reader),
+                    "evaluated": total, "spec": dataset_spec(reader.manifest, reader.split)},
+        "settings": {"legal_mask": bool(legal_mask), "legal_source": masker.source if masker else None,
+                     "tie_rule": M.TIE_RULE, "ensemble_rule": ENSEMBLE_RULE if ensemble else None,
+                     "phase_starts": list(acc["single"].phase_starts), "batch_size": int(batch_size),
+                     "limit": None if limit is None else int(limit)},
+        "results": {m: a.to_dict() for m, a in acc.items()},
+        "seconds": seconds,
+        "positions_per_second": total / seconds if seconds > 0 else None,
+    }
+
+
+def save_result(result: dict, path: str) -> None:
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1, allow_nan=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def load_result(path: str) -> dict:
+    with open(path, encoding="utf-8") as f:
+        res = json.load(f)
+    if res.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a kifunet eval result (format {res.get('format')!r})")
+    return res
+
+
+# ---------------------------------------------------------------------------------------------- printing
+def _pct(x) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.2f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    line = "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))
+    out = [line, "  ".join("-" * w for w in widths)]
+    for r in rows:
+        out.append("  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
+                             for i, (c, w) in enumerate(zip(r, widths))))
+    return "\n".join(out)
+
+
+def _row(label: str, d: dict) -> list[str]:
+    acc = d["accuracy"]
+    return [label, str(d["count"]), _pct(acc["1"]), _pct(acc["2"]), _pct(acc["3"]), _pct(acc["4"]), _pct(acc["5"]),
+            _pct(acc["10"]), f"{d['cross_entropy_nats']:.4f}", f"{d['perplexity']:.2f}"]
+
+
+HEADER = ["", "positions", "top-1%", "top-2%", "top-3%", "top-4%", "top-5%", "top-10%", "CE nats", "perplexity"]
+
+
+def format_result(res: dict, *, breakdowns: bool = True) -> str:
+    """A plain-text report of one result: the dataset spec, then overall and per-group tables."""
+    ds, st = res["dataset"], res["settings"]
+    lines = [f"run: {res['run'].get('name') or res['run'].get('model', '?')}  "
+             f"({res['run'].get('feature_set')}, {res['run'].get('params', '?')} params)",
+             f"data: {ds['path']} split {ds['split']}: {ds['evaluated']} of {ds['rows']} positions",
+             f"spec: {ds['spec']['text']}",
+             f"legal mask: {'on (' + str(st['legal_source']) + ')' if st['legal_mask'] else 'off'}; "
+             f"ties: {st['tie_rule']}", ""]
+    rows = [_row(MODE_TEXT[m], res["results"][m]) for m in MODES if m in res["results"]]
+    lines.append(_table(HEADER, rows))
+    if breakdowns:
+        for m in MODES:
+            if m not in res["results"]:
+                continue
+            r = res["results"][m]
+            for part, title in (("by_phase", "move number"), ("by_rank", "player rank"), ("by_colour", "colour")):
+                lines += ["", f"{MODE_TEXT[m]}, by {title}:"]
+                lines.append(_table([title] + HEADER[1:], [_row(k, v) for k, v in r[part].items()]))
+    return "\n".join(lines)

@@ -1,0 +1,428 @@
+"""A GTP version 2 engine that plays a policy net's raw moves (no search).
+
+``kifunet gtp --checkpoint RUN`` (or ``--model NAME`` for a randomly initialised net) speaks GTP on
+stdin/stdout, for GoGui, Sabaki, ``gogui-twogtp`` or ``kifunet match``.
+
+Commands: ``protocol_version name version known_command list_commands quit boardsize clear_board komi play
+genmove undo showboard final_score`` and ``reg_genmove`` (choose without playing), ``kgs-genmove_cleanup``
+(genmove without the pass-after-pass rule), ``fixed_handicap`` / ``place_free_handicap`` /
+``set_free_handicap``, ``time_settings`` / ``time_left`` / ``kgs-time_settings`` (accepted and ignored: the
+net answers in milliseconds), ``set_random_seed N`` (the sampling seed; ``kifunet match`` sends one per game),
+``kifunet-policy COLOUR [K]`` (the K most probable legal moves with their probabilities). Errors follow the
+spec: ``? unknown command``, ``? illegal move``, ``? unacceptable size``, ``? syntax error``, ``? cannot undo``.
+Ids are echoed; every response ends with a blank line.
+
+Rules: simple ko, suicide illegal (:class:`kifunet.data_prep.board.Board`), area scoring.
+
+How a move is chosen (:func:`choose_move`)
+------------------------------------------
+1. Candidates: legal points that do not fill the mover's own eye (:func:`kifunet.data_prep.analysis.is_eye`:
+   all neighbours own stones, at most one opponent diagonal in the centre and none on the edge), plus pass
+   when the net has a pass output. Their probabilities are renormalised to sum to 1.
+2. Arg-max, or with ``sample=True`` GoNN's move-number-dependent sampling: with ``m`` moves played, draw
+   ``r ~ Beta(1, 1 + sqrt(max(0, m - 20)))`` and take the first candidate, in decreasing probability, at which
+   the cumulative probability exceeds ``r``. For the first 20 moves ``r`` is uniform, which is exact
+   sampling from the policy (diverse openings); afterwards ``r`` shrinks (mean 1/(2+sqrt(m-20)): 0.08 at move
+   120, 0.06 at move 250), so the choice is almost always the top move or one of the next few. GoNN's README
+   describes its play against GNU Go and Pachi this way ("sorting the predictions by probability then
+   selecting from a biased distribution ... early on favoring diversity and later becoming more
+   deterministic (see play.py)"); the formula is the one in ``python/play.py`` of KataGo, GoNN's successor
+   repository (GoNN's own ``play.py`` was not available to compare).
+3. Pass rules: (a) ``m >= max_moves`` (default ``2*N*N``); (b) no candidate; (c) after an opponent's pass,
+   the candidates shrink to points in *dame* regions (empty regions touching both colours, or an empty
+   board: a move inside either side's area changes nothing under area scoring, and the opponent has just
+   said it sees nothing left to play), and the engine passes if none is left or if the net's probability of
+   the best one (softmax over all points, not renormalised: a net unsure of every move passes) is below
+   ``pass_threshold`` (default 0.05); rule (c) is off for ``kgs-genmove_cleanup``; (d) the chosen candidate
+   is pass (nets with a pass output).
+4. Resign (off unless ``resign_margin`` is set): after ``N*N/2`` moves, resign when the area score
+   (Tromp-Taylor, every stone alive, komi included) is worse than ``-resign_margin`` points for the mover.
+
+``final_score`` is that area score (no dead-stone removal): ``B+3.5``, ``W+0.5`` or ``0``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, TextIO
+
+import numpy as np
+
+from kifunet.data_prep import coords
+from kifunet.data_prep.analysis import is_eye
+from kifunet.data_prep.board import Board
+from kifunet.data_prep.game import BLACK, EMPTY, WHITE
+
+from . import scoring
+
+PROTOCOL_VERSION = "2"
+DEFAULT_PASS_THRESHOLD = 0.05
+
+# Which of the spec's nine points (see Engine._handicap_points) each fixed handicap uses (GTP spec 4.1.1).
+_HANDICAP_ORDER = {2: (0, 1), 3: (0, 1, 2), 4: (0, 1, 2, 3), 5: (0, 1, 2, 3, 4), 6: (0, 1, 2, 3, 5, 6),
+                   7: (0, 1, 2, 3, 4, 5, 6), 8: (0, 1, 2, 3, 5, 6, 7, 8), 9: tuple(range(9))}
+
+
+class GtpError(Exception):
+    """A command failed: the message is the GTP error text (``? message``)."""
+
+
+def parse_colour(s: str) -> int:
+    t = s.strip().lower()
+    if t in ("b", "black"):
+        return BLACK
+    if t in ("w", "white"):
+        return WHITE
+    raise GtpError("syntax error")
+
+
+def colour_letter(c: int) -> str:
+    return "B" if c == BLACK else "W"
+
+
+def own_eyes(board: Board, colour: int) -> np.ndarray:
+    """bool [N*N]: empty points that are ``colour``'s own eyes (see :func:`is_eye`)."""
+    n = board.size
+    st = board.B[0, :-1]
+    out = np.zeros(n * n, dtype=bool)
+    for p in np.nonzero(st == EMPTY)[0]:
+        out[p] = is_eye(board.B, board.nb, n, int(p), colour)
+    return out
+
+
+def dame_points(board: Board) -> np.ndarray:
+    """bool [N*N]: empty points whose empty region is not one colour's area (touches both colours or none)."""
+    owner = scoring.area_owner(board.stones).reshape(-1)
+    return (board.B[0, :-1] == EMPTY) & (owner == EMPTY)
+
+
+def sample_index(sorted_probs: np.ndarray, moves_played: int, rng: np.random.Generator) -> int:
+    """GoNN's draw: index into probabilities sorted in decreasing order (see the module docstring)."""
+    beta = 1.0 + math.sqrt(max(0, moves_played - 20))
+    r = rng.beta(1.0, beta)
+    cum = np.cumsum(sorted_probs)
+    i = int(np.searchsorted(cum, r, side="right"))
+    return min(i, len(sorted_probs) - 1)
+
+
+@dataclass
+class MoveChoice:
+    move: int | str  # flat index (N*N = pass) or "resign"
+    reason: str  # why: "policy", "sampled", "no candidate", "net passes", "move cap", "opponent passed", "resign"
+    probability: float = 0.0  # the chosen move's renormalised probability (0 for rule passes)
+
+
+@dataclass
+class PlaySettings:
+    sample: bool = False
+    pass_threshold: float = DEFAULT_PASS_THRESHOLD
+    max_moves: int | None = None  # None: 2 * N * N
+    resign_margin: float | None = None  # None: never resign
+    seed: int = 0
+
+
+def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: int, opponent_passed: bool,
+                komi: float, settings: PlaySettings, rng: np.random.Generator, has_pass: bool,
+                cleanup: bool = False) -> MoveChoice:
+    """Apply the rules of the module docstring to the net's ``probs`` [N*N+1] for ``colour`` on ``board``."""
+    n = board.size
+    nn = n * n
+    max_moves = settings.max_moves if settings.max_moves is not None else 2 * nn
+    if settings.resign_margin is not None and moves_played >= nn // 2:
+        score = scoring.area_score(board.stones, komi)
+        mine = score if colour == BLACK else -score
+        if mine < -settings.resign_margin:
+            return MoveChoice("resign", "resign")
+    if moves_played >= max_moves:
+        return MoveChoice(nn, "move cap")
+    legal = board.legal_moves(colour)
+    cand = np.zeros(nn + 1, dtype=bool)
+    cand[:nn] = legal[:nn] & ~own_eyes(board, colour)
+    if not cand[:nn].any():
+        return MoveChoice(nn, "no candidate")
+    if opponent_passed and not cleanup:
+        cand[:nn] &= dame_points(board)
+        if not cand[:nn].any() or float(np.max(np.where(cand, probs, 0.0))) < settings.pass_threshold:
+            return MoveChoice(nn, "opponent passed")
+    cand[nn] = has_pass
+    p = np.where(cand, probs, 0.0)
+    total = p.sum()
+    p = p / total if total > 0 else cand / cand.sum()
+    order = np.argsort(-p, kind="stable")
+    order = order[p[order] > 0] if (p > 0).any() else order
+    if settings.sample:
+        k = order[sample_index(p[order], moves_played, rng)]
+        reason = "sampled"
+    else:
+        k = order[0]
+        reason = "policy"
+    k = int(k)
+    if k == nn:
+        return MoveChoice(nn, "net passes", float(p[nn]))
+    return MoveChoice(k, reason, float(p[k]))
+
+
+@dataclass
+class _State:
+    board: Board
+    moves: list = field(default_factory=list)  # [(colour, flat)]
+    setup: list = field(default_factory=list)  # [(colour, flat)] handicap stones
+
+
+class Engine:
+    """GTP engine state and command handlers; :meth:`handle` answers one line, :meth:`serve` runs a session."""
+
+    def __init__(self, policy, *, settings: PlaySettings | None = None, komi: float = 7.5, name: str = "kifunet",
+                 version: str = "", log: TextIO | None = None):
+        self.policy = policy
+        self.settings = settings or PlaySettings()
+        self.size = policy.board_size
+        self.komi = float(komi)
+        self.name = name
+        self.version = version or _default_version(policy)
+        self.rng = np.random.default_rng(self.settings.seed)
+        self.log = log
+        self.state = _State(Board(self.size))
+        self.history: list[_State] = []
+        self.quit = False
+        self.commands: dict[str, Callable[[list[str]], str]] = {
+            "protocol_version": lambda a: PROTOCOL_VERSION,
+            "name": lambda a: self.name,
+            "version": lambda a: self.version,
+            "known_command": self._known_command,
+            "list_commands": lambda a: "\n".join(self.commands),
+            "quit": self._quit,
+            "boardsize": self._boardsize,
+            "clear_board": self._clear_board,
+            "komi": self._komi,
+            "play": self._play,
+            "genmove": lambda a: self._genmove(a, play=True),
+            "reg_genmove": lambda a: self._genmove(a, play=False),
+            "kgs-genmove_cleanup": lambda a: self._genmove(a, play=True, cleanup=True),
+            "undo": self._undo,
+            "showboard": self._showboard,
+            "final_score": self._final_score,
+            "fixed_handicap": self._fixed_handicap,
+            "place_free_handicap": self._fixed_handicap,
+            "set_free_handicap": self._set_free_handicap,
+            "time_settings": lambda a: "",
+            "time_left": lambda a: "",
+            "kgs-time_settings": lambda a: "",
+            "set_random_seed": self._set_random_seed,
+            "kifunet-policy": self._policy_command,
+        }
+
+    # --- protocol ----------------------------------------------------------------------------------------
+    def handle(self, line: str) -> str | None:
+        """One input line -> the full response text (``=id ...\\n\\n``), or None for an empty/comment line."""
+        line = "".join(ch for ch in line if ch in "\t\n" or 32 <= ord(ch) != 127)
+        line = line.split("#", 1)[0].replace("\t", " ").strip()
+        if not line:
+            return None
+        parts = line.split()
+        cid = ""
+        if parts[0].isdigit():
+            cid = parts.pop(0)
+            if not parts:
+                return f"?{cid} syntax error\n\n"
+        cmd, args = parts[0], parts[1:]
+        handler = self.commands.get(cmd)
+        if handler is None:
+            return f"?{cid} unknown command\n\n"
+        try:
+            out = handler(args)
+        except GtpError as e:
+            return f"?{cid} {e}\n\n"
+        except Exception as e:  # keep the session alive; say what broke
+            self._log(f"internal error in {cmd}: {type(e).__name__}: {e}")
+            return f"?{cid} internal error: {type(e).__name__}: {e}\n\n"
+        return f"={cid} {out}\n\n" if out else f"={cid}\n\n"
+
+    def serve(self, stdin: TextIO, stdout: TextIO) -> int:
+        for line in stdin:
+            resp = self.handle(line)
+            if resp is not None:
+                stdout.write(resp)
+                stdout.flush()
+            if self.quit:
+                break
+        return 0
+
+    def _log(self, msg: str) -> None:
+        if self.log is not None:
+            print(msg, file=self.log, flush=True)
+
+    # --- commands ----------------------------------------------------------------------------------------
+    def _known_command(self, a):
+        if len(a) != 1:
+            raise GtpError("syntax error")
+        return "true" if a[0] in self.commands else "false"
+
+    def _quit(self, a):
+        self.quit = True
+        return ""
+
+    def _boardsize(self, a):
+        if len(a) != 1 or not a[0].isdigit():
+            raise GtpError("syntax error")
+        if int(a[0]) != self.size:
+            raise GtpError("unacceptable size")
+        self._clear_board([])
+        return ""
+
+    def _clear_board(self, a):
+        self.state = _State(Board(self.size))
+        self.history = []
+        return ""
+
+    def _komi(self, a):
+        try:
+            self.komi = float(a[0])
+        except (IndexError, ValueError):
+            raise GtpError("syntax error") from None
+        return ""
+
+    def _vertex(self, s: str) -> int:
+        try:
+            return coords.to_flat(coords.from_gtp(s, self.size), self.size)
+        except ValueError:
+            raise GtpError("syntax error") from None
+
+    def _push(self) -> None:
+        s = self.state
+        self.history.append(_State(s.board.copy(), list(s.moves), list(s.setup)))
+
+    def _apply(self, colour: int, flat: int) -> None:
+        self._push()
+        if flat != self.size * self.size:
+            self.state.board.play(flat, colour)
+        self.state.moves.append((colour, flat))
+
+    def _play(self, a):
+        if len(a) != 2:
+            raise GtpError("syntax error")
+        colour = parse_colour(a[0])
+        if a[1].lower() == "resign":
+            return ""
+        flat = self._vertex(a[1])
+        if not self.state.board.is_legal(flat, colour):
+            raise GtpError("illegal move")
+        self._apply(colour, flat)
+        return ""
+
+    def _genmove(self, a, *, play: bool, cleanup: bool = False):
+        if len(a) != 1:
+            raise GtpError("syntax error")
+        colour = parse_colour(a[0])
+        s = self.state
+        probs = self.policy.probabilities(s.moves, colour, s.setup)
+        opponent_passed = bool(s.moves) and s.moves[-1] == (3 - colour, self.size * self.size)
+        choice = choose_move(probs, s.board, colour, moves_played=len(s.moves), opponent_passed=opponent_passed,
+                             komi=self.komi, settings=self.settings, rng=self.rng,
+                             has_pass=bool(self.policy.has_pass), cleanup=cleanup)
+        if choice.move == "resign":
+            self._log(f"move {len(s.moves) + 1} {colour_letter(colour)}: resign")
+            return "resign"
+        vertex = coords.to_gtp(coords.from_flat(choice.move, self.size), self.size)
+        self._log(f"move {len(s.moves) + 1} {colour_letter(colour)}: {vertex} ({choice.reason}, "
+                  f"p={choice.probability:.3f})")
+        if play:
+            self._apply(colour, choice.move)
+        return vertex
+
+    def _undo(self, a):
+        if not self.history or not self.state.moves:
+            raise GtpError("cannot undo")
+        self.state = self.history.pop()
+        return ""
+
+    def _showboard(self, a):
+        n = self.size
+        cols = coords.GTP_COLUMNS[:n]
+        chars = {EMPTY: ".", BLACK: "X", WHITE: "O"}
+        st = self.state.board.stones
+        last = self.state.moves[-1][1] if self.state.moves else None
+        lines = ["   " + " ".join(cols)]
+        for r in range(n):
+            row = []
+            for c in range(n):
+                ch = chars[int(st[r, c])]
+                row.append(ch)
+            mark = ""
+            if last is not None and last != n * n and last // n == r:
+                mark = f"   last move {coords.to_gtp(coords.from_flat(last, n), n)}"
+            lines.append(f"{n - r:2d} " + " ".join(row) + f" {n - r:2d}" + mark)
+        lines.append("   " + " ".join(cols))
+        b = self.state.board
+        lines.append(f"captured: black {b.captures(BLACK)} white {b.captures(WHITE)}; moves {len(self.state.moves)};"
+                     f" komi {self.komi:g}")
+        return "\n" + "\n".join(lines)
+
+    def _final_score(self, a):
+        return scoring.format_score(scoring.area_score(self.state.board.stones, self.komi))
+
+    def _handicap_points(self, k: int) -> list[int]:
+        """The GTP spec's fixed placement (section 4.1.1): 3-3 points below 13x13, 4-4 points from 13x13."""
+        n = self.size
+        if n < 7 or not 2 <= k <= (9 if n % 2 == 1 and n >= 9 else 4):
+            raise GtpError("invalid number of stones")
+        edge = 3 if n >= 13 else 2
+        lo, mid, hi = edge, n // 2, n - 1 - edge
+        # (row from the top, col) of D4 Q16 D16 Q4 K10 D10 Q10 K4 K16 on 19x19, in that order
+        spec = [(hi, lo), (lo, hi), (lo, lo), (hi, hi), (mid, mid), (mid, lo), (mid, hi), (hi, mid), (lo, mid)]
+        return [r * n + c for r, c in (spec[i] for i in _HANDICAP_ORDER[k])]
+
+    def _fixed_handicap(self, a):
+        if len(a) != 1 or not a[0].isdigit():
+            raise GtpError("syntax error")
+        if self.state.moves or self.state.setup or self.state.board.stones.any():
+            raise GtpError("board not empty")
+        pts = self._handicap_points(int(a[0]))
+        self.state.board.setup(pts, BLACK)
+        self.state.setup = [(BLACK, p) for p in pts]
+        return " ".join(coords.to_gtp(coords.from_flat(p, self.size), self.size) for p in pts)
+
+    def _set_free_handicap(self, a):
+        if len(a) < 2:
+            raise GtpError("syntax error")
+        if self.state.moves or self.state.setup or self.state.board.stones.any():
+            raise GtpError("board not empty")
+        pts = [self._vertex(v) for v in a]
+        if len(set(pts)) != len(pts) or self.size * self.size in pts:
+            raise GtpError("bad vertex list")
+        self.state.board.setup(pts, BLACK)
+        self.state.setup = [(BLACK, p) for p in pts]
+        return ""
+
+    def _set_random_seed(self, a):
+        if len(a) != 1 or not a[0].lstrip("-").isdigit():
+            raise GtpError("syntax error")
+        self.rng = np.random.default_rng(abs(int(a[0])))
+        return ""
+
+    def _policy_command(self, a):
+        if not 1 <= len(a) <= 2:
+            raise GtpError("syntax error")
+        colour = parse_colour(a[0])
+        k = int(a[1]) if len(a) == 2 and a[1].isdigit() else 10
+        s = self.state
+        probs = self.policy.probabilities(s.moves, colour, s.setup)
+        legal = s.board.legal_moves(colour)
+        idx = [int(i) for i in np.argsort(-probs, kind="stable") if legal[i]][:k]
+        return " ".join(f"{coords.to_gtp(coords.from_flat(i, self.size), self.size)} {probs[i]:.4f}" for i in idx)
+
+
+def _default_version(policy) -> str:
+    from importlib import metadata
+
+    try:
+        v = metadata.version("kifunet")
+    except metadata.PackageNotFoundError:
+        v = "dev"
+    return f"{v} ({policy.description})"
+
+
+def serve(engine: Engine, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    return engine.serve(stdin or sys.stdin, stdout or sys.stdout)

@@ -1,0 +1,317 @@
+"""Move-prediction metrics as sums and counts: top-k accuracy, cross-entropy in nats, perplexity.
+
+Every number is accumulated over the whole split and divided once at the end; nothing is an average of batch
+means, so a ragged last batch (or any batch size) gives the same result. The accumulators hold:
+
+==================  ==========================================================================================
+field               meaning
+==================  ==========================================================================================
+``count``           positions seen
+``nll_sum``         sum over positions of ``-log p(played move)`` in nats (float64, summed exactly: Shewchuk
+                    partials, so the total does not depend on batch boundaries or order)
+``rank_hist``       int64 ``[M]``, ``M = N*N + 1``: ``rank_hist[r]`` = positions whose played move has rank ``r``
+==================  ==========================================================================================
+
+Derived: ``topk_correct(k) = rank_hist[:k].sum()``, ``accuracy(k) = topk_correct(k) / count``,
+``cross_entropy = nll_sum / count`` (nats), ``perplexity = exp(cross_entropy)``.
+
+Rank and ties (the rule every top-k number here uses)
+-----------------------------------------------------
+The rank of the played move ``t`` is the number of *other* moves whose logit is **greater than or equal to**
+its logit: ``rank = #{j != t : z[j] >= z[t]}``; the move is in the top ``k`` when ``rank < k``. Ties count
+against the prediction (the pessimistic rule): the played move is top-1 only if its logit is strictly greater
+than every other logit, and top-k only if it is strictly greater than the k-th largest of the others. A net that
+outputs a constant scores 0% top-1, not 1/362 or 100%; the result never depends on the order of the moves (an
+``argmax`` picks the first of tied moves, so it would). With float32 logits exact ties between a trained
+net's moves are rare; the rule matters for constant or masked outputs (pass at -1e9, illegal points at -inf).
+
+Cross-entropy is ``logsumexp(z) - z[t]`` computed in float64 on the host from the float32 logits.
+
+Legal-move masking
+------------------
+With a legality mask (``bool [B, N*N + 1]``, pass always legal) the illegal moves get logit ``-inf`` before both
+the rank and the softmax: the distribution is renormalised over the legal moves and illegal moves can never
+outrank the played move. A played move that the mask calls illegal is an error (:class:`ValueError`), never a
+silently infinite loss. Masks come from :func:`legal_from_planes` (feature sets that carry legality) or from a
+replay of the game (:mod:`kifunet.eval.legality`).
+
+8-symmetry ensemble
+-------------------
+:func:`ensemble_log_probs` averages the *probabilities* of the 8 passes (each mapped back to the original
+orientation) and returns their log, ``log(mean_s softmax(z_s))``, computed as a log-mean-exp in float64 so that
+nothing underflows; with a mask each pass is first renormalised over the legal moves. The ensemble's log
+probabilities then go through the same rank and loss code as single-pass logits (a log-softmax of log
+probabilities is the identity).
+
+Breakdowns
+----------
+:class:`Breakdown` keeps one accumulator for the whole split and one per group of three partitions: game phase
+(move-number buckets, ``PHASE_STARTS``), player rank (the mover's rank, :mod:`kifunet.data_prep.ranks` scale,
+``?`` for unknown) and colour to move. Each partition's groups add up to the whole split exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+MAX_K = 10
+#: default move-number buckets for the game-phase breakdown: first move number of each bucket (1-based)
+PHASE_STARTS = (1, 21, 51, 101, 151, 201, 251)
+COLOUR_LABELS = {1: "black", 2: "white"}
+TIE_RULE = ("pessimistic: rank = number of other moves with logit >= the played move's logit; "
+            "top-k correct iff rank < k (ties count against)")
+
+
+# ------------------------------------------------------------------------------------------------ per position
+def _as_logits(logits, legal=None) -> np.ndarray:
+    z = np.asarray(logits, dtype=np.float64)
+    if z.ndim != 2:
+        raise ValueError(f"logits must be [B, M]; got shape {z.shape}")
+    if np.isnan(z).any():
+        raise ValueError("logits contain NaN")
+    if legal is not None:
+        legal = np.asarray(legal, dtype=bool)
+        if legal.shape != z.shape:
+            raise ValueError(f"legal mask shape {legal.shape} differs from logits shape {z.shape}")
+        z = np.where(legal, z, -np.inf)
+    return z
+
+
+def log_softmax(logits, legal=None) -> np.ndarray:
+    """float64 ``log softmax`` over the last axis; with ``legal``, over the legal moves only (others -inf)."""
+    z = _as_logits(logits, legal)
+    m = z.max(axis=-1, keepdims=True)
+    if not np.isfinite(m).all():
+        raise ValueError("a position has no finite logit (every move masked?)")
+    shifted = z - m
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def target_ranks(logits, target, legal=None) -> np.ndarray:
+    """int64 ``[B]``: number of other moves whose logit is >= the played move's (see the tie rule above)."""
+    z = _as_logits(logits, legal)
+    t = np.asarray(target, dtype=np.int64).reshape(-1)
+    if t.shape[0] != z.shape[0]:
+        raise ValueError(f"{t.shape[0]} targets for {z.shape[0]} positions")
+    if t.size and (t.min() < 0 or t.max() >= z.shape[1]):
+        raise ValueError(f"targets must be in 0..{z.shape[1] - 1}")
+    zt = z[np.arange(z.shape[0]), t]
+    if legal is not None and not np.isfinite(zt).all():
+        bad = np.flatnonzero(~np.isfinite(zt))
+        raise ValueError(f"the played move is illegal under the mask at batch rows {bad.tolist()[:10]}")
+    return (z >= zt[:, None]).sum(axis=1).astype(np.int64) - 1
+
+
+def example_stats(logits, target, legal=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(rank int64 [B], nll float64 [B])`` for each position; see the module docstring for both rules."""
+    ranks = target_ranks(logits, target, legal)
+    lp = log_softmax(logits, legal)
+    t = np.asarray(target, dtype=np.int64).reshape(-1)
+    return ranks, -lp[np.arange(lp.shape[0]), t]
+
+
+def ensemble_log_probs(logits_per_pass: Sequence[np.ndarray], legal=None) -> np.ndarray:
+    """``log(mean_s softmax(z_s))`` over passes ``z_s [B, M]`` already mapped back to the original orientation."""
+    lps = np.stack([log_softmax(z, legal) for z in logits_per_pass])  # [S, B, M]
+    m = lps.max(axis=0)
+    safe = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return safe + np.log(np.exp(lps - safe).mean(axis=0))
+
+
+def legal_from_planes(planes, feature_set) -> np.ndarray | None:
+    """bool ``[B, N*N + 1]`` legality for the side to move read off the input planes, or ``None``.
+
+    * a ``legal`` plane (maddison): that plane;
+    * ``liberties_after_*`` planes (alphago): their union. They are one-hot buckets of the liberties the mover's
+      chain would have, set only on legal points, and a legal move always leaves at least one liberty, so
+      exactly one bucket is set on a legal point and none elsewhere.
+
+    Pass is always legal. Other sets (agz, gonn) do not carry legality: replay the game instead.
+    """
+    x = np.asarray(planes)
+    b, n = x.shape[0], x.shape[1]
+    names = [f.name for f in feature_set.features]
+    offsets = np.cumsum([0] + [f.planes for f in feature_set.features])
+    pick = None
+    if "legal" in names:
+        i = names.index("legal")
+        pick = [int(offsets[i])]
+    else:
+        lib = [i for i, nm in enumerate(names) if nm.startswith("liberties_after_")]
+        if lib:
+            i = lib[0]
+            pick = list(range(int(offsets[i]), int(offsets[i + 1])))
+    if pick is None:
+        return None
+    on_board = (x[..., pick] != 0).any(axis=-1).reshape(b, n * n)
+    return np.concatenate([on_board, np.ones((b, 1), dtype=bool)], axis=1)
+
+
+# ------------------------------------------------------------------------------------------------ exact sums
+class ExactSum:
+    """Correctly rounded running sum of floats (Shewchuk's partials, as in ``math.fsum``)."""
+
+    def __init__(self, value: float = 0.0):
+        self._partials: list[float] = []
+        if value:
+            self.add([value])
+
+    def add(self, values) -> None:
+        partials = self._partials
+        for x in np.asarray(values, dtype=np.float64).reshape(-1).tolist():
+            i = 0
+            for y in partials:
+                if abs(x) < abs(y):
+                    x, y = y, x
+                hi = x + y
+                lo = y - (hi - x)
+                if lo:
+                    partials[i] = lo
+                    i += 1
+                x = hi
+            partials[i:] = [x]
+
+    def merge(self, other: "ExactSum") -> None:
+        self.add(other._partials)
+
+    @property
+    def value(self) -> float:
+        return math.fsum(self._partials)
+
+
+# ------------------------------------------------------------------------------------------------ accumulators
+class MetricSums:
+    """Sums and counts for one set of positions; see the module docstring."""
+
+    def __init__(self, num_moves: int):
+        self.num_moves = int(num_moves)
+        self.count = 0
+        self._nll = ExactSum()
+        self.rank_hist = np.zeros(self.num_moves, dtype=np.int64)
+
+    def update(self, ranks, nll) -> None:
+        ranks = np.asarray(ranks, dtype=np.int64).reshape(-1)
+        nll = np.asarray(nll, dtype=np.float64).reshape(-1)
+        if ranks.shape != nll.shape:
+            raise ValueError("ranks and nll must have one entry per position")
+        if ranks.size and (ranks.min() < 0 or ranks.max() >= self.num_moves):
+            raise ValueError(f"ranks must be in 0..{self.num_moves - 1}")
+        self.count += int(ranks.size)
+        self._nll.add(nll)
+        self.rank_hist += np.bincount(ranks, minlength=self.num_moves)
+
+    def merge(self, other: "MetricSums") -> None:
+        if other.num_moves != self.num_moves:
+            raise ValueError("cannot merge sums over different move counts")
+        self.count += other.count
+        self._nll.merge(other._nll)
+        self.rank_hist += other.rank_hist
+
+    @property
+    def nll_sum(self) -> float:
+        return self._nll.value
+
+    def topk_correct(self, k: int) -> int:
+        return int(self.rank_hist[: int(k)].sum())
+
+    def accuracy(self, k: int = 1) -> float:
+        return self.topk_correct(k) / self.count if self.count else float("nan")
+
+    @property
+    def cross_entropy(self) -> float:
+        return self.nll_sum / self.count if self.count else float("nan")
+
+    @property
+    def perplexity(self) -> float:
+        return math.exp(self.cross_entropy) if self.count else float("nan")
+
+    def to_dict(self, *, histogram: bool = False, max_k: int = MAX_K) -> dict:
+        """JSON-ready: the sums and counts first, then the numbers derived from them."""
+        d = {"count": self.count, "nll_sum": self.nll_sum,
+             "topk_correct": [self.topk_correct(k) for k in range(1, max_k + 1)],
+             "accuracy": {str(k): self.accuracy(k) for k in range(1, max_k + 1)},
+             "cross_entropy_nats": self.cross_entropy, "perplexity": self.perplexity}
+        if histogram:
+            d["rank_histogram"] = self.rank_hist.tolist()
+        return d
+
+
+def _phase_labels(starts: Sequence[int]) -> list[str]:
+    out = []
+    for i, a in enumerate(starts):
+        out.append(f"{a}-{starts[i + 1] - 1}" if i + 1 < len(starts) else f"{a}+")
+    return out
+
+
+def _rank_label(value: int) -> str:
+    from kifunet.data_prep import ranks
+
+    try:
+        return ranks.rank_to_text(int(value))
+    except ValueError:
+        return "?"
+
+
+class Breakdown:
+    """The whole split plus per-phase, per-rank and per-colour :class:`MetricSums`."""
+
+    def __init__(self, num_moves: int, phase_starts: Sequence[int] = PHASE_STARTS):
+        starts = [int(s) for s in phase_starts]
+        if not starts or starts[0] != 1 or any(b <= a for a, b in zip(starts, starts[1:])):
+            raise ValueError(f"phase starts must begin at 1 and increase: {phase_starts}")
+        self.num_moves = int(num_moves)
+        self.phase_starts = tuple(starts)
+        self.phase_labels = _phase_labels(starts)
+        self.total = MetricSums(num_moves)
+        self.by_phase: dict[int, MetricSums] = {}
+        self.by_rank: dict[int, MetricSums] = {}
+        self.by_colour: dict[int, MetricSums] = {}
+
+    def _group(self, table: dict, key: int) -> MetricSums:
+        if key not in table:
+            table[key] = MetricSums(self.num_moves)
+        return table[key]
+
+    def phase_index(self, move_number) -> np.ndarray:
+        mn = np.asarray(move_number, dtype=np.int64)
+        return np.searchsorted(np.asarray(self.phase_starts), mn, side="right") - 1
+
+    def update(self, ranks, nll, *, move_number, player_rank, to_move) -> None:
+        ranks = np.asarray(ranks, dtype=np.int64).reshape(-1)
+        nll = np.asarray(nll, dtype=np.float64).reshape(-1)
+        self.total.update(ranks, nll)
+        for table, keys in ((self.by_phase, self.phase_index(move_number)),
+                            (self.by_rank, np.asarray(player_rank, dtype=np.int64).reshape(-1)),
+                            (self.by_colour, np.asarray(to_move, dtype=np.int64).reshape(-1))):
+            if keys.shape != ranks.shape:
+                raise ValueError("one key per position")
+            for key in np.unique(keys):
+                sel = keys == key
+                self._group(table, int(key)).update(ranks[sel], nll[sel])
+
+    def merge(self, other: "Breakdown") -> None:
+        if other.phase_starts != self.phase_starts:
+            raise ValueError("cannot merge breakdowns with different phase buckets")
+        self.total.merge(other.total)
+        for mine, theirs in ((self.by_phase, other.by_phase), (self.by_rank, other.by_rank),
+                             (self.by_colour, other.by_colour)):
+            for k, v in theirs.items():
+                self._group(mine, k).merge(v)
+
+    def to_dict(self) -> dict:
+        d = self.total.to_dict(histogram=True)
+        d["by_phase"] = {self.phase_labels[k]: v.to_dict() for k, v in sorted(self.by_phase.items())}
+        d["by_rank"] = {_rank_label(k): v.to_dict() for k, v in sorted(self.by_rank.items())}
+        d["by_colour"] = {COLOUR_LABELS.get(k, str(k)): v.to_dict() for k, v in sorted(self.by_colour.items())}
+        return d
+
+
+def topn_curve(result: dict, max_n: int | None = None) -> np.ndarray:
+    """Top-n accuracy for n = 1..max_n from a result block's ``rank_histogram`` (Maddison's Figure 1)."""
+    hist = np.asarray(result["rank_histogram"], dtype=np.int64)
+    n = len(hist) if max_n is None else min(int(max_n), len(hist))
+    return np.cumsum(hist)[:n] / max(1, int(result["count"]))

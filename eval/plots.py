@@ -1,0 +1,201 @@
+"""Pictures of results (matplotlib): learning curves, the top-n accuracy curve, accuracy against nats.
+
+Every function draws into ``ax`` when given one, else into a new :class:`matplotlib.figure.Figure` (no pyplot
+state, so it works headless), and returns the figure; ``fig.savefig("x.png")`` or ``"x.svg"`` picks the format
+from the extension. Inputs are the files a run leaves behind (``metrics_*.jsonl``) and eval result dicts
+(:mod:`kifunet.eval.evaluate`); nothing here trains or evaluates.
+
+* :func:`learning_curves`: every numeric field of ``metrics_train.jsonl`` / ``metrics_eval.jsonl`` against the
+  training positions seen (the first of ``samples``, ``examples``, ``positions``, ``step`` present). Losses
+  (fields named ``*loss*``, ``*nll*``, ``*nats*``, ``*cross_entropy*``) go on the left panel, accuracies
+  (``*acc*``, ``*top*``) on the right.
+* :func:`topn_curve`: top-n accuracy for n = 1..max_n from each result's rank histogram, as Maddison et al.'s
+  Figure 1, with the published top-1 / top-4 / top-10 numbers as points.
+* :func:`accuracy_vs_nats`: top-1 against cross-entropy for our results (single pass and ensemble marked apart)
+  beside GoNN's published points.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+
+X_KEYS = ("samples", "examples", "positions", "step")
+LOSS_WORDS = ("loss", "nll", "nats", "cross_entropy")
+ACC_WORDS = ("acc", "top")
+
+
+def _figure(ax, ncols=1, size=(6.4, 4.4)):
+    if ax is not None:
+        return ax.figure, ax
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=size, dpi=100, layout="constrained")
+    axes = fig.subplots(1, ncols)
+    return fig, axes
+
+
+def read_jsonl(path: str) -> list[dict]:
+    """Records of a JSON-lines file; a torn last line (a run still writing) is skipped."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                break
+            raise
+    return out
+
+
+def run_metrics(run_dir: str) -> dict[str, list[dict]]:
+    """``{'train': [...], 'eval': [...]}`` from ``metrics_train.jsonl`` and ``metrics_eval.jsonl`` (absent -> [])."""
+    out = {}
+    for kind in ("train", "eval"):
+        p = os.path.join(run_dir, f"metrics_{kind}.jsonl")
+        out[kind] = read_jsonl(p) if os.path.exists(p) else []
+    return out
+
+
+def _flatten(rec: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in rec.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "/"))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v)):
+            out[key] = float(v)
+    return out
+
+
+def _x_key(records: list[dict]) -> str | None:
+    for k in X_KEYS:
+        if any(k in r for r in records):
+            return k
+    return None
+
+
+def _series(records: list[dict]) -> tuple[str | None, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    flat = [_flatten(r) for r in records]
+    xk = _x_key(flat)
+    if xk is None:
+        return None, {}
+    keys = sorted({k for r in flat for k in r} - set(X_KEYS))
+    out = {}
+    for k in keys:
+        pts = [(r[xk], r[k]) for r in flat if xk in r and k in r]
+        if pts:
+            a = np.asarray(pts, dtype=np.float64)
+            out[k] = (a[:, 0], a[:, 1])
+    return xk, out
+
+
+def _is(words, key):
+    k = key.lower().rsplit("/", 1)[-1]
+    return any(w in k for w in words)
+
+
+def learning_curves(metrics: dict[str, list[dict]], *, title: str = "", axes=None):
+    """Loss and accuracy against training positions, train and eval records; see the module docstring."""
+    fig, (ax_l, ax_a) = _figure(axes, ncols=2, size=(11, 4.2)) if axes is None else (axes[0].figure, axes)
+    drawn = 0
+    xlabel = None
+    for kind, style in (("train", "-"), ("eval", "o-")):
+        xk, ser = _series(metrics.get(kind, []))
+        if xk is None:
+            continue
+        xlabel = xlabel or xk
+        for k, (x, y) in ser.items():
+            if _is(LOSS_WORDS, k):
+                ax_l.plot(x, y, style, ms=3, lw=1.2, label=f"{kind} {k}")
+                drawn += 1
+            elif _is(ACC_WORDS, k):
+                yy = y * 100 if np.nanmax(y) <= 1.0 else y
+                ax_a.plot(x, yy, style, ms=3, lw=1.2, label=f"{kind} {k}")
+                drawn += 1
+    label = {"step": "training step", "positions": "training positions", None: "?"}.get(
+        xlabel, f"training {xlabel} (positions)")
+    for ax, yl in ((ax_l, "loss (nats)"), (ax_a, "accuracy (%)")):
+        ax.set_xlabel(label)
+        ax.set_ylabel(yl)
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    if not drawn:
+        ax_l.text(0.5, 0.5, "no metrics recorded", ha="center", va="center", transform=ax_l.transAxes)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def topn_curve(results: dict[str, dict], *, max_n: int = 20, published_points: bool = True, ax=None):
+    """Top-n accuracy (%) against n for each ``{label: result block}`` (a block has ``rank_histogram``)."""
+    from kifunet.eval import metrics as M
+
+    fig, ax = _figure(ax)
+    for label, block in results.items():
+        y = M.topn_curve(block, max_n) * 100
+        ax.plot(np.arange(1, len(y) + 1), y, "o-", ms=3, label=label)
+    if published_points:
+        from kifunet.eval import published as P
+
+        for r in P.move_prediction():
+            if r.id not in ("maddison_12x128", "gonn_mar2018_kgs_12x192", "alphago_13x256"):
+                continue
+            pts = [(k, getattr(r, f"top{k}")) for k in (1, 4, 10) if isinstance(getattr(r, f"top{k}"), float)]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "s", ms=6, mfc="none",
+                    label=f"{r.source}, {r.net} (published)")
+    ax.set_xlabel("n (the played move among the net's n most likely moves)")
+    ax.set_ylabel("top-n accuracy (%)")
+    ax.set_xlim(0.5, max_n + 0.5)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, 100)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="center right")
+    return fig
+
+
+def accuracy_vs_nats(ours: list[tuple[str, float, float, str]], *, ax=None):
+    """Top-1 (%) against CE (nats): ``ours`` is ``[(label, top1 fraction, ce nats, mode)]``, mode
+    ``single`` or ``ensemble``; GoNN's accuracy/nats table and the published rows with both numbers beside."""
+    from kifunet.eval import published as P
+
+    fig, ax = _figure(ax)
+    pts = P.accuracy_nats()
+    ax.plot([p["ce"] for p in pts], [p["top1"] for p in pts], "s--", color="grey", mfc="none",
+            label="GoNN GoGoD nets (published)")
+    for p in pts:
+        ax.annotate(f"{'~' if p.get('elo_approx') else ''}{p['elo']} Elo", (p["ce"], p["top1"]),
+                    textcoords="offset points", xytext=(4, 4), fontsize=7, color="grey")
+    rows = [r for r in P.move_prediction() if r.ce is not None and isinstance(r.top1, float)]
+    ax.plot([r.ce for r in rows], [r.top1 for r in rows], "D", color="tab:green", mfc="none",
+            label="GoNN README nets (published)")
+    markers = {"single": "o", "ensemble": "*"}
+    for label, top1, ce, mode in ours:
+        ax.plot([ce], [100 * top1], markers.get(mode, "o"), ms=9 if mode == "ensemble" else 7,
+                label=f"{label} ({'8-symmetry ensemble' if mode == 'ensemble' else 'single pass'})")
+    ax.set_xlabel("cross-entropy of the played move (nats)")
+    ax.set_ylabel("top-1 accuracy (%)")
+    ax.invert_xaxis()
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def ours_from_results(results: list[tuple[str, dict]]) -> list[tuple[str, float, float, str]]:
+    """``(label, top1, ce, mode)`` for :func:`accuracy_vs_nats` from ``(path, eval result)`` pairs."""
+    out = []
+    for path, res in results:
+        name = res.get("run", {}).get("name") or os.path.basename(path)
+        for mode, block in res["results"].items():
+            out.append((name, block["accuracy"]["1"], block["cross_entropy_nats"], mode))
+    return out

@@ -1,0 +1,83 @@
+"""Area scoring (Tromp-Taylor): every stone on the board counts as alive.
+
+A point scores for a colour if it holds a stone of that colour, or if it is empty and every empty point
+connected to it (through empty points) touches stones of that colour only. Empty regions touching both
+colours (dame) or neither (an empty board) score for nobody. Komi is added to white.
+
+This is the score the GTP engine's ``final_score`` reports and the fallback referee of ``kifunet match
+--referee none``. It removes no dead stones: GNU Go's ``final_score`` (the default referee of the match runner)
+does, so use it for results that should read like a human-scored game.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kifunet.data_prep.board import neighbours_cached
+from kifunet.data_prep.game import BLACK, EMPTY, WHITE
+
+
+def area_owner(stones: np.ndarray) -> np.ndarray:
+    """int8 [N, N]: BLACK / WHITE for points each colour owns by area, EMPTY for dame and neutral points."""
+    st = np.asarray(stones, dtype=np.int8)
+    n = st.shape[0]
+    flat = st.reshape(-1)
+    nb = neighbours_cached(n)
+    owner = flat.copy()
+    seen = np.zeros(n * n, dtype=bool)
+    for start in range(n * n):
+        if flat[start] != EMPTY or seen[start]:
+            continue
+        region, stack, touches = [], [start], set()
+        seen[start] = True
+        while stack:
+            p = stack.pop()
+            region.append(p)
+            for q in nb[p]:
+                if q < 0:
+                    continue
+                v = flat[q]
+                if v == EMPTY:
+                    if not seen[q]:
+                        seen[q] = True
+                        stack.append(q)
+                else:
+                    touches.add(int(v))
+        who = touches.pop() if len(touches) == 1 else EMPTY
+        owner[region] = who
+    return owner.reshape(n, n)
+
+
+def area_score(stones: np.ndarray, komi: float) -> float:
+    """Black's area minus white's area minus komi (positive: black leads)."""
+    owner = area_owner(stones)
+    return float(np.count_nonzero(owner == BLACK) - np.count_nonzero(owner == WHITE)) - float(komi)
+
+
+def format_score(score: float) -> str:
+    """GTP / SGF result text of a black-minus-white score: ``B+3.5``, ``W+0.5``, ``0`` (jigo)."""
+    if score > 0:
+        return f"B+{_num(score)}"
+    if score < 0:
+        return f"W+{_num(-score)}"
+    return "0"
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def parse_result(text: str) -> tuple[int | None, str]:
+    """SGF/GTP result text -> (winner colour or None for jigo/void, normalised text).
+
+    Reads ``B+3.5``, ``W+R``, ``W+Resign``, ``B+T``, ``B+F``, ``0`` / ``Draw`` / ``Jigo``; raises ``ValueError``
+    on anything else (including GNU Go's ``?`` for a score it could not decide).
+    """
+    t = text.strip()
+    low = t.lower()
+    if low in ("0", "draw", "jigo", "b+0", "w+0"):
+        return None, "0"
+    if len(t) >= 3 and t[0].upper() in "BW" and t[1] == "+":
+        winner = BLACK if t[0].upper() == "B" else WHITE
+        return winner, t[0].upper() + t[1:]
+    raise ValueError(f"not a game result: {text!r}")

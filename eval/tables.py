@@ -1,0 +1,191 @@
+"""Our eval results beside the published rows, as Markdown or HTML tables.
+
+``comparison_rows(results)`` gives one row per published number (:mod:`kifunet.eval.published`) and one per
+evaluation mode of each of our results (single pass and, when computed, the 8-symmetry ensemble, never merged).
+Our rows carry the dataset spec of the split they were measured on (:func:`kifunet.eval.evaluate.dataset_spec`)
+and say whether the legal-move mask was on. ``render(rows, fmt)`` prints them.
+
+Results are eval JSON files (``kifunet eval --out``); :func:`find_results` also accepts run directories and reads
+their ``eval/*.json``.
+"""
+
+from __future__ import annotations
+
+import glob
+import html
+import os
+
+from kifunet.eval import published as P
+from kifunet.eval.evaluate import MODE_TEXT, MODES, load_result
+
+COLUMNS = [("result", "result"), ("dataset", "dataset / split"), ("inputs", "inputs"), ("net", "net"),
+           ("params", "params"), ("eval", "eval"), ("top1", "top-1 %"), ("top4", "top-4 %"),
+           ("top10", "top-10 %"), ("ce", "CE (nats)"), ("steps", "steps (positions)")]
+
+
+def find_results(paths) -> list[tuple[str, dict]]:
+    """``(path, result)`` for every eval JSON named, or found under ``DIR/eval/`` and ``DIR/`` of a run dir."""
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            files = sorted(glob.glob(os.path.join(p, "eval", "*.json"))) + sorted(glob.glob(os.path.join(p, "*.json")))
+            found = []
+            for f in files:
+                try:
+                    found.append((f, load_result(f)))
+                except (ValueError, OSError):
+                    continue  # config.json and other files of a run directory
+            if not found:
+                raise FileNotFoundError(f"{p}: no eval results (run `kifunet eval --checkpoint {p} ...` first)")
+            out += found
+        else:
+            out.append((p, load_result(p)))
+    return out
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def our_rows(path: str, res: dict) -> list[dict]:
+    run, ds, st = res.get("run", {}), res["dataset"], res["settings"]
+    name = run.get("name") or os.path.basename(os.path.dirname(os.path.abspath(path))) or path
+    if run.get("step") is not None:
+        name += f" @ step {run['step']}"
+    rows = []
+    for mode in MODES:
+        r = res["results"].get(mode)
+        if r is None:
+            continue
+        acc = r["accuracy"]
+        ev = MODE_TEXT[mode] + (", legal mask" if st.get("legal_mask") else "")
+        samples = run.get("positions")
+        rows.append({
+            "ours": True, "mode": mode, "result": f"ours: {name}",
+            "dataset": f"{ds['spec']['text']} ({ds['evaluated']} positions evaluated)",
+            "inputs": f"{run.get('feature_set', '?')} planes", "net": str(run.get("model", "?")),
+            "params": f"{run['params']:,}" if isinstance(run.get("params"), int) else "-", "eval": ev,
+            "top1": _pct(acc.get("1")), "top4": _pct(acc.get("4")), "top10": _pct(acc.get("10")),
+            "ce": f"{r['cross_entropy_nats']:.3f}", "steps": P.fmt_steps(samples) if samples else "-",
+            "top1_value": acc.get("1"), "ce_value": r["cross_entropy_nats"], "preset": ds["spec"].get("preset"),
+        })
+    return rows
+
+
+def published_rows(which: str = "all") -> list[dict]:
+    rows = []
+    for r in P.move_prediction():
+        if which not in ("all", r.dataset.name.lower(), r.dataset.id):
+            continue
+        approx = set(r.approx)
+
+        def pct(field):
+            v = getattr(r, field)
+            return ("~" if field in approx and v is not None else "") + P.fmt_pct(v)
+
+        rows.append({
+            "ours": False, "mode": r.eval, "result": r.source + (" (secondary)" if r.secondary else ""),
+            "dataset": r.dataset.spec, "inputs": r.inputs, "net": r.net, "params": P.fmt_params(r),
+            "eval": MODE_TEXT[r.eval] + (f" ({r.note})" if r.note and r.eval == "ensemble" else ""),
+            "top1": pct("top1"), "top4": pct("top4"), "top10": pct("top10"),
+            "ce": "-" if r.ce is None else f"{r.ce:.3f}", "steps": P.fmt_steps(r.steps, r.steps_secondary),
+            "preset": r.dataset.kifunet_preset,
+        })
+    return rows
+
+
+def comparison_rows(results: list[tuple[str, dict]], which: str = "all") -> list[dict]:
+    rows = published_rows(which)
+    for path, res in results:
+        rows += our_rows(path, res)
+    return rows
+
+
+def protocol_notes(rows: list[dict]) -> list[str]:
+    """Say which of our rows used the same build preset (filters and split) as a published dataset."""
+    by_preset = {}
+    for r in P.move_prediction():
+        if r.dataset.kifunet_preset:
+            by_preset.setdefault(r.dataset.kifunet_preset, r.dataset.spec)
+    notes = []
+    for r in rows:
+        if r["ours"] and r.get("preset") in by_preset:
+            notes.append(f"{r['result']} ({MODE_TEXT[r['mode']]}): built with preset {r['preset']}, the filters "
+                         f"and split of \"{by_preset[r['preset']]}\" (archive edition may differ)")
+    return notes
+
+
+def accuracy_nats_rows(results: list[tuple[str, dict]]) -> list[dict]:
+    rows = [{"ours": False, "result": "GoNN (GoGoD nets)", "top1": f"{p['top1']:.0f}", "ce": f"{p['ce']:.2f}",
+             "elo": ("~" if p.get("elo_approx") else "") + str(p["elo"]), "sort": p["top1"] / 100}
+            for p in P.accuracy_nats()]
+    for path, res in results:
+        for r in our_rows(path, res):
+            rows.append({"ours": True, "result": f"{r['result']} ({MODE_TEXT[r['mode']]})", "top1": r["top1"],
+                         "ce": r["ce"], "elo": "-", "sort": r["top1_value"]})
+    return sorted(rows, key=lambda r: r["sort"])
+
+
+def _md_escape(s: str) -> str:
+    return str(s).replace("|", "\\|")
+
+
+def render_markdown(rows: list[dict], columns=COLUMNS) -> str:
+    head = "| " + " | ".join(h for _, h in columns) + " |"
+    sep = "|" + "|".join("---" for _ in columns) + "|"
+    body = []
+    for r in rows:
+        cells = [_md_escape(r.get(k, "")) for k, _ in columns]
+        if r.get("ours"):
+            cells[0] = f"**{cells[0]}**"
+        body.append("| " + " | ".join(cells) + " |")
+    return "\n".join([head, sep] + body)
+
+
+def render_html(rows: list[dict], columns=COLUMNS) -> str:
+    out = ["<table class=\"kifunet-comparison\">",
+           "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for _, h in columns) + "</tr></thead>", "<tbody>"]
+    for r in rows:
+        cls = ' class="ours"' if r.get("ours") else ""
+        out.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(str(r.get(k, '')))}</td>" for k, _ in columns) + "</tr>")
+    out += ["</tbody>", "</table>"]
+    return "\n".join(out)
+
+
+NATS_COLUMNS = [("result", "result"), ("top1", "top-1 %"), ("ce", "CE (nats)"), ("elo", "relative Elo")]
+
+
+def render(results: list[tuple[str, dict]], fmt: str = "markdown", which: str = "all") -> str:
+    """The full comparison: move prediction table, protocol notes, accuracy-vs-nats table."""
+    rows = comparison_rows(results, which)
+    nats = accuracy_nats_rows(results)
+    notes = protocol_notes(rows)
+    if fmt == "markdown":
+        parts = ["## Move prediction (published rows, then ours)", "", render_markdown(rows)]
+        if notes:
+            parts += [""] + [f"- {n}" for n in notes]
+        parts += ["", "## Accuracy and nats (GoNN's GoGoD nets and ours)", "", render_markdown(nats, NATS_COLUMNS)]
+        return "\n".join(parts)
+    if fmt == "html":
+        parts = ["<h2>Move prediction (published rows, then ours)</h2>", render_html(rows)]
+        if notes:
+            parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+        parts += ["<h2>Accuracy and nats (GoNN's GoGoD nets and ours)</h2>", render_html(nats, NATS_COLUMNS)]
+        return "\n".join(parts)
+    raise ValueError(f"unknown format {fmt!r} (markdown or html)")
+
+
+def breakdown_markdown(res: dict, mode: str = "single") -> str:
+    """Per-phase, per-rank and per-colour tables of one result and mode, as Markdown."""
+    block = res["results"][mode]
+    cols = [("group", "group"), ("count", "positions"), ("top1", "top-1 %"), ("top4", "top-4 %"),
+            ("top10", "top-10 %"), ("ce", "CE (nats)")]
+    mask = ", legal mask" if res.get("settings", {}).get("legal_mask") else ""
+    parts = [f"**{res.get('run', {}).get('name', '?')}**, {MODE_TEXT[mode]}{mask}, "
+             f"{res['dataset']['evaluated']} positions: {res['dataset']['spec']['text']}"]
+    for key, title in (("by_phase", "move number"), ("by_rank", "player rank"), ("by_colour", "colour")):
+        rows = [{"group": g, "count": str(b["count"]), "top1": _pct(b["accuracy"]["1"]),
+                 "top4": _pct(b["accuracy"]["4"]), "top10": _pct(b["accuracy"]["10"]),
+                 "ce": f"{b['cross_entropy_nats']:.3f}"} for g, b in block[key].items()]
+        parts += ["", f"by {title}:", "", render_markdown(rows, cols)]
+    return "\n".join(parts)

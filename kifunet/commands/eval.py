@@ -1,0 +1,67 @@
+"""``kifunet eval --checkpoint RUN --data DATASET --split test``: top-k, nats and perplexity of a trained net."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+HELP = "evaluate a training run on a dataset split: top-1..10, nats, perplexity; single pass and ensemble"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", required=True, metavar="RUN",
+                   help="training run directory (its latest checkpoint) or a checkpoint step directory in it")
+    p.add_argument("--data", required=True, metavar="DATASET", help="a directory written by `kifunet build`")
+    p.add_argument("--split", default="test", help="split name (default test)")
+    p.add_argument("--ensemble", action="store_true",
+                   help="also evaluate the 8-symmetry ensemble (reported separately from the single pass)")
+    p.add_argument("--legal-mask", action="store_true",
+                   help="renormalise over legal moves (from the planes, or by replaying the games)")
+    p.add_argument("--batch-size", type=int, default=256, metavar="B", help="positions per forward pass (256)")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="evaluate the first N positions only")
+    p.add_argument("--phase-starts", default=None, metavar="A,B,...",
+                   help="first move number of each game-phase bucket (default 1,21,51,101,151,201,251)")
+    p.add_argument("--out", default=None, metavar="FILE.json",
+                   help="result JSON (default RUN/eval/<dataset>_<split>[_legal][_firstN].json; '-' writes none)")
+    p.add_argument("--no-breakdowns", action="store_true", help="print the overall table only")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar (default: when stderr is a terminal)")
+
+
+def default_out(run: str, data: str, split: str, legal: bool, limit: int | None = None) -> str:
+    from kifunet.eval.runs import find_workdir
+
+    try:
+        run_dir = find_workdir(run)
+    except FileNotFoundError:
+        run_dir = run if os.path.isdir(run) else os.path.dirname(run)
+    name = os.path.basename(os.path.normpath(data)) or "data"
+    tail = ("_legal" if legal else "") + (f"_first{limit}" if limit is not None else "")
+    return os.path.join(run_dir, "eval", f"{name}_{split}{tail}.json")
+
+
+def run(args) -> int:
+    from kifunet.data_prep.reader import Reader
+    from kifunet.eval import metrics
+    from kifunet.eval.evaluate import evaluate, format_result, save_result
+    from kifunet.eval.runs import load_run
+
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    phases = metrics.PHASE_STARTS
+    if args.phase_starts:
+        phases = tuple(int(x) for x in args.phase_starts.split(","))
+    try:
+        predictor = load_run(args.checkpoint)
+        with Reader(args.data, args.split) as reader:
+            res = evaluate(predictor, reader, batch_size=args.batch_size, ensemble=args.ensemble,
+                           legal_mask=args.legal_mask, limit=args.limit, phase_starts=phases, progress=progress)
+    except (FileNotFoundError, KeyError, ValueError) as e:
+        print(f"kifunet eval: error: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    print(format_result(res, breakdowns=not args.no_breakdowns))
+    out = args.out or default_out(args.checkpoint, args.data, args.split, args.legal_mask, args.limit)
+    if out != "-":
+        save_result(res, out)
+        print(f"\nwrote {out}")
+    return 0

@@ -1,0 +1,60 @@
+"""``kifunet match``: games between two GTP engines, refereed, saved as SGF, with a win-rate table."""
+
+from __future__ import annotations
+
+HELP = ("play N games between two GTP engines (colours alternate, --parallel, resumable), or the rank "
+        "experiment (--rank-experiment 1d,5d,9d)")
+
+
+# the same as kifunet.eval.match's defaults; spelled out here so `kifunet --help` imports nothing heavy
+DEFAULT_OPPONENT = "gnugo --mode gtp --level 10"
+DEFAULT_REFEREE = "gnugo --mode gtp --chinese-rules"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--engine", required=True, metavar="CMD",
+                   help='the engine under test, a GTP command line, e.g. "kifunet gtp --checkpoint runs/x"')
+    p.add_argument("--opponent", default=DEFAULT_OPPONENT, metavar="CMD",
+                   help=f'the opponent, a GTP command line (default "{DEFAULT_OPPONENT}"; e.g. "pachi -t =5000")')
+    p.add_argument("--games", type=int, default=10, help="games in the match (default 10); colours alternate, "
+                   "the engine is black in even-numbered games")
+    p.add_argument("--board-size", type=int, default=19, help="board size (default 19)")
+    p.add_argument("--komi", type=float, default=7.5, help="komi (default 7.5)")
+    p.add_argument("--max-moves", type=int, help="stop a game after this many moves and score it as it stands "
+                   "(default 3*N*N)")
+    p.add_argument("--referee", default=DEFAULT_REFEREE, metavar="CMD",
+                   help=f'GTP program whose final_score decides games (default "{DEFAULT_REFEREE}", area '
+                        'scoring); "none": Tromp-Taylor area score, every stone alive')
+    p.add_argument("--parallel", type=int, default=1, help="games played at once (default 1)")
+    p.add_argument("--out", required=True, metavar="DIR", help="match directory: games/*.sgf, match.json, "
+                   "results.json, logs/; rerunning with the same DIR plays only the missing games")
+    p.add_argument("--move-timeout", type=float, default=600.0, help="seconds a player may take for a move "
+                   "(default 600)")
+    p.add_argument("--seed", type=int, default=0, help="base of the per-game set_random_seed (default 0)")
+    p.add_argument("--rank-experiment", metavar="RANKS",
+                   help="comma-separated ranks (e.g. 1d,5d,9d): one match per rank with --rank R appended to "
+                        "the engine command, each in DIR/rank-R, and one table")
+
+
+def run(args) -> int:
+    from kifunet.eval import match
+
+    referee = None if (args.referee or "").strip().lower() in ("", "none") else args.referee
+    cfg = match.MatchConfig(engine=args.engine, opponent=args.opponent, games=args.games, board_size=args.board_size,
+                            komi=args.komi, max_moves=args.max_moves, referee=referee, parallel=args.parallel,
+                            out_dir=args.out, move_timeout=args.move_timeout, seed=args.seed)
+    if args.games < 1 or args.parallel < 1:
+        print("error: --games and --parallel must be at least 1")
+        return 2
+    try:
+        if args.rank_experiment:
+            ranks = [r.strip() for r in args.rank_experiment.split(",") if r.strip()]
+            results = match.run_rank_experiment(cfg, ranks)
+            print(match.format_rank_table(results, cfg))
+            return 1 if any(s.failed for s in results.values()) else 0
+        summary = match.run_match(cfg)
+    except (match.MatchConfigError, FileNotFoundError) as e:
+        print(f"error: {e}")
+        return 2
+    print(match.format_summary(summary, cfg))
+    return 1 if summary.failed else 0

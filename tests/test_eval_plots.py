@@ -1,0 +1,150 @@
+"""eval/board_image.py and eval/plots.py: stones where the SGF puts them, heat on legal points only, curves."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from kifunet.eval import board_image as bi
+from kifunet.eval import plots
+
+# 9x9: a ko just taken by Black at E5 (4,4 is the retake point, banned for White at move 2) and a Black eye at
+# J1 (8,8: suicide for White). Rows from the top: SGF 'ee' = (4, 4).
+KO_SGF = b"(;FF[4]GM[1]SZ[9]BR[3d]WR[5d]AB[ed][de][ef][ih][hi]AW[fd][ee][ff][ge];B[fe];W[aa];B[bb])"
+
+
+@pytest.fixture
+def ko_sgf(tmp_path):
+    p = tmp_path / "ko.sgf"
+    p.write_bytes(KO_SGF)
+    return str(p)
+
+
+def test_load_position_stones_legality_and_planes(ko_sgf):
+    pos = bi.load_position(ko_sgf, 2, "maddison")
+    assert pos.size == 9 and pos.to_move == 2 and pos.move_number == 2
+    assert pos.target == 0 and pos.last_move == 4 * 9 + 5  # W[aa] to play; B[fe] = (4, 5) just played
+    black = {(r, c) for r, c in zip(*np.nonzero(pos.stones == 1))}
+    white = {(r, c) for r, c in zip(*np.nonzero(pos.stones == 2))}
+    assert black == {(3, 4), (4, 3), (5, 4), (7, 8), (8, 7), (4, 5)}
+    assert white == {(3, 5), (5, 5), (4, 6)}  # (4, 4) was captured
+    assert not pos.legal[4 * 9 + 4]  # ko
+    assert not pos.legal[8 * 9 + 8]  # suicide for White
+    assert pos.legal[0] and pos.legal[81]  # an open point; pass
+    assert pos.legal[:81].sum() == 81 - 9 - 2
+    assert pos.planes.shape == (9, 9, 36) and pos.player_rank == 4 and pos.opponent_rank == 2
+    # the legal plane of the position agrees with the replay's legality
+    np.testing.assert_array_equal(pos.planes[..., 13].reshape(-1).astype(bool), pos.legal[:81])
+    with pytest.raises(ValueError, match="moves 1..3"):
+        bi.load_position(ko_sgf, 4, None)
+
+
+def _pixel(fig, ax, x, y):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    buf = np.asarray(canvas.buffer_rgba())
+    px, py = ax.transData.transform((x, y))
+    return buf[int(round(buf.shape[0] - py)), int(round(px)), :3]
+
+
+def test_heatmap_covers_legal_points_only(ko_sgf):
+    from matplotlib import colors
+
+    pos = bi.load_position(ko_sgf, 2, None)
+    probs = bi.masked_probs(np.zeros(82), pos.legal)
+    assert probs[4 * 9 + 4] == 0 and probs[0] == pytest.approx(1 / 71)
+    fig = bi.draw_position(pos, np.zeros(82), top_k=3)
+    ax = fig.axes[0]
+    wood = np.array(colors.to_rgb(bi.WOOD)) * 255
+
+    def at(r, c):  # inside the cell of (r, c), away from the grid lines
+        return _pixel(fig, ax, c + 0.3, 9 - 1 - r + 0.3).astype(float)
+
+    assert np.abs(at(4, 4) - wood).max() <= 2  # ko point: bare wood
+    assert np.abs(at(8, 8) - wood).max() <= 2  # suicide point: bare wood
+    assert np.abs(at(0, 1) - wood).max() > 40  # a legal point: coloured
+    assert np.abs(at(2, 2) - wood).max() > 40
+    # labels: GTP letters without I above and below, numbers 9..1 down the side
+    for axis, want in ((ax.xaxis, list("ABCDEFGHJ")), (ax.yaxis, [str(i) for i in range(1, 10)])):
+        ticks = axis.get_major_ticks()
+        assert [t.label1.get_text() for t in ticks] == want  # bottom / left
+        assert [t.label2.get_text() for t in ticks] == want and all(t.label2.get_visible() for t in ticks)
+    texts = {t.get_text() for t in ax.texts}
+    assert {"1", "2", "3"} <= texts
+    side = "\n".join(t.get_text() for t in fig.texts)
+    assert "played:  A9" in side.replace("played: A9", "played:  A9") and "pass" in side
+
+
+def test_top_k_labels_sit_on_the_most_likely_legal_points():
+    stones = np.zeros((9, 9), np.int8)
+    stones[0, 0] = 1
+    legal = np.ones(82, bool)
+    legal[0] = False
+    legal[10] = False  # pretend (1, 1) is illegal
+    p = np.full(82, 0.001)
+    p[0], p[10], p[40], p[41], p[80] = 0.5, 0.4, 0.05, 0.03, 0.02  # illegal ones must not be labelled
+    fig = bi.draw_board(stones, probs=p, legal=legal, top_k=3)
+    ax = fig.axes[0]
+    labels = {t.get_text(): t.get_position() for t in ax.texts if t.get_text() in "123"}
+    assert labels == {"1": (4, 4), "2": (5, 4), "3": (8, 0)}  # (x=col, y=8-row): E5, F5, J1
+
+
+def test_board_svg_and_png(tmp_path, ko_sgf):
+    pos = bi.load_position(ko_sgf, 2, None)
+    fig = bi.draw_position(pos, None)
+    fig.savefig(tmp_path / "b.svg")
+    fig.savefig(tmp_path / "b.png")
+    assert (tmp_path / "b.svg").read_text().lstrip().startswith("<?xml")
+    assert (tmp_path / "b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_show_command_without_checkpoint(tmp_path, ko_sgf, capsys):
+    from kifunet.cli import main
+
+    assert main(["show", ko_sgf, "--move", "2", "--out", str(tmp_path / "x.png")]) == 0
+    assert (tmp_path / "x.png").stat().st_size > 1000
+    assert main(["show", ko_sgf, "--move", "9", "--out", str(tmp_path / "x.png")]) == 2
+    assert "moves 1..3" in capsys.readouterr().err
+    assert main(["show", ko_sgf, "--move", "1", "--out", str(tmp_path / "x.jpg")]) == 2
+
+
+def test_learning_curves_plot_every_metric(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    with open(run / "metrics_train.jsonl", "w") as f:
+        for i in range(1, 4):
+            f.write(json.dumps({"step": i, "samples": 256 * i, "loss": 5.0 / i, "top1": 0.1 * i, "lr": 0.1}) + "\n")
+        f.write('{"step": 4, "samp')  # a run still writing: torn last line
+    (run / "metrics_eval.jsonl").write_text(json.dumps({"samples": 512, "val": {"nll": 2.5, "accuracy": 0.25}}) + "\n")
+    m = plots.run_metrics(str(run))
+    assert len(m["train"]) == 3 and len(m["eval"]) == 1
+    fig = plots.learning_curves(m, title="run")
+    ax_l, ax_a = fig.axes[:2]
+    lines = {ln.get_label(): ln for ln in ax_l.get_lines() + ax_a.get_lines()}
+    assert set(lines) == {"train loss", "train top1", "eval val/nll", "eval val/accuracy"}
+    np.testing.assert_allclose(lines["train loss"].get_xdata(), [256, 512, 768])
+    np.testing.assert_allclose(lines["train top1"].get_ydata(), [10, 20, 30])  # fractions shown as percent
+    np.testing.assert_allclose(lines["eval val/nll"].get_ydata(), [2.5])
+    assert ax_l.get_xlabel() == "training samples (positions)"
+    fig.savefig(tmp_path / "curves.png")
+
+
+def test_topn_and_accuracy_vs_nats():
+    block = {"count": 4, "rank_histogram": [2, 1, 0, 1] + [0] * 358}
+    fig = plots.topn_curve({"ours": block}, max_n=10)
+    ax = fig.axes[0]
+    ours = [ln for ln in ax.get_lines() if ln.get_label() == "ours"][0]
+    np.testing.assert_allclose(ours.get_ydata(), [50, 75, 75] + [100] * 7)
+    madd = [ln for ln in ax.get_lines() if ln.get_label().startswith("Maddison")][0]
+    assert list(madd.get_xdata()) == [1, 10] and list(madd.get_ydata()) == [55.2, 94.0]
+    fig = plots.accuracy_vs_nats([("tiny", 0.30, 3.1, "single"), ("tiny", 0.32, 3.0, "ensemble")])
+    ax = fig.axes[0]
+    labels = [ln.get_label() for ln in ax.get_lines()]
+    assert "tiny (single pass)" in labels and "tiny (8-symmetry ensemble)" in labels
+    gonn = [ln for ln in ax.get_lines() if ln.get_label() == "GoNN GoGoD nets (published)"][0]
+    assert list(gonn.get_xdata()) == [2.73, 2.31, 1.95, 1.77, 1.67, 1.55]
+    assert ax.xaxis_inverted()

@@ -1,0 +1,110 @@
+"""eval/runs.py and the `kifunet eval` / `kifunet show` commands on a real (tiny) training run."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kifunet.cli import main
+from kifunet.data_prep.reader import Reader
+from kifunet.eval.evaluate import evaluate, load_result
+from kifunet.eval.runs import find_workdir, load_run
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "gnugo"
+TINY = Path(__file__).resolve().parents[1] / "train" / "configs" / "tiny.py"
+
+
+def make_tiny_run(root: Path) -> tuple[Path, Path, dict]:
+    """A maddison dataset of 5 sample games and 6 steps of `maddison_tiny` on it (checkpoints at 3 and 6)."""
+    from kifunet.train import configs
+    from kifunet.train.train import train_and_evaluate
+
+    ds = root / "ds"
+    files = [str(SAMPLES / f"gnugo-{i:04d}.sgf") for i in range(5)]
+    assert main(["build", *files, "--out", str(ds), "--hash-split", "test:0.4", "--workers", "0",
+                 "--no-progress"]) == 0
+    cfg = configs.load(str(TINY), [("dataset", str(ds)), ("train_positions", "192"), ("log_every_steps", "3"),
+                                   ("eval_every_positions", "0"), ("final_eval_positions", "128"),
+                                   ("checkpoint_every_positions", "96"), ("async_checkpoints", "false")])
+    run = root / "run"
+    final = train_and_evaluate(cfg, str(run))
+    return run, ds, final
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    return make_tiny_run(tmp_path_factory.mktemp("tiny_run"))
+
+
+def test_load_run_reproduces_the_training_evaluation(tiny_run):
+    run, ds, final = tiny_run
+    pred = load_run(str(run))
+    assert pred.info["step"] == final["step"] == 6 and pred.info["positions"] == 192
+    assert pred.info["model"] == "maddison_tiny" and pred.feature_set == "maddison" and pred.board_size == 19
+    res = evaluate(pred, Reader(str(ds), "test"), batch_size=64, limit=128, progress=False)
+    s = res["results"]["single"]
+    assert s["count"] == final["eval_positions"] == 128
+    assert s["cross_entropy_nats"] == pytest.approx(final["nats"], rel=1e-5)
+    # training counts ties for the played move, eval against it: eval can only be lower or equal
+    assert s["accuracy"]["1"] <= final["top1"] + 1e-9 and s["accuracy"]["4"] <= final["top4"] + 1e-9
+
+
+def test_load_run_from_a_step_directory(tiny_run):
+    run, ds, _ = tiny_run
+    step3 = run / "checkpoints" / "3"
+    assert step3.is_dir()
+    assert find_workdir(str(step3)) == str(run)
+    early, late = load_run(str(step3)), load_run(str(run))
+    assert early.info["step"] == 3 and late.info["step"] == 6
+    b = Reader(str(ds), "test").batch(np.arange(8))
+    assert not np.allclose(early.predict(b), late.predict(b))
+
+
+def test_load_run_needs_a_dataset_shape(tiny_run, tmp_path):
+    run, ds, _ = tiny_run
+    with pytest.raises(FileNotFoundError, match="not a training run"):
+        load_run(str(tmp_path))
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    cfg = json.loads((run / "config.json").read_text())
+    cfg["dataset"] = str(tmp_path / "gone")
+    (moved / "config.json").write_text(json.dumps(cfg))
+    os.symlink(run / "checkpoints", moved / "checkpoints")
+    with pytest.raises(FileNotFoundError, match="feature set and board size"):
+        load_run(str(moved))
+    assert load_run(str(moved), dataset=str(ds)).info["step"] == 6
+
+
+def test_eval_command_writes_json_and_tables_reads_it(tiny_run, capsys):
+    run, ds, _ = tiny_run
+    assert main(["eval", "--checkpoint", str(run), "--data", str(ds), "--split", "test", "--ensemble",
+                 "--legal-mask", "--limit", "64", "--batch-size", "32", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "8-symmetry ensemble" in out and "single pass" in out and "legal mask: on (planes)" in out
+    path = run / "eval" / "ds_test_legal_first64.json"
+    res = load_result(str(path))
+    assert set(res["results"]) == {"single", "ensemble"} and res["results"]["single"]["count"] == 64
+    assert res["run"]["step"] == 6 and res["dataset"]["spec"]["positions"] == len(Reader(str(ds), "test"))
+    assert main(["tables", str(run)]) == 0
+    table = capsys.readouterr().out
+    assert "**ours: run @ step 6**" in table and "8-symmetry ensemble, legal mask" in table
+    assert main(["eval", "--checkpoint", str(run), "--data", str(ds), "--split", "nope", "--out", "-"]) == 2
+    assert "no split 'nope'" in capsys.readouterr().err
+
+
+def test_show_command_with_a_checkpoint(tiny_run, tmp_path, capsys):
+    run, _, _ = tiny_run
+    sgf = str(SAMPLES / "gnugo-0000.sgf")
+    for name, extra in (("a.png", []), ("b.svg", ["--rank", "9d", "--ensemble"])):
+        assert main(["show", sgf, "--move", "40", "--checkpoint", str(run), "--out", str(tmp_path / name),
+                     *extra]) == 0
+    assert (tmp_path / "a.png").read_bytes()[:4] == b"\x89PNG"
+    svg = (tmp_path / "b.svg").read_text()
+    assert "<svg" in svg
+    assert main(["show", sgf, "--move", "40", "--checkpoint", str(run), "--out", str(tmp_path / "c.png"),
+                 "--rank", "strong"]) == 2
+    assert "is not a rank" in capsys.readouterr().err

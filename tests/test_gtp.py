@@ -1,0 +1,332 @@
+"""The GTP engine: a scripted conversation, the move-choice rules, and the real `kifunet gtp` process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from kifunet.data_prep import coords
+from kifunet.data_prep.board import Board
+from kifunet.data_prep.game import BLACK, WHITE
+from kifunet.eval import gtp, scoring
+from kifunet.eval.gtp import Engine, PlaySettings, choose_move
+from kifunet.eval.policy import fresh_policy
+
+
+def flat(v: str, n: int = 9) -> int:
+    return coords.to_flat(coords.from_gtp(v, n), n)
+
+
+@pytest.fixture(scope="module")
+def tiny_policy():
+    return fresh_policy("maddison_tiny", 9, seed=0, rank="9d")
+
+
+class TablePolicy:
+    """A policy whose probabilities are a fixed table (for testing the rules on top of a net)."""
+
+    def __init__(self, probs, board_size=9, has_pass=False):
+        self.board_size = board_size
+        self.has_pass = has_pass
+        self.probs = np.asarray(probs, dtype=np.float64)
+        self.description = "table"
+        self.calls = []
+
+    def probabilities(self, moves, colour, setup=()):
+        self.calls.append((list(moves), colour, list(setup)))
+        return self.probs / self.probs.sum()
+
+
+def talk(engine: Engine, script: str) -> list[str]:
+    """Send each line; return the responses (None lines skipped)."""
+    out = []
+    for line in script.strip().splitlines():
+        r = engine.handle(line)
+        if r is not None:
+            assert r.endswith("\n\n") and not r.endswith("\n\n\n"), repr(r)
+            out.append(r)
+    return out
+
+
+def test_scripted_conversation(tiny_policy):
+    e = Engine(tiny_policy, komi=7.5)
+    r = talk(e, """
+        protocol_version
+        1 name
+        2 version
+        known_command genmove
+        known_command fly
+        # a comment line is ignored
+        boardsize 9
+        3 boardsize 13
+        clear_board
+        10 komi 6.5
+        play b E5
+        11 play w E5
+        play w Z9
+        play purple D4
+        frobnicate
+        12 frobnicate
+        """)
+    assert r[0] == "= 2\n\n"
+    assert r[1] == "=1 kifunet\n\n"
+    assert r[2].startswith("=2 ") and "maddison_tiny" in r[2]
+    assert r[3] == "= true\n\n" and r[4] == "= false\n\n"
+    assert r[5] == "=\n\n"
+    assert r[6] == "?3 unacceptable size\n\n"
+    assert r[7] == "=\n\n" and r[8] == "=10\n\n" and e.komi == 6.5
+    assert r[9] == "=\n\n"
+    assert r[10] == "?11 illegal move\n\n"  # occupied
+    assert r[11] == "? syntax error\n\n" and r[12] == "? syntax error\n\n"
+    assert r[13] == "? unknown command\n\n" and r[14] == "?12 unknown command\n\n"
+
+    listed = e.handle("list_commands")[2:].split()
+    for cmd in ("protocol_version", "name", "version", "known_command", "list_commands", "boardsize", "clear_board",
+                "komi", "play", "genmove", "undo", "showboard", "final_score", "quit", "time_settings", "time_left"):
+        assert cmd in listed
+
+    # genmove plays a legal move for white and puts it on the board
+    reply = e.handle("20 genmove w")
+    assert reply.startswith("=20 ")
+    v = reply[4:].strip()
+    p = flat(v)
+    assert p != 81 and p != flat("E5")
+    assert e.state.board.stones.reshape(-1)[p] == WHITE and e.state.moves == [(BLACK, flat("E5")), (WHITE, p)]
+    board = e.handle("showboard")
+    assert board.startswith("= \n") and "X" in board and "O" in board and f"last move {v}" in board
+
+    # undo takes back genmove, then play; a third undo has nothing to take back
+    assert e.handle("undo") == "=\n\n" and e.state.moves == [(BLACK, flat("E5"))]
+    assert e.state.board.stones.reshape(-1)[p] == 0
+    assert e.handle("undo") == "=\n\n" and not e.state.board.stones.any()
+    assert e.handle("21 undo") == "?21 cannot undo\n\n"
+
+    # the same move is legal again after undo; clear_board empties; time commands are accepted
+    assert e.handle("play b E5") == "=\n\n"
+    assert e.handle("time_settings 300 30 5") == "=\n\n" and e.handle("time_left b 290 0") == "=\n\n"
+    assert e.handle("clear_board") == "=\n\n" and not e.state.board.stones.any() and e.state.moves == []
+    assert e.handle("30 quit") == "=30\n\n" and e.quit
+
+
+def test_final_score_on_a_known_position(tiny_policy):
+    # black wall on column D plus E5, white wall on column F, and one white stone at B2 inside black's side:
+    # A-C (26 empty points) touch both colours -> dame; E1-E4, E6-E9 are dame; black 10, white 1 + 9 + 27 = 37
+    e = Engine(tiny_policy)
+    script = ["komi 6.5"]
+    for row in range(1, 10):
+        script += [f"play b D{row}", f"play w F{row}"]
+    script += ["play b E5", "play w B2", "final_score"]
+    r = talk(e, "\n".join(script))
+    assert all(x == "=\n\n" for x in r[:-1])
+    assert r[-1] == "= W+33.5\n\n"
+    # without the white stone in black's area: black 9 + 1 + 27 = 37, white 36 -> B+0.5 with komi 0.5
+    e2 = Engine(tiny_policy)
+    talk(e2, "\n".join(["komi 0.5"] + [f"play b D{k}" for k in range(1, 10)] + [f"play w F{k}" for k in range(1, 10)]
+                      + ["play b E5"]))
+    assert e2.handle("final_score") == "= B+0.5\n\n"
+    e2.handle("komi 1")
+    assert e2.handle("final_score") == "= 0\n\n"
+
+
+def test_ko_is_enforced_and_undo_restores_it(tiny_policy):
+    e = Engine(tiny_policy)
+    # an edge ko: white D9 captures black E9; black may not retake at E9 at once
+    r = talk(e, """
+        play b C9
+        play w F9
+        play b D8
+        play w E8
+        play b E9
+        play w D9
+        play b E9
+        """)
+    assert r[:6] == ["=\n\n"] * 6
+    assert r[6] == "? illegal move\n\n"
+    assert e.handle("play b A1") == "=\n\n" and e.handle("play w A9") == "=\n\n"
+    assert e.handle("play b E9") == "=\n\n"  # after a move elsewhere the ko may be taken
+    assert e.handle("undo") == "=\n\n" and e.handle("undo") == "=\n\n" and e.handle("undo") == "=\n\n"
+    assert e.handle("play b E9") == "? illegal move\n\n"  # undo brought the ko ban back
+
+
+def test_fixed_handicap_and_its_setup_reaches_the_policy():
+    pol = TablePolicy(np.ones(82))
+    e = Engine(pol)
+    assert e.handle("fixed_handicap 4") == "= C3 G7 C7 G3\n\n"
+    assert e.handle("fixed_handicap 2") == "? board not empty\n\n"
+    e.handle("genmove w")
+    moves, colour, setup = pol.calls[-1]
+    assert colour == WHITE and moves == [] and sorted(p for _, p in setup) == sorted(flat(v) for v in
+                                                                                     ("C3", "G7", "C7", "G3"))
+    e19 = Engine(TablePolicy(np.ones(362), board_size=19))
+    assert e19.handle("fixed_handicap 9") == "= D4 Q16 D16 Q4 K10 D10 Q10 K4 K16\n\n"
+    assert e19.handle("clear_board") == "=\n\n" and e19.handle("set_free_handicap D4 Q16") == "=\n\n"
+    assert e19.handle("fixed_handicap 10") == "? board not empty\n\n"
+
+
+# --- the rules of choose_move ----------------------------------------------------------------------------------
+def _choose(probs, board, colour=BLACK, *, moves_played=10, opponent_passed=False, komi=7.5, has_pass=False, **kw):
+    settings = PlaySettings(**kw)
+    probs = np.asarray(probs, dtype=np.float64)
+    return choose_move(probs / probs.sum(), board, colour, moves_played=moves_played,
+                       opponent_passed=opponent_passed, komi=komi, settings=settings,
+                       rng=np.random.default_rng(0), has_pass=has_pass)
+
+
+EYE_BOARD = """
+. X . . .
+X X . . .
+. . . . .
+. . . . O
+. . . O .
+"""
+
+
+def test_never_fills_its_own_eye_and_plays_only_legal_moves():
+    b = Board.from_ascii(EYE_BOARD)
+    n, nn = 5, 25
+    probs = np.full(nn + 1, 1e-3)
+    probs[0] = 0.9  # A5: black's own eye
+    probs[1] = 0.5  # B5: occupied
+    probs[24] = 0.4  # E1: white's eye, suicide for black
+    probs[2] = 0.1
+    c = _choose(probs, b, BLACK)
+    assert c.move == 2 and c.reason == "policy"
+    assert gtp.own_eyes(b, BLACK)[0] and not gtp.own_eyes(b, WHITE)[0]
+    assert gtp.own_eyes(b, WHITE)[24] and not b.is_legal(24, BLACK)
+    # for white, A5 is suicide and E1 its own eye: the same choice
+    assert _choose(probs, b, WHITE).move == 2
+    probs[2] = 1e-4
+    assert _choose(probs, b, BLACK).probability < 0.1  # renormalised over candidates only
+
+
+def test_passes_when_only_own_eyes_are_left():
+    b = Board.from_ascii("""
+        . X X
+        X X X
+        X X .
+        """)
+    c = _choose(np.ones(10), b, BLACK)
+    assert c.move == 9 and c.reason == "no candidate"
+    # white has no legal move at all (both points are suicide)
+    assert _choose(np.ones(10), b, WHITE).reason == "no candidate"
+
+
+def test_pass_after_the_opponent_passes():
+    b = Board.from_ascii("""
+        . . X O .
+        . . X O .
+        . . X O .
+        . . X O .
+        . . X O .
+        """)
+    probs = np.full(26, 1e-4)
+    probs[0] = 0.9  # inside black's own area: nothing to gain under area scoring
+    # no dame left after the opponent's pass: pass
+    assert _choose(probs, b, opponent_passed=True).reason == "opponent passed"
+    assert _choose(probs, b, opponent_passed=False).move == 0  # without the pass it plays on
+    # with a dame point, play it when the net is sure enough, pass when unsure
+    b2 = Board.from_ascii("""
+        . . X . O
+        . . X O .
+        . . X O .
+        . . X O .
+        . . X O .
+        """)
+    sure = probs.copy()
+    sure[3] = 0.5
+    c = _choose(sure, b2, opponent_passed=True)
+    assert c.move == 3
+    unsure = np.full(26, 1.0)  # 1/26 each < 0.05
+    assert _choose(unsure, b2, opponent_passed=True).reason == "opponent passed"
+    assert _choose(unsure, b2, opponent_passed=True, pass_threshold=0.01).move != 25
+    # cleanup mode (kgs-genmove_cleanup) ignores the rule
+    settings = PlaySettings()
+    c = choose_move(probs, b, BLACK, moves_played=10, opponent_passed=True, komi=7.5, settings=settings,
+                    rng=np.random.default_rng(0), has_pass=False, cleanup=True)
+    assert c.move == 0
+
+
+def test_net_pass_output_move_cap_and_resign():
+    b = Board(5)
+    probs = np.full(26, 0.01)
+    probs[25] = 0.9
+    assert _choose(probs, b, has_pass=True).reason == "net passes"
+    assert _choose(probs, b, has_pass=False).move != 25  # a net without a pass output never chooses pass
+    assert _choose(np.ones(26), b, moves_played=50).reason == "move cap"  # default cap 2*N*N = 50
+    assert _choose(np.ones(26), b, moves_played=50, max_moves=60).move != 25
+    # black owns 1 point, white 24 after 12 moves: with a 5-point margin black resigns, white does not
+    lost = Board.from_ascii("""
+        X O . . .
+        O . . . .
+        . . . . .
+        . . . . .
+        . . . . .
+        """)
+    assert _choose(np.ones(26), lost, BLACK, moves_played=12, resign_margin=5).move == "resign"
+    assert _choose(np.ones(26), lost, WHITE, moves_played=12, resign_margin=5).move != "resign"
+    assert _choose(np.ones(26), lost, BLACK, moves_played=12).move != "resign"  # off by default
+    assert _choose(np.ones(26), lost, BLACK, moves_played=5, resign_margin=5).move != "resign"  # too early
+
+
+def test_sampling_follows_the_policy_early_and_the_top_move_late():
+    b = Board(5)
+    probs = np.full(26, 1e-12)
+    probs[[6, 12, 18]] = [0.6, 0.3, 0.1]
+    rng = np.random.default_rng(1)
+    settings = PlaySettings(sample=True, max_moves=1000)
+
+    def draws(moves_played, k=3000):
+        out = [choose_move(probs, b, BLACK, moves_played=moves_played, opponent_passed=False, komi=7.5,
+                           settings=settings, rng=rng, has_pass=False).move for _ in range(k)]
+        return np.bincount(out, minlength=26)[[6, 12, 18]] / k
+
+    early = draws(5)
+    np.testing.assert_allclose(early, [0.6, 0.3, 0.1], atol=0.04)  # r ~ U(0,1): exact sampling
+    late = draws(300)  # beta = 1 + sqrt(280) ~ 17.7: P(r > 0.6) = 0.4^17.7, essentially always the top move
+    assert late[0] > 0.99
+    mid = draws(24)  # beta = 3: P(top) = 1 - 0.4^3 = 0.936
+    assert abs(mid[0] - 0.936) < 0.03
+    # arg-max never varies
+    assert _choose(probs, b).move == 6
+
+
+def test_area_scoring_helpers():
+    st = Board.from_ascii("""
+        . X O .
+        X X O .
+        . X O O
+        X X O .
+        """).stones
+    owner = scoring.area_owner(st)
+    assert owner.tolist() == [[1, 1, 2, 2], [1, 1, 2, 2], [1, 1, 2, 2], [1, 1, 2, 2]]
+    assert scoring.area_score(st, 0.5) == -0.5 and scoring.format_score(-0.5) == "W+0.5"
+    assert scoring.area_score(np.zeros((3, 3), np.int8), 0) == 0 and scoring.format_score(0.0) == "0"
+    assert scoring.format_score(3.0) == "B+3"
+    assert scoring.parse_result("W+R") == (WHITE, "W+R") and scoring.parse_result("b+12.5") == (BLACK, "B+12.5")
+    assert scoring.parse_result("Jigo") == (None, "0")
+    with pytest.raises(ValueError):
+        scoring.parse_result("?")
+
+
+def test_kifunet_gtp_process_speaks_clean_gtp_on_stdout():
+    script = "1 protocol_version\nboardsize 9\nplay b E5\n7 genmove w\nfinal_score\nnonsense\nquit\n"
+    proc = subprocess.run([sys.executable, "-m", "kifunet.cli", "gtp", "--model", "maddison_tiny", "--board-size", "9",
+                           "--seed", "3"], input=script, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    blocks = proc.stdout.split("\n\n")
+    assert blocks[-1] == ""  # every response, the last included, ends with a blank line
+    blocks = blocks[:-1]
+    assert len(blocks) == 7, proc.stdout
+    assert blocks[0] == "=1 2" and blocks[1] == "=" and blocks[2] == "="
+    assert blocks[3].startswith("=7 ") and flat(blocks[3][3:]) not in (flat("E5"), 81)
+    assert blocks[4].startswith("= W+") or blocks[4].startswith("= B+")
+    assert blocks[5] == "? unknown command" and blocks[6] == "="
+
+
+def test_kifunet_gtp_reports_a_bad_model_name():
+    proc = subprocess.run([sys.executable, "-m", "kifunet.cli", "gtp", "--model", "no_such_net"], input="quit\n",
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "unknown model" in proc.stderr and proc.stdout == ""

@@ -1,0 +1,230 @@
+"""The match runner: real games against GNU Go, SGFs that replay, resuming, forfeits, failures, the rank table."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kifunet.data_prep import replay, sgf_io
+from kifunet.data_prep.board import Board
+from kifunet.data_prep.game import BLACK, WHITE
+from kifunet.eval import match, scoring
+
+# A few-line GTP program for testing the runner without a net: argv = mode [stones] [--rank R].
+# modes: first (the first empty points in order, `stones` of them, then pass), pass, illegal (always A1),
+# garbage (an unreadable move), crash-once FILE (exits on its first genmove if FILE is absent; creates it).
+FAKE_ENGINE = r'''
+import os, sys
+args = sys.argv[1:]
+rank = ""
+if "--rank" in args:
+    i = args.index("--rank"); rank = args[i + 1]; del args[i:i + 2]
+mode = args[0]
+stones = int(args[1]) if len(args) > 1 and args[1].isdigit() else 3
+n, occupied, mine = 9, set(), 0
+cols = "ABCDEFGHJKLMNOPQRST"
+for line in sys.stdin:
+    parts = line.split()
+    if not parts:
+        continue
+    cid = parts.pop(0) if parts[0].isdigit() else ""
+    cmd, a = parts[0], parts[1:]
+    ok, out = True, ""
+    if cmd == "name":
+        out = f"fake-{mode}" + (f"-{rank}" if rank else "")
+    elif cmd == "version":
+        out = "1"
+    elif cmd == "known_command":
+        out = "false"
+    elif cmd == "boardsize":
+        n = int(a[0])
+    elif cmd == "clear_board":
+        occupied, mine = set(), 0
+    elif cmd == "komi":
+        pass
+    elif cmd == "play":
+        if a[1].lower() != "pass":
+            occupied.add(a[1].upper())
+    elif cmd == "genmove":
+        if mode == "crash-once" and not os.path.exists(args[1]):
+            open(args[1], "w").close()
+            sys.exit(3)
+        if mode == "garbage":
+            out = "hello"
+        elif mode == "illegal":
+            out = "A1"
+        elif mode in ("first", "crash-once") and mine < stones:
+            out = next(f"{c}{r}" for r in range(n, 0, -1) for c in cols[:n] if f"{c}{r}" not in occupied)
+            occupied.add(out)
+            mine += 1
+        else:
+            out = "pass"
+    elif cmd == "quit":
+        print("=\n", flush=True)
+        break
+    else:
+        ok = False
+        out = "unknown command"
+    print(("=" if ok else "?") + cid + (" " + out if out else "") + "\n", flush=True)
+'''
+
+
+@pytest.fixture
+def fake(tmp_path):
+    path = tmp_path / "fake_gtp.py"
+    path.write_text(FAKE_ENGINE)
+    return lambda *a: " ".join([sys.executable, str(path), *a])
+
+
+def gnugo_or_skip() -> str:
+    if shutil.which("gnugo") is None and not Path("/usr/games/gnugo").exists():
+        pytest.skip("GNU Go is not installed (Debian: apt-get install gnugo)")
+    return "gnugo"
+
+
+def test_wilson_interval_matches_known_values():
+    lo, hi = match.wilson_interval(5, 10)
+    assert abs(lo - 0.2366) < 1e-4 and abs(hi - 0.7634) < 1e-4
+    lo, hi = match.wilson_interval(0, 10)
+    assert lo == 0 and abs(hi - 0.2775) < 1e-4
+    lo, hi = match.wilson_interval(45, 50)
+    assert abs(lo - 0.7864) < 1e-4 and abs(hi - 0.9565) < 1e-4
+    assert match.wilson_interval(0, 0) == (0.0, 1.0)
+
+
+def test_fake_engines_in_parallel_alternate_colours_and_score_tromp_taylor(tmp_path, fake):
+    cfg = match.MatchConfig(engine=fake("first", "3"), opponent=fake("first", "2"), games=4, board_size=9,
+                            komi=0.5, referee=None, parallel=2, out_dir=str(tmp_path / "m"))
+    s = match.run_match(cfg, log=lambda m: None)
+    assert s.games == 4 and s.failed == []
+    for i in range(4):
+        rec = sgf_io.load_game(match.game_path(cfg.out_dir, i))
+        replay.analyse_game(rec)
+        moves = rec.moves()
+        # black moves first; the engine takes 3 points, the opponent 2; both then pass
+        eng = BLACK if i % 2 == 0 else WHITE
+        assert sum(1 for c, p in moves if c == eng and p != 81) == 3
+        assert sum(1 for c, p in moves if c != eng and p != 81) == 2
+        assert moves[-2][1] == 81 and moves[-1][1] == 81
+        b = Board(9)
+        for c, p in moves:
+            if p != 81:
+                b.play(p, c)
+        assert rec.info.result == scoring.format_score(scoring.area_score(b.stones, 0.5))
+    # 5 stones on the top row: the whole board touches both colours, so the score is stones and komi
+    # engine black (games 0, 2): B 3 - W 2 - 0.5 = B+0.5 -> engine wins; engine white: B 2 ... also W 3 -> W+1.5
+    rs = match.finished_games(cfg.out_dir)
+    assert [rs[i].result for i in range(4)] == ["B+0.5", "W+1.5", "B+0.5", "W+1.5"]
+    assert s.engine_wins == 4 and s.as_black == (2, 2) and s.as_white == (2, 2) and s.ended == {"two passes": 4}
+    saved = json.loads((Path(cfg.out_dir) / "results.json").read_text())
+    assert saved["engine_wins"] == 4 and saved["games"] == 4
+    table = match.format_summary(s, cfg)
+    assert "| 4 | 4 | 100.0% | 51.0-100.0% | 2/2 | 2/2 |" in table
+
+
+def test_illegal_and_unreadable_moves_forfeit(tmp_path, fake):
+    cfg = match.MatchConfig(engine=fake("illegal"), opponent=fake("first", "5"), games=2, board_size=9, komi=7.5,
+                            referee=None, out_dir=str(tmp_path / "ill"))
+    s = match.run_match(cfg, log=lambda m: None)
+    rs = match.finished_games(cfg.out_dir)
+    assert rs[0].result == "W+F" and rs[1].result == "B+F"
+    assert rs[0].ended.startswith("forfeit: B played illegal move") and s.engine_wins == 0
+    assert s.ended == {"forfeit": 2}
+    cfg2 = match.MatchConfig(engine=fake("garbage"), opponent=fake("pass"), games=1, board_size=9, referee=None,
+                             out_dir=str(tmp_path / "garb"))
+    match.run_match(cfg2, log=lambda m: None)
+    g = match.finished_games(cfg2.out_dir)[0]
+    assert g.result == "W+F" and "unreadable" in g.ended
+
+
+def test_a_crashed_game_is_not_saved_and_a_rerun_plays_it(tmp_path, fake):
+    flag = tmp_path / "crashed"
+    cfg = match.MatchConfig(engine=fake("crash-once", str(flag)), opponent=fake("first", "2"), games=2,
+                            board_size=9, komi=0.5, referee=None, out_dir=str(tmp_path / "c"))
+    msgs = []
+    s = match.run_match(cfg, log=msgs.append)
+    assert s.failed == [0] and s.games == 1 and flag.exists()
+    assert any("FAILED" in m and "exited" in m for m in msgs)
+    assert not match.game_path(cfg.out_dir, 0).exists() and match.game_path(cfg.out_dir, 1).exists()
+    before = match.game_path(cfg.out_dir, 1).read_bytes()
+    msgs.clear()
+    s = match.run_match(cfg, log=msgs.append)
+    assert s.failed == [] and s.games == 2
+    assert msgs[0].endswith("1 of 2 games already played; playing 1")
+    assert sum(m.startswith("game ") for m in msgs) == 1 and "game    0" in msgs[1]
+    assert match.game_path(cfg.out_dir, 1).read_bytes() == before  # finished games are kept as they were
+    # a different match in the same directory is refused
+    other = match.MatchConfig(engine=cfg.engine, opponent=cfg.opponent, games=2, board_size=9, komi=6.5,
+                              referee=None, out_dir=cfg.out_dir)
+    with pytest.raises(match.MatchConfigError, match="komi"):
+        match.run_match(other, log=lambda m: None)
+
+
+def test_rank_experiment_appends_the_rank_and_tabulates(tmp_path, fake):
+    cfg = match.MatchConfig(engine=fake("first", "3"), opponent=fake("first", "2"), games=2, board_size=9, komi=0.5,
+                            referee=None, out_dir=str(tmp_path / "rx"))
+    res = match.run_rank_experiment(cfg, ["1d", "9d"], log=lambda m: None)
+    assert list(res) == ["1d", "9d"]
+    for r in ("1d", "9d"):
+        rec = sgf_io.load_game(match.game_path(tmp_path / "rx" / f"rank-{r}", 0))
+        assert rec.info.black == f"fake-first-{r} 1"  # the engine (black in game 0) was told its rank
+    table = match.format_rank_table(res, cfg)
+    assert "| 1d | 2 | 2 | 100.0% |" in table and "| 9d | 2 | 2 | 100.0% |" in table
+    assert set(json.loads((tmp_path / "rx" / "rank_experiment.json").read_text())) == {"1d", "9d"}
+
+
+def test_commands_resolve_kifunet_and_usr_games():
+    argv = match.resolve_command("kifunet gtp --model maddison_tiny")
+    assert argv[-3:] == ["gtp", "--model", "maddison_tiny"]
+    with pytest.raises(FileNotFoundError, match="program not found"):
+        match.resolve_command("no-such-go-program --mode gtp")
+
+
+def test_two_real_9x9_games_against_gnugo_resumed_and_replayable(tmp_path):
+    gnugo_or_skip()
+    out = tmp_path / "gg"
+    base = [sys.executable, "-m", "kifunet.cli", "match", "--engine",
+            f"{sys.executable} -m kifunet.cli gtp --model maddison_tiny --board-size 9 --seed 1",
+            "--opponent", "nice gnugo --mode gtp --level 0", "--board-size", "9", "--komi", "7.5", "--out", str(out)]
+    if shutil.which("nice") is None:
+        base[base.index("--opponent") + 1] = "gnugo --mode gtp --level 0"
+    first = subprocess.run(base + ["--games", "1"], capture_output=True, text=True, timeout=900)
+    assert first.returncode == 0, first.stdout + first.stderr
+    g0 = match.game_path(out, 0)
+    assert g0.exists() and not match.game_path(out, 1).exists()
+    saved0 = g0.read_bytes()
+    second = subprocess.run(base + ["--games", "2"], capture_output=True, text=True, timeout=900)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "1 of 2 games already played; playing 1" in second.stdout
+    assert g0.read_bytes() == saved0
+    results = json.loads((out / "results.json").read_text())
+    assert results["games"] == 2 and results["failed"] == []
+    engine_wins = 0.0
+    for i in range(2):
+        path = match.game_path(out, i)
+        rec = sgf_io.load_game(path)
+        a = replay.analyse_game(rec)  # raises on any illegal move
+        assert len(a) == rec.num_moves > 10
+        engine_is_black = i % 2 == 0
+        assert ("kifunet" in rec.info.black) == engine_is_black and ("GNU Go" in rec.info.white) == engine_is_black
+        winner, text = scoring.parse_result(rec.info.result)
+        assert text[2:] != "" and rec.info.komi == 7.5
+        engine_wins += (winner == BLACK) == engine_is_black
+        g = match.read_game(path)
+        assert g.ended in ("two passes", "move cap", "resignation") and g.moves == rec.num_moves
+        assert set(g.think) == {"engine", "opponent"} and g.seconds >= g.think["engine"] + g.think["opponent"] - 0.2
+        assert "referee final_score" in path.read_text() or g.ended == "resignation"
+    assert results["engine_wins"] == engine_wins
+    assert "| 2 |" in second.stdout and "95% CI" in second.stdout
+
+
+def test_match_cli_refuses_bad_arguments(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "kifunet.cli", "match", "--engine", "no-such-go-program",
+                           "--referee", "none", "--games", "1", "--out", str(tmp_path / "x")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "program not found" in proc.stdout

@@ -1,0 +1,78 @@
+"""Both notebooks run top to bottom (nbclient) against a tiny run made here, and are committed without outputs.
+
+The run: 5 sample games built with `kifunet build`, 6 steps of the `tiny` training config, then
+`kifunet eval --ensemble` on its test split. The notebooks find it through ``KIFUNET_RUN`` and write their
+PNGs to ``KIFUNET_FIGURES``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from kifunet.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ("reproduce_tables.ipynb", "explore_predictions.ipynb")
+SAMPLES = ROOT / "samples" / "gnugo"
+
+
+@pytest.fixture(scope="module")
+def evaluated_run(tmp_path_factory) -> Path:
+    from kifunet.train import configs
+    from kifunet.train.train import train_and_evaluate
+
+    root = tmp_path_factory.mktemp("nb_run")
+    ds = root / "ds"
+    files = [str(SAMPLES / f"gnugo-{i:04d}.sgf") for i in range(5)]
+    assert main(["build", *files, "--out", str(ds), "--hash-split", "test:0.4", "--workers", "0",
+                 "--no-progress"]) == 0
+    cfg = configs.load(str(ROOT / "train" / "configs" / "tiny.py"),
+                       [("dataset", str(ds)), ("train_positions", "192"), ("log_every_steps", "2"),
+                        ("eval_every_positions", "64"), ("eval_positions", "64"), ("final_eval_positions", "64"),
+                        ("checkpoint_every_positions", "192"), ("async_checkpoints", "false")])
+    run = root / "run"
+    train_and_evaluate(cfg, str(run))
+    assert main(["eval", "--checkpoint", str(run), "--data", str(ds), "--split", "test", "--ensemble",
+                 "--limit", "96", "--batch-size", "48", "--no-progress"]) == 0
+    return run
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_is_committed_without_outputs(name):
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    nbformat.validate(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"{name}: outputs not stripped"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_executes(name, evaluated_run, tmp_path, monkeypatch):
+    figures = tmp_path / "figures"
+    monkeypatch.setenv("KIFUNET_RUN", str(evaluated_run))
+    monkeypatch.setenv("KIFUNET_FIGURES", str(figures))
+    monkeypatch.setenv("KIFUNET_MOVE", "40")
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    text = json.dumps([o.get("text", "") or o.get("data", {}).get("text/markdown", "") for o in outputs])
+    pngs = sorted(p.name for p in figures.glob("*.png"))
+    if name == "reproduce_tables.ipynb":
+        assert pngs == ["accuracy_vs_nats.png", "learning_curves_run.png", "topn_accuracy.png"]
+        assert len(images) == 3
+        assert "ours: run @ step 6" in text and "8-symmetry ensemble" in text and "Maddison et al. 2015" in text
+        assert "by move number" in text and "gnugo-0000.sgf" in text
+    else:
+        assert pngs == ["played_move_probability.png", "position_move40.png", "position_move40_1d.png",
+                        "position_move40_9d.png", "position_move40_ensemble.png"]
+        assert len(images) == 5
+        assert "| 1d |" in text and "| 9d |" in text and "total variation distance" in text
