@@ -1,0 +1,161 @@
+"""Plain convolutional policy nets: Clark & Storkey, Maddison, AlphaGo SL, Darkforest.
+
+All are stacks of same-padded stride-1 convolutions with ReLU, no pooling, ending in a small conv to one
+(or a few) planes whose points are the move logits. None has a pass output: pass gets
+:data:`~kifunet.models.base.NO_PASS_LOGIT`. Structure and trainable-parameter counts (19x19, default
+planes; counts by :func:`kifunet.models.params.count_params`, checked in tests/test_models.py):
+
+==================  ======  =====================================================================  ===========
+family              planes  structure                                                              params
+==================  ======  =====================================================================  ===========
+ClarkStorkey        48      7x7x64, 5x5x64, 5x5x64, 5x5x48, 5x5x48, 5x5x32, 5x5x32 convs with bias  555,241
+                            and ReLU, then a 5x5 conv 32->1 plus a bias per point; every kernel     (~560,000
+                            symmetric under the 8 board symmetries (tied weights)                   published)
+Maddison 12         36      5x5 then 11 3x3 convs of 128, a bias per point and channel in every     2,294,738
+                            layer instead of a channel bias; output 3x3 conv to 2 planes + point    (2.3M)
+                            biases: plane 0 is the softmax for black to move, plane 1 for white
+AlphaGo SL 13, 192  48      5x5 conv 48->k, 11 3x3 convs k->k, ReLU, 1x1 conv k->1, no conv         3,880,489
+                            biases, one bias per point before the softmax
+AlphaGo SL 13, 256  48      same with k=256                                                         6,795,881
+Darkforest 12       25      5x5 25->92, 3x3 92->384, 9x 3x3 384->384, 3x3 384->3, no biases         12,329,756
+==================  ======  =====================================================================  ===========
+
+Readings (the papers leave these open):
+
+* Clark & Storkey's layer list is theirs; their final "fully connected layer" is read as a per-point
+  output (a symmetric 5x5 conv 32->1 plus a bias per point), because a dense ``32*361 -> 361`` layer alone
+  would hold 4.17M weights, 7x the ~560,000 that GoNN's README quotes. Their own input features are not
+  in our pipeline; the default is the 48 AlphaGo planes (stones, liberties, captures, ladders; it also
+  holds turns-since planes, which Clark & Storkey avoided). The count is the stored (untied) kernels:
+  the free parameters after tying are fewer (a k x k symmetric kernel has (k//2+1)(k//2+2)/2 free taps).
+* Maddison's "12 layers" are 12 hidden layers (first 5x5, the rest 3x3): 12*128*361 = 554,496 hidden
+  units and 627M connections match the paper's 550,000 and 630M. The output conv is read as 3x3
+  (1x1 gives 2,292,690; both round to 2.3M). Weights init uniform [-0.05, 0.05] as in the paper.
+  ``maddison`` with ``layers`` 3/6/10/12 gives the rows of his depth table.
+* Darkforest's three next-move heads (t+1, t+2, t+3) are kept; the logits are head 0 (next move).
+* ``rank_embedding=True`` adds a learned vector per rank to the first layer's pre-activation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from kifunet.models.base import WHITE, PolicyNet, board_logits_without_pass
+from kifunet.models.layers import Conv, PositionBias, he_normal
+
+CLARK_STORKEY_LAYERS = ((7, 64), (5, 64), (5, 64), (5, 48), (5, 48), (5, 32), (5, 32))
+
+
+class ConvNet(PolicyNet):
+    """Generic plain CNN: ``hidden`` is a list of ``(kernel_size, filters)`` conv+ReLU layers.
+
+    ``select``: ``"first"`` takes output plane 0; ``"to_move"`` takes plane 0 for black and plane 1 for
+    white (``to_move`` 1/2; ``None`` means black).
+    """
+
+    def __init__(self, *, board_size: int, in_planes: int, hidden: Sequence[tuple[int, int]], out_kernel: int,
+                 out_planes: int = 1, conv_bias: bool = False, hidden_position_bias: bool = False,
+                 out_position_bias: bool = False, symmetric: bool = False, kernel_init=he_normal,
+                 select: str = "first", rank_embedding: bool = False, dtype=jnp.float32,
+                 param_dtype=jnp.float32, rngs: nnx.Rngs):
+        if select not in ("first", "to_move"):
+            raise ValueError(f"select must be 'first' or 'to_move', got {select!r}")
+        if select == "to_move" and out_planes != 2:
+            raise ValueError("select='to_move' needs out_planes=2")
+        hidden = tuple((int(k), int(f)) for k, f in hidden)
+        self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
+                    rank_embedding=rank_embedding, trunk_features=hidden[0][1], rngs=rngs)
+        self.select = select
+        conv = dict(symmetric=symmetric, kernel_init=kernel_init, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        convs, biases = [], []
+        c_in = in_planes
+        for k, f in hidden:
+            convs.append(Conv(c_in, f, k, use_bias=conv_bias and not hidden_position_bias, **conv))
+            biases.append(PositionBias(board_size, f, param_dtype=param_dtype) if hidden_position_bias else None)
+            c_in = f
+        self.convs = nnx.List(convs)
+        self.position_biases = nnx.List(biases)
+        self.out_conv = Conv(c_in, out_planes, out_kernel, **conv)
+        self.out_bias = PositionBias(board_size, out_planes, param_dtype=param_dtype) if out_position_bias else None
+
+    def logits(self, x, rank, to_move):
+        h = x
+        for i, (conv, pb) in enumerate(zip(self.convs, self.position_biases)):
+            h = conv(h)
+            if pb is not None:
+                h = pb(h)
+            if i == 0:
+                h = self.add_rank(h, rank)
+            h = jax.nn.relu(h)
+        y = self.out_conv(h)
+        if self.out_bias is not None:
+            y = self.out_bias(y)
+        if self.select == "first" or to_move is None:
+            board = y[..., 0]
+        else:
+            white = (jnp.asarray(to_move) == WHITE)[:, None, None]
+            board = jnp.where(white, y[..., 1], y[..., 0])
+        return board_logits_without_pass(board)
+
+
+class ClarkStorkey(ConvNet):
+    """Clark & Storkey (2015) 8-layer CNN with symmetric (tied) kernels; see the module table."""
+
+    def __init__(self, *, board_size: int = 19, in_planes: int = 48,
+                 layers: Sequence[tuple[int, int]] = CLARK_STORKEY_LAYERS, out_kernel: int = 5,
+                 symmetric: bool = True, rank_embedding: bool = False, dtype=jnp.float32,
+                 param_dtype=jnp.float32, rngs: nnx.Rngs):
+        super().__init__(board_size=board_size, in_planes=in_planes, hidden=layers, out_kernel=out_kernel,
+                         conv_bias=True, out_position_bias=True, symmetric=symmetric,
+                         rank_embedding=rank_embedding, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+
+
+class Maddison(ConvNet):
+    """Maddison et al. (2015): ``layers`` hidden convs (5x5 then 3x3) with position-dependent biases and
+    two output planes (black / white to move). ``symmetric=True`` ties the kernels as in his 3/6-layer test."""
+
+    def __init__(self, *, board_size: int = 19, in_planes: int = 36, layers: int = 12, filters: int = 128,
+                 out_kernel: int = 3, symmetric: bool = False, rank_embedding: bool = False,
+                 dtype=jnp.float32, param_dtype=jnp.float32, rngs: nnx.Rngs):
+        hidden = [(5, filters)] + [(3, filters)] * (layers - 1)
+        super().__init__(board_size=board_size, in_planes=in_planes, hidden=hidden, out_kernel=out_kernel,
+                         out_planes=2, hidden_position_bias=True, out_position_bias=True, symmetric=symmetric,
+                         kernel_init=_uniform(0.05),
+                         select="to_move", rank_embedding=rank_embedding, dtype=dtype,
+                         param_dtype=param_dtype, rngs=rngs)
+
+
+class AlphaGoSL(ConvNet):
+    """AlphaGo SL policy (Silver et al. 2016): ``layers`` = 1 (5x5) + layers-2 (3x3) + 1 (1x1 output)."""
+
+    def __init__(self, *, board_size: int = 19, in_planes: int = 48, filters: int = 192, layers: int = 13,
+                 rank_embedding: bool = False, dtype=jnp.float32, param_dtype=jnp.float32, rngs: nnx.Rngs):
+        hidden = [(5, filters)] + [(3, filters)] * (layers - 2)
+        super().__init__(board_size=board_size, in_planes=in_planes, hidden=hidden, out_kernel=1,
+                         out_position_bias=True, rank_embedding=rank_embedding, dtype=dtype,
+                         param_dtype=param_dtype, rngs=rngs)
+
+
+class Darkforest(ConvNet):
+    """Darkforest (Tian & Zhu 2016) 12-layer CNN, three next-move heads; the logits are the first head."""
+
+    def __init__(self, *, board_size: int = 19, in_planes: int = 25, first: int = 92, filters: int = 384,
+                 layers: int = 12, heads: int = 3, rank_embedding: bool = False, dtype=jnp.float32,
+                 param_dtype=jnp.float32, rngs: nnx.Rngs):
+        hidden = [(5, first)] + [(3, filters)] * (layers - 2)
+        super().__init__(board_size=board_size, in_planes=in_planes, hidden=hidden, out_kernel=3,
+                         out_planes=heads, rank_embedding=rank_embedding, dtype=dtype,
+                         param_dtype=param_dtype, rngs=rngs)
+
+
+def _uniform(limit: float):
+    """Initialiser drawing uniformly from ``[-limit, limit]``."""
+
+    def init(key, shape, dtype=jnp.float32):
+        return jax.random.uniform(key, shape, dtype, -limit, limit)
+
+    return init

@@ -1,0 +1,37 @@
+"""Analytical forward cost per position: multiply-accumulates of the convolutions and dense layers.
+
+A same-padded conv costs ``N*N * k*k * C_in * C_out`` MACs on an N x N board (padding taps counted, the
+usual convention, and the one GoNN used: gonn.md 6.2 gives 1.29 G and 2.97 G MACs for its 5- and
+12-block nets, which :func:`count_macs` reproduces); a dense layer ``in * out``. BatchNorm, activations,
+pooling and the extra centre weight (folded into the kernel) are not counted. 2 FLOPs per MAC; a
+forward+backward step is counted as 3 forwards (the backward pass needs the gradients with respect to
+both the activations and the weights).
+"""
+
+from __future__ import annotations
+
+from flax import nnx
+
+from kifunet.models.layers import Conv
+
+
+def count_macs(model: nnx.Module) -> int:
+    """Forward multiply-accumulates for one position on ``model.board_size``."""
+    points = model.board_size * model.board_size
+    total = 0
+    for _, module in nnx.iter_modules(model):
+        if isinstance(module, Conv):
+            total += points * module.macs_per_point()
+        elif isinstance(module, nnx.Linear):
+            total += module.in_features * module.out_features
+    return total
+
+
+def forward_flops(model: nnx.Module) -> int:
+    """``2 * count_macs(model)``."""
+    return 2 * count_macs(model)
+
+
+def train_flops(model: nnx.Module) -> int:
+    """Forward + backward FLOPs per position: ``3 * forward_flops(model)``."""
+    return 3 * forward_flops(model)

@@ -1,0 +1,86 @@
+"""NoGoZero+ residual net with global attention residual blocks (Gao & Wu 2021, 3.2.1).
+
+* Pre-activation residual tower of ``blocks`` blocks of ``channels`` channels, alternating a standard
+  block (BN-ReLU-conv3x3-BN-ReLU-conv3x3 + skip) and a GARB, starting with a standard block.
+* GARB: BN-ReLU on the block input, then two independent 3x3 convs give X (2*C3 channels) and G (C3);
+  :class:`~kifunet.models.layers.GPS` ``(X, G)`` (BN+ReLU on G, channel means and maxes, FC 2*C3 -> 2*C3,
+  added to X: C1 = 2*C2 as the paper asks); then BN-ReLU-conv3x3 back to ``channels``; residual add.
+  C3 = ``channels // 2``, so X is as wide as the trunk.
+* stem: 3x3 conv ``in_planes -> channels``; end of trunk BN-ReLU; AlphaGo Zero policy head (1x1 conv to
+  2 planes with bias, BN, ReLU, dense to N*N + 1: the pass logit is real). No conv bias elsewhere.
+* The NoGoZero+ dominion/score/value heads and curriculum belong to self-play RL and are not built.
+
+Named sizes follow the paper's curriculum (5 -> 20 blocks, 32 -> 128 channels): ``garb5`` 32 channels,
+``garb10`` 64 (the middle stage's width is not given; 64 is the reading), ``garb20`` 128. Default planes:
+21 = 17 AlphaGo Zero planes + the 4 NoGoZero+ liberty planes. The paper's board is 9x9 (NoGo); any size
+works. ``rank_embedding=True`` adds a rank vector to the stem output.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from kifunet.models.base import PolicyNet
+from kifunet.models.layers import GPS, Conv, batch_norm
+
+
+class PreActBlock(nnx.Module):
+    """``x + conv(relu(BN(conv(relu(BN(x))))))`` with 3x3 convs."""
+
+    def __init__(self, features: int, *, dtype, param_dtype, rngs: nnx.Rngs):
+        kw = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        self.bn1 = batch_norm(features, **kw)
+        self.conv1 = Conv(features, features, 3, **kw)
+        self.bn2 = batch_norm(features, **kw)
+        self.conv2 = Conv(features, features, 3, **kw)
+
+    def __call__(self, x):
+        h = self.conv1(jax.nn.relu(self.bn1(x)))
+        return x + self.conv2(jax.nn.relu(self.bn2(h)))
+
+
+class GARBBlock(nnx.Module):
+    """Global attention residual block: pre-activation, X/G split convs, GPS, conv back, skip."""
+
+    def __init__(self, features: int, c3: int, *, dtype, param_dtype, rngs: nnx.Rngs):
+        kw = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        self.bn1 = batch_norm(features, **kw)
+        self.conv_x = Conv(features, 2 * c3, 3, **kw)
+        self.conv_g = Conv(features, c3, 3, **kw)
+        self.gps = GPS(2 * c3, c3, **kw)
+        self.bn2 = batch_norm(2 * c3, **kw)
+        self.conv2 = Conv(2 * c3, features, 3, **kw)
+
+    def __call__(self, x):
+        h = jax.nn.relu(self.bn1(x))
+        h = self.gps(self.conv_x(h), self.conv_g(h))
+        return x + self.conv2(jax.nn.relu(self.bn2(h)))
+
+
+class GARBNet(PolicyNet):
+    """Alternating standard / GARB residual tower with an AlphaGo Zero policy head."""
+
+    def __init__(self, *, board_size: int = 19, in_planes: int = 21, channels: int = 64, blocks: int = 10,
+                 garb_channels: int | None = None, rank_embedding: bool = False, dtype=jnp.float32,
+                 param_dtype=jnp.float32, rngs: nnx.Rngs):
+        self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
+                    rank_embedding=rank_embedding, trunk_features=channels, rngs=rngs)
+        kw = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        c3 = garb_channels or channels // 2
+        self.stem = Conv(in_planes, channels, 3, **kw)
+        self.blocks = nnx.List([GARBBlock(channels, c3, **kw) if i % 2 else PreActBlock(channels, **kw)
+                                for i in range(blocks)])
+        self.final_bn = batch_norm(channels, **kw)
+        self.policy_conv = Conv(channels, 2, 1, use_bias=True, **kw)
+        self.policy_bn = batch_norm(2, **kw)
+        self.policy_dense = nnx.Linear(2 * board_size * board_size, board_size * board_size + 1, **kw)
+
+    def logits(self, x, rank, to_move):
+        h = self.add_rank(self.stem(x), rank)
+        for block in self.blocks:
+            h = block(h)
+        h = jax.nn.relu(self.final_bn(h))
+        h = jax.nn.relu(self.policy_bn(self.policy_conv(h)))
+        return self.policy_dense(h.reshape(h.shape[0], -1))

@@ -1,0 +1,185 @@
+"""GoNN sandbox (2018) pre-activation ResNet, with each of its ideas switchable for ablations.
+
+Structure (../shared/docs/gonn.md section 6), C = ``channels`` = 192 by default:
+
+* stem: 5x5 conv ``in_planes -> C``, no bias, plus a separate 1x1 "centre" weight folded into the centre
+  tap (init 0.3 x He(fan_in=in_planes)); no BN, no activation (pre-activation net).
+* block 0, *ordinary*: BN -> act -> conv3x3 C->C -> BN -> act -> conv3x3 C->C, added to the trunk.
+* other blocks, *dilated*: as ordinary, but the first conv's last ``dilated_channels`` (64) outputs come
+  from a 3x3 conv of rate ``dilation_rates[i % len]`` (2 at a201e46; 2, 3, 2, 3 in the 5-block net).
+* blocks listed in ``global_blocks``, *global*: the first conv gives C-64 channels ``a`` and 64 channels
+  ``b``; ``b`` -> BN -> act -> mean and max over the board -> matmul (no bias, init x0.5) -> bias on ``a``;
+  then BN -> act -> conv3x3 (C-64)->C.
+* end of trunk: BN -> act.
+* policy head: p1 = conv3x3 C->48, biased by g1 = conv3x3 C->32 -> BN -> act -> mean and max -> matmul
+  64->48 (init x0.5, i.e. fan-in x4); BN -> CReLU (96 channels) -> conv5x5 96->1 (init x0.5) -> N*N logits.
+  No pass output (pass gets :data:`~kifunet.models.base.NO_PASS_LOGIT`), no value head.
+* act = PReLU with one slope per channel, init 0 (``activation="relu"`` for the ablation).
+* BN: momentum 0.99, eps 1e-3, scale and offset; no conv has a bias.
+* centre-weight emphasis (``center_emphasis=True``) on every residual-block conv: +0.3 x He(fan_in=C_in)
+  on the centre tap at init and a learning-rate multiplier 1.5 on that tap; multiplier 0.25 on the p1 BN
+  and the final 5x5 conv; read them with :func:`kifunet.models.params.lr_multipliers`.
+
+Trainable parameters (26 planes, 19x19; tests/test_models.py checks them against gonn.md 6.2):
+
+========================================================  ======================  ==========
+config                                                    registry name           params
+========================================================  ======================  ==========
+5 blocks, dilation 2, 3, 2, 3 (README "ResNet 5 Blocks")  gonn_resnet5            3,597,792
+12 blocks, no global block (README "ResNet 12 Blocks")    gonn_resnet12           8,250,720
+12 blocks, global blocks 6 and 10 (a201e46 as committed)  gonn_resnet12_global    8,062,304
+========================================================  ======================  ==========
+
+Per component: stem 129,792; ordinary or dilated block 664,704; global block 570,496; final BN+PReLU
+576; policy head 143,904. ``rank_embedding=True`` (not in GoNN at that date, where rank only filtered
+the data) adds a learned C-vector per rank to the stem output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from kifunet.models.base import PolicyNet, board_logits_without_pass
+from kifunet.models.layers import (
+    Conv,
+    DilatedGroupConv,
+    GlobalPoolBias,
+    PReLU,
+    batch_norm,
+    crelu,
+)
+
+
+class _Act(nnx.Module):
+    """PReLU (per-channel slope, init ``prelu_init``) or plain ReLU."""
+
+    def __init__(self, features: int, *, activation: str, prelu_init: float, param_dtype):
+        if activation not in ("prelu", "relu"):
+            raise ValueError(f"activation must be 'prelu' or 'relu', got {activation!r}")
+        self.prelu = PReLU(features, init=prelu_init, param_dtype=param_dtype) if activation == "prelu" else None
+
+    def __call__(self, x):
+        return jax.nn.relu(x) if self.prelu is None else self.prelu(x)
+
+
+class GoNNBlock(nnx.Module):
+    """Ordinary (``dilated=0``) or dilated pre-activation residual block."""
+
+    def __init__(self, features: int, *, dilated: int, rate: int, act: dict, conv: dict, bn: dict, rngs):
+        self.bn1 = batch_norm(features, rngs=rngs, **bn)
+        self.act1 = _Act(features, **act)
+        self.conv1 = DilatedGroupConv(features, features, 3, dilated=dilated, rate=rate, rngs=rngs, **conv)
+        self.bn2 = batch_norm(features, rngs=rngs, **bn)
+        self.act2 = _Act(features, **act)
+        self.conv2 = Conv(features, features, 3, rngs=rngs, **conv)
+
+    def __call__(self, x):
+        h = self.conv1(self.act1(self.bn1(x)))
+        return x + self.conv2(self.act2(self.bn2(h)))
+
+
+class GoNNGlobalBlock(nnx.Module):
+    """Pre-activation residual block whose first conv's last ``pooled`` channels bias the others globally."""
+
+    def __init__(self, features: int, *, pooled: int, pool: dict, act: dict, conv: dict, bn: dict, rngs):
+        self.pooled = pooled
+        kept = features - pooled
+        self.bn1 = batch_norm(features, rngs=rngs, **bn)
+        self.act1 = _Act(features, **act)
+        self.conv1 = Conv(features, features, 3, rngs=rngs, **conv)
+        self.bn_g = batch_norm(pooled, rngs=rngs, **bn)
+        self.act_g = _Act(pooled, **act)
+        self.pool_bias = GlobalPoolBias(pooled, kept, init_scale=0.5, rngs=rngs, **pool)
+        self.bn2 = batch_norm(kept, rngs=rngs, **bn)
+        self.act2 = _Act(kept, **act)
+        self.conv2 = Conv(kept, features, 3, rngs=rngs, **conv)
+
+    def __call__(self, x):
+        h = self.conv1(self.act1(self.bn1(x)))
+        a, b = h[..., : -self.pooled], h[..., -self.pooled:]
+        a = self.pool_bias(a, self.act_g(self.bn_g(b)))
+        return x + self.conv2(self.act2(self.bn2(a)))
+
+
+class GoNNPolicyHead(nnx.Module):
+    """p1 (+ global bias from g1) -> BN -> CReLU -> 5x5 conv to one plane."""
+
+    def __init__(self, features: int, *, head_features: int, head_pooled: int, global_pool: bool, pool: dict,
+                 act: dict, dtype, param_dtype, rngs):
+        conv = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        bn = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        self.p1 = Conv(features, head_features, 3, **conv)
+        if global_pool:
+            self.g1 = Conv(features, head_pooled, 3, **conv)
+            self.g_bn = batch_norm(head_pooled, **bn)
+            self.g_act = _Act(head_pooled, **act)
+            self.pool_bias = GlobalPoolBias(head_pooled, head_features, init_scale=0.5, dtype=dtype,
+                                            param_dtype=param_dtype, rngs=rngs, **pool)
+        else:
+            self.g1 = self.g_bn = self.g_act = self.pool_bias = None
+        self.p_bn = batch_norm(head_features, lr_multiplier=0.25, **bn)
+        half_he = nnx.initializers.variance_scaling(0.5, "fan_in", "truncated_normal")  # He x 0.5
+        self.p2 = Conv(2 * head_features, 1, 5, kernel_init=half_he, lr_multiplier=0.25, **conv)
+
+    def __call__(self, h):
+        p = self.p1(h)
+        if self.g1 is not None:
+            p = self.pool_bias(p, self.g_act(self.g_bn(self.g1(h))))
+        return self.p2(crelu(self.p_bn(p)))[..., 0]
+
+
+class GoNNResNet(PolicyNet):
+    """GoNN pre-activation ResNet; every GoNN feature has a switch (see the module docstring).
+
+    Switches: ``dilated_channels=0`` (no dilation), ``global_blocks=()`` (no global trunk blocks),
+    ``head_global_pool=False``, ``activation="relu"``, ``center_emphasis=False``; ``pool_stdev`` and
+    ``pool_board_scaling`` add the standard deviation and KataGo's board-size-scaled mean to every pooling.
+    """
+
+    def __init__(self, *, board_size: int = 19, in_planes: int = 26, channels: int = 192, blocks: int = 12,
+                 dilated_channels: int = 64, dilation_rates: Sequence[int] = (2,),
+                 global_blocks: Sequence[int] = (), global_channels: int = 64, head_features: int = 48,
+                 head_pooled: int = 32, head_global_pool: bool = True, activation: str = "prelu",
+                 prelu_init: float = 0.0, center_emphasis: bool = True, pool_stdev: bool = False,
+                 pool_board_scaling: bool = False, rank_embedding: bool = False, dtype=jnp.float32,
+                 param_dtype=jnp.float32, rngs: nnx.Rngs):
+        global_blocks = tuple(int(i) for i in global_blocks)
+        if any(not 0 < i < blocks for i in global_blocks):
+            raise ValueError(f"global_blocks {global_blocks} must be block indices in [1, {blocks})")
+        self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
+                    rank_embedding=rank_embedding, trunk_features=channels, rngs=rngs)
+        act = dict(activation=activation, prelu_init=prelu_init, param_dtype=param_dtype)
+        bn = dict(dtype=dtype, param_dtype=param_dtype)
+        pool = dict(stdev=pool_stdev, board_scaling=pool_board_scaling)
+        emphasis = dict(center_emphasis=0.3, center_lr=1.5) if center_emphasis else {}
+        conv = dict(dtype=dtype, param_dtype=param_dtype, **emphasis)
+        self.stem = Conv(in_planes, channels, 5, center_param=center_emphasis, center_emphasis=0.3 if center_emphasis else 0.0,
+                         dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        blocks_list, n_dilated = [], 0
+        for i in range(blocks):
+            if i in global_blocks:
+                blocks_list.append(GoNNGlobalBlock(channels, pooled=global_channels, act=act, conv=conv, bn=bn,
+                                                   pool=dict(pool, dtype=dtype, param_dtype=param_dtype), rngs=rngs))
+            else:
+                dilated = dilated_channels if i > 0 else 0
+                rate = dilation_rates[n_dilated % len(dilation_rates)] if dilated else 1
+                n_dilated += bool(dilated)
+                blocks_list.append(GoNNBlock(channels, dilated=dilated, rate=rate, act=act, conv=conv, bn=bn,
+                                             rngs=rngs))
+        self.blocks = nnx.List(blocks_list)
+        self.final_bn = batch_norm(channels, rngs=rngs, **bn)
+        self.final_act = _Act(channels, **act)
+        self.head = GoNNPolicyHead(channels, head_features=head_features, head_pooled=head_pooled,
+                                   global_pool=head_global_pool, pool=pool, act=act, dtype=dtype,
+                                   param_dtype=param_dtype, rngs=rngs)
+
+    def logits(self, x, rank, to_move):
+        h = self.add_rank(self.stem(x), rank)
+        for block in self.blocks:
+            h = block(h)
+        h = self.final_act(self.final_bn(h))
+        return board_logits_without_pass(self.head(h))

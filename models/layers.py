@@ -1,0 +1,348 @@
+"""Building blocks shared by the policy-network families (Flax NNX, NHWC, channels last).
+
+Every module keeps its parameters in ``param_dtype`` (float32 by default) and computes in ``dtype``
+(float32, or bfloat16 for fast inference/training); ``dtype`` is the compute dtype of the output.
+
+=========================  ==========================================================================
+module / function          job
+=========================  ==========================================================================
+:class:`Conv`              same-padded stride-1 2-D convolution with optional dilation, bias, symmetric
+                           (tied) kernel, centre-tap emphasis (init boost + learning-rate multiplier) or
+                           an extra learnable 1x1 centre weight folded into the kernel centre
+:class:`DilatedGroupConv`  a conv whose last ``dilated`` output channels come from a dilated kernel
+:class:`PositionBias`      a learned bias per board point and channel (Maddison, AlphaGo output)
+:class:`PReLU`             parametric ReLU with one slope per channel
+:func:`crelu`              concatenated ReLU ``[relu(x), relu(-x)]``
+:func:`global_pool`        mean and max (optional stdev, optional KataGo board-size-scaled mean)
+:class:`GlobalPoolBias`    global pool of one tensor -> dense -> per-channel bias added to another
+:class:`GPS`               NoGoZero+ global pooling structure: BN+ReLU on G, pool, FC, add to X
+:class:`MAOLayer`          maximum-average-out layer (Li et al. 2020)
+:class:`RankEmbedding`     learned vector per player rank, added to the trunk as a per-channel bias
+:func:`symmetrize`         average of a kernel over the 8 symmetries of the square
+=========================  ==========================================================================
+
+Learning-rate multipliers are parameter metadata read by :func:`kifunet.models.params.lr_multipliers`:
+``lr_multiplier`` (a float for the whole array) and ``center_lr_multiplier`` (a float for the centre
+tap ``[k//2, k//2]`` of a conv kernel, on top of ``lr_multiplier``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from kifunet.data_prep.ranks import MAX as MAX_RANK
+from kifunet.data_prep.ranks import MIN as MIN_RANK
+from kifunet.data_prep.ranks import UNKNOWN as UNKNOWN_RANK
+
+Dtype = jnp.dtype
+
+#: initialiser of all conv kernels unless a family says otherwise: He truncated normal, fan-in k*k*C_in
+he_normal = nnx.initializers.he_normal()
+
+# Ranks use the scale of kifunet.data_prep.ranks: 1d..9d = 0..8, k kyu = -k, 1p..9p = 9..17, unknown = -128;
+# MIN_RANK = -30 (30 kyu; weaker values are clipped to it), MAX_RANK = 17 (9 pro).
+#: embedding rows: one per rank in [MIN_RANK, MAX_RANK] plus a last row for unknown
+NUM_RANK_ROWS = MAX_RANK - MIN_RANK + 2
+
+
+def symmetrize(kernel: jax.Array) -> jax.Array:
+    """Average a ``[k, k, C_in, C_out]`` kernel over the 8 rotations/reflections of its spatial axes."""
+    total = jnp.zeros_like(kernel)
+    for base in (kernel, jnp.swapaxes(kernel, 0, 1)):
+        for r in range(4):
+            total = total + jnp.rot90(base, r, axes=(0, 1))
+    return total / 8.0
+
+
+class Conv(nnx.Module):
+    """Same-padded, stride-1 convolution ``[B, H, W, C_in] -> [B, H, W, C_out]``.
+
+    Options:
+      * ``dilation``: atrous rate (the kernel taps are ``dilation`` points apart).
+      * ``symmetric``: the kernel used is :func:`symmetrize` of the stored one (Clark & Storkey tied
+        weights); the stored array keeps its full shape, so :func:`count_params` counts k*k*C_in*C_out.
+      * ``center_emphasis`` (> 0): at init, add ``center_emphasis * He(fan_in=C_in)`` to the centre tap
+        and mark the kernel with ``center_lr_multiplier=center_lr`` (GoNN: 0.3 and 1.5).
+      * ``center_param``: instead keep a separate ``[C_in, C_out]`` centre weight (init
+        ``center_emphasis * He(fan_in=C_in)``), added into the centre tap at every call (GoNN stem), with
+        learning-rate multiplier ``lr_multiplier * center_lr``.
+      * ``lr_multiplier``: learning-rate multiplier of the kernel.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        kernel_size: int,
+        *,
+        dilation: int = 1,
+        use_bias: bool = False,
+        symmetric: bool = False,
+        center_emphasis: float = 0.0,
+        center_lr: float = 1.0,
+        center_param: bool = False,
+        lr_multiplier: float = 1.0,
+        kernel_init=he_normal,
+        dtype: Dtype = jnp.float32,
+        param_dtype: Dtype = jnp.float32,
+        rngs: nnx.Rngs,
+    ):
+        if kernel_size % 2 != 1:
+            raise ValueError(f"kernel_size must be odd for same padding, got {kernel_size}")
+        self.in_features = in_features
+        self.out_features = out_features
+        self.kernel_size = kernel_size
+        self.dilation = dilation
+        self.symmetric = symmetric
+        self.dtype = dtype
+        shape = (kernel_size, kernel_size, in_features, out_features)
+        kernel = kernel_init(rngs.params(), shape, param_dtype)
+        center_init = (nnx.initializers.variance_scaling(2.0 * center_emphasis**2, "fan_in", "truncated_normal")
+                       if center_emphasis > 0.0 else nnx.initializers.zeros)
+        c = kernel_size // 2
+        meta = {}
+        if lr_multiplier != 1.0:
+            meta["lr_multiplier"] = float(lr_multiplier)
+        center = None
+        if center_param:
+            center_meta = {"lr_multiplier": float(lr_multiplier * center_lr)} if lr_multiplier * center_lr != 1.0 else {}
+            center = nnx.Param(center_init(rngs.params(), (in_features, out_features), param_dtype), **center_meta)
+        elif center_emphasis > 0.0:
+            kernel = kernel.at[c, c].add(center_init(rngs.params(), (in_features, out_features), param_dtype))
+            if center_lr != 1.0:
+                meta["center_lr_multiplier"] = float(center_lr)
+        self.kernel = nnx.Param(kernel, **meta)
+        self.center = center
+        self.bias = nnx.Param(jnp.zeros((out_features,), param_dtype)) if use_bias else None
+
+    def effective_kernel(self) -> jax.Array:
+        """The kernel actually convolved (after the centre weight and the symmetrisation)."""
+        k = self.kernel[...]
+        if self.center is not None:
+            c = self.kernel_size // 2
+            k = k.at[c, c].add(self.center[...])
+        if self.symmetric:
+            k = symmetrize(k)
+        return k
+
+    def __call__(self, x: jax.Array, kernel_mask: jax.Array | None = None) -> jax.Array:
+        """``kernel_mask`` (broadcastable to ``[1, 1, C_in, C_out]``) multiplies the kernel (MAO masks)."""
+        k = self.effective_kernel()
+        if kernel_mask is not None:
+            k = k * kernel_mask
+        y = jax.lax.conv_general_dilated(
+            x.astype(self.dtype),
+            k.astype(self.dtype),
+            window_strides=(1, 1),
+            padding="SAME",
+            rhs_dilation=(self.dilation, self.dilation),
+            dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        )
+        if self.bias is not None:
+            y = y + self.bias[...].astype(self.dtype)
+        return y
+
+    def macs_per_point(self) -> int:
+        """Multiply-accumulates per output board point (zero padding counted, as is usual)."""
+        return self.kernel_size * self.kernel_size * self.in_features * self.out_features
+
+
+class DilatedGroupConv(nnx.Module):
+    """``out - dilated`` ordinary output channels followed by ``dilated`` channels of a dilated conv.
+
+    Both parts see the whole input; ``conv_kwargs`` (centre emphasis, dtypes...) go to both.
+    With ``dilated == 0`` this is an ordinary :class:`Conv`.
+    """
+
+    def __init__(self, in_features: int, out_features: int, kernel_size: int, *, dilated: int, rate: int,
+                 rngs: nnx.Rngs, **conv_kwargs):
+        if not 0 <= dilated <= out_features:
+            raise ValueError(f"dilated={dilated} must be in [0, {out_features}]")
+        self.plain = Conv(in_features, out_features - dilated, kernel_size, rngs=rngs, **conv_kwargs) \
+            if dilated < out_features else None
+        self.atrous = Conv(in_features, dilated, kernel_size, dilation=rate, rngs=rngs, **conv_kwargs) \
+            if dilated > 0 else None
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        parts = [m(x) for m in (self.plain, self.atrous) if m is not None]
+        return parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=-1)
+
+
+class PositionBias(nnx.Module):
+    """A learned bias for every board point and channel: ``x + b``, ``b`` of shape ``[N, N, C]``."""
+
+    def __init__(self, board_size: int, features: int, *, param_dtype: Dtype = jnp.float32):
+        self.bias = nnx.Param(jnp.zeros((board_size, board_size, features), param_dtype))
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        return x + self.bias[...].astype(x.dtype)
+
+
+class PReLU(nnx.Module):
+    """``max(x, 0) + alpha * min(x, 0)`` with one ``alpha`` per channel (GoNN initialises it to 0)."""
+
+    def __init__(self, features: int, *, init: float = 0.0, param_dtype: Dtype = jnp.float32):
+        self.alpha = nnx.Param(jnp.full((features,), init, param_dtype))
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        a = self.alpha[...].astype(x.dtype)
+        return jnp.maximum(x, 0) + a * jnp.minimum(x, 0)
+
+
+def crelu(x: jax.Array) -> jax.Array:
+    """Concatenated ReLU: ``[relu(x), relu(-x)]`` on the channel axis (doubles the channels)."""
+    return jnp.concatenate([jax.nn.relu(x), jax.nn.relu(-x)], axis=-1)
+
+
+def pooled_features(channels: int, *, stdev: bool = False, board_scaling: bool = False) -> int:
+    """Length of the :func:`global_pool` vector for ``channels`` input channels."""
+    return channels * (2 + int(stdev) + int(board_scaling))
+
+
+def global_pool(g: jax.Array, *, stdev: bool = False, board_scaling: bool = False) -> jax.Array:
+    """``[B, H, W, C] -> [B, k*C]``: channel means, [KataGo-scaled means], channel maxes, [stdevs].
+
+    ``board_scaling`` appends ``mean * (sqrt(H*W) - 14) / 10`` (KataGo's board-size term; 0.5 on 19x19,
+    -0.5 on 9x9). The statistics are computed in float32 and returned in ``g``'s dtype.
+    """
+    g32 = g.astype(jnp.float32)
+    mean = jnp.mean(g32, axis=(1, 2))
+    parts = [mean]
+    if board_scaling:
+        parts.append(mean * ((math.sqrt(g.shape[1] * g.shape[2]) - 14.0) / 10.0))
+    parts.append(jnp.max(g32, axis=(1, 2)))
+    if stdev:
+        parts.append(jnp.std(g32, axis=(1, 2)))
+    return jnp.concatenate(parts, axis=-1).astype(g.dtype)
+
+
+class GlobalPoolBias(nnx.Module):
+    """``x + dense(global_pool(g))`` broadcast over the board: KataGo-style global-pooling bias.
+
+    ``g`` has ``pool_features`` channels; the dense maps the pooled vector to ``out_features`` channels of
+    ``x``. ``init_scale`` multiplies the He-normal init's standard deviation (GoNN: 0.5).
+    """
+
+    def __init__(self, pool_features: int, out_features: int, *, stdev: bool = False,
+                 board_scaling: bool = False, use_bias: bool = False, init_scale: float = 1.0,
+                 dtype: Dtype = jnp.float32, param_dtype: Dtype = jnp.float32, rngs: nnx.Rngs):
+        self.stdev = stdev
+        self.board_scaling = board_scaling
+        n_in = pooled_features(pool_features, stdev=stdev, board_scaling=board_scaling)
+        init = nnx.initializers.variance_scaling(2.0 * init_scale**2, "fan_in", "truncated_normal")
+        self.dense = nnx.Linear(n_in, out_features, use_bias=use_bias, kernel_init=init, dtype=dtype,
+                                param_dtype=param_dtype, rngs=rngs)
+
+    def __call__(self, x: jax.Array, g: jax.Array) -> jax.Array:
+        bias = self.dense(global_pool(g, stdev=self.stdev, board_scaling=self.board_scaling))
+        return x + bias[:, None, None, :].astype(x.dtype)
+
+
+def batch_norm(features: int, *, dtype: Dtype, param_dtype: Dtype, rngs: nnx.Rngs, affine: bool = True,
+               momentum: float = 0.99, epsilon: float = 1e-3, lr_multiplier: float = 1.0) -> nnx.BatchNorm:
+    """``nnx.BatchNorm`` over channels; TF/GoNN defaults (momentum 0.99, eps 1e-3)."""
+    meta = {"lr_multiplier": float(lr_multiplier)} if lr_multiplier != 1.0 else {}
+    return nnx.BatchNorm(features, momentum=momentum, epsilon=epsilon, use_bias=affine, use_scale=affine,
+                         dtype=dtype, param_dtype=param_dtype, rngs=rngs, scale_metadata=meta, bias_metadata=meta)
+
+
+class GPS(nnx.Module):
+    """Global pooling structure of NoGoZero+ (Gao & Wu 2021, 3.2.1).
+
+    ``GPS(X, G) = X + FC(pool(relu(BN(G))))`` with ``X`` of ``x_features`` (C1) and ``G`` of
+    ``g_features`` (C2) channels; ``pool`` gives the ``2*C2`` channel means and maxes; the FC layer
+    (with bias) maps them to C1 values added to ``X`` at every point.
+    """
+
+    def __init__(self, x_features: int, g_features: int, *, dtype: Dtype = jnp.float32,
+                 param_dtype: Dtype = jnp.float32, rngs: nnx.Rngs):
+        self.bn = batch_norm(g_features, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        self.pool_bias = GlobalPoolBias(g_features, x_features, use_bias=True, dtype=dtype,
+                                        param_dtype=param_dtype, rngs=rngs)
+
+    def __call__(self, x: jax.Array, g: jax.Array) -> jax.Array:
+        return self.pool_bias(x, jax.nn.relu(self.bn(g)))
+
+
+def select_by_mean(maps: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """MAO selection. ``maps`` ``[B, H, W, U, K]`` (U units of K candidates) -> (``[B, H, W, U]``, winners).
+
+    For every example and unit the output is the candidate map with the largest spatial mean (the other
+    candidates are zeroed and the maps summed, which is the same thing); ``winners`` ``[B, U]`` are the
+    chosen candidate indices (the first one on ties).
+    """
+    means = jnp.mean(maps.astype(jnp.float32), axis=(1, 2))  # [B, U, K]
+    winners = jnp.argmax(means, axis=-1)
+    one_hot = jax.nn.one_hot(winners, maps.shape[-1], dtype=maps.dtype)  # [B, U, K]
+    return jnp.sum(maps * one_hot[:, None, None, :, :], axis=-1), winners
+
+
+class MAOLayer(nnx.Module):
+    """Maximum-average-out layer (Li et al. 2020): ``units`` outputs, each the best of ``candidates`` convs.
+
+    Computed as one conv with ``units * candidates`` outputs (candidate ``j`` of unit ``u`` is output
+    channel ``u * candidates + j``) and no activation. In training (``deterministic=False``, set by
+    ``model.train()``) every candidate sees the input through its own random input-channel mask, a
+    Bernoulli(keep ``1 - mask_rate``) mask of shape ``[C_in, units*candidates]`` multiplied into the kernel
+    and scaled by ``1 / (1 - mask_rate)`` like dropout; one mask is drawn per call from the ``dropout``
+    stream of the ``nnx.Rngs`` given at construction. At inference (``model.eval()``) all channels pass.
+    The output of each unit is the candidate map with the largest spatial mean (:func:`select_by_mean`).
+    """
+
+    def __init__(self, in_features: int, units: int, candidates: int, *, kernel_size: int = 3,
+                 mask_rate: float = 0.5, deterministic: bool = False, dtype: Dtype = jnp.float32,
+                 param_dtype: Dtype = jnp.float32, rngs: nnx.Rngs):
+        if not 0.0 <= mask_rate < 1.0:
+            raise ValueError(f"mask_rate must be in [0, 1), got {mask_rate}")
+        self.units = units
+        self.candidates = candidates
+        self.mask_rate = mask_rate
+        self.deterministic = deterministic
+        self.conv = Conv(in_features, units * candidates, kernel_size, use_bias=True, dtype=dtype,
+                         param_dtype=param_dtype, rngs=rngs)
+        self.rngs = rngs["dropout"].fork()
+
+    def candidate_maps(self, x: jax.Array) -> jax.Array:
+        """``[B, H, W, units, candidates]`` candidate maps (masked in training mode)."""
+        mask = None
+        if not self.deterministic and self.mask_rate > 0.0:
+            keep = 1.0 - self.mask_rate
+            shape = (1, 1, self.conv.in_features, self.conv.out_features)
+            mask = jax.random.bernoulli(self.rngs(), keep, shape).astype(jnp.float32) / keep
+        y = self.conv(x, kernel_mask=mask)
+        return y.reshape(*y.shape[:-1], self.units, self.candidates)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        return select_by_mean(self.candidate_maps(x))[0]
+
+
+def rank_index(rank: jax.Array) -> jax.Array:
+    """Rank (``UNKNOWN_RANK`` or the rank scale above) -> embedding row.
+
+    Ranks are clipped to ``[MIN_RANK, MAX_RANK]`` (30k..9p) and shifted to rows ``0..47``; ``UNKNOWN_RANK``
+    maps to the last row, ``NUM_RANK_ROWS - 1``.
+    """
+    rank = jnp.asarray(rank, jnp.int32)
+    known = jnp.clip(rank, MIN_RANK, MAX_RANK) - MIN_RANK
+    return jnp.where(rank == UNKNOWN_RANK, NUM_RANK_ROWS - 1, known)
+
+
+class RankEmbedding(nnx.Module):
+    """A learned ``features``-vector per rank (:func:`rank_index`), returned as a ``[B, 1, 1, F]`` bias.
+
+    ``rank=None`` means unknown for the whole batch. Initialised N(0, 0.1^2) so ranks differ from the start.
+    """
+
+    def __init__(self, features: int, *, dtype: Dtype = jnp.float32, param_dtype: Dtype = jnp.float32,
+                 rngs: nnx.Rngs):
+        self.embed = nnx.Embed(NUM_RANK_ROWS, features, embedding_init=nnx.initializers.normal(0.1),
+                               dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+
+    def __call__(self, rank: jax.Array | None, batch: int) -> jax.Array:
+        if rank is None:
+            rank = jnp.full((batch,), UNKNOWN_RANK, jnp.int32)
+        return self.embed(rank_index(rank))[:, None, None, :]

@@ -1,0 +1,84 @@
+"""Maximum-average-out (MAO) network (Li et al. 2020, seed mao-network-li-2020.txt), fully convolutional.
+
+The seed's formulas were lost; this follows its prose (../shared/docs/architectures.md):
+
+* MAO layer (:class:`~kifunet.models.layers.MAOLayer`): ``units`` outputs, each the candidate conv (of
+  ``candidates``) with the largest spatial mean; per-candidate random input-channel masks in training
+  (``model.train()``), all channels at inference (``model.eval()``); no activation.
+* mlpconv (Network in Network): a 3x3 conv then 1x1 convs, each with bias and ReLU.
+* MAO block: a MAO layer (``width`` units of ``candidates``) + 2 mlpconv layers (3x3 + 1x1 each).
+* whole net, 19 conv layers on the policy path: an mlpconv block of width 80 (3x3 + two 1x1 = 3 layers)
+  -> ``blocks`` = 3 MAO blocks (5 layers each: the paper's two common blocks + the policy block) -> output
+  MAO layer with N*N + 1 units (points + pass) -> global average pooling -> the N*N + 1 logits.
+  3 + 3*5 + 1 = 19. The pass logit is real.
+
+Readings: the output layer is "a group of outputs", read as one candidate per unit
+(``out_candidates=1``): the net then holds 483,322 parameters (1.9 MB in float32, the paper's "about
+2 MB"); 4 candidates would give 875,368 (3.5 MB). The mask rate is not given; 0.5 (dropout's usual
+rate), with dropout's 1/(1-rate) scaling in training. The value head (RL only) is not built.
+Default planes: the 17 AlphaGo Zero planes. ``rank_embedding=True`` adds a rank vector to the stem output.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from kifunet.models.base import PolicyNet
+from kifunet.models.layers import Conv, MAOLayer
+
+
+class MLPConv(nnx.Module):
+    """``kernel_size`` conv + ``ones`` 1x1 convs, all ``features`` wide, with bias and ReLU."""
+
+    def __init__(self, in_features: int, features: int, *, ones: int, kernel_size: int = 3, dtype, param_dtype,
+                 rngs: nnx.Rngs):
+        conv = dict(use_bias=True, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        layers = [Conv(in_features, features, kernel_size, **conv)]
+        layers += [Conv(features, features, 1, **conv) for _ in range(ones)]
+        self.layers = nnx.List(layers)
+
+    def __call__(self, x):
+        for conv in self.layers:
+            x = jax.nn.relu(conv(x))
+        return x
+
+
+class MAOBlock(nnx.Module):
+    """MAO layer (``width`` units x ``candidates``) followed by two mlpconv layers (3x3 + 1x1)."""
+
+    def __init__(self, in_features: int, width: int, candidates: int, *, mask_rate: float, dtype, param_dtype,
+                 rngs: nnx.Rngs):
+        self.mao = MAOLayer(in_features, width, candidates, mask_rate=mask_rate, dtype=dtype,
+                            param_dtype=param_dtype, rngs=rngs)
+        self.mlp = nnx.List([MLPConv(width, width, ones=1, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+                             for _ in range(2)])
+
+    def __call__(self, x):
+        x = self.mao(x)
+        for m in self.mlp:
+            x = m(x)
+        return x
+
+
+class MAONet(PolicyNet):
+    """The MAO policy network; see the module docstring."""
+
+    def __init__(self, *, board_size: int = 19, in_planes: int = 17, stem_width: int = 80, width: int = 40,
+                 candidates: int = 4, blocks: int = 3, out_candidates: int = 1, mask_rate: float = 0.5,
+                 rank_embedding: bool = False, dtype=jnp.float32, param_dtype=jnp.float32, rngs: nnx.Rngs):
+        self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
+                    rank_embedding=rank_embedding, trunk_features=stem_width, rngs=rngs)
+        kw = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        self.stem = MLPConv(in_planes, stem_width, ones=2, **kw)
+        self.blocks = nnx.List([MAOBlock(stem_width if i == 0 else width, width, candidates, mask_rate=mask_rate, **kw)
+                                for i in range(blocks)])
+        self.out = MAOLayer(width, board_size * board_size + 1, out_candidates, mask_rate=mask_rate, **kw)
+
+    def logits(self, x, rank, to_move):
+        h = self.stem(x)
+        h = self.add_rank(h, rank)
+        for block in self.blocks:
+            h = block(h)
+        return jnp.mean(self.out(h).astype(jnp.float32), axis=(1, 2))

@@ -1,0 +1,119 @@
+"""Post-activation residual policy nets: Cazenave (2017) and AlphaGo Zero (2017).
+
+==================  ======  ====================================================================  ==========
+family              planes  structure                                                             params
+==================  ======  ====================================================================  ==========
+CazenaveResNet 10   45      input = 5x5 conv + 1x1 conv 45->256 (summed), BN, ReLU; 10 residual   12,098,304
+                            blocks conv3x3-BN-ReLU-conv3x3-BN + skip, ReLU; output 3x3 conv
+                            256->1; no conv biases
+CazenaveResNet 14   45      same with 14 blocks                                                   16,816,896
+AGZResNet 20        17      3x3 conv 17->256 (bias) + BN + ReLU; 19 residual blocks as above with  22,837,864
+                            conv biases; policy head 1x1 conv 256->2 (bias) + BN + ReLU + dense    (with the
+                            to N*N+1 (pass included); value head 1x1 conv 256->1 + BN + ReLU +     value head)
+                            dense N*N->256 + ReLU + dense 256->1 + tanh
+==================  ======  ====================================================================  ==========
+
+Cazenave's BatchNorm is built **without** learned scale and offset (``bn_affine=False``, the default), so
+the trainable count equals the published one; ``bn_affine=True`` adds 2*256 parameters per BN. Only the
+running statistics (``nnx.BatchStat``) remain, which no count includes. Cazenave's net has no pass output
+(pass gets :data:`~kifunet.models.base.NO_PASS_LOGIT`).
+
+AGZ "20 blocks" is the stem conv block plus 19 residual blocks (``blocks=19``). The published count
+includes the value head; ``value_head=False`` (the default for move prediction) leaves it out
+(22,744,676 parameters). With it, :meth:`AGZResNet.value` gives the tanh value ``[B]``.
+BatchNorm: momentum 0.99, epsilon 1e-3. ``rank_embedding=True`` adds a rank vector after the stem.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from kifunet.models.base import PolicyNet, board_logits_without_pass
+from kifunet.models.layers import Conv, batch_norm
+
+
+class PostActBlock(nnx.Module):
+    """``relu(x + BN(conv(relu(BN(conv(x))))))`` with 3x3 convs of ``features`` channels."""
+
+    def __init__(self, features: int, *, conv_bias: bool, bn_affine: bool, dtype, param_dtype, rngs: nnx.Rngs):
+        conv = dict(use_bias=conv_bias, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        bn = dict(affine=bn_affine, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        self.conv1 = Conv(features, features, 3, **conv)
+        self.bn1 = batch_norm(features, **bn)
+        self.conv2 = Conv(features, features, 3, **conv)
+        self.bn2 = batch_norm(features, **bn)
+
+    def __call__(self, x):
+        h = jax.nn.relu(self.bn1(self.conv1(x)))
+        return jax.nn.relu(x + self.bn2(self.conv2(h)))
+
+
+class CazenaveResNet(PolicyNet):
+    """Cazenave's residual policy net; see the module table."""
+
+    def __init__(self, *, board_size: int = 19, in_planes: int = 45, filters: int = 256, blocks: int = 10,
+                 bn_affine: bool = False, rank_embedding: bool = False, dtype=jnp.float32,
+                 param_dtype=jnp.float32, rngs: nnx.Rngs):
+        self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
+                    rank_embedding=rank_embedding, trunk_features=filters, rngs=rngs)
+        conv = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        self.stem5 = Conv(in_planes, filters, 5, **conv)
+        self.stem1 = Conv(in_planes, filters, 1, **conv)
+        self.stem_bn = batch_norm(filters, affine=bn_affine, **conv)
+        self.blocks = nnx.List([PostActBlock(filters, conv_bias=False, bn_affine=bn_affine, **conv)
+                                for _ in range(blocks)])
+        self.out_conv = Conv(filters, 1, 3, **conv)
+
+    def logits(self, x, rank, to_move):
+        h = self.add_rank(self.stem5(x) + self.stem1(x), rank)
+        h = jax.nn.relu(self.stem_bn(h))
+        for block in self.blocks:
+            h = block(h)
+        return board_logits_without_pass(self.out_conv(h)[..., 0])
+
+
+class AGZResNet(PolicyNet):
+    """AlphaGo Zero residual net; policy logits over N*N points + pass; optional value head."""
+
+    def __init__(self, *, board_size: int = 19, in_planes: int = 17, filters: int = 256, blocks: int = 19,
+                 value_head: bool = False, value_hidden: int = 256, rank_embedding: bool = False,
+                 dtype=jnp.float32, param_dtype=jnp.float32, rngs: nnx.Rngs):
+        self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
+                    rank_embedding=rank_embedding, trunk_features=filters, rngs=rngs)
+        conv = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        points = board_size * board_size
+        self.stem = Conv(in_planes, filters, 3, use_bias=True, **conv)
+        self.stem_bn = batch_norm(filters, **conv)
+        self.blocks = nnx.List([PostActBlock(filters, conv_bias=True, bn_affine=True, **conv)
+                                for _ in range(blocks)])
+        self.policy_conv = Conv(filters, 2, 1, use_bias=True, **conv)
+        self.policy_bn = batch_norm(2, **conv)
+        self.policy_dense = nnx.Linear(2 * points, points + 1, **conv)
+        if value_head:
+            self.value_conv = Conv(filters, 1, 1, use_bias=True, **conv)
+            self.value_bn = batch_norm(1, **conv)
+            self.value_hidden = nnx.Linear(points, value_hidden, **conv)
+            self.value_out = nnx.Linear(value_hidden, 1, **conv)
+        else:
+            self.value_conv = self.value_bn = self.value_hidden = self.value_out = None
+
+    def trunk(self, x, rank):
+        h = jax.nn.relu(self.add_rank(self.stem_bn(self.stem(x)), rank))
+        for block in self.blocks:
+            h = block(h)
+        return h
+
+    def logits(self, x, rank, to_move):
+        h = jax.nn.relu(self.policy_bn(self.policy_conv(self.trunk(x, rank))))
+        return self.policy_dense(h.reshape(h.shape[0], -1))
+
+    def value(self, planes, rank=None, to_move=None):
+        """Value in [-1, 1] for the side to move, float32 ``[B]`` (needs ``value_head=True``)."""
+        if self.value_conv is None:
+            raise ValueError("this AGZResNet was built with value_head=False")
+        x = jnp.asarray(planes).astype(self.dtype)
+        h = jax.nn.relu(self.value_bn(self.value_conv(self.trunk(x, rank))))
+        h = jax.nn.relu(self.value_hidden(h.reshape(h.shape[0], -1)))
+        return jnp.tanh(self.value_out(h)[:, 0]).astype(jnp.float32)

@@ -1,0 +1,299 @@
+"""Model families, registry, parameter counts and the call contract (kifunet.models).
+
+Full-size models are only built with ``nnx.eval_shape`` (shapes, no memory, no compute); everything that
+runs uses the ``*_tiny`` variants on small batches.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax import nnx
+
+from kifunet import models
+from kifunet.models.garb import GARBBlock, PreActBlock
+from kifunet.models.gonn import GoNNGlobalBlock
+
+TINY = ["clark_storkey_tiny", "maddison_tiny", "alphago_tiny", "darkforest_tiny", "cazenave_tiny", "agz_tiny",
+        "gonn_tiny", "mao_tiny", "garb_tiny"]
+WITH_PASS = {"agz_tiny", "mao_tiny", "garb_tiny"}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fast_compiles():
+    """Unoptimised XLA compiles (Flax's own test habit): these tests compile much more than they compute."""
+    old = jax.config.read("jax_disable_most_optimizations")
+    jax.config.update("jax_disable_most_optimizations", True)
+    yield
+    jax.config.update("jax_disable_most_optimizations", old)
+
+
+def rngs(seed=0):
+    """RBG keys: their random ops compile ~7x faster than threefry's on CPU, which dominates model creation."""
+    return nnx.Rngs(jax.random.key(seed, impl="rbg"))
+
+
+def create(name, **kw):
+    return models.create(name, rngs=rngs(kw.pop("seed", 0)), **kw)
+
+
+def abstract(name, **kw):
+    return nnx.eval_shape(lambda: create(name, **kw))
+
+
+def batch(model, b=4, seed=0):
+    rng = np.random.default_rng(seed)
+    n = model.board_size
+    x = (rng.random((b, n, n, model.in_planes)) < 0.3).astype(np.float32)
+    y = rng.integers(0, n * n, size=b)
+    return jnp.asarray(x), jnp.asarray(y)
+
+
+# ------------------------------------------------------------------------------------- parameter counts
+
+@pytest.mark.parametrize("name,kw,expected", [
+    ("alphago13_192", {}, 3_880_489),
+    ("alphago13_256", {}, 6_795_881),
+    ("cazenave_resnet10", {}, 12_098_304),
+    ("cazenave_resnet14", {}, 16_816_896),
+    ("agz_resnet20", {"value_head": True}, 22_837_864),
+    ("gonn_resnet5", {}, 3_597_792),
+    ("gonn_resnet12", {}, 8_250_720),
+    ("gonn_resnet12_global", {}, 8_062_304),
+    ("darkforest12", {}, 12_329_756),
+])
+def test_published_parameter_counts_exact(name, kw, expected):
+    assert models.count_params(abstract(name, **kw)) == expected
+
+
+@pytest.mark.parametrize("name,published", [("maddison12", 2_300_000), ("clark_storkey8", 560_000)])
+def test_approximate_parameter_counts_within_5_percent(name, published):
+    n = models.count_params(abstract(name))
+    assert abs(n - published) / published < 0.05, n
+
+
+def test_gonn_component_counts_and_ablation_switches():
+    """gonn.md 6.2: block 664,704, global block 570,496; switches change the count by the right amounts."""
+    base = models.count_params(abstract("gonn_resnet5"))
+    six = models.count_params(abstract("gonn_resnet5", blocks=6))
+    assert six - base == 664_704
+    glob = models.count_params(abstract("gonn_resnet5", blocks=6, global_blocks=(5,)))
+    assert glob - base == 570_496
+    assert models.count_params(abstract("gonn_resnet5", dilated_channels=0)) == base  # dilation is free
+    assert base - models.count_params(abstract("gonn_resnet5", center_emphasis=False)) == 26 * 192
+    # PReLU slopes: 2 per block + final + head g1
+    assert base - models.count_params(abstract("gonn_resnet5", activation="relu")) == 192 * 11 + 32
+    # head global pool: g1 conv 55,296 + BN 64 + PReLU 32 + matmul 3,072
+    assert base - models.count_params(abstract("gonn_resnet5", head_global_pool=False)) == 58_464
+    assert models.count_params(abstract("gonn_resnet5", rank_embedding=True)) - base == 49 * 192
+
+
+def test_cazenave_bn_affine_switch():
+    n = models.count_params(abstract("cazenave_resnet10", bn_affine=True))
+    assert n - 12_098_304 == 2 * 256 * 21  # stem BN + 2 per block
+
+
+def test_batchnorm_running_stats_not_counted():
+    m = abstract("agz_resnet20")
+    stats = sum(int(np.prod(v.shape)) for v in jax.tree.leaves(nnx.state(m, nnx.BatchStat)))
+    assert stats > 0
+    assert models.count_params(m) == 22_744_676
+
+
+def test_mao_size_matches_the_papers_2mb():
+    n = models.count_params(abstract("mao"))
+    assert n == 483_322 and 1.5e6 < 4 * n < 2.5e6
+
+
+# ------------------------------------------------------------------------------------------ MACs / FLOPs
+
+@pytest.mark.parametrize("name,gmacs", [("gonn_resnet5", 1.29), ("gonn_resnet12", 2.97),
+                                        ("gonn_resnet12_global", 2.89), ("maddison12", 0.63)])
+def test_macs_match_published_figures(name, gmacs):
+    """GoNN's forward MACs (gonn.md 6.2) and Maddison's '630 million connections'."""
+    m = abstract(name)
+    assert abs(models.count_macs(m) / 1e9 - gmacs) < 0.006
+    assert models.forward_flops(m) == 2 * models.count_macs(m)
+    assert models.train_flops(m) == 3 * models.forward_flops(m)
+
+
+# --------------------------------------------------------------------------------------------- registry
+
+def test_registry_names_and_default_planes():
+    required = {"clark_storkey8", "maddison3", "maddison6", "maddison10", "maddison12", "alphago13_128",
+                "alphago13_192", "alphago13_256", "cazenave_resnet10", "cazenave_resnet14", "agz_resnet20",
+                "gonn_resnet5", "gonn_resnet12", "mao", "garb5", "garb10", "garb20", *TINY}
+    assert required <= set(models.names())
+    planes = {"maddison12": 36, "alphago13_192": 48, "cazenave_resnet10": 45, "agz_resnet20": 17,
+              "gonn_resnet12": 26, "mao": 17, "garb10": 21, "clark_storkey8": 48, "darkforest12": 25}
+    for name, c in planes.items():
+        assert models.default_in_planes(name) == c
+        assert abstract(name).in_planes == c
+    with pytest.raises(KeyError):
+        models.create("no_such_net")
+
+
+def test_create_overrides():
+    m = abstract("gonn_tiny", board_size=9, in_planes=7, activation="relu")
+    assert (m.board_size, m.in_planes) == (9, 7)
+    assert m.blocks[0].act1.prelu is None
+    g = abstract("garb_tiny", board_size=9)
+    assert isinstance(g.blocks[0], PreActBlock) and isinstance(g.blocks[1], GARBBlock)
+    assert isinstance(abstract("gonn_resnet12_global").blocks[5], GoNNGlobalBlock)
+
+
+# ------------------------------------------------------------------------------- the tiny-model checks
+
+@nnx.jit
+def _call(model, x, rank=None, to_move=None):
+    return model(x, rank=rank, to_move=to_move)
+
+
+@nnx.jit
+def _value_and_grad(model, x, y):
+    def loss(model):
+        return optax.softmax_cross_entropy_with_integer_labels(model(x), y).mean()
+
+    return nnx.value_and_grad(loss)(model)
+
+
+@pytest.mark.parametrize("name", TINY)
+def test_tiny_forward_19_and_9_and_bf16_close_to_f32(name):
+    """19x19 forward in training mode; 9x9 forward in eval mode in float32 and in bfloat16 compute."""
+    model = create(name, board_size=19)
+    x, _ = batch(model)
+    logits = np.asarray(_call(model, x))
+    assert logits.shape == (4, 19 * 19 + 1) and logits.dtype == np.float32
+    assert np.isfinite(logits[:, :-1]).all()
+    if name in WITH_PASS:
+        assert np.isfinite(logits[:, -1]).all() and (logits[:, -1] > -1e6).all()
+    else:
+        np.testing.assert_array_equal(logits[:, -1], models.NO_PASS_LOGIT)
+    with pytest.raises(ValueError):
+        model(jnp.zeros((4, 19, 19, model.in_planes + 1)))
+
+    f32 = create(name, board_size=9, seed=3)
+    bf16 = create(name, board_size=9, seed=3, dtype=jnp.bfloat16)
+    f32.eval()
+    bf16.eval()
+    x9, _ = batch(f32)
+    a, b = np.asarray(_call(f32, x9)), np.asarray(_call(bf16, x9))
+    assert a.shape == (4, 82) and b.dtype == np.float32 and np.isfinite(a[:, :-1]).all()
+    scale = max(1.0, float(np.abs(a[:, :-1]).max()))
+    np.testing.assert_allclose(b[:, :-1], a[:, :-1], atol=0.03 * scale, rtol=0.0)
+    pa, pb = jax.nn.softmax(a, axis=-1), jax.nn.softmax(b, axis=-1)
+    assert float(jnp.abs(pa - pb).sum(-1).max()) < 0.05
+    assert {p.dtype for p in jax.tree.leaves(nnx.state(bf16, nnx.Param))} == {jnp.dtype(jnp.float32)}
+
+
+@pytest.mark.parametrize("name", TINY)
+def test_tiny_gradients_finite_and_sgd_step_lowers_loss(name):
+    """Training mode (BatchNorm batch statistics, MAO masks). The RNG state is restored before the second
+    evaluation so that MAO draws the same masks for both losses."""
+    model = create(name, board_size=9)
+    model.train()
+    x, y = batch(model)
+    rng_state = nnx.clone(nnx.state(model, nnx.RngState))
+    loss0, grads = _value_and_grad(model, x, y)
+    leaves = jax.tree.leaves(grads)
+    assert all(np.isfinite(np.asarray(g)).all() for g in leaves)
+    assert sum(float(jnp.abs(g).sum()) for g in leaves) > 0
+    nnx.update(model, rng_state)
+    opt = nnx.Optimizer(model, optax.sgd(0.05), wrt=nnx.Param)
+    opt.update(model, grads)
+    loss1, _ = _value_and_grad(model, x, y)
+    assert float(loss1) < float(loss0), (float(loss0), float(loss1))
+
+
+# ------------------------------------------------------------------------------------- contract details
+
+def test_maddison_output_plane_follows_colour_to_move():
+    m = create("maddison_tiny", board_size=9)
+    x, _ = batch(m)
+    black = np.asarray(_call(m, x, to_move=jnp.array([1, 1, 1, 1])))
+    white = np.asarray(_call(m, x, to_move=jnp.array([2, 2, 2, 2])))
+    mixed = np.asarray(_call(m, x, to_move=jnp.array([1, 2, 1, 2])))
+    np.testing.assert_array_equal(np.asarray(_call(m, x)), black)  # default is black
+    assert np.abs(black - white).max() > 1e-4
+    np.testing.assert_array_equal(mixed[::2], black[::2])
+    np.testing.assert_array_equal(mixed[1::2], white[1::2])
+
+
+def test_rank_embedding_conditions_the_output():
+    m = create("gonn_tiny", board_size=9, rank_embedding=True)
+    m.eval()
+    x, _ = batch(m)
+    a = np.asarray(_call(m, x, jnp.array([0, 8, -128, -40])))
+    b = np.asarray(_call(m, x, jnp.array([8, 0, -128, -30])))
+    assert np.abs(a[0] - b[0]).max() > 1e-5 and np.abs(a[1] - b[1]).max() > 1e-5
+    np.testing.assert_array_equal(a[2:], b[2:])  # unknown = unknown; 40k is clipped to 30k
+    np.testing.assert_array_equal(np.asarray(_call(m, x)), np.asarray(_call(m, x, jnp.full((4,), -128))))
+    plain = create("gonn_tiny", board_size=9)
+    plain.eval()
+    np.testing.assert_array_equal(np.asarray(_call(plain, x, jnp.array([0, 8, 3, 1]))), np.asarray(_call(plain, x)))
+
+
+def test_mao_model_train_masks_and_deterministic_eval():
+    m = create("mao_tiny", board_size=9)
+    x, _ = batch(m)
+    m.eval()
+    e1, e2 = np.asarray(_call(m, x)), np.asarray(_call(m, x))
+    np.testing.assert_array_equal(e1, e2)
+    m.train()
+    t1, t2 = np.asarray(_call(m, x)), np.asarray(_call(m, x))
+    assert np.abs(t1 - e1).max() > 1e-6 and np.abs(t1 - t2).max() > 1e-6
+
+
+def test_agz_value_head():
+    m = create("agz_tiny", board_size=9)
+    m.eval()
+    x, _ = batch(m)
+    v = np.asarray(nnx.jit(lambda m, x: m.value(x))(m, x))
+    assert v.shape == (4,) and (np.abs(v) <= 1).all() and np.abs(v).max() > 0
+    with pytest.raises(ValueError):
+        create("agz_tiny", board_size=9, value_head=False).value(x)
+
+
+# ---------------------------------------------------------------------------------- lr multipliers
+
+def test_lr_multipliers_structure_and_values():
+    m = create("gonn_tiny", board_size=9)
+    mults = models.lr_multipliers(m)
+    params = nnx.state(m, nnx.Param)
+    assert jax.tree.structure(jax.tree.map(lambda v: 0, params, is_leaf=lambda v: isinstance(v, nnx.Variable))) \
+        == jax.tree.structure(jax.tree.map(lambda a: 0, mults))
+    k = np.asarray(mults["blocks"][1]["conv1"]["plain"]["kernel"])
+    assert k.shape == (3, 3, 1, 1) and k[1, 1, 0, 0] == 1.5 and k.sum() == 8 + 1.5
+    assert float(mults["head"]["p2"]["kernel"]) == 0.25
+    assert float(mults["head"]["p_bn"]["scale"]) == 0.25 and float(mults["head"]["p_bn"]["bias"]) == 0.25
+    assert float(mults["stem"]["kernel"]) == 1.0 and float(mults["head"]["pool_bias"]["dense"]["kernel"]) == 1.0
+    off = models.lr_multipliers(create("gonn_tiny", board_size=9, center_emphasis=False))
+    assert float(off["blocks"][1]["conv2"]["kernel"]) == 1.0
+
+
+def test_scale_by_lr_multipliers_in_nnx_optimizer():
+    """One SGD step through ``nnx.Optimizer`` with the multipliers moves each parameter by multiplier x
+    the plain SGD step."""
+    deltas = []
+    for use_mults in (False, True):
+        m = create("gonn_tiny", board_size=9)
+        m.train()
+        before = jax.tree.map(np.asarray, nnx.state(m, nnx.Param))
+        x, y = batch(m)
+        _, grads = _value_and_grad(m, x, y)
+        tx = optax.sgd(0.1)
+        if use_mults:
+            tx = optax.chain(models.scale_by_lr_multipliers(models.lr_multipliers(m)), tx)
+        nnx.Optimizer(m, tx, wrt=nnx.Param).update(m, grads)
+        deltas.append(jax.tree.map(lambda a, b: np.asarray(a) - b, nnx.state(m, nnx.Param), before))
+    plain, scaled = deltas
+    k_s, k_p = scaled["blocks"][1]["conv2"]["kernel"], plain["blocks"][1]["conv2"]["kernel"]
+    assert np.abs(k_p[1, 1]).max() > 0
+    np.testing.assert_allclose(k_s[1, 1], 1.5 * k_p[1, 1], rtol=1e-3, atol=1e-9)
+    np.testing.assert_allclose(k_s[0, 0], k_p[0, 0], rtol=1e-3, atol=1e-9)
+    p2_s, p2_p = scaled["head"]["p2"]["kernel"], plain["head"]["p2"]["kernel"]
+    assert np.abs(p2_p).max() > 0
+    np.testing.assert_allclose(p2_s, 0.25 * p2_p, rtol=1e-3, atol=1e-9)
