@@ -16,7 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--features", default="maddison", metavar="NAME",
                    help="feature set (see `kifunet features`; default maddison)")
     p.add_argument("--preset", metavar="NAME", help="filter/split preset: gonn-kgs")
-    p.add_argument("--config", metavar="FILE", help="JSON or TOML file of filter/split options (preset < config < flags)")
+    p.add_argument("--config", metavar="FILE",
+                   help="JSON or TOML file of filter/split options (preset < config < flags)")
 
     f = p.add_argument_group("game filters")
     f.add_argument("--board-size", type=int, metavar="N", help="keep games of this size (default 19)")

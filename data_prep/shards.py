@@ -1,0 +1,477 @@
+"""HDF5 shard files: layout, writer (atomic, byte-reproducible) and low-level reader.
+
+One shard is one HDF5 file ``DIR/<split>/shard-00000.h5`` holding R rows (positions), already shuffled.
+The stored planes of a row are a uint8 ``[N, N, Cs]`` array of 0/1 (``Cs = FeatureSet.num_stored``); three
+layouts store them (``Storage.planes``; the shard attribute ``planes_layout`` says which one a file uses):
+
+==============  =================================  =========================================================
+layout          datasets                           meaning
+==============  =================================  =========================================================
+``codes``       ``planes`` (R, N, N) uint8 or      *default*. Each point's Cs bits are packed with
+(default)       uint16, ``plane_codes`` (K, W)     ``np.packbits(planes, axis=-1)`` into W = ceil(Cs/8)
+                uint8                              bytes; the K distinct packed points of the shard form
+                                                   the table ``plane_codes`` (first-appearance order) and
+                                                   ``planes`` holds each point's row of that table (uint8 when
+                                                   K <= 256). Unpack: ``np.unpackbits(plane_codes, axis=-1,
+                                                   count=Cs)[planes]``. A shard with more than 65,536
+                                                   distinct points falls back to ``packbits``.
+``packbits``    ``planes`` (R, ceil(N*N*Cs/8))     the row's [N, N, Cs] array flattened (C order) and
+                uint8                              ``np.packbits``'d (big bit order)
+``uint8``       ``planes`` (R, N, N, Cs) uint8     as is
+==============  =================================  =========================================================
+
+Why ``codes``: a position has few distinct point patterns (about 100 over 20,000 KGS positions for
+``maddison``), so the table turns the 27 bits of a point into one byte that deflate compresses well. On
+65,536 shuffled KGS 2015 rows (``benchmarks/bench_build.py``, columns included): ``codes`` + gzip-4 146
+bytes/position, written at 38k rows/s by one thread; ``packbits`` + gzip-4 297 bytes (12k rows/s), + gzip-9
+227 bytes (1.5k rows/s); ``uint8`` + gzip-4 611 bytes.
+
+Columns, one value per row: ``target`` int16 (flat index row*N + col, pass = N*N), ``to_move`` int8 (1 black,
+2 white), ``move_number`` int16 (1-based), ``player_rank`` / ``opponent_rank`` int8 (ranks scale, -128
+unknown), ``game_index`` int32 (row of the split's ``games.h5``), and with ``--symmetries all`` ``symmetry``
+int8 (0-7, the symmetry applied to the stored planes and target).
+
+File attributes: ``format`` (``kifunet-shard``), ``format_version``, ``planes_layout``, ``feature_set``,
+``feature_version``, ``board_size``, ``num_stored``, ``split``, ``shard``, ``rows``.
+
+Every dataset is chunked along rows, ``chunk_rows`` rows per chunk for all of them (a batch of consecutive
+rows touches one chunk of each), and compressed with the build's codec.
+
+Reproducibility: datasets are created with ``track_times=False`` (HDF5 otherwise stamps each object with its
+creation time), fixed chunking and compression, and written in a fixed order, so equal content gives equal
+bytes (the tests compare sha256). Atomicity: a shard is written to ``NAME.h5.tmp`` and renamed once complete,
+so a shard file that exists is whole.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+
+import h5py
+import numpy as np
+from numba import njit
+
+FORMAT = "kifunet-shard"
+FORMAT_VERSION = 1
+GAMES_FORMAT = "kifunet-games"
+LAYOUTS = ("codes", "packbits", "uint8")
+CODECS = ("gzip", "lzf", "none")
+MAX_CODES = 65536  # codes are uint16
+
+COLUMN_DTYPES: dict[str, np.dtype] = {
+    "target": np.dtype(np.int16),
+    "to_move": np.dtype(np.int8),
+    "move_number": np.dtype(np.int16),
+    "player_rank": np.dtype(np.int8),
+    "opponent_rank": np.dtype(np.int8),
+    "game_index": np.dtype(np.int32),
+    "symmetry": np.dtype(np.int8),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Storage:
+    """How planes are laid out and compressed. Recorded in the manifest."""
+
+    planes: str = "codes"  # one of LAYOUTS
+    compression: str = "gzip"  # one of CODECS
+    level: int = 4  # gzip level 1-9 (ignored for lzf/none)
+    chunk_rows: int = 256
+
+    def __post_init__(self):
+        if self.planes not in LAYOUTS:
+            raise ValueError(f"planes layout must be one of {LAYOUTS}, got {self.planes!r}")
+        if self.compression not in CODECS:
+            raise ValueError(f"compression must be one of {CODECS}, got {self.compression!r}")
+        if self.compression == "gzip" and not 1 <= self.level <= 9:
+            raise ValueError(f"gzip level must be 1..9, got {self.level}")
+        if self.chunk_rows < 1:
+            raise ValueError("chunk_rows must be positive")
+
+    def h5_kwargs(self) -> dict:
+        if self.compression == "gzip":
+            return {"compression": "gzip", "compression_opts": int(self.level)}
+        if self.compression == "lzf":
+            return {"compression": "lzf"}
+        return {}
+
+    def to_json(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["bit_order"] = "big"
+        return d
+
+
+# ------------------------------------------------------------------------------------------------------------
+# plane packing
+
+def point_width(num_stored: int) -> int:
+    """Bytes per point when a point's planes are packed: ceil(Cs / 8)."""
+    return (num_stored + 7) // 8
+
+
+def packed_width(n: int, num_stored: int) -> int:
+    """Bytes per row of the ``packbits`` layout: ceil(N*N*Cs / 8)."""
+    return (n * n * num_stored + 7) // 8
+
+
+@njit(cache=True)
+def _pack_points(x, w):
+    m, c = x.shape
+    out = np.zeros((m, w), np.uint8)
+    for i in range(m):
+        for j in range(c):
+            out[i, j >> 3] |= np.uint8((x[i, j] & 1) << (7 - (j & 7)))
+    return out
+
+
+@njit(cache=True)
+def _unpack_points(p, c):
+    m = p.shape[0]
+    out = np.empty((m, c), np.uint8)
+    for i in range(m):
+        for j in range(c):
+            out[i, j] = (p[i, j >> 3] >> (7 - (j & 7))) & 1
+    return out
+
+
+def pack_points(planes: np.ndarray) -> np.ndarray:
+    """uint8 [..., C] of 0/1 -> uint8 [..., ceil(C/8)]: each point's channel bits, as ``np.packbits(axis=-1)``
+    (compiled: about 4x faster than np.packbits on a last axis of 27)."""
+    c = planes.shape[-1]
+    flat = np.ascontiguousarray(planes).reshape(-1, c)
+    return _pack_points(flat, point_width(c)).reshape(planes.shape[:-1] + (point_width(c),))
+
+
+def unpack_points(points: np.ndarray, num_stored: int) -> np.ndarray:
+    """Inverse of :func:`pack_points` (``np.unpackbits(axis=-1, count=num_stored)``)."""
+    w = points.shape[-1]
+    flat = np.ascontiguousarray(points).reshape(-1, w)
+    return _unpack_points(flat, num_stored).reshape(points.shape[:-1] + (num_stored,))
+
+
+def pack_planes(planes: np.ndarray) -> np.ndarray:
+    """uint8 [B, N, N, C] of 0/1 -> uint8 [B, ceil(N*N*C/8)] (C-order flatten, then np.packbits)."""
+    b = planes.shape[0]
+    return np.packbits(np.ascontiguousarray(planes).reshape(b, -1), axis=1)
+
+
+def unpack_planes(packed: np.ndarray, n: int, num_stored: int) -> np.ndarray:
+    """Inverse of :func:`pack_planes`: uint8 [B, bytes] -> uint8 [B, N, N, C] of 0/1."""
+    b = packed.shape[0]
+    return np.unpackbits(packed, axis=1, count=n * n * num_stored).reshape(b, n, n, num_stored)
+
+
+@njit(cache=True)
+def _dict_encode(points, max_codes):
+    """points uint8 [M, W] (W <= 8) -> (codes uint16 [M], table uint8 [K, W], K); K = -1 if > max_codes."""
+    m, w = points.shape
+    size = 1
+    while size < 4 * max_codes:
+        size *= 2
+    mask = size - 1
+    keys = np.zeros(size, np.uint64)
+    used = np.zeros(size, np.bool_)
+    slot_code = np.zeros(size, np.int32)
+    table = np.zeros((max_codes, w), np.uint8)
+    codes = np.empty(m, np.uint16)
+    k = 0
+    for i in range(m):
+        key = np.uint64(0)
+        for j in range(w):
+            key = (key << np.uint64(8)) | np.uint64(points[i, j])
+        h = (key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)
+        s = np.int64(h) & mask
+        while used[s] and keys[s] != key:
+            s = (s + 1) & mask
+        if not used[s]:
+            if k == max_codes:
+                return codes, table, -1
+            used[s] = True
+            keys[s] = key
+            slot_code[s] = k
+            for j in range(w):
+                table[k, j] = points[i, j]
+            k += 1
+        codes[i] = slot_code[s]
+    return codes, table, k
+
+
+def dict_encode(points: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """uint8 [B, N, N, W] packed points -> (codes uint8|uint16 [B, N, N], table uint8 [K, W]), or None when
+    the points hold more than MAX_CODES distinct values or W > 8."""
+    b, n, _, w = points.shape
+    if w > 8:
+        return None
+    codes, table, k = _dict_encode(np.ascontiguousarray(points).reshape(-1, w), MAX_CODES)
+    if k < 0:
+        return None
+    if k <= 256:
+        codes = codes.astype(np.uint8)
+    return codes.reshape(b, n, n), table[:k].copy()
+
+
+def dict_decode(codes: np.ndarray, table: np.ndarray, num_stored: int) -> np.ndarray:
+    """codes [B, N, N] + table [K, W] -> uint8 [B, N, N, Cs] of 0/1 (one gather from the unpacked table)."""
+    return np.take(unpack_points(table, num_stored), codes, axis=0)
+
+
+def decode_planes(raw: np.ndarray, layout: str, n: int, num_stored: int, table: np.ndarray | None = None):
+    """Stored ``planes`` rows of any layout -> uint8 [B, N, N, Cs] of 0/1."""
+    if layout == "codes":
+        return dict_decode(raw, table, num_stored)
+    if layout == "packbits":
+        return unpack_planes(raw, n, num_stored)
+    return np.asarray(raw)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# files
+
+def tmp_path(path: str) -> str:
+    return path + ".tmp"
+
+
+def fsync_replace(tmp: str, path: str) -> None:
+    """Make ``tmp`` durable and rename it onto ``path`` (atomic on POSIX)."""
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    try:
+        dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def write_json_atomic(path: str, obj) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8", errors="backslashreplace") as f:
+        json.dump(obj, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    fsync_replace(tmp, path)
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_shard(path: str, points: np.ndarray, columns: dict[str, np.ndarray], *, num_stored: int,
+                storage: Storage, attrs: dict | None = None) -> str:
+    """Write one shard atomically from its rows' packed points (uint8 [R, N, N, W], see :func:`pack_points`)
+    and columns. Returns the layout used (``codes`` may fall back to ``packbits``)."""
+    rows, n = points.shape[0], points.shape[1]
+    layout = storage.planes
+    coded = dict_encode(points) if layout == "codes" and rows else None
+    if layout == "codes" and rows and coded is None:
+        layout = "packbits"
+    tmp = tmp_path(path)
+    if os.path.exists(tmp):
+        os.remove(tmp)
+    chunk = max(1, min(storage.chunk_rows, rows))
+    kw = storage.h5_kwargs() if rows else {}
+    try:
+        with h5py.File(tmp, "w") as f:
+            a = f.attrs
+            a["format"] = FORMAT
+            a["format_version"] = FORMAT_VERSION
+            a["planes_layout"] = layout
+            a["board_size"] = n
+            a["num_stored"] = num_stored
+            a["rows"] = rows
+            for k, v in (attrs or {}).items():
+                a[k] = v
+            if layout == "codes":
+                codes, table = coded if coded is not None else (np.zeros((0, n, n), np.uint8),
+                                                               np.zeros((0, points.shape[3]), np.uint8))
+                f.create_dataset("planes", data=codes, chunks=(chunk, n, n) if rows else None,
+                                 track_times=False, **kw)
+                f.create_dataset("plane_codes", data=table, track_times=False)
+            elif layout == "packbits":
+                width = packed_width(n, num_stored)
+                ds = f.create_dataset("planes", shape=(rows, width), dtype=np.uint8,
+                                      chunks=(chunk, width) if rows else None, track_times=False, **kw)
+                step = chunk * 32
+                for s in range(0, rows, step):
+                    ds[s:s + step] = pack_planes(unpack_points(points[s:s + step], num_stored))
+            else:
+                ds = f.create_dataset("planes", shape=(rows, n, n, num_stored), dtype=np.uint8,
+                                      chunks=(chunk, n, n, num_stored) if rows else None, track_times=False, **kw)
+                step = chunk * 8
+                for s in range(0, rows, step):
+                    ds[s:s + step] = unpack_points(points[s:s + step], num_stored)
+            for name, values in columns.items():
+                f.create_dataset(name, data=np.asarray(values, dtype=COLUMN_DTYPES[name]),
+                                 chunks=(chunk,) if rows else None, track_times=False, **kw)
+        fsync_replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return layout
+
+
+def shard_layout(path: str) -> str:
+    with h5py.File(path, "r") as f:
+        v = f.attrs["planes_layout"]
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+class ShardFile:
+    """Read access to one shard. The HDF5 file opens on first use, and again after a fork (pid changes).
+
+    On opening, the per-row columns (about 11 bytes a row) are read into memory whole, so a read touches
+    only the ``planes`` chunks it needs."""
+
+    def __init__(self, path: str, *, cache_bytes: int = 16 << 20):
+        self.path = path
+        self.cache_bytes = cache_bytes
+        self._f = None
+        self._pid = None
+        self._meta = None
+
+    def __getstate__(self):
+        return {"path": self.path, "cache_bytes": self.cache_bytes}
+
+    def __setstate__(self, state):
+        self.__init__(state["path"], cache_bytes=state["cache_bytes"])
+
+    @property
+    def file(self) -> h5py.File:
+        if self._f is None or self._pid != os.getpid():
+            f = h5py.File(self.path, "r", rdcc_nbytes=self.cache_bytes)
+            a = f.attrs
+            layout = a["planes_layout"]
+            ds = f["planes"]
+            cs = int(a["num_stored"])
+            self._meta = {
+                "layout": layout.decode() if isinstance(layout, bytes) else str(layout),
+                "n": int(a["board_size"]), "cs": cs, "planes": ds,
+                "table": unpack_points(f["plane_codes"][()], cs) if "plane_codes" in f else None,
+                "chunk": (ds.chunks or (max(1, ds.shape[0]),))[0],
+                "columns": {k: f[k][()] for k in f.keys() if k not in ("planes", "plane_codes")},
+            }
+            self._f, self._pid = f, os.getpid()
+        return self._f
+
+    def close(self) -> None:
+        if self._f is not None and self._pid == os.getpid():
+            self._f.close()
+        self._f = None
+        self._meta = None
+
+    @property
+    def attrs(self) -> dict:
+        out = {}
+        for k, v in self.file.attrs.items():
+            out[k] = v.item() if hasattr(v, "item") else v
+        return out
+
+    def __len__(self) -> int:
+        self.file  # noqa: B018 - opens the file
+        return int(self._meta["planes"].shape[0])
+
+    @property
+    def layout(self) -> str:
+        self.file  # noqa: B018
+        return self._meta["layout"]
+
+    def column_names(self) -> list[str]:
+        self.file  # noqa: B018
+        return list(self._meta["columns"])
+
+    def decode(self, raw: np.ndarray) -> np.ndarray:
+        m = self._meta
+        if m["layout"] == "codes":
+            return np.take(m["table"], raw, axis=0)
+        return decode_planes(raw, m["layout"], m["n"], m["cs"])
+
+    def read_range(self, start: int, stop: int, columns=None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Unpacked stored planes uint8 [B, N, N, Cs] and columns of rows start..stop."""
+        self.file  # noqa: B018
+        cols = self._meta["columns"]
+        names = list(cols) if columns is None else columns
+        return self.decode(self._meta["planes"][start:stop]), {k: cols[k][start:stop] for k in names}
+
+    def read_rows(self, rows, columns=None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Rows by index (any order, repeats allowed), reading each touched chunk once."""
+        self.file  # noqa: B018
+        m = self._meta
+        ds, cols = m["planes"], m["columns"]
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        names = list(cols) if columns is None else columns
+        if rows.size and (rows.min() < 0 or rows.max() >= ds.shape[0]):
+            raise IndexError(f"{self.path}: row out of range 0..{ds.shape[0] - 1}")
+        raw = np.empty((rows.size,) + ds.shape[1:], ds.dtype)
+        if rows.size:
+            chunk = m["chunk"]
+            order = np.argsort(rows, kind="stable")
+            srt = rows[order]
+            cuts = np.flatnonzero(np.diff(srt // chunk)) + 1
+            for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [srt.size]])):
+                lo, hi = int(srt[a]), int(srt[b - 1]) + 1
+                raw[order[a:b]] = ds[lo:hi][srt[a:b] - lo]
+        return self.decode(raw), {k: cols[k][rows] for k in names}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# games table
+
+GAME_STR_COLUMNS = ("path", "black", "white", "black_rank_text", "white_rank_text", "result", "date", "rules",
+                    "content_hash", "moves_hash")
+GAME_NUM_COLUMNS = {"black_rank": np.int8, "white_rank": np.int8, "komi": np.float32, "handicap": np.int8,
+                    "year": np.int16, "size": np.int8, "num_moves": np.int16, "positions": np.int32}
+
+
+def _utf8(v) -> str:
+    """Text that encodes as UTF-8 (file names may carry undecodable bytes as surrogates: replaced)."""
+    return str(v or "").encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def write_games_table(path: str, games: list[dict], attrs: dict | None = None) -> None:
+    """The split's games, one row per game (its ``game_index``), as 1-D datasets; written atomically.
+
+    Numeric columns: GAME_NUM_COLUMNS (komi NaN when unknown, year 0 when unknown); string columns
+    GAME_STR_COLUMNS (UTF-8).
+    """
+    tmp = tmp_path(path)
+    with h5py.File(tmp, "w") as f:
+        f.attrs["format"] = GAMES_FORMAT
+        f.attrs["rows"] = len(games)
+        for k, v in (attrs or {}).items():
+            f.attrs[k] = v
+        kw = {"compression": "gzip", "compression_opts": 4} if games else {}
+        for name in GAME_STR_COLUMNS:
+            data = np.array([_utf8(g.get(name)) for g in games], dtype=object)
+            f.create_dataset(name, data=data, dtype=h5py.string_dtype("utf-8"), track_times=False, **kw)
+        for name, dt in GAME_NUM_COLUMNS.items():
+            vals = []
+            for g in games:
+                v = g.get(name)
+                if v is None:
+                    v = np.nan if dt is np.float32 else 0
+                vals.append(v)
+            f.create_dataset(name, data=np.array(vals, dtype=dt), track_times=False, **kw)
+    fsync_replace(tmp, path)
+
+
+def read_games_table(path: str) -> dict[str, np.ndarray]:
+    """All columns of a games table (strings decoded to ``str``)."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        for k in f.keys():
+            ds = f[k]
+            if h5py.check_string_dtype(ds.dtype) is not None:
+                out[k] = np.array(ds.asstr()[()], dtype=object)
+            else:
+                out[k] = ds[()]
+    return out

@@ -1,0 +1,146 @@
+"""Summaries of a built dataset (``kifunet stats``) and of one position (``kifunet inspect``).
+
+:func:`dataset_stats` reads the manifest, the games tables and the small per-row rank column of every shard
+(never the planes) and returns a JSON-able dict: per split games, positions, rows, shards and bytes on disk;
+positions by rank of the player to move; games and positions by year; and the build's accounting (seen, used,
+filtered and rejected by reason, positions by move filter).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import h5py
+import numpy as np
+
+from . import shards as shards_mod
+from .build import read_manifest
+from .coords import from_flat, to_gtp
+from .ranks import UNKNOWN, is_known, rank_to_text
+
+
+def _rank_key(v: int) -> str:
+    return rank_to_text(int(v)) if (is_known(int(v)) or int(v) == UNKNOWN) else f"?{int(v)}"
+
+
+def dataset_stats(root: str) -> dict:
+    m = read_manifest(root)
+    out = {"root": root, "features": {k: m["features"][k] for k in ("name", "version", "num_planes", "num_stored")},
+           "board_size": m["board_size"], "storage": m["storage"], "symmetries": m["symmetries"],
+           "counts": m["counts"], "splits": {}}
+    for split, info in m["splits"].items():
+        ranks = Counter()
+        nbytes = 0
+        for s in info["shards"]:
+            p = os.path.join(root, s["file"])
+            nbytes += os.path.getsize(p)
+            with h5py.File(p, "r") as f:
+                col = f["player_rank"][()]
+                if "symmetry" in f:
+                    col = col[f["symmetry"][()] == 0]
+            v, c = np.unique(col, return_counts=True)
+            ranks.update({int(a): int(b) for a, b in zip(v, c)})
+        games = shards_mod.read_games_table(os.path.join(root, info["games_table"]))
+        years_g, years_p = Counter(), Counter()
+        for y, p in zip(games.get("year", []), games.get("positions", [])):
+            key = str(int(y)) if int(y) else "unknown"
+            years_g[key] += 1
+            years_p[key] += int(p)
+        positions = info["positions"]
+        out["splits"][split] = {
+            "games": info["games"], "positions": positions, "rows": info["rows"], "shards": len(info["shards"]),
+            "bytes": nbytes, "bytes_per_row": (nbytes / info["rows"]) if info["rows"] else None,
+            "positions_by_rank": {_rank_key(k): ranks[k] for k in sorted(ranks, reverse=True)},
+            "games_by_year": dict(sorted(years_g.items())),
+            "positions_by_year": dict(sorted(years_p.items())),
+        }
+    return out
+
+
+def format_stats(st: dict) -> str:
+    f = st["features"]
+    c = st["counts"]
+    lines = [f"dataset {st['root']}: features {f['name']} v{f['version']} ({f['num_planes']} planes, "
+             f"{f['num_stored']} stored), {st['board_size']}x{st['board_size']}, planes {st['storage']['planes']} "
+             f"+ {st['storage']['compression']}, symmetries {st['symmetries']}", ""]
+    lines.append(f"{'split':<10}{'games':>10}{'positions':>12}{'rows':>12}{'shards':>8}{'MB':>10}{'B/row':>8}")
+    for name, s in st["splits"].items():
+        bpr = f"{s['bytes_per_row']:.0f}" if s["bytes_per_row"] else "-"
+        lines.append(f"{name:<10}{s['games']:>10,}{s['positions']:>12,}{s['rows']:>12,}{s['shards']:>8}"
+                     f"{s['bytes'] / 1e6:>10.1f}{bpr:>8}")
+    lines.append("")
+    filt, rej = c["filtered"], c["rejected"]
+    lines.append(f"records seen {c['seen']:,} = used {c['used']:,} + filtered {sum(filt.values()):,} "
+                 f"+ rejected {sum(rej.values()):,}")
+    for title, d in (("filtered", filt), ("rejected", rej)):
+        for k, v in sorted(d.items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"  {title:<9}{k:<40}{v:>10,}")
+    p = c["positions"]
+    lines.append(f"positions: {p['moves']:,} moves in used games = {p['kept']:,} kept + "
+                 f"{sum(p['filtered'].values()):,} dropped by move filters")
+    for k, v in sorted(p["filtered"].items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"  dropped  {k:<40}{v:>10,}")
+    for name, s in st["splits"].items():
+        lines.append("")
+        lines.append(f"[{name}] positions by rank of the player to move")
+        lines.append("  " + "  ".join(f"{k}: {v:,}" for k, v in s["positions_by_rank"].items()))
+        lines.append(f"[{name}] games (positions) by year")
+        lines.append("  " + "  ".join(f"{y}: {g:,} ({s['positions_by_year'][y]:,})"
+                                      for y, g in s["games_by_year"].items()))
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# one position
+
+_STONE_PLANES = (("stone_colour[0]", "stone_colour[1]"), ("pla_opp_stones[0]", "pla_opp_stones[1]"),
+                 ("history_8[0]", "history_8[8]"))
+
+
+def render_position(reader, index: int) -> str:
+    """An ASCII board of row ``index`` (X black, O white, ``*`` the move played) and a summary of its planes."""
+    b = reader.batch([index])
+    fs = reader.feature_set
+    planes = b["planes"][0]
+    n = reader.board_size
+    names = fs.plane_names()
+    target, to_move = int(b["target"][0]), int(b["to_move"][0])
+    pla, opp = ("X", "O") if to_move == 1 else ("O", "X")
+    board = [["." for _ in range(n)] for _ in range(n)]
+    stones_from = None
+    for a, o in _STONE_PLANES:
+        if a in names and o in names:
+            stones_from = (names.index(a), names.index(o))
+            break
+    if stones_from is not None:
+        for r in range(n):
+            for c in range(n):
+                if planes[r, c, stones_from[0]]:
+                    board[r][c] = pla
+                elif planes[r, c, stones_from[1]]:
+                    board[r][c] = opp
+    rc = from_flat(target, n)
+    if rc is not None:
+        board[rc[0]][rc[1]] = "*"
+    cols = "ABCDEFGHJKLMNOPQRST"[:n]
+    game = reader.game(int(b["game_index"][0]))
+    lines = [f"{reader.root} [{reader.split}] row {int(b['index'][0])}: {game['path']}",
+             f"move {int(b['move_number'][0])}: {'black' if to_move == 1 else 'white'} "
+             f"({_rank_key(int(b['player_rank'][0]))}, opponent {_rank_key(int(b['opponent_rank'][0]))}) "
+             f"played {to_gtp(rc, n)}" + (f"; symmetry {int(b['symmetry'][0])}" if "symmetry" in b else ""),
+             f"{game['black']} ({game['black_rank_text'] or '?'}) vs {game['white']} "
+             f"({game['white_rank_text'] or '?'}), {game['date']}, {game['result']}", ""]
+    lines.append("    " + " ".join(cols))
+    for r in range(n):
+        lines.append(f"{n - r:>3} " + " ".join(board[r]) + f" {n - r}")
+    lines.append("    " + " ".join(cols))
+    if stones_from is None:
+        lines.append("(this feature set has no stone planes; stones not shown)")
+    lines.append("")
+    lines.append(f"{'plane':<24}{'ones':>6}  {'at the move':>11}")
+    for k, name in enumerate(names):
+        p = planes[:, :, k]
+        at = "-" if rc is None else str(int(p[rc[0], rc[1]]))
+        lines.append(f"{name:<24}{int(p.sum()):>6}  {at:>11}")
+    return "\n".join(lines)

@@ -1,0 +1,526 @@
+"""The build end to end on small generated corpora: round trip, accounting, determinism, resume, crashes."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+
+import numpy as np
+import pytest
+from sgfmill import boards
+
+from kifunet.data_prep import build, features, filters, replay, sgf_io, splits
+from kifunet.data_prep.reader import Reader
+from kifunet.data_prep.shards import Storage
+
+GTP_COLS = "ABCDEFGHJKLMNOPQRST"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# a corpus of random legal games (sgfmill's board checks occupancy and captures; suicide and ko retakes are
+# avoided here)
+
+def random_game(seed: int, *, n: int = 9, moves: int = 40, br: str = "6d", wr: str = "7d",
+                date: str = "2015-01-01", ha: int = 0, pass_prob: float = 0.05) -> bytes:
+    rng = np.random.default_rng(seed)
+    board = boards.Board(n)
+    colour, ko = "b", None
+    seq = []
+    for _ in range(moves):
+        if rng.random() < pass_prob:
+            seq.append((colour, None))
+            ko = None
+        else:
+            empties = [(r, c) for r in range(n) for c in range(n) if board.get(r, c) is None]
+            rng.shuffle(empties)
+            for pt in empties:
+                if pt == ko:
+                    continue
+                trial = board.copy()
+                new_ko = trial.play(pt[0], pt[1], colour)
+                if trial.get(*pt) is None:  # suicide
+                    continue
+                board, ko = trial, new_ko
+                seq.append((colour, pt))
+                break
+            else:
+                seq.append((colour, None))
+        colour = "w" if colour == "b" else "b"
+    letters = "abcdefghijklmnopqrs"
+    body = "".join(f";{c.upper()}[{'' if p is None else letters[p[1]] + letters[n - 1 - p[0]]}]" for c, p in seq)
+    head = f"(;GM[1]FF[4]CA[UTF-8]SZ[{n}]PB[black{seed}]PW[white{seed}]BR[{br}]WR[{wr}]DT[{date}]KM[6.5]RE[B+R]"
+    if ha:
+        head += f"HA[{ha}]"
+    return (head + body + ")").encode()
+
+
+def write_corpus(d, count: int, start: int = 0, **kw) -> list[str]:
+    os.makedirs(d, exist_ok=True)
+    paths = []
+    for i in range(start, start + count):
+        p = os.path.join(d, f"g{i:04d}.sgf")
+        with open(p, "wb") as f:
+            f.write(random_game(i, **kw))
+        paths.append(p)
+    return paths
+
+
+def expected_rows(path: str, fs, data: bytes | None = None, include_passes=False):
+    rec = sgf_io.load_game(data if data is not None else open(path, "rb").read(), path=path)
+    enc = replay.encode_game(rec, fs, path=path)
+    keep = np.ones(len(enc), bool) if include_passes else enc.target != rec.size ** 2
+    return enc, keep
+
+
+def cfg_for(inputs, out, **kw) -> build.BuildConfig:
+    base = dict(inputs=[str(i) for i in inputs], out=str(out), features="maddison",
+                filters=filters.Filters(board_size=9), splits=splits.make_rule(), seed=7,
+                storage=Storage(chunk_rows=32), shard_rows=400, unit_games=8, workers=0, progress=False)
+    base.update(kw)
+    return build.BuildConfig(**base)
+
+
+def shard_hashes(out) -> dict[str, str]:
+    res = {}
+    for root, _, files in os.walk(out):
+        for f in files:
+            if f.endswith(".h5"):
+                p = os.path.join(root, f)
+                res[os.path.relpath(p, out)] = hashlib.sha256(open(p, "rb").read()).hexdigest()
+    return res
+
+
+def quiet(msg):
+    pass
+
+
+# ------------------------------------------------------------------------------------------------------------
+
+def test_round_trip_bit_exact_and_shuffled(tmp_path):
+    paths = write_corpus(tmp_path / "in", 24, moves=36)
+    m = build.build(cfg_for([tmp_path / "in"], tmp_path / "out"), log=quiet)
+    fs = features.get("maddison")
+    r = Reader(str(tmp_path / "out"), "train", assemble=False)
+    n = len(r)
+    b = r.batch(np.arange(n))
+    games = r.games()
+    assert m["splits"]["train"]["positions"] == n and len(m["splits"]["train"]["shards"]) >= 2
+    seen = set()
+    cache = {}
+    for i in range(n):
+        path = games["path"][b["game_index"][i]]
+        if path not in cache:
+            cache[path] = expected_rows(path, fs)
+        enc, keep = cache[path]
+        t = int(b["move_number"][i]) - 1
+        assert keep[t]
+        assert np.array_equal(b["stored"][i], enc.planes[t])
+        assert b["target"][i] == enc.target[t] and b["to_move"][i] == enc.to_move[t]
+        assert b["player_rank"][i] == enc.player_rank[t] and b["opponent_rank"][i] == enc.opponent_rank[t]
+        seen.add((path, t))
+    # every non-pass move of every game is there exactly once
+    want = {(p, t) for p in paths for t in np.flatnonzero(cache[p][1])}
+    assert seen == want and len(seen) == n
+    # shuffled across games: consecutive rows rarely share a game, and each shard mixes many games
+    gi = b["game_index"]
+    assert np.mean(gi[1:] == gi[:-1]) < 0.2
+    assert len(np.unique(gi[: len(gi) // 2])) == len(paths)
+    # the full planes are the feature set's assembly of stored planes and columns
+    full = Reader(str(tmp_path / "out"), "train").batch([0, 1, 2])
+    assert np.array_equal(full["planes"], fs.assemble(b["stored"][:3], {"player_rank": b["player_rank"][:3]}))
+    assert full["planes"].shape == (3, 9, 9, fs.num_planes)
+
+
+def _bad_corpus(tmp_path):
+    d = tmp_path / "mixed"
+    good = write_corpus(d / "good", 10, moves=30)
+    (d / "bad").mkdir()
+    (d / "bad" / "empty.sgf").write_bytes(b"")
+    (d / "bad" / "binary.sgf").write_bytes(np.random.default_rng(0).integers(0, 256, 3000, dtype=np.uint8).tobytes())
+    (d / "bad" / "corrupt.sgf").write_bytes(b"(;GM[1]SZ[9];B[cc];W[dd" + b"]]]((((;;;")
+    whole = random_game(100, moves=30)
+    (d / "bad" / "truncated.sgf").write_bytes(whole[: len(whole) // 2])
+    (d / "bad" / "size25.sgf").write_bytes(b"(;GM[1]FF[4]SZ[25]PB[a]PW[b];B[aa];W[bb])")
+    (d / "bad" / "size13.sgf").write_bytes(random_game(101, n=13, moves=20))
+    (d / "bad" / "illegal.sgf").write_bytes(b"(;GM[1]FF[4]SZ[9]PB[x]PW[y]BR[6d]WR[7d]DT[2015-01-01]"
+                                            b";B[cc];W[gg];B[dd];W[cc];B[ee])")
+    (d / "bad" / "README.txt").write_text("not a game")
+    (d / "zdup").mkdir()  # sorts after good/: the copy there is the duplicate
+    (d / "zdup" / "copy.sgf").write_bytes(open(good[3], "rb").read().replace(b"PB[black3]", b"PB[renamed]"))
+    # a truncated .tar.gz holding 12 more good games (incompressible comments keep the cut mid-archive)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for i in range(12):
+            data = random_game(200 + i, moves=30).replace(b"KM[6.5]", f"KM[6.5]GC[{os.urandom(1500).hex()}]".encode())
+            ti = tarfile.TarInfo(f"arch/a{i:02d}.sgf")
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+    whole = buf.getvalue()
+    (tmp_path / "cut.tar.gz").write_bytes(whole[: int(len(whole) * 0.6)])
+    return d, good
+
+
+def test_accounting_identity_on_bad_inputs(tmp_path):
+    d, good = _bad_corpus(tmp_path)
+    out = tmp_path / "out"
+    m = build.build(cfg_for([d, tmp_path / "cut.tar.gz"], out), log=quiet)
+    c = m["counts"]
+    assert c["seen"] == c["used"] + sum(c["filtered"].values()) + sum(c["rejected"].values())
+    assert c["filtered"] == {"board_size": 1, "duplicate": 1}
+    rej = c["rejected"]
+    assert rej.pop("illegal_move:occupied") == 1 and rej.pop("truncated_member") == 1
+    assert rej.pop("empty") == 1 and sum(rej.values()) == 4  # binary, corrupt, truncated.sgf, size 25
+    assert set(rej) <= {"parse_error", "board_size", "encoding", "bad_point"}
+    lines = [json.loads(x) for x in open(out / "rejects.jsonl", encoding="utf-8")]
+    by_name = {os.path.basename(x["path"]): x for x in lines if x["status"] != "input_error"}
+    for name in ("empty.sgf", "binary.sgf", "corrupt.sgf", "truncated.sgf", "size25.sgf", "size13.sgf",
+                 "illegal.sgf", "copy.sgf"):
+        assert name in by_name, name
+    assert by_name["illegal.sgf"]["move_number"] == 4 and by_name["illegal.sgf"]["move"] == "C7"
+    assert by_name["illegal.sgf"]["colour"] == "W" and "illegal_move:occupied" == by_name["illegal.sgf"]["reason"]
+    assert by_name["copy.sgf"]["reason"] == "duplicate" and by_name["copy.sgf"]["detail"].endswith("g0003.sgf")
+    assert by_name["size13.sgf"]["status"] == "filtered"
+    errs = [x for x in lines if x["status"] == "input_error"]
+    assert len(errs) == 1 and errs[0]["reason"] == "truncated_archive" and "cut.tar.gz!arch/a" in errs[0]["path"]
+    assert len(lines) == c["seen"] - c["used"] + len(errs)
+    # no good game lost: all 10 directory games and every archive member before the cut are used
+    tab = Reader(str(out), "train").games()
+    used = set(tab["path"])
+    assert set(good) <= used
+    arch = sorted(p for p in used if "cut.tar.gz!" in p)
+    k = len(arch)
+    assert k >= 3 and arch == [f"{tmp_path / 'cut.tar.gz'}!arch/a{i:02d}.sgf" for i in range(k)]
+    assert by_name[f"a{k:02d}.sgf"]["reason"] == "truncated_member"
+    assert c["used"] == 10 + k
+    info = {os.path.basename(i["path"]): i for i in m["inputs"]}
+    assert info["cut.tar.gz"]["errors"][0]["records_before"] == k and info["mixed"]["ignored"] == 1
+    # positions: moves of used games = kept + dropped, and kept = rows in the shards
+    p = c["positions"]
+    assert p["moves"] == p["kept"] + sum(p["filtered"].values())
+    assert p["kept"] == m["splits"]["train"]["positions"] == len(Reader(str(out), "train"))
+
+
+def test_workers_give_the_same_bytes_as_inline(tmp_path):
+    write_corpus(tmp_path / "in", 20, moves=30)
+    rule = splits.make_rule(["train:2015-01-01..2015-01-01", "test:rest"])
+    a = build.build(cfg_for([tmp_path / "in"], tmp_path / "a", splits=rule), log=quiet)
+    b = build.build(cfg_for([tmp_path / "in"], tmp_path / "b", splits=rule, workers=2), log=quiet)
+    assert shard_hashes(tmp_path / "a") == shard_hashes(tmp_path / "b")
+    assert a["splits"] == b["splits"] and a["counts"] == b["counts"]
+    # another seed shuffles differently, same rows
+    c = build.build(cfg_for([tmp_path / "in"], tmp_path / "c", splits=rule, seed=8), log=quiet)
+    assert c["splits"]["train"]["positions"] == a["splits"]["train"]["positions"]
+    assert shard_hashes(tmp_path / "c") != shard_hashes(tmp_path / "a")
+    ra, rc = Reader(str(tmp_path / "a"), "train"), Reader(str(tmp_path / "c"), "train")
+    key = lambda r: sorted(zip(r.games()["path"][r.batch(np.arange(len(r)))["game_index"]],  # noqa: E731
+                               r.batch(np.arange(len(r)))["move_number"]))
+    assert key(ra) == key(rc)
+
+
+def _cli(args, **kw):
+    env = dict(os.environ)
+    env.update(kw.pop("env", {}))
+    return subprocess.Popen([sys.executable, "-m", "kifunet.cli", "build", *map(str, args)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **kw)
+
+
+def _kill_when(proc, cond, timeout=120):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if proc.poll() is not None:
+            return False
+        if cond():
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return True
+        time.sleep(0.005)
+    raise AssertionError("condition never met")
+
+
+@pytest.mark.parametrize("stage", ["encode", "write"])
+def test_kill_9_then_resume_is_byte_identical(tmp_path, stage):
+    write_corpus(tmp_path / "in", 40, moves=40)
+    args = [tmp_path / "in", "--board-size", "9", "--unit-games", "2", "--shard-size", "60", "--chunk-rows",
+            "16", "--workers", "1", "--split", "train:2015-01-01", "--val-fraction", "0.2", "--seed", "3"]
+    # the reference: the same command line, uninterrupted, run in this process (workers do not change bytes)
+    from kifunet.cli import build_parser
+    from kifunet.commands.build import config_from_args
+
+    cfg = config_from_args(build_parser().parse_args(["build", *map(str, args), "--out", str(tmp_path / "ref")]))
+    cfg.workers, cfg.progress = 0, False
+    build.build(cfg, log=quiet)
+    out = tmp_path / "out"
+    proc = _cli([*args, "--out", out])
+    units = out / ".work" / "units"
+    if stage == "encode":
+        cond = lambda: units.is_dir() and len([u for u in os.listdir(units) if ".tmp" not in u]) >= 3  # noqa
+    else:
+        cond = lambda: (out / "train").is_dir() and any(f.endswith(".h5") for f in os.listdir(out / "train"))  # noqa
+    assert _kill_when(proc, cond), "the build finished before it could be killed"
+    assert not (out / "manifest.json").exists()
+    again = _cli([*args, "--out", out])
+    assert again.wait(timeout=300) == 0, again.stderr.read().decode()
+    assert shard_hashes(out) == shard_hashes(tmp_path / "ref") and len(shard_hashes(out)) > 4
+    m1, m2 = (json.load(open(p / "manifest.json")) for p in (out, tmp_path / "ref"))
+    assert m1["splits"] == m2["splits"] and m1["counts"] == m2["counts"]
+    assert not (out / ".work").exists()
+
+
+def test_rerun_done_refused_changed_and_overwrite(tmp_path):
+    write_corpus(tmp_path / "in", 6, moves=20)
+    out = tmp_path / "out"
+    m = build.build(cfg_for([tmp_path / "in"], out), log=quiet)
+    msgs = []
+    assert build.build(cfg_for([tmp_path / "in"], out), log=msgs.append) == m  # same settings: nothing to do
+    assert "nothing to do" in msgs[0]
+    with pytest.raises(build.BuildError, match="different dataset"):
+        build.build(cfg_for([tmp_path / "in"], out, seed=99), log=quiet)
+    m2 = build.build(cfg_for([tmp_path / "in"], out, seed=99, overwrite=True), log=quiet)
+    assert m2["seed"] == 99 and m2["fingerprint"] != m["fingerprint"]
+    # an unfinished build with other settings is refused too
+    os.makedirs(out / ".work")
+    with open(out / ".work" / "fingerprint.json", "w") as f:
+        json.dump({"seed": 1}, f)
+    os.remove(out / "manifest.json")
+    with pytest.raises(build.BuildError, match="unfinished build"):
+        build.build(cfg_for([tmp_path / "in"], out), log=quiet)
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "precious.txt").write_text("x")
+    with pytest.raises(build.BuildError, match="not empty"):
+        build.build(cfg_for([tmp_path / "in"], foreign), log=quiet)
+
+
+def test_symmetries_all_materialises_eight_copies(tmp_path):
+    from kifunet.data_prep import symmetries as sym
+
+    write_corpus(tmp_path / "in", 4, moves=16)
+    m1 = build.build(cfg_for([tmp_path / "in"], tmp_path / "one"), log=quiet)
+    m8 = build.build(cfg_for([tmp_path / "in"], tmp_path / "all", symmetries="all"), log=quiet)
+    p = m1["splits"]["train"]["positions"]
+    assert m8["splits"]["train"]["positions"] == p and m8["splits"]["train"]["rows"] == 8 * p
+    r = Reader(str(tmp_path / "all"), "train", assemble=False)
+    b = r.batch(np.arange(len(r)))
+    key = list(zip(b["game_index"].tolist(), b["move_number"].tolist()))
+    groups: dict = {}
+    for i, k in enumerate(key):
+        groups.setdefault(k, {})[int(b["symmetry"][i])] = i
+    assert len(groups) == p and all(sorted(g) == list(range(8)) for g in groups.values())
+    for g in list(groups.values())[:10]:
+        base = g[0]
+        for s, i in g.items():
+            assert np.array_equal(b["stored"][i], sym.apply_planes(b["stored"][base], s))
+            assert b["target"][i] == sym.apply_index(int(b["target"][base]), s, 9)
+
+
+def test_splits_are_disjoint_and_complete(tmp_path):
+    write_corpus(tmp_path / "in", 12, moves=20, date="2014-05-05")
+    write_corpus(tmp_path / "in", 6, start=50, moves=20, date="2015-05-05")
+    write_corpus(tmp_path / "in", 3, start=80, moves=20, date="2016-05-05")
+    rule = splits.make_rule(["train:2000-2014", "test:2015"], val_fraction=0.3)
+    m = build.build(cfg_for([tmp_path / "in"], tmp_path / "out", splits=rule), log=quiet)
+    assert m["counts"]["filtered"] == {"no_split": 3}
+    paths = {s: set(Reader(str(tmp_path / "out"), s).games()["path"]) for s in ("train", "test", "val")}
+    assert len(paths["test"]) == 6 and len(paths["train"]) + len(paths["val"]) == 12 and paths["val"]
+    assert not (paths["train"] & paths["val"]) and not (paths["train"] & paths["test"])
+    assert {os.path.basename(p) for p in paths["test"]} == {f"g{i:04d}.sgf" for i in range(50, 56)}
+    for s in ("train", "test", "val"):
+        r = Reader(str(tmp_path / "out"), s)
+        assert len(r) == m["splits"][s]["positions"] and m["splits"][s]["games"] == len(paths[s])
+
+
+def test_gonn_preset_game_and_move_filters(tmp_path):
+    d = tmp_path / "in"
+    write_corpus(d, 3, br="6d", wr="6d", moves=20)  # used, both colours
+    write_corpus(d, 3, start=10, br="7d", wr="2k", moves=20)  # used, black's moves only
+    write_corpus(d, 2, start=20, br="6d", wr="5d", moves=20)  # game_rank
+    write_corpus(d, 2, start=30, br="7d", wr="7d", ha=3, moves=20)  # handicap
+    opts = filters.resolve(preset="gonn-kgs", overrides={"board_size": 9, "splits": ["train:2015"]})
+    cfg = cfg_for([d], tmp_path / "out", filters=filters.filters_from_options(opts),
+                  splits=splits.make_rule(opts["splits"]))
+    m = build.build(cfg, log=quiet)
+    assert m["counts"]["filtered"] == {"game_rank": 2, "handicap": 2} and m["counts"]["used"] == 6
+    r = Reader(str(tmp_path / "out"), "train")
+    b = r.batch(np.arange(len(r)))
+    assert (b["player_rank"] >= 5).all()
+    fs = features.get("maddison")
+    expect = 0
+    for i in list(range(3)) + list(range(10, 13)):
+        enc, keep = expected_rows(str(d / f"g{i:04d}.sgf"), fs)
+        expect += int((keep & (enc.player_rank >= 5)).sum())
+    assert len(r) == expect
+    assert m["counts"]["positions"]["filtered"]["min_rank"] > 0
+
+
+SITE = """
+import os
+from kifunet.data_prep import sgf_io
+_orig = sgf_io.load_game
+def load_game(source, *, path=None):
+    if path and path.endswith("crashme.sgf"):
+        os.abort()
+    return _orig(source, path=path)
+sgf_io.load_game = load_game
+"""
+
+
+def test_worker_crash_rejects_the_record_and_keeps_the_rest(tmp_path):
+    d = tmp_path / "in"
+    write_corpus(d, 9, moves=20)
+    (d / "g0004crashme.sgf").write_bytes(random_game(99, moves=20))
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITE)
+    env = {"PYTHONPATH": str(site) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = _cli([d, "--out", tmp_path / "out", "--board-size", "9", "--workers", "2", "--unit-games", "3"], env=env)
+    assert proc.wait(timeout=300) == 0, proc.stderr.read().decode()
+    err = proc.stderr.read().decode()
+    assert "worker crashed on" in err and "crashme" in err
+    m = json.load(open(tmp_path / "out" / "manifest.json"))
+    assert m["counts"]["rejected"] == {"worker_crash": 1} and m["counts"]["used"] == 9
+    ref = build.build(cfg_for([d], tmp_path / "ref", unit_games=3, seed=0,
+                              storage=Storage()), log=quiet)
+    assert ref["counts"]["used"] == 10  # without the crash hook the record is fine
+
+
+# ------------------------------------------------------------------------------------------------------------
+# real data (slow): the GoNN KGS protocol against a count made straight from sgfmill
+
+KGS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "kgs")
+ACCEPTANCE_TRAIN = ["KGS-2001-19-2298-.tar.gz", "KGS-2002-19-3646-.tar.gz", "KGS-2003-19-7582-.tar.gz",
+                    "KGS-2006-19-10388-.tar.gz", "KGS-2017_01-19-733-.tar.gz", "KGS-2017_02-19-525-.tar.gz",
+                    "KGS-2017_03-19-717-.tar.gz", "KGS-2017_04-19-913-.tar.gz"]
+
+
+def _kgs_rank(text: str) -> int | None:
+    """KGS rank text -> 1d=0..9d=8, pros 9.., kyu -k (independent of kifunet.data_prep.ranks)."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)\s*([dkp])\??\s*", text or "")
+    if not m:
+        return None
+    v, unit = int(m.group(1)), m.group(2)
+    return v - 1 if unit == "d" else 8 + v if unit == "p" else -v
+
+
+def independent_gonn_count(archives) -> dict:
+    """Per split (by DT year: 2015 test, else train), games and moves by >=6d players in non-handicap games
+    where both players are >=6d or one is >=7d; games with an illegal move (occupied, suicide, simple-ko
+    retake) or the same moves as an earlier kept game excluded. sgfmill only."""
+    from sgfmill import sgf
+
+    out = {"train": [0, 0], "test": [0, 0], "illegal": 0, "duplicate": 0}
+    seen = set()
+    for name in sorted(archives):
+        with tarfile.open(os.path.join(KGS, name), "r|gz") as tf:
+            for m in tf:
+                if not m.isfile() or not m.name.endswith(".sgf"):
+                    continue
+                game = sgf.Sgf_game.from_bytes(tf.extractfile(m).read())
+                root = game.get_root()
+                n = game.get_size()
+                ha = int(root.get("HA")) if root.has_property("HA") else 0
+                br = _kgs_rank(root.get("BR")) if root.has_property("BR") else None
+                wr = _kgs_rank(root.get("WR")) if root.has_property("WR") else None
+                if n != 19 or ha >= 2:
+                    continue
+                ok_ranks = (br is not None and wr is not None and min(br, wr) >= 5) or any(
+                    r is not None and r >= 6 for r in (br, wr))
+                if not ok_ranks:
+                    continue
+                year = int(root.get("DT")[:4])
+                board = boards.Board(n)
+                ab, aw, _ = root.get_setup_stones()
+                for pt in ab:
+                    board.play(*pt, "b")
+                for pt in aw:
+                    board.play(*pt, "w")
+                ko, legal, moves, count = None, True, [], 0
+                for node in game.get_main_sequence()[1:]:
+                    colour, pt = node.get_move()
+                    if colour is None:
+                        continue
+                    moves.append((colour, pt))
+                    if pt is None:
+                        ko = None
+                        continue
+                    if board.get(*pt) is not None or pt == ko:
+                        legal = False
+                        break
+                    ko = board.play(*pt, colour)
+                    if board.get(*pt) is None:  # suicide
+                        legal = False
+                        break
+                    if (br if colour == "b" else wr) is not None and (br if colour == "b" else wr) >= 5:
+                        count += 1
+                if not legal:
+                    out["illegal"] += 1
+                    continue
+                if count == 0:
+                    continue
+                key = (tuple(sorted(ab)), tuple(sorted(aw)), tuple(moves))
+                if key in seen:
+                    out["duplicate"] += 1
+                    continue
+                seen.add(key)
+                split = "test" if year == 2015 else "train"
+                out[split][0] += 1
+                out[split][1] += count
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["2017-01", "acceptance"])
+def test_gonn_kgs_protocol_matches_independent_count(tmp_path, which):
+    archives = (["KGS-2017_01-19-733-.tar.gz"] if which == "2017-01"
+                else ACCEPTANCE_TRAIN + ["KGS-2015-19-8133-.tar.gz"])
+    if not all(os.path.exists(os.path.join(KGS, a)) for a in archives):
+        pytest.skip("../shared/data/kgs not available")
+    from kifunet.cli import build_parser
+    from kifunet.commands.build import config_from_args
+
+    argv = ["build", *[os.path.join(KGS, a) for a in archives], "--out", str(tmp_path / "out"),
+            "--features", "maddison", "--preset", "gonn-kgs", "--split", "train:2000-2014,2016-2017",
+            "--split", "test:2015", "--workers", "2"]
+    cfg = config_from_args(build_parser().parse_args(argv))
+    cfg.progress = False
+    m = build.build(cfg, log=quiet)
+    want = independent_gonn_count(archives)
+    c = m["counts"]
+    assert c["seen"] == c["used"] + sum(c["filtered"].values()) + sum(c["rejected"].values())
+    assert sum(v for k, v in c["rejected"].items() if k.startswith("illegal_move")) == want["illegal"]
+    assert c["filtered"].get("duplicate", 0) == want["duplicate"]
+    for split in ("train", "test"):
+        got = m["splits"].get(split, {"games": 0, "positions": 0})
+        assert (got["games"], got["positions"]) == tuple(want[split]), split
+    assert m["splits"]["train"]["positions"] > 0
+
+
+def test_undecodable_file_names_and_a_bug_on_one_record(tmp_path, monkeypatch):
+    d = tmp_path / "in"
+    write_corpus(d, 3, moves=16)
+    odd = os.path.join(os.fsencode(str(d)), b"\xff\xfeodd.sgf")  # not UTF-8: str paths carry surrogates
+    with open(odd, "wb") as f:
+        f.write(random_game(50, moves=16))
+    (d / "zz-bug.sgf").write_bytes(random_game(51, moves=16))
+    real = replay.encode_game
+
+    def buggy(record, fs, *, path=None, **kw):
+        if path and path.endswith("zz-bug.sgf"):
+            raise ZeroDivisionError("a bug")
+        return real(record, fs, path=path, **kw)
+
+    monkeypatch.setattr(replay, "encode_game", buggy)
+    m = build.build(cfg_for([d], tmp_path / "out"), log=quiet)
+    assert m["counts"]["used"] == 4 and m["counts"]["rejected"] == {"internal_error": 1}
+    paths = list(Reader(str(tmp_path / "out"), "train").games()["path"])
+    assert any(p.endswith("\ufffd\ufffdodd.sgf") for p in paths)
+    rej = [json.loads(x) for x in open(tmp_path / "out" / "rejects.jsonl", encoding="utf-8")]
+    assert rej[0]["path"].endswith("zz-bug.sgf") and "ZeroDivisionError" in rej[0]["detail"]

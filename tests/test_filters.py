@@ -1,0 +1,124 @@
+"""Game and move filters, presets and config files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from kifunet.data_prep import filters
+from kifunet.data_prep.filters import Filters
+from kifunet.data_prep.game import GameInfo, GameRecord
+from kifunet.data_prep.ranks import UNKNOWN
+
+
+def _rec(size=19, moves=10, br=5, wr=5, ha=0, date="2015-03-04"):
+    info = GameInfo(size=size, black_rank=br, white_rank=wr, handicap=ha, date=date,
+                    year=int(date[:4]) if date[:4].isdigit() else None)
+    mv = [(1 + i % 2, i) for i in range(moves)]
+    return GameRecord.from_moves(size, mv, info=info)
+
+
+def test_rank_values():
+    assert filters.rank_value("6d") == 5 and filters.rank_value("7d") == 6
+    assert filters.rank_value("3k") == -3 and filters.rank_value("1p") == 9
+    assert filters.rank_value(None) is None and filters.rank_value(4) == 4
+    with pytest.raises(ValueError):
+        filters.rank_value("strong")
+
+
+@pytest.mark.parametrize("br,wr,expect", [
+    ("6d", "6d", None), ("7d", "1k", None), ("1k", "7d", None), ("6d", "5d", "game_rank"),
+    ("6d", None, "game_rank"), ("9p", None, None), (None, None, "game_rank"), ("5d", "5d", "game_rank"),
+])
+def test_gonn_game_rank_rule(br, wr, expect):
+    f = filters.filters_from_options(filters.resolve(preset="gonn-kgs"))
+    val = (lambda t: UNKNOWN if t is None else filters.rank_value(t))
+    assert f.game_reason(_rec(br=val(br), wr=val(wr), date="2010-01-01")) == expect
+
+
+def test_one_sided_rank_rules():
+    both = Filters(min_both_rank=5)
+    assert both.game_reason(_rec(br=5, wr=8)) is None
+    assert both.game_reason(_rec(br=4, wr=8)) == "game_rank"
+    either = Filters(min_either_rank=6)
+    assert either.game_reason(_rec(br=6, wr=-20)) is None
+    assert either.game_reason(_rec(br=5, wr=5)) == "game_rank"
+    assert Filters().game_reason(_rec(br=UNKNOWN, wr=UNKNOWN)) is None  # no rule: ranks not needed
+
+
+def test_game_reason_order_and_each_filter():
+    f = Filters(board_size=19, no_handicap=True, min_both_rank=5, date_from="2001-00-00",
+                date_to="2014-99-99", min_moves=20)
+    assert f.game_reason(_rec(size=9, ha=4, br=0)) == "board_size"  # first failing filter wins
+    assert f.game_reason(_rec(ha=2, br=0)) == "handicap"
+    assert f.game_reason(_rec(ha=1, br=0, moves=30, date="2010-05-05")) == "game_rank"  # HA[1]: no handicap
+    assert f.game_reason(_rec(moves=30, date="")) == "no_date"
+    assert f.game_reason(_rec(moves=30, date="2015-01-01")) == "date_range"
+    assert f.game_reason(_rec(moves=30, date="2000-12-31")) == "date_range"
+    assert f.game_reason(_rec(moves=19, date="2014-12-31")) == "too_short"
+    assert f.game_reason(_rec(moves=20, date="2001-01-01")) is None
+
+
+def test_date_bounds_and_game_dates():
+    assert filters.parse_date_bound("2015", upper=False) == "2015-00-00"
+    assert filters.parse_date_bound("2015", upper=True) == "2015-99-99"
+    assert filters.parse_date_bound("2015-06", upper=True) == "2015-06-99"
+    assert filters.parse_date_bound("2015-6-3", upper=False) == "2015-06-03"
+    with pytest.raises(ValueError):
+        filters.parse_date_bound("June 2015", upper=False)
+    assert filters.game_date(GameInfo(date="2017-01-28")) == "2017-01-28"
+    assert filters.game_date(GameInfo(date="2017-01-28,29")) == "2017-01-28"
+    assert filters.game_date(GameInfo(date="1999")) == "1999-00-00"
+    assert filters.game_date(GameInfo(date="", year=2003)) == "2003-00-00"
+    assert filters.game_date(GameInfo(date="unknown")) is None
+
+
+def test_move_reasons_first_reason_counts():
+    f = Filters(skip_first=2, min_rank=5, min_opponent_rank=3)
+    target = np.array([361, 10, 361, 20, 30, 40], np.int16)
+    move_number = np.array([1, 2, 3, 4, 5, 6], np.int16)
+    pr = np.array([9, 9, 9, 4, 6, 6], np.int8)
+    orank = np.array([9, 9, 9, 9, 2, UNKNOWN], np.int8)
+    why = f.move_reasons(target, move_number, pr, orank, 361)
+    names = ["kept"] + list(filters.MOVE_REASONS)
+    assert [names[i] for i in why] == ["pass", "skip_first", "pass", "min_rank", "min_opponent_rank",
+                                       "min_opponent_rank"]
+    keep_passes = Filters(include_passes=True)
+    assert keep_passes.move_reasons(target, move_number, pr, orank, 361).tolist() == [0] * 6
+
+
+def test_unknown_rank_is_below_every_threshold():
+    f = Filters(min_rank=-30)
+    why = f.move_reasons(np.array([1, 2]), np.array([1, 2]), np.array([UNKNOWN, -30], np.int8),
+                         np.array([0, 0], np.int8), 361)
+    assert why.tolist() == [1 + filters.MOVE_REASONS.index("min_rank"), 0]
+
+
+def test_preset_config_flag_precedence(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('preset = "gonn-kgs"\nmin-rank = "5d"\nmin_moves = 30\n')
+    opts = filters.resolve(config=filters.load_config_file(str(cfg)), overrides={"min_moves": 50, "skip_first": None})
+    f = filters.filters_from_options(opts)
+    assert opts["preset"] == "gonn-kgs"
+    assert f.min_rank == 4  # config beats preset
+    assert f.min_moves == 50  # flag beats config
+    assert f.no_handicap and f.min_both_rank == 5 and f.min_either_rank == 6  # preset
+    assert opts["splits"] == ["train:2000-2014", "test:2015"]
+    j = tmp_path / "c.json"
+    j.write_text(json.dumps({"no_handicap": False, "board_size": 9}))
+    f2 = filters.filters_from_options(filters.resolve(preset="gonn-kgs", config=filters.load_config_file(str(j))))
+    assert not f2.no_handicap and f2.board_size == 9
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"min_rnak": "6d"}))
+    with pytest.raises(ValueError, match="min_rnak"):
+        filters.load_config_file(str(bad))
+    with pytest.raises(ValueError, match="unknown preset"):
+        filters.resolve(preset="nope")
+
+
+def test_to_json_writes_ranks_as_text():
+    d = filters.filters_from_options(filters.resolve(preset="gonn-kgs")).to_json()
+    assert d["min_rank"] == "6d" and d["min_both_rank"] == "6d" and d["min_either_rank"] == "7d"
+    assert d["no_handicap"] is True and d["dedupe"] is True and d["include_passes"] is False
