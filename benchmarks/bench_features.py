@@ -90,6 +90,7 @@ def main() -> None:
               f"-> {rate:,.0f} positions/s per core ({errors} games with errors)")
     results["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=2))
 
 

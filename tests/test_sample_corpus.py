@@ -1,0 +1,185 @@
+"""The committed sample corpus (samples/gnugo/*.sgf) and the script that makes it.
+
+The corpus is what the README's CPU quickstart and the tests without ../shared run on, so it must parse,
+be 19x19, be long enough, straddle the 2015 date boundary, contain handicap and "strong" (nominal rank)
+games, and replay legally on sgfmill's own board.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from sgfmill import boards, sgf
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "samples" / "gnugo"
+SCRIPT = REPO / "scripts" / "make_sample_corpus.py"
+
+MIN_GAMES = 16  # the committed corpus (samples/README.md); regenerate bigger, never smaller
+MIN_MOVES = 50
+MAX_TOTAL_BYTES = 400_000  # "a few hundred KB at most"
+DATE_BOUNDARY = "2015-01-01"
+
+FILES = sorted(SAMPLES.glob("*.sgf"))
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("make_sample_corpus", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("make_sample_corpus", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def games() -> dict[str, sgf.Sgf_game]:
+    return {p.name: sgf.Sgf_game.from_bytes(p.read_bytes()) for p in FILES}
+
+
+def moves_of(game: sgf.Sgf_game) -> list[tuple[str, tuple[int, int] | None]]:
+    out = []
+    for node in game.get_main_sequence()[1:]:
+        colour, point = node.get_move()
+        assert colour is not None, "a non-root node without a move"
+        out.append((colour, point))
+    return out
+
+
+def test_corpus_present_and_small():
+    assert len(FILES) >= MIN_GAMES, f"{SAMPLES} holds {len(FILES)} games"
+    total = sum(p.stat().st_size for p in FILES)
+    assert total <= MAX_TOTAL_BYTES, f"corpus is {total} bytes"
+    # only SGF files in the corpus folder, so `kifunet build samples/gnugo` sees nothing else
+    assert sorted(p for p in SAMPLES.iterdir()) == FILES
+
+
+def test_every_file_parses_19x19_and_long_enough(games):
+    for name, game in games.items():
+        assert game.get_size() == 19, name
+        assert len(moves_of(game)) >= MIN_MOVES, name
+
+
+def test_metadata(games):
+    script = load_script()
+    ranks = set(script.LEVEL_RANKS.values())
+    for name, game in games.items():
+        root = game.get_root()
+        for prop in ("PB", "PW", "BR", "WR", "KM", "RU", "RE", "DT", "SZ", "HA", "GC"):
+            assert root.has_property(prop), (name, prop)
+        assert root.get("BR") in ranks and root.get("WR") in ranks, name
+        assert "NOMINAL" in root.get("GC") and "NOT" in root.get("GC"), name
+        assert root.get("RU") == "Chinese", name
+        assert re.fullmatch(r"[BW]\+(R|\d+(\.\d+)?)|0", root.get("RE")), (name, root.get("RE"))
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d", root.get("DT")), name
+        handicap = root.get("HA")
+        black_setup, white_setup, empty_setup = root.get_setup_stones()
+        assert not white_setup and not empty_setup, name
+        if handicap:
+            assert 2 <= handicap <= 4 and len(black_setup) == handicap, name
+            assert root.get("KM") == 0.5, name
+            assert moves_of(game)[0][0] == "w", f"{name}: White moves first in a handicap game"
+        else:
+            assert not black_setup and root.get("KM") == 6.5, name
+            assert moves_of(game)[0][0] == "b", name
+
+
+def test_dates_straddle_2015(games):
+    dates = [g.get_root().get("DT") for g in games.values()]
+    assert any(d < DATE_BOUNDARY for d in dates)
+    assert any(d.startswith("2015") for d in dates)
+    assert any(d >= "2016-01-01" for d in dates)
+
+
+def test_corpus_has_handicap_and_strong_games(games):
+    """Something for the handicap filter to drop and for the GoNN rank filter (>=6d / >=7d) to keep."""
+    roots = [g.get_root() for g in games.values()]
+    assert sum(1 for r in roots if r.get("HA")) >= 1
+    assert sum(1 for r in roots if not r.get("HA")) >= MIN_GAMES - 5
+
+    def dan(rank: str) -> int:
+        return int(rank[:-1]) if rank.endswith("d") else 0
+
+    gonn = [r for r in roots if not r.get("HA") and (
+        min(dan(r.get("BR")), dan(r.get("WR"))) >= 6 or max(dan(r.get("BR")), dan(r.get("WR"))) >= 7)]
+    assert gonn, "no game would pass the GoNN KGS rank filter"
+    assert len(gonn) < len(roots), "the rank filter should also have games to drop"
+
+
+def test_every_game_replays_legally(games):
+    """Replay on sgfmill's board: never on an occupied point, no suicide, no simple-ko recapture,
+    colours alternate, and the game ends with two passes, a resignation or the move cap."""
+    for name, game in games.items():
+        board = boards.Board(game.get_size())
+        black_setup, white_setup, empty_setup = game.get_root().get_setup_stones()
+        assert board.apply_setup(black_setup, white_setup, empty_setup), name
+        moves = moves_of(game)
+        ko_point = None
+        previous = None
+        for number, (colour, point) in enumerate(moves, 1):
+            where = f"{name} move {number}"
+            if previous is not None:
+                assert colour != previous, f"{where}: same colour twice"
+            previous = colour
+            if point is None:
+                ko_point = None
+                continue
+            row, col = point
+            assert board.get(row, col) is None, f"{where}: plays on an occupied point"
+            assert point != ko_point, f"{where}: retakes a ko at once"
+            ko_point = board.play(row, col, colour)
+            assert board.get(row, col) == colour, f"{where}: suicide"
+        result = game.get_root().get("RE")
+        two_passes = len(moves) >= 2 and moves[-1][1] is None and moves[-2][1] is None
+        assert two_passes or result.endswith("+R") or "cap" in game.get_root().get("GC"), name
+
+
+def test_plan_is_deterministic_and_covers_dates():
+    script = load_script()
+    levels = list(range(11))
+    plans = [script.plan_game(i, levels, 7) for i in range(40)]
+    assert plans == [script.plan_game(i, levels, 7) for i in range(40)]
+    assert plans != [script.plan_game(i, levels, 8) for i in range(40)]
+    years = {int(p["date"][:4]) for p in plans[:4]}
+    assert years == {2013, 2014, 2015, 2016}
+    for p in plans:
+        assert p["black_level"] != p["white_level"]
+        assert p["black_seed"] > 0 and p["white_seed"] > 0
+        if p["handicap"]:
+            assert p["black_level"] < p["white_level"] and p["komi"] == 0.5
+    assert [p["index"] for p in plans if p["handicap"]] == [9, 19, 29, 39]
+    for p in plans[4::10]:
+        assert min(p["black_level"], p["white_level"]) >= 8
+
+
+def test_level_parsing():
+    script = load_script()
+    assert script.parse_levels("0..10") == list(range(11))
+    assert script.parse_levels("0..2,8,10") == [0, 1, 2, 8, 10]
+    with pytest.raises(Exception):
+        script.parse_levels("3")
+    with pytest.raises(Exception):
+        script.parse_levels("0,11")
+
+
+GNUGO = shutil.which("gnugo") or (shutil.which("/usr/games/gnugo"))
+
+
+@pytest.mark.skipif(GNUGO is None, reason="gnugo not installed")
+def test_script_plays_a_short_game(tmp_path):
+    """End to end on a 9x9 board at level 0, capped at a few moves (about a second of CPU)."""
+    script = load_script()
+    argv = ["--out", str(tmp_path), "--games", "1", "--start", "9", "--size", "9", "--levels", "0,1",
+            "--max-moves", "12", "--seed", "3", "--gnugo", GNUGO]
+    assert script.main(argv) == 0
+    (path,) = tmp_path.glob("*.sgf")
+    game = sgf.Sgf_game.from_bytes(path.read_bytes())
+    root = game.get_root()
+    assert game.get_size() == 9 and root.get("HA") in (2, 3, 4)
+    assert len(root.get_setup_stones()[0]) == root.get("HA")
+    assert 1 <= len(moves_of(game)) <= 12
+    assert "NOMINAL" in root.get("GC")
