@@ -1,7 +1,8 @@
 """The ``kifunet`` command line: one entry point, one module per subcommand.
 
 Each subcommand lives in ``kifunet/commands/<name>.py`` and defines ``HELP`` (one line),
-``add_arguments(parser)`` and ``run(args) -> int``. Modules are imported only when their command runs,
+``add_arguments(parser)`` and ``run(args) -> int``; a module that sets ``ACCEPTS_EXTRA_ARGS = True`` receives
+arguments argparse does not know (such as ``--config.key=value``) in ``args.extra``. Modules are imported only when their command runs,
 so ``kifunet --help`` stays fast and ``kifunet build`` never imports JAX.
 """
 
@@ -35,7 +36,7 @@ def build_parser(modules=None) -> argparse.ArgumentParser:
     for name, mod in modules.items():
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(_run=mod.run, _module=mod)
     return parser
 
 
@@ -43,10 +44,13 @@ def main(argv=None) -> int:
     if hasattr(signal, "SIGPIPE"):  # `kifunet ... | head` ends quietly, like other Unix tools
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    if extra and not getattr(args._module, "ACCEPTS_EXTRA_ARGS", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
     return int(args._run(args) or 0)
 
 

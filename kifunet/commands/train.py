@@ -1,0 +1,70 @@
+"""``kifunet train --config FILE --workdir DIR [--config.key=value ...]``: train a policy net.
+
+Runs :func:`kifunet.train.train.train_and_evaluate`. The same command runs on one device, on all devices
+of one machine, and on every host of a multi-host job (each host runs it; see ``kifunet.train.parallel``
+for the launchers recognised). Rerunning it on the same ``--workdir`` resumes from the newest checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "train a policy net from a built dataset (ml_collections config; resumes from the workdir)"
+
+EPILOG = """\
+config overrides: any field of the config file, e.g.
+  --config.dataset=DIR --config.batch_size=512 --config.schedule.lr=0.05 --config.model.dtype=bfloat16
+  --config.init_from=OTHER_WORKDIR (weights only) --config.time_limit_s=3600
+configs: train/configs/*.py (cpu_small, maddison12, alphago13_192, cazenave10, gonn5, gonn12, agz20, mao,
+garb10, tiny); `kifunet train --config FILE --workdir DIR --print-config` shows the resolved config.
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", required=True, metavar="FILE[:ARG]",
+                   help="config file defining get_config() (train/configs/*.py)")
+    p.add_argument("--workdir", required=True, metavar="DIR",
+                   help="checkpoints, metrics_*.jsonl, tensorboard/, config.json; resumed if it has a checkpoint")
+    p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+ACCEPTS_EXTRA_ARGS = True  # the --config.key=value overrides
+
+
+def run(args) -> int:
+    from kifunet.train import configs
+
+    overrides, rest = configs.parse_overrides(list(getattr(args, "extra", None) or []))
+    if rest:
+        print(f"kifunet train: error: unrecognized arguments: {' '.join(rest)}", file=sys.stderr)
+        return 2
+    try:
+        cfg = configs.load(args.config, overrides)
+    except (FileNotFoundError, KeyError, ValueError, TypeError) as e:
+        print(f"kifunet train: error: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        print(cfg)
+        return 0
+    # multi-host: join before anything touches a device
+    from kifunet.train import parallel
+
+    parallel.initialize_distributed()
+    from kifunet.train import train
+
+    try:
+        result = train.train_and_evaluate(cfg, args.workdir)
+    except train.NonFiniteLoss as e:
+        print(f"kifunet train: error: {e}", file=sys.stderr)
+        return 3
+    except (FileNotFoundError, ValueError) as e:
+        print(f"kifunet train: error: {e}", file=sys.stderr)
+        return 2
+    if "top1" in result:
+        print(f"final: step {result['step']:,} ({result['positions']:,} positions): top1 {100 * result['top1']:.2f}% "
+              f"top4 {100 * result['top4']:.2f}% nats {result['nats']:.4f} on {int(result['eval_positions']):,} "
+              f"evaluation positions")
+    return 0

@@ -1,0 +1,113 @@
+"""Checkpoints: the whole state (PRNG keys included) round-trips, pipeline state per process, keep N,
+leftovers of a crashed save are ignored, weights-only loading."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+
+from kifunet.train import checkpointing, configs, input_pipeline, parallel, train
+from test_train_data import ds_maddison  # noqa: F401 (fixture)
+
+TINY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "train", "configs", "tiny.py")
+
+
+def _state(model="mao_tiny", seed=0):
+    cfg = configs.load_file(TINY)
+    cfg.model.name = model
+    cfg.seed = seed
+    mesh = parallel.make_mesh(1)
+    _, _, _, state, _ = train.setup(cfg, board_size=9, in_planes=17 if model == "mao_tiny" else 36, mesh=mesh)
+    return state
+
+
+def _equal(a, b) -> bool:
+    fa, fb = checkpointing.flatten_state(a), checkpointing.flatten_state(b)
+    return fa.keys() == fb.keys() and all(np.array_equal(np.asarray(fa[k]), np.asarray(fb[k])) for k in fa)
+
+
+def test_flatten_round_trip_keeps_prng_keys():
+    s = _state()
+    flat = checkpointing.flatten_state(s)
+    assert any("rngs/key" in k for k in flat) and any(k.startswith("opt_state/") for k in flat)
+    assert all(not jax.dtypes.issubdtype(np.asarray(v).dtype, jax.dtypes.prng_key) for v in flat.values())
+    back = checkpointing.unflatten_state(s, flat)
+    keys = [x for x in jax.tree.leaves(back) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)]
+    assert keys and _equal(s, back)
+
+
+def test_save_restore_keep_n_and_pipeline_state(ds_maddison, tmp_path):
+    s0, s1 = _state(seed=0), _state(seed=1)
+    assert not _equal(s0, s1)
+    it = input_pipeline.train_iterator(ds_maddison, "train", batch_size=16, seed=0, window_blocks=2, workers=0)
+    for _ in range(3):
+        next(it)
+    data_state = it.get_state()
+    expected_next = next(it)
+    it.close()
+    ck = checkpointing.Checkpointer(str(tmp_path / "ck"), keep=2)
+    for step in (1, 2, 3):
+        ck.save(step, s1 if step == 3 else s0, data_state, {"step": step, "positions": step * 16})
+    ck.wait()
+    assert ck.all_steps() == [2, 3] and ck.latest_step() == 3
+    assert os.path.exists(tmp_path / "ck" / "3" / "data" / "process_0-of-1.json")
+    restored, dstate, meta = ck.restore(3, s0)
+    ck.close()
+    assert _equal(restored, s1) and meta["positions"] == 48
+    assert json.loads(json.dumps(dstate)) == json.loads(json.dumps(data_state))
+    it2 = input_pipeline.train_iterator(ds_maddison, "train", batch_size=16, seed=0, window_blocks=2, workers=0)
+    it2.set_state(dstate)
+    got = next(it2)
+    it2.close()
+    assert np.array_equal(got["planes"], expected_next["planes"])
+    assert np.array_equal(got["target"], expected_next["target"])
+
+
+def test_unfinished_save_is_ignored_and_cleaned(tmp_path):
+    s = _state()
+    ck = checkpointing.Checkpointer(str(tmp_path / "ck"))
+    ck.save(5, s, {"windows": {}, "taken": 0}, {"step": 5})
+    ck.close()
+    # what a kill -9 during a save leaves: a temporary step directory that was never committed
+    tmp = tmp_path / "ck" / "9.orbax-checkpoint-tmp-1234"
+    (tmp / "state").mkdir(parents=True)
+    (tmp / "state" / "junk").write_text("partial")
+    ck = checkpointing.Checkpointer(str(tmp_path / "ck"))
+    assert ck.latest_step() == 5  # the unfinished step 9 is not a checkpoint
+    restored, _, meta = ck.restore(5, s)
+    assert _equal(restored, s) and meta["step"] == 5
+    ck.save(9, s, {"windows": {}, "taken": 0}, {"step": 9})  # the resumed run reaches step 9 again
+    ck.close()
+    assert not tmp.exists() and ck.all_steps() == [5, 9]
+
+
+def test_load_weights_from_workdir_or_step_dir(tmp_path):
+    s = _state()
+    ck = checkpointing.Checkpointer(str(tmp_path / "wd" / "checkpoints"))
+    ck.save(7, s, {"windows": {}, "taken": 0}, {"step": 7})
+    ck.close()
+    for p in (tmp_path / "wd", tmp_path / "wd" / "checkpoints", tmp_path / "wd" / "checkpoints" / "7"):
+        w, meta = checkpointing.load_weights(str(p))
+        assert meta["step"] == 7
+        assert w and all(k.startswith(("params/", "extra/")) for k in w)
+        flat = checkpointing.flatten_state(s)
+        assert all(np.array_equal(w[k], np.asarray(flat[k])) for k in w)
+    with pytest.raises(FileNotFoundError):
+        checkpointing.load_weights(str(tmp_path / "nothing"))
+
+
+def test_no_pickle_in_checkpoints(tmp_path):
+    s = _state()
+    ck = checkpointing.Checkpointer(str(tmp_path / "ck"))
+    ck.save(1, s, {"windows": {"next_index": 3}, "taken": 1}, {"step": 1})
+    ck.close()
+    for root, _, files in os.walk(tmp_path / "ck"):
+        for f in files:
+            head = open(os.path.join(root, f), "rb").read(2)
+            assert head != b"\x80\x04" and head != b"\x80\x05", f  # pickle protocol 4/5 headers
+    assert isinstance(ocp.StandardCheckpointer().restore(str(tmp_path / "ck" / "1" / "state")), dict)

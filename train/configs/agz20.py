@@ -1,0 +1,52 @@
+"""AlphaGo Zero architecture trained by supervised learning, 20 blocks x 256: the "AGZ SL 20 x 256" row.
+
+Build and train::
+
+    kifunet build /work/shared/data/kgs --out data/kgs_agz --features agz --split train:2000-2014 \
+        --split test:2015
+    kifunet train --config train/configs/agz20.py --workdir runs/agz20 --config.dataset=data/kgs_agz
+
+Hardware assumed: a multi-GPU or multi-host job (batch 2048; 22.8M parameters; the same command on every
+host). Compare with (docs/published.md): **60.4% top-1** on KGS (22,837,864 parameters with the value
+head, checked by tests/test_configs.py; the policy-only net here has the value head off), 54.3% on
+professional games.
+
+Training setup (our reading of the AlphaGo Zero paper's Methods, not among the project's seeds): SGD with
+momentum 0.9, L2 regularisation c = 1e-4 on c*||w||^2 (weight_decay 2e-4 in the ``wd * w`` convention),
+mini-batches of 2,048, learning rate annealed 1e-1 -> 1e-2 -> 1e-3 (``step`` schedule, factor 0.1, drops
+after 200k and 400k steps of 2,048 positions), 600k steps in all. BatchNorm statistics synchronised over
+the global batch (``batchnorm='sync'``). AGZ's 17 planes have 7 moves of history; ``input.history_dropout``
+can drop them ('all', ``history_p``), off here as in the paper.
+"""
+
+from __future__ import annotations
+
+from kifunet.train.configs import default
+
+BATCH = 2048
+
+
+def get_config():
+    c = default.get_config()
+    c.expect_features = "agz"
+    c.model.name = "agz_resnet20"
+    c.batch_size = BATCH
+    c.eval_batch_size = BATCH
+    c.train_positions = 600_000 * BATCH
+    c.batchnorm = "sync"
+    c.optimizer.name = "sgd"
+    c.optimizer.momentum = 0.9
+    c.optimizer.weight_decay = 2e-4
+    c.optimizer.decay_mask = "all"
+    c.schedule.name = "step"
+    c.schedule.lr = 0.1
+    c.schedule.start_positions = 200_000 * BATCH
+    c.schedule.every_positions = 200_000 * BATCH
+    c.schedule.factor = 0.1
+    c.input.symmetry = "example"
+    c.input.window_blocks = 32
+    c.eval_every_positions = 50_000_000
+    c.eval_positions = 200_000
+    c.checkpoint_every_positions = 20_000_000
+    c.log_every_steps = 100
+    return c

@@ -1,0 +1,46 @@
+"""AlphaGo SL policy network, 13 layers x 192 filters ("AlphaGo Fan"): the 13 x 192 row.
+
+Build and train::
+
+    kifunet build /work/shared/data/kgs --out data/kgs_alphago --features alphago \
+        --min-both-rank 6d --split train:2000-2014 --split test:2015
+    kifunet train --config train/configs/alphago13_192.py --workdir runs/alphago13_192 \
+        --config.dataset=data/kgs_alphago
+
+Hardware assumed: GPUs (the paper: 50 GPUs, asynchronous updates, about 3 weeks). Compare with
+(docs/published.md): **55.4% top-1**, single pass, KGS 6-9d, 29.4M positions, test on the first 1M
+(3,880,489 parameters, checked by tests/test_configs.py). The 8-symmetry ensemble of the 256-filter net
+reached 57.0%; report single pass and ensemble separately.
+
+Training setup, from the AlphaGo paper's Methods (Silver et al. 2016; not among the project's seeds):
+mini-batch m = 16, step size 0.003 on the mean of the minibatch, halved every 80 million training steps,
+no momentum, 340 million training steps, a random one of the 8 symmetries per position. This config
+counts those steps as positions; if the paper's "training steps" are minibatch updates, multiply
+``train_positions`` and ``every_positions`` by 16 on the command line.
+"""
+
+from __future__ import annotations
+
+from kifunet.train.configs import default
+
+
+def get_config():
+    c = default.get_config()
+    c.expect_features = "alphago"
+    c.model.name = "alphago13_192"
+    c.batch_size = 16
+    c.eval_batch_size = 1024
+    c.train_positions = 340_000_000
+    c.optimizer.name = "sgd"
+    c.optimizer.momentum = 0.0
+    c.schedule.name = "step"
+    c.schedule.lr = 0.003
+    c.schedule.start_positions = 80_000_000
+    c.schedule.every_positions = 80_000_000
+    c.schedule.factor = 0.5
+    c.input.symmetry = "example"
+    c.eval_every_positions = 10_000_000
+    c.eval_positions = 200_000
+    c.checkpoint_every_positions = 5_000_000
+    c.log_every_steps = 2000
+    return c

@@ -1,0 +1,78 @@
+"""Every training option with its default; the per-row configs start from :func:`get_config` and override.
+
+Durations are in positions (training examples), never epochs: ``train_positions``, ``*_every_positions``.
+Command-line overrides: ``kifunet train --config F.py --workdir DIR --config.batch_size=512
+--config.schedule.lr=0.05``.
+"""
+
+from __future__ import annotations
+
+import ml_collections
+
+
+def get_config() -> ml_collections.ConfigDict:
+    c = ml_collections.ConfigDict()
+    c.dataset = ""  # directory built by `kifunet build` (manifest.json + shards)
+    c.train_split = "train"
+    c.eval_split = "test"  # "" = no evaluation
+
+    c.model = ml_collections.ConfigDict()
+    c.model.name = "maddison_tiny"  # kifunet.models.names()
+    c.model.dtype = "float32"  # compute dtype: float32 or bfloat16 (parameters stay float32)
+    c.model.rank_embedding = False  # learned rank vector (models built with rank_embedding=True)
+    c.model.kwargs = ml_collections.ConfigDict()  # constructor overrides (e.g. layers, filters)
+    c.expect_features = ""  # feature set the config is written for; a dataset built with another is refused
+
+    c.batch_size = 256  # global: all devices of all hosts; must divide by the device count
+    c.train_positions = 1_000_000  # length of the run; steps = ceil(train_positions / batch_size)
+    c.seed = 0  # model init and data order
+    c.loss = "cross_entropy"  # or "l2" (squared error of the softmax: Cazenave, part of GoNN's runs)
+    c.batchnorm = "per_device"  # or "sync" (statistics over the global batch); see train/parallel.py
+
+    c.optimizer = ml_collections.ConfigDict()
+    c.optimizer.name = "sgd"  # sgd | adam | adamw
+    c.optimizer.momentum = 0.9  # sgd; 0 = plain SGD
+    c.optimizer.nesterov = False
+    c.optimizer.b1 = 0.9  # adam / adamw
+    c.optimizer.b2 = 0.999
+    c.optimizer.eps = 1e-8
+    c.optimizer.weight_decay = 0.0  # L2: adds wd * w to the gradient (adamw: decoupled)
+    c.optimizer.decay_mask = "no_bn"  # no_bn | all | kernels
+    c.optimizer.clip_norm = 0.0  # global-norm gradient clipping; 0 = off
+    c.optimizer.lr_multipliers = True  # the model's per-parameter multipliers (GoNN centre taps)
+
+    c.schedule = ml_collections.ConfigDict()
+    c.schedule.name = "constant"  # constant | step | gonn | cosine (train/optim.py)
+    c.schedule.lr = 0.05
+    c.schedule.warmup_positions = 0
+    c.schedule.start_positions = 0  # step: first drop at start_positions
+    c.schedule.every_positions = 1_000_000  # step, gonn: drop interval
+    c.schedule.factor = 0.5  # step: multiplier per drop
+    c.schedule.offset = 8.0  # gonn
+    c.schedule.power = 2.0  # gonn
+    c.schedule.end_fraction = 0.0  # cosine: final lr / lr
+
+    c.input = ml_collections.ConfigDict()
+    c.input.symmetry = "example"  # example | batch | none: random dihedral symmetry per position / batch
+    c.input.history_dropout = "none"  # none | all | cascade (train/input_pipeline.py)
+    c.input.history_p = 0.0  # "all": probability a position loses its history planes
+    c.input.history_keep_probs = (0.90, 0.95, 0.95, 0.98, 0.98)  # "cascade": GoNN write.exe
+    c.input.window_blocks = 16  # blocks per shuffle window
+    c.input.block_rows = 0  # rows per block; 0 = the dataset's HDF5 chunk rows
+    c.input.workers = 1  # grain worker processes building windows; 0 = a thread of the main process
+    c.input.host_dtype = "uint8"  # planes leave the host as uint8 (cast on the device) | float32 | bfloat16
+    c.input.prefetch = 2  # batches put on the devices ahead of the step
+
+    c.eval_batch_size = 1024  # global
+    c.eval_every_positions = 1_000_000
+    c.eval_positions = 0  # evaluate on the first N rows of eval_split (rows are pre-shuffled); 0 = all
+    c.final_eval_positions = 0  # the evaluation after the last step; 0 = all rows
+
+    c.log_every_steps = 100
+    c.checkpoint_every_positions = 1_000_000
+    c.keep_checkpoints = 3
+    c.async_checkpoints = True
+    c.init_from = ""  # workdir or checkpoint: initial weights only (ignored when the workdir has a checkpoint)
+    c.time_limit_s = 0.0  # stop (checkpoint, final eval) after this many seconds of training; 0 = none
+    c.num_devices = 0  # 0 = all devices (single-process runs may use fewer)
+    return c

@@ -1,0 +1,92 @@
+"""Metrics out: JSON lines (``metrics_train.jsonl``, ``metrics_eval.jsonl``) and TensorBoard event files.
+
+Only process 0 writes (``enabled``); the others get a writer that drops everything. One JSON object per
+line: ``{"step": ..., "positions": ..., "time": <unix seconds>, <metric>: <float>, ...}``; TensorBoard
+scalars ``train/<metric>`` and ``eval/<metric>`` at x = step, in ``WORKDIR/tensorboard``.
+
+A resumed run first drops the lines past the step it resumes from (:meth:`MetricWriter.truncate_after`),
+so the files hold one line per step even after a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+
+KINDS = ("train", "eval")
+
+
+class MetricWriter:
+    def __init__(self, workdir: str, *, enabled: bool = True, tensorboard: bool = True):
+        self.workdir = workdir
+        self.enabled = enabled
+        self._tb = None
+        if enabled:
+            os.makedirs(workdir, exist_ok=True)
+            if tensorboard:
+                from tensorboardX import SummaryWriter
+
+                self._tb = SummaryWriter(logdir=os.path.join(workdir, "tensorboard"))
+
+    def path(self, kind: str) -> str:
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}")
+        return os.path.join(self.workdir, f"metrics_{kind}.jsonl")
+
+    def write(self, kind: str, step: int, metrics: dict) -> None:
+        if not self.enabled:
+            return
+        rec = {"step": int(step), "time": round(time.time(), 3)}
+        for k, v in metrics.items():
+            v = float(v)
+            rec[k] = v if math.isfinite(v) else str(v)
+        with open(self.path(kind), "a", encoding="utf-8") as f:
+            f.write(json.dumps(rec) + "\n")
+        if self._tb is not None:
+            for k, v in metrics.items():
+                if k not in ("step",) and math.isfinite(float(v)):
+                    self._tb.add_scalar(f"{kind}/{k}", float(v), int(step))
+
+    def write_text(self, tag: str, text: str) -> None:
+        if self._tb is not None:
+            self._tb.add_text(tag, text)
+
+    def truncate_after(self, step: int) -> None:
+        """Drop the JSON lines of steps after ``step`` (a run resumed from ``step``)."""
+        if not self.enabled:
+            return
+        for kind in KINDS:
+            p = self.path(kind)
+            if not os.path.exists(p):
+                continue
+            with open(p, encoding="utf-8") as f:
+                lines = f.readlines()
+            keep = []
+            for ln in lines:
+                try:
+                    if json.loads(ln)["step"] <= step:
+                        keep.append(ln)
+                except (ValueError, KeyError):
+                    continue  # a line cut by the crash
+            if len(keep) != len(lines):
+                tmp = p + ".tmp"
+                with open(tmp, "w", encoding="utf-8") as f:
+                    f.writelines(keep)
+                os.replace(tmp, p)
+
+    def flush(self) -> None:
+        if self._tb is not None:
+            self._tb.flush()
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
+
+
+def read_jsonl(path: str) -> list[dict]:
+    """All records of a metrics file."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(ln) for ln in f if ln.strip()]

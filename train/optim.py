@@ -1,0 +1,133 @@
+"""Optimizers and learning-rate schedules (optax); durations in positions.
+
+Optimizer chain (``config.optimizer``), in order:
+
+1. ``clip_norm`` > 0: ``optax.clip_by_global_norm`` on the averaged gradient;
+2. ``weight_decay`` > 0 (``sgd``, ``adam``): L2 weight decay added to the gradient, ``wd * w`` (the gradient
+   of ``wd/2 * sum(w^2)``, TF's ``l2_loss`` convention that GoNN used), on the parameters chosen by
+   ``decay_mask``: ``'no_bn'`` (everything but BatchNorm scale/offset: GoNN), ``'all'``, ``'kernels'``
+   (arrays of rank >= 2 only);
+3. ``sgd``: momentum (``momentum``, ``nesterov``), or plain SGD with ``momentum=0``; ``adam`` / ``adamw``:
+   ``optax.scale_by_adam(b1, b2, eps)``, and for ``adamw`` the decoupled weight decay after it;
+4. ``lr_multipliers``: the model's per-parameter multipliers (:func:`kifunet.models.lr_multipliers`, GoNN's
+   x1.5 on centre taps and x0.25 on the policy head) applied to the update. For SGD with momentum this
+   equals multiplying the gradients (the chain is linear); for Adam it is the only place they survive the
+   normalisation;
+5. ``scale_by_learning_rate(schedule)``.
+
+Schedules (``config.schedule``), functions of the step, written in positions (``positions = step *
+batch_size``):
+
+* ``constant``: ``lr``;
+* ``step``: ``lr`` until ``start_positions``, then ``lr * factor ** (1 + floor((p - start) / every))``.
+  AlphaGo: ``start = every = 80M``, ``factor = 0.5`` (halved every 80M); AGZ-style drops with ``factor=0.1``;
+* ``gonn``: ``lr / ((k + offset) / offset) ** power`` with ``k = floor(p / every)`` (GoNN a201e46:
+  ``every = 4M``, ``offset = 8``, ``power = 2``);
+* ``cosine``: cosine decay from ``lr`` to ``lr * end_fraction`` at ``total_positions``.
+
+``warmup_positions`` > 0 ramps linearly from 0 over the first positions in every schedule. Boundaries are
+computed on the step count (exact while steps < 2**24).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from kifunet.models import scale_by_lr_multipliers
+
+OPTIMIZERS = ("sgd", "adam", "adamw")
+SCHEDULES = ("constant", "step", "gonn", "cosine")
+DECAY_MASKS = ("no_bn", "all", "kernels")
+
+
+def make_schedule(cfg, batch_size: int, total_positions: int):
+    """``cfg``: the ``schedule`` ConfigDict. Returns ``step -> learning rate`` (jit-compatible)."""
+    name = cfg.name
+    if name not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {name!r}")
+    lr = float(cfg.lr)
+    b = float(batch_size)
+    warm = float(cfg.get("warmup_positions", 0)) / b
+
+    def base(step):
+        s = jnp.asarray(step, jnp.float32)
+        if name == "constant":
+            return jnp.full((), lr, jnp.float32)
+        if name == "step":
+            start, every = float(cfg.start_positions) / b, float(cfg.every_positions) / b
+            k = jnp.floor((s - start) / every) + 1.0
+            return jnp.where(s < start, lr, lr * jnp.power(float(cfg.factor), k))
+        if name == "gonn":
+            k = jnp.floor(s / (float(cfg.every_positions) / b))
+            off = float(cfg.offset)
+            return lr / jnp.power((k + off) / off, float(cfg.power))
+        total = max(1.0, float(total_positions) / b)
+        frac = jnp.clip(s / total, 0.0, 1.0)
+        end = float(cfg.get("end_fraction", 0.0))
+        return lr * (end + (1.0 - end) * 0.5 * (1.0 + jnp.cos(jnp.pi * frac)))
+
+    def schedule(step):
+        v = base(step)
+        if warm > 0:
+            v = v * jnp.minimum(1.0, jnp.asarray(step, jnp.float32) / warm)
+        return v
+
+    return schedule
+
+
+def decay_mask(params, bn_paths, mode: str):
+    """Pytree of bools like ``params``: which parameters get weight decay."""
+    from kifunet.train.parallel import path_tuple
+
+    if mode not in DECAY_MASKS:
+        raise ValueError(f"decay_mask must be one of {DECAY_MASKS}, got {mode!r}")
+    bn = [tuple(p) for p in bn_paths]
+
+    def pick(path, x):
+        t = path_tuple(path)
+        if mode == "all":
+            return True
+        if mode == "kernels":
+            return np.ndim(x) >= 2
+        return not any(t[: len(p)] == p for p in bn)
+
+    return jax.tree_util.tree_map_with_path(pick, params)
+
+
+def multipliers_like(params, model):
+    """The model's lr multipliers with the exact tree structure of ``params`` (Variables included)."""
+    from flax import nnx
+
+    from kifunet.models import lr_multipliers
+
+    mult = lr_multipliers(model)
+    return jax.tree.map(lambda v, m: v.replace(jnp.asarray(m)), params, mult,
+                        is_leaf=lambda x: isinstance(x, nnx.Variable))
+
+
+def make_optimizer(cfg, schedule, *, params, model, bn_paths) -> optax.GradientTransformation:
+    """``cfg``: the ``optimizer`` ConfigDict (see the module docstring)."""
+    name = cfg.name
+    if name not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
+    chain = []
+    if float(cfg.get("clip_norm", 0.0)) > 0:
+        chain.append(optax.clip_by_global_norm(float(cfg.clip_norm)))
+    wd = float(cfg.get("weight_decay", 0.0))
+    mask = decay_mask(params, bn_paths, cfg.get("decay_mask", "no_bn")) if wd > 0 else None
+    if wd > 0 and name != "adamw":
+        chain.append(optax.add_decayed_weights(wd, mask))
+    if name == "sgd":
+        if float(cfg.momentum) > 0:
+            chain.append(optax.trace(decay=float(cfg.momentum), nesterov=bool(cfg.nesterov)))
+    else:
+        chain.append(optax.scale_by_adam(b1=float(cfg.b1), b2=float(cfg.b2), eps=float(cfg.eps)))
+        if name == "adamw" and wd > 0:
+            chain.append(optax.add_decayed_weights(wd, mask))
+    if bool(cfg.get("lr_multipliers", True)):
+        chain.append(scale_by_lr_multipliers(multipliers_like(params, model)))
+    chain.append(optax.scale_by_learning_rate(schedule))
+    return optax.chain(*chain)

@@ -1,0 +1,262 @@
+"""Data parallelism with pmap semantics: a per-device step over the named axis ``'data'``, mapped once.
+
+How this is the design's pmap data parallelism
+----------------------------------------------
+``jax.pmap(step, axis_name='data')`` runs one copy of ``step`` per device on that device's slice of the
+batch, with the parameters replicated, and ``step`` averages gradients with ``lax.pmean(g, 'data')``.
+Current JAX implements ``jax.pmap`` itself as ``jax.jit`` of ``jax.shard_map`` (0.8.0 release notes; the
+old pmap cannot be selected any more). This module writes that form directly:
+
+* a 1-D mesh ``jax.make_mesh((n,), ('data',))`` over all devices of all hosts (:func:`make_mesh`);
+* the per-device functions :func:`train_step` and :func:`eval_step` see the *local* shard of the batch
+  (``batch_size / n`` rows) and the full replicated state, exactly like a pmapped function, and call
+  ``jax.lax.pmean`` / ``jax.lax.psum`` over ``'data'`` explicitly: gradients, BatchNorm running statistics
+  (mode ``'per_device'``) and metrics. As under pmap, each device differentiates its local loss with respect
+  to its own copy of the parameters (``jax.lax.pcast(params, 'data', to='varying')``): differentiating with
+  respect to the replicated value would make JAX insert the cross-device sum itself (replication transposes
+  to a reduction) and the explicit ``pmean`` would then see an 8x gradient on 8 devices;
+* :func:`data_parallel` is the single place that maps them over the devices:
+  ``jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=(P(), P('data')), out_specs=P()))`` -- state replicated
+  (``P()``), batch split on its leading axis (``P('data')``), outputs replicated. ``check_vma`` (on)
+  verifies that every output declared replicated really is device-invariant (a forgotten ``pmean`` is a
+  trace-time error, not a silent divergence of the replicas).
+
+Multi-host is the same program: each process feeds its local rows
+(``jax.make_array_from_process_local_data``, :func:`shard_batch`), the mesh spans every process's devices,
+and the collectives run across hosts. :func:`initialize_distributed` calls ``jax.distributed.initialize()``
+when a multi-host launcher set the environment (see its docstring).
+
+BatchNorm (``batchnorm`` option): ``'per_device'`` normalises with each device's own batch statistics
+(pmap's default) and averages the running statistics over devices after the step (the Flax ImageNet
+example's ``sync_batch_stats``); ``'sync'`` sets ``axis_name='data'`` on every ``nnx.BatchNorm``, which then
+``pmean``\\ s its batch statistics: the same numbers as one device on the whole batch.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+AXIS = "data"
+BATCHNORM_MODES = ("per_device", "sync")
+LOSSES = ("cross_entropy", "l2")
+
+#: environment variables of the launchers :func:`initialize_distributed` recognises
+_MULTIHOST_ENV = {
+    "explicit": ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID"),
+    "slurm": ("SLURM_JOB_ID", "SLURM_NTASKS", "SLURM_PROCID"),
+    "openmpi": ("OMPI_MCA_orte_hnp_uri",),
+}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# processes and devices
+
+
+def initialize_distributed() -> bool:
+    """Join a multi-host run when a launcher set one up; returns whether ``jax.distributed`` is initialised.
+
+    * ``JAX_COORDINATOR_ADDRESS`` (host:port), ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID``: explicit
+      (any launcher, or by hand; ``JAX_LOCAL_DEVICE_IDS`` is read by JAX itself);
+    * Slurm with more than one task (``SLURM_NTASKS`` > 1), Open MPI (``mpirun``), and Cloud TPU pods are
+      detected by ``jax.distributed.initialize()`` itself (its cluster auto-detection).
+
+    With none of these, nothing happens: one process, its local devices. Must run before JAX touches a
+    device; calling it again is harmless.
+    """
+    if jax.distributed.is_initialized():
+        return True
+    env = os.environ
+    if all(k in env for k in _MULTIHOST_ENV["explicit"]):
+        jax.distributed.initialize(coordinator_address=env["JAX_COORDINATOR_ADDRESS"],
+                                   num_processes=int(env["JAX_NUM_PROCESSES"]),
+                                   process_id=int(env["JAX_PROCESS_ID"]))
+        return True
+    slurm = all(k in env for k in _MULTIHOST_ENV["slurm"]) and int(env.get("SLURM_NTASKS", "1")) > 1
+    if slurm or "OMPI_MCA_orte_hnp_uri" in env or env.get("TPU_WORKER_HOSTNAMES", "").count(",") >= 1:
+        jax.distributed.initialize()
+        return True
+    return False
+
+
+def make_mesh(num_devices: int = 0) -> jax.sharding.Mesh:
+    """1-D mesh ``('data',)`` over all devices (``num_devices`` > 0: the first ones; single process only)."""
+    devices = jax.devices()
+    if num_devices:
+        if jax.process_count() > 1 and num_devices != len(devices):
+            raise ValueError("num_devices must be 0 (all) in a multi-host run")
+        if num_devices > len(devices):
+            raise ValueError(f"num_devices={num_devices} but only {len(devices)} devices")
+        devices = devices[:num_devices]
+    return jax.make_mesh((len(devices),), (AXIS,), devices=devices)
+
+
+def replicate(tree, mesh):
+    """Host values -> arrays replicated on every device of the mesh (``P()``); works across hosts."""
+    sharding = NamedSharding(mesh, P())
+
+    def put(x):
+        if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            data = np.asarray(jax.random.key_data(x))
+            impl = jax.random.key_impl(x)
+            arr = jax.make_array_from_callback(data.shape, sharding, lambda idx: data[idx])
+            return jax.random.wrap_key_data(arr, impl=impl)
+        a = np.asarray(x)
+        return jax.make_array_from_callback(a.shape, sharding, lambda idx: a[idx])
+
+    return jax.tree.map(put, tree)
+
+
+def shard_batch(batch: dict, mesh) -> dict:
+    """This host's rows -> global arrays split over ``'data'`` (rows of all hosts, in process order)."""
+    sharding = NamedSharding(mesh, P(AXIS))
+    return {k: jax.make_array_from_process_local_data(sharding, v) for k, v in batch.items()}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the model as pure functions
+
+
+class ModelDef:
+    """Graph definitions (training and evaluation mode) of an NNX model, for ``nnx.merge`` inside steps."""
+
+    def __init__(self, model: nnx.Module, batchnorm: str = "per_device"):
+        if batchnorm not in BATCHNORM_MODES:
+            raise ValueError(f"batchnorm must be one of {BATCHNORM_MODES}, got {batchnorm!r}")
+        self.batchnorm = batchnorm
+        self.bn_paths = [tuple(p) for p, m in nnx.iter_modules(model) if isinstance(m, nnx.BatchNorm)]
+        if batchnorm == "sync":
+            for _, m in nnx.iter_modules(model):
+                if isinstance(m, nnx.BatchNorm):
+                    m.axis_name = AXIS
+        model.train()
+        self.graph_train, params, extra = nnx.split(model, nnx.Param, ...)
+        model.eval()
+        self.graph_eval, _, _ = nnx.split(model, nnx.Param, ...)
+        model.train()
+        self.params, self.extra = params, extra
+
+    def apply(self, params, extra, batch, *, train: bool):
+        """Logits ``[B, N*N + 1]`` of the batch and the model's non-parameter state after the call."""
+        # fresh Variable objects at the current trace level (BatchNorm and RNG counters are mutated in the call)
+        extra = jax.tree.map(lambda x: x, extra)
+        model = nnx.merge(self.graph_train if train else self.graph_eval, params, extra)
+        logits = model(batch["planes"], batch["rank"], batch["to_move"])
+        _, new_extra = nnx.state(model, nnx.Param, ...)
+        return logits, new_extra
+
+
+def path_tuple(path) -> tuple:
+    out = []
+    for k in path:
+        if isinstance(k, jax.tree_util.DictKey):
+            out.append(k.key)
+        elif isinstance(k, jax.tree_util.SequenceKey):
+            out.append(k.idx)
+        elif isinstance(k, jax.tree_util.GetAttrKey):
+            out.append(k.name)
+        else:
+            out.append(str(k))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# losses and metrics (per example)
+
+
+def cross_entropy(logits, target):
+    """Nats of the played move: ``logsumexp(logits) - logits[target]``, per example."""
+    lse = jax.nn.logsumexp(logits, axis=-1)
+    return lse - jnp.take_along_axis(logits, target[:, None], axis=-1)[:, 0]
+
+
+def l2_loss(logits, target):
+    """Squared distance between the softmax and the one-hot target, per example (Cazenave's / GoNN's L2)."""
+    p = jax.nn.softmax(logits, axis=-1)
+    onehot = jax.nn.one_hot(target, logits.shape[-1], dtype=p.dtype)
+    return jnp.sum(jnp.square(p - onehot), axis=-1)
+
+
+def topk_correct(logits, target, k: int):
+    """1 where the played move is among the ``k`` largest logits: fewer than ``k`` *other* moves have a logit
+    >= the played move's (ties count against, as in kifunet.eval)."""
+    t = jnp.take_along_axis(logits, target[:, None], axis=-1)
+    return (jnp.sum(logits >= t, axis=-1) - 1 < k).astype(jnp.float32)
+
+
+def _sums(logits, batch, loss_vec):
+    w = batch["weight"]
+    nats = cross_entropy(logits, batch["target"])
+    return {"loss_sum": jnp.sum(loss_vec * w), "nats_sum": jnp.sum(nats * w),
+            "top1_sum": jnp.sum(topk_correct(logits, batch["target"], 1) * w),
+            "top4_sum": jnp.sum(topk_correct(logits, batch["target"], 4) * w),
+            "count": jnp.sum(w)}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# per-device steps (pmap semantics: local batch shard, explicit collectives over 'data')
+
+
+def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, *, loss: str = "cross_entropy"):
+    """The per-device training step ``(state, local_batch) -> (state, metrics)``; map it with :func:`data_parallel`.
+
+    ``state``: ``{'params', 'extra', 'opt_state', 'step'}``. The loss is the mean over the local rows;
+    gradients are ``pmean``\\ ed over ``'data'`` (= the gradient of the global-batch mean when shards are
+    equal); metrics are ``psum``\\ s of per-example sums plus global gradient / parameter / update norms.
+    """
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    loss_fn_vec = cross_entropy if loss == "cross_entropy" else l2_loss
+
+    def step(state, batch):
+        params, extra = state["params"], state["extra"]
+
+        def loss_fn(p):
+            logits, new_extra = model_def.apply(p, extra, batch, train=True)
+            vec = loss_fn_vec(logits, batch["target"])
+            w = batch["weight"]
+            return jnp.sum(vec * w) / jnp.maximum(jnp.sum(w), 1.0), (logits, new_extra, vec)
+
+        # pmap semantics: each device differentiates its own loss with respect to its own copy of the
+        # parameters (marked device-varying). Differentiating with respect to the replicated (invariant)
+        # parameters instead would make JAX sum the per-device gradients itself (replication transposes to
+        # a reduction), and the pmean below would be a no-op on an 8x too large gradient.
+        local_params = jax.lax.pcast(params, AXIS, to="varying")
+        (_, (logits, new_extra, vec)), grads = jax.value_and_grad(loss_fn, has_aux=True)(local_params)
+        grads = jax.lax.pmean(grads, AXIS)
+        if model_def.batchnorm == "per_device":
+            new_extra = jax.tree.map(
+                lambda x: jax.lax.pmean(x, AXIS) if jnp.issubdtype(x.dtype, jnp.floating) else x, new_extra)
+        updates, opt_state = tx.update(grads, state["opt_state"], params)
+        new_params = optax.apply_updates(params, updates)
+        metrics = jax.lax.psum(_sums(jax.lax.stop_gradient(logits), batch, vec), AXIS)
+        metrics.update(grad_norm=optax.tree.norm(grads), param_norm=optax.tree.norm(new_params),
+                       update_norm=optax.tree.norm(updates), lr=jnp.asarray(schedule(state["step"]), jnp.float32))
+        new_state = {"params": new_params, "extra": new_extra, "opt_state": opt_state, "step": state["step"] + 1}
+        return new_state, metrics
+
+    return step
+
+
+def eval_step(model_def: ModelDef, *, loss: str = "cross_entropy"):
+    """The per-device evaluation step ``(state, local_batch) -> sums`` (weights mask padding rows)."""
+    loss_fn_vec = cross_entropy if loss == "cross_entropy" else l2_loss
+
+    def step(state, batch):
+        logits, _ = model_def.apply(state["params"], state["extra"], batch, train=False)
+        return jax.lax.psum(_sums(logits, batch, loss_fn_vec(logits, batch["target"])), AXIS)
+
+    return step
+
+
+def data_parallel(per_device_fn, mesh, *, donate_state: bool = False):
+    """The one place a per-device step is mapped over the devices: state ``P()``, batch ``P('data')``."""
+    mapped = jax.shard_map(per_device_fn, mesh=mesh, in_specs=(P(), P(AXIS)), out_specs=P())
+    return jax.jit(mapped, donate_argnums=(0,) if donate_state else ())
