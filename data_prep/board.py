@@ -102,26 +102,6 @@ def count_liberties(B, nb, h):
 
 
 @njit(cache=True)
-def chain_liberties(B, nb, h, out):
-    """Write up to ``len(out)`` liberty points of chain ``h`` into ``out``; return how many were written."""
-    s = _stamp(B)
-    cnt = 0
-    q = h
-    while True:
-        for k in range(4):
-            r = nb[q, k]
-            if r >= 0 and B[S, r] == 0 and B[M, r] != s:
-                B[M, r] = s
-                if cnt < out.shape[0]:
-                    out[cnt] = r
-                cnt += 1
-        q = B[X, q]
-        if q == h:
-            break
-    return min(cnt, out.shape[0])
-
-
-@njit(cache=True)
 def two_liberties(B, nb, h):
     """The first two distinct liberties of chain ``h`` found walking it (-1 where there are fewer)."""
     l0 = -1
