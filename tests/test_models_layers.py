@@ -11,18 +11,7 @@ from flax import nnx
 from kifunet.models import layers as L
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _fast_compiles():
-    """Unoptimised XLA compiles (Flax's own test habit): these tests compile much more than they compute."""
-    old = jax.config.read("jax_disable_most_optimizations")
-    jax.config.update("jax_disable_most_optimizations", True)
-    yield
-    jax.config.update("jax_disable_most_optimizations", old)
-
-
-def rngs(seed=0):
-    """RBG keys: their random ops compile much faster than threefry's on CPU."""
-    return nnx.Rngs(jax.random.key(seed, impl="rbg"))
+from model_helpers import _fast_compiles, rngs  # noqa: F401  (autouse fixture)
 
 
 def _rand(shape, seed=0):
