@@ -30,9 +30,9 @@ Unknown ranks are below every threshold.
 Ranks are written as on KGS (``6d``, ``3k``, ``1p``) and read with :func:`kifunet.data_prep.ranks.parse_rank`
 (1d = 0 .. 9d = 8, k kyu = -k, pros 9..17).
 
-Presets: ``gonn-kgs`` is the GoNN KGS protocol (see :data:`PRESETS`). A config file (``.json`` or ``.toml``)
-holds the same keys as :class:`Filters` plus ``preset``, ``splits`` and ``val_fraction``; precedence is
-preset < config file < command-line flags.
+Presets: ``gonn-kgs`` is the GoNN KGS protocol, ``gonn-gogod`` the GoNN GoGoD one (see :data:`PRESETS`). A
+config file (``.json`` or ``.toml``) holds the same keys as :class:`Filters` plus ``preset``, ``splits`` and
+``val_fraction``; precedence is preset < config file < command-line flags.
 """
 
 from __future__ import annotations
@@ -186,6 +186,13 @@ PRESETS: dict[str, dict] = {
         "no_handicap": True,
         "min_rank": "6d",
         "splits": ["train:2000-2014", "test:2015"],
+    },
+    # GoNN's GoGoD protocol (lightvector/GoNN README; Cazenave 2017 the same dates): GoGoD, train on 1900-2014,
+    # test on 2015-2016. No rank or handicap filter: GoGoD records professional games (GoNN forced every
+    # GoGoD rank to 9d), so every move is kept.
+    "gonn-gogod": {
+        "board_size": 19,
+        "splits": ["train:1900-2014", "test:2015-2016"],
     },
 }
 

@@ -27,7 +27,6 @@ nets, given ``rank=int32[B]``) see it. ``None`` is "unknown" (-128). The colour 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -204,108 +203,18 @@ def fresh_policy(model_name: str, board_size: int, *, feature_set: str | None = 
     return Policy(net, fs, board_size, rank, description=f"{model_name} (random weights, seed {seed})")
 
 
-def _run_paths(path: Path, step: int | None) -> tuple[Path, Path]:
-    """(workdir holding config.json, what to give checkpointing.load_weights) of a run, checkpoints or step dir."""
-    path = path.resolve()
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such training run")
-    workdir = path
-    for cand in (path, path.parent, path.parent.parent):
-        if (cand / "config.json").exists() or (cand / "checkpoints").is_dir():
-            workdir = cand
-            break
-    target = path
-    if step is not None:
-        target = workdir / "checkpoints" / str(int(step))
-        if not target.is_dir():
-            raise FileNotFoundError(f"{workdir}: no checkpoint for step {step} (have: "
-                                    f"{', '.join(sorted(p.name for p in (workdir / 'checkpoints').glob('[0-9]*')))})")
-    return workdir, target
-
-
-def _lookup(tree, names: tuple[str, ...]):
-    """First value under any of ``names`` in nested dicts (breadth first); a {'name': ...} dict gives its name."""
-    level = [tree]
-    while level:
-        nxt = []
-        for d in level:
-            if not isinstance(d, dict):
-                continue
-            for k in names:
-                if k in d and d[k] not in (None, "", {}):
-                    v = d[k]
-                    return v.get("name") if isinstance(v, dict) else v
-            nxt.extend(v for v in d.values() if isinstance(v, dict))
-        level = nxt
-    return None
-
-
 def load_policy(checkpoint_dir: str | os.PathLike, rank=None, *, step: int | None = None,
                 feature_set: str | None = None, board_size: int | None = None) -> Policy:
-    """The trained net of a training run as a policy.
+    """The trained net of a training run as a policy, computing in float32 whatever dtype it was trained in.
 
-    ``checkpoint_dir``: the run's workdir (``config.json`` + ``checkpoints/<step>/``, the newest step unless
-    ``step``), its ``checkpoints`` directory, or one step's directory. Weights come from
-    :func:`kifunet.train.checkpointing.load_weights` (``params/...`` and ``extra/...``: parameters and BatchNorm
-    statistics). The model is rebuilt as ``train/train.py`` built it: ``config.model.name``,
-    ``rank_embedding`` and ``config.model.kwargs``. Board size and feature set: ``board_size`` /
-    ``feature_set`` if given, else the training dataset's ``manifest.json`` (``config.dataset``), else
-    ``config.expect_features`` / the model's default planes. It computes in float32 whatever dtype it was
-    trained in.
+    ``checkpoint_dir``: the run's workdir (the newest checkpoint unless ``step``), its ``checkpoints``
+    directory, or one step's directory; the net is rebuilt by :func:`kifunet.eval.runs.load_net` (feature set and
+    board size: the arguments, else the training dataset's manifest, else the checkpoint's metadata).
     """
-    import inspect
-    import json
+    from kifunet.eval.runs import load_net
 
-    from flax import nnx
-
-    from kifunet import models
-    from kifunet.models import registry
-    from kifunet.train import checkpointing
-
-    workdir, target = _run_paths(Path(checkpoint_dir), step)
-    weights, meta = checkpointing.load_weights(str(target))
-    config = {}
-    if (workdir / "config.json").exists():
-        config = json.loads((workdir / "config.json").read_text())
-    model_cfg = config.get("model") if isinstance(config.get("model"), dict) else {}
-    name = model_cfg.get("name") or (meta.get("model") if isinstance(meta.get("model"), str) else None)
-    if not name:
-        raise ValueError(f"{workdir}: cannot tell which model was trained (no config.json model.name, no model "
-                         f"in the checkpoint's metadata)")
-    manifest = {}
-    dataset = config.get("dataset") or meta.get("dataset")
-    if dataset and (feature_set is None or board_size is None):
-        mpath = Path(dataset) / "manifest.json"
-        if mpath.exists():
-            manifest = json.loads(mpath.read_text())
-    fs = (feature_set or _lookup(manifest, ("features",)) or config.get("expect_features")
-          or _lookup(meta, ("feature_set", "features")))
-    n = board_size or manifest.get("board_size") or _lookup(meta, ("board_size",)) or _lookup(config, ("board_size",))
-    if fs is None:
-        fs = feature_set_for(models.default_in_planes(name))
-    if n is None:
-        raise ValueError(f"{workdir}: the board size is recorded nowhere (the training dataset {dataset!r} and its "
-                         f"manifest.json are not here); give --board-size (and --features if not the default)")
-    fset = features_mod.get(fs)
-    family = registry.spec(name).family
-    accepted = set(inspect.signature(family.__init__).parameters) - {"board_size", "in_planes", "dtype",
-                                                                     "param_dtype", "rngs", "self"}
-    overrides = {k: v for k, v in model_cfg.items() if k in accepted}
-    overrides.update({k: (tuple(v) if isinstance(v, list) else v)
-                      for k, v in (model_cfg.get("kwargs") or {}).items() if k not in ("dtype", "param_dtype")})
-    net = models.create(name, board_size=int(n), in_planes=fset.num_planes, rngs=nnx.Rngs(0), **overrides)
-    _, params, extra = nnx.split(net, nnx.Param, ...)
-    template = {"params": params, "extra": extra}
-    shapes = {k: tuple(np.shape(v)) for k, v in checkpointing.flatten_state(template).items()}
-    missing = sorted(set(shapes) - set(weights))
-    unexpected = sorted(set(weights) - set(shapes))
-    wrong = sorted(k for k in set(shapes) & set(weights) if tuple(np.shape(weights[k])) != shapes[k])
-    if missing or unexpected or wrong:
-        raise ValueError(f"{target}: checkpoint does not fit {name} ({int(n)}x{int(n)}, {fset.num_planes} planes, "
-                         f"{overrides}): missing {missing[:5]}, unexpected {unexpected[:5]}, other shapes "
-                         f"{[(k, np.shape(weights[k]), shapes[k]) for k in wrong[:5]]}")
-    restored = checkpointing.unflatten_state(template, weights)
-    nnx.update(net, restored["params"], restored["extra"])
-    step_seen = meta.get("step", step)
-    desc = f"{name} from {workdir.name}" + (f" step {step_seen}" if step_seen is not None else "")
-    return Policy(net, fset, int(n), rank, description=desc)
+    net = load_net(str(checkpoint_dir), step=step, feature_set=feature_set, board_size=board_size, dtype="float32")
+    desc = f"{net.info['model']} from {os.path.basename(net.info['workdir'])}"
+    if net.info.get("step") is not None:
+        desc += f" step {net.info['step']}"
+    return Policy(net.model, features_mod.get(net.feature_set), net.board_size, rank, description=desc)

@@ -16,6 +16,7 @@ Notebook settings (environment variables, read by :func:`run_dirs_from_env`):
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import logging
 import os
@@ -75,42 +76,92 @@ def read_config(workdir: str):
         return ml_collections.ConfigDict(json.load(f))
 
 
-def _data_shape(cfg, dataset: str | None) -> tuple[str, int]:
-    """(feature set, board size) from the training dataset's manifest, else from ``dataset``'s."""
+def resolve_checkpoint(path: str, step: int | None = None) -> tuple[str, str]:
+    """(run directory, what :func:`kifunet.train.checkpointing.load_weights` reads) for a run directory, its
+    ``checkpoints`` directory or one step's directory; ``step`` picks that step of the run instead."""
+    workdir = find_workdir(path)
+    if step is None:
+        return workdir, (path if os.path.abspath(path) != workdir else workdir)
+    target = os.path.join(workdir, "checkpoints", str(int(step)))
+    if not os.path.isdir(target):
+        have = sorted((d for d in os.listdir(os.path.join(workdir, "checkpoints")) if d.isdigit()), key=int) \
+            if os.path.isdir(os.path.join(workdir, "checkpoints")) else []
+        raise FileNotFoundError(f"{workdir}: no checkpoint for step {step} (have: {', '.join(have) or 'none'})")
+    return workdir, target
+
+
+def _lookup(tree, names: tuple[str, ...]):
+    """First value under any of ``names`` in nested dicts (breadth first); a {'name': ...} dict gives its name."""
+    level = [tree]
+    while level:
+        nxt = []
+        for d in level:
+            if not isinstance(d, dict):
+                continue
+            for k in names:
+                if k in d and d[k] not in (None, "", {}):
+                    v = d[k]
+                    return v.get("name") if isinstance(v, dict) else v
+            nxt.extend(v for v in d.values() if isinstance(v, dict))
+        level = nxt
+    return None
+
+
+def _data_shape(cfg: dict, meta: dict, dataset: str | None, feature_set: str | None,
+                board_size: int | None) -> tuple[str, int]:
+    """(feature set, board size): the arguments, else the training dataset's manifest (``config.dataset``), else
+    ``dataset``'s, else what the checkpoint's metadata records."""
     from kifunet.data_prep.reader import load_manifest
 
     tried = []
     for root in (cfg.get("dataset") or None, dataset):
+        if feature_set and board_size:
+            break
         if not root:
             continue
         tried.append(root)
         if os.path.isfile(os.path.join(root, "manifest.json")):
             m = load_manifest(root)
-            return m["features"]["name"], int(m["board_size"])
-    raise FileNotFoundError("cannot tell the run's feature set and board size: no manifest.json in "
-                            f"{' or '.join(tried) or 'config.dataset'}; pass the dataset the run was trained on")
+            feature_set = feature_set or m["features"]["name"]
+            board_size = board_size or int(m["board_size"])
+    feature_set = feature_set or _lookup(meta, ("feature_set", "features"))
+    board_size = board_size or _lookup(meta, ("board_size",))
+    if not feature_set or not board_size:
+        raise FileNotFoundError("cannot tell the run's feature set and board size: no manifest.json in "
+                                f"{' or '.join(tried) or 'config.dataset'}; pass the dataset the run was trained on "
+                                "(or --features and --board-size)")
+    return str(feature_set), int(board_size)
 
 
-def load_run(path: str, *, dataset: str | None = None):
-    """A :class:`kifunet.eval.evaluate.Predictor` for a run's newest checkpoint (or the step directory named).
+@dataclasses.dataclass
+class TrainedNet:
+    """A trained model rebuilt from a run: the model (eval mode), its feature set, board size and ``info``."""
 
-    The model is rebuilt from ``config.json`` exactly as training built it
-    (:func:`kifunet.train.train.build_model`) with the feature set and board size of the training dataset
-    (``config.dataset``; when that directory is gone, ``dataset``'s manifest is read instead), and the
-    parameters and BatchNorm statistics come from the checkpoint (:func:`kifunet.train.checkpointing.load_weights`).
+    model: object
+    feature_set: str
+    board_size: int
+    info: dict
+
+
+def load_net(path: str, *, step: int | None = None, dataset: str | None = None, feature_set: str | None = None,
+             board_size: int | None = None, dtype: str | None = None) -> TrainedNet:
+    """The net of a training run: its newest checkpoint (or ``step``, or the step directory named).
+
+    The model is rebuilt from ``config.json`` exactly as training built it (:func:`kifunet.train.train.build_model`:
+    ``model.name``, ``model.dtype``, ``model.rank_embedding``, ``model.kwargs``; a partial config is completed with
+    the defaults), computing in ``dtype`` if given (``'float32'`` for play), with the feature set and board size
+    of :func:`_data_shape`; parameters and BatchNorm statistics come from the checkpoint
+    (:func:`kifunet.train.checkpointing.load_weights`). A checkpoint of another shape is a ``ValueError``.
     """
     from flax import nnx
 
     from kifunet.data_prep import features
-    from kifunet.eval.evaluate import Predictor
     from kifunet.train import checkpointing
+    from kifunet.train.configs import default
     from kifunet.train.train import build_model
 
-    workdir = find_workdir(path)
-    cfg = read_config(workdir)
-    feature_set, board_size = _data_shape(cfg, dataset)
-    in_planes = features.get(feature_set).num_planes
-    target = path if os.path.abspath(path) != workdir else workdir
+    workdir, target = resolve_checkpoint(path, step)
+    raw = read_config(workdir).to_dict()
     absl_log = logging.getLogger("absl")
     level = absl_log.level
     absl_log.setLevel(logging.ERROR)  # orbax's notes on opening a read-only manager are not news here
@@ -118,19 +169,41 @@ def load_run(path: str, *, dataset: str | None = None):
         weights, meta = checkpointing.load_weights(target)
     finally:
         absl_log.setLevel(level)
-    model = build_model(cfg, board_size=board_size, in_planes=in_planes)
+    fs, n = _data_shape(raw, meta, dataset, feature_set, board_size)
+    cfg = default.get_config()
+    model_raw = raw.get("model") or {}
+    for key in ("name", "dtype", "rank_embedding"):
+        if model_raw.get(key) is not None:
+            cfg.model[key] = model_raw[key]
+    if model_raw.get("kwargs"):
+        cfg.model.kwargs.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in model_raw["kwargs"].items()})
+    if dtype is not None:
+        cfg.model.dtype = dtype
+    cfg.seed = int(raw.get("seed", 0))
+    model = build_model(cfg, board_size=n, in_planes=features.get(fs).num_planes)
     graph, params, extra = nnx.split(model, nnx.Param, ...)
     template = {"params": params, "extra": extra}
-    want = checkpointing.flatten_state(template)
-    missing = [k for k in want if k not in weights]
-    bad = [k for k in want if k in weights and tuple(weights[k].shape) != tuple(want[k].shape)]
-    if missing or bad:
-        raise ValueError(f"{path}: the checkpoint does not fit {cfg.model.name} on {feature_set} "
-                         f"(missing {missing[:3]}, shape mismatch {bad[:3]})")
+    want = {k: tuple(v.shape) for k, v in checkpointing.flatten_state(template).items()}
+    missing = sorted(set(want) - set(weights))
+    unexpected = sorted(set(weights) - set(want))
+    wrong = sorted(k for k in set(want) & set(weights) if tuple(weights[k].shape) != want[k])
+    if missing or unexpected or wrong:
+        raise ValueError(f"{target}: the checkpoint does not fit {cfg.model.name} ({n}x{n}, {fs}): missing "
+                         f"{missing[:3]}, unexpected {unexpected[:3]}, other shapes "
+                         f"{[(k, tuple(weights[k].shape), want[k]) for k in wrong[:3]]}")
     restored = checkpointing.unflatten_state(template, {k: weights[k] for k in want})
     model = nnx.merge(graph, restored["params"], restored["extra"])
+    model.eval()
     info = {"name": os.path.basename(workdir), "model": cfg.model.name, "workdir": workdir,
             "checkpoint": os.path.abspath(target), "step": meta.get("step"), "positions": meta.get("positions"),
-            "train_seconds": meta.get("train_seconds"), "train_dataset": cfg.get("dataset"),
-            "feature_set": feature_set, "board_size": board_size}
-    return Predictor(model, feature_set, info=info)
+            "train_seconds": meta.get("train_seconds"), "train_dataset": raw.get("dataset"),
+            "feature_set": fs, "board_size": n}
+    return TrainedNet(model, fs, n, info)
+
+
+def load_run(path: str, *, dataset: str | None = None, step: int | None = None):
+    """A :class:`kifunet.eval.evaluate.Predictor` of :func:`load_net` (computing in the trained dtype)."""
+    from kifunet.eval.evaluate import Predictor
+
+    net = load_net(path, step=step, dataset=dataset)
+    return Predictor(net.model, net.feature_set, info=net.info)

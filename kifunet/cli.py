@@ -14,8 +14,8 @@ import signal
 import sys
 
 # Order shown in --help. Name -> module under kifunet.commands.
-COMMANDS = ("quickstart", "build", "stats", "inspect", "features", "train", "eval", "tables", "show", "gtp",
-            "match")
+COMMANDS = ("quickstart", "build", "tfds", "stats", "inspect", "features", "train", "eval", "tables", "show",
+            "gtp", "match")
 
 
 def _available():

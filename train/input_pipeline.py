@@ -581,6 +581,14 @@ def train_iterator(root: str, split: str, *, batch_size: int, seed: int, process
     ``workers`` > 0 builds windows in that many grain worker processes (``mp_prefetch``; the sequence of
     batches does not depend on the number of workers); 0 builds them in a thread of this process.
     """
+    if _is_tfds(root):  # a TFDS go_moves dataset: train/tfds_source.py
+        from kifunet.train import tfds_source
+
+        return tfds_source.train_iterator(
+            root, split, batch_size=batch_size, seed=seed, process_index=process_index,
+            process_count=process_count, symmetry=symmetry, history=history, history_p=history_p,
+            keep_probs=keep_probs, window_blocks=window_blocks, block_rows=block_rows, workers=workers,
+            worker_buffer=worker_buffer, host_dtype=host_dtype)
     ds = window_dataset(root, split, batch_size=batch_size, seed=seed, process_index=process_index,
                         process_count=process_count, symmetry=symmetry, history=history, history_p=history_p,
                         keep_probs=keep_probs, window_blocks=window_blocks, block_rows=block_rows)
@@ -612,6 +620,12 @@ def eval_batches(root: str, split: str, *, batch_size: int, process_index: int =
     Every host yields the same number of batches (``ceil(ceil(rows / hosts) / batch_size)``); rows past the
     host's share are padding with ``weight`` 0.
     """
+    if _is_tfds(root):  # a TFDS go_moves dataset: train/tfds_source.py
+        from kifunet.train import tfds_source
+
+        yield from tfds_source.eval_batches(root, split, batch_size=batch_size, process_index=process_index,
+                                            process_count=process_count, limit=limit, host_dtype=host_dtype)
+        return
     src = BlockSource(root, split)
     total = src.num_rows() if not limit else min(limit, src.num_rows())
     lo = process_index * total // process_count
@@ -632,6 +646,11 @@ def eval_batches(root: str, split: str, *, batch_size: int, process_index: int =
 
 
 def num_eval_rows(root: str, split: str, limit: int = 0) -> int:
+    if _is_tfds(root):
+        from kifunet.train import tfds_source
+
+        n = tfds_source.describe(root, split)["rows"]
+        return n if not limit else min(limit, n)
     n = BlockSource(root, split).num_rows()
     return n if not limit else min(limit, n)
 
@@ -698,8 +717,15 @@ class Prefetcher:
 
 def describe(root: str, split: str) -> dict:
     """Shape facts of a built split: rows, board size, feature set and plane count."""
+    if _is_tfds(root):  # a TFDS go_moves dataset: train/tfds_source.py
+        from kifunet.train import tfds_source
+
+        return tfds_source.describe(root, split)
     r = Reader(root, split)
     return {"rows": len(r), "board_size": r.board_size, "features": r.feature_name, "num_planes": r.num_planes,
             "shards": r.num_shards}
 
 
+def _is_tfds(root) -> bool:
+    """``tfds:...`` datasets are read by :mod:`kifunet.train.tfds_source` (TFDS ``go_moves``, array_record)."""
+    return isinstance(root, str) and root.startswith("tfds:")

@@ -254,6 +254,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         writer.write("train", s, rec)
         rate = rec.get("positions_per_s", 0.0)
         eta = (total_steps - s) * B / rate if rate > 0 else float("nan")
+        if config.time_limit_s:  # the run stops at the time limit if that comes first
+            left = config.time_limit_s - elapsed_before - (now - run_t0)
+            eta = min(eta, max(left, 0.0)) if math.isfinite(eta) else max(left, 0.0)
         speed = (f"{rate:,.0f} pos/s, data wait {100 * rec['data_wait_fraction']:.1f}%" if rate > 0
                  else "compiling")
         _log(f"step {s:,}/{total_steps:,} ({s * B:,} positions, {100 * s / total_steps:.1f}%) "

@@ -18,6 +18,8 @@ config overrides: any field of the config file, e.g.
   --config.init_from=OTHER_WORKDIR (weights only) --config.time_limit_s=3600
 configs: train/configs/*.py (cpu_small, maddison12, alphago13_192, cazenave10, gonn5, gonn12, agz20, mao,
 garb10, tiny); `kifunet train --config FILE --workdir DIR --print-config` shows the resolved config.
+datasets: a `kifunet build` directory, or a TFDS go_moves dataset: --config.dataset=tfds:DIR (its
+dataset_info.json directory) or tfds:go_moves/CONFIG@DATA_DIR (train/tfds_source.py).
 """
 
 
