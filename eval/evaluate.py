@@ -209,9 +209,11 @@ def spec_text(spec: dict) -> str:
 
 # ---------------------------------------------------------------------------------------------- evaluation
 def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: bool = False,
-             legal_mask: bool = False, limit: int | None = None, phase_starts=M.PHASE_STARTS,
+             legal_mask: bool = False, limit: int | None = None, start: int = 0, phase_starts=M.PHASE_STARTS,
              progress: bool = True) -> dict:
-    """Metrics of ``predictor`` on every row of ``reader`` (or the first ``limit``); see the module docstring."""
+    """Metrics of ``predictor`` on every row of ``reader``, or on rows ``start .. start + limit - 1`` (a part of the
+    split: parts evaluated apart, on one machine or several, add up with :func:`merge_results`); see the module
+    docstring."""
     from tqdm.auto import tqdm
 
     from kifunet.eval.legality import LegalMasker
@@ -223,13 +225,17 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
         raise ValueError(f"dataset board {reader.board_size}x{reader.board_size}, model {predictor.board_size}")
     if batch_size < 1:
         raise ValueError("batch_size must be >= 1")
-    total = len(reader) if limit is None else min(len(reader), int(limit))
+    start = int(start)
+    if not 0 <= start <= len(reader):
+        raise ValueError(f"start {start} is outside the split's {len(reader)} rows")
+    stop = len(reader) if limit is None else min(len(reader), start + int(limit))
+    total = stop - start
     masker = LegalMasker(reader) if legal_mask else None
     acc = {m: M.Breakdown(predictor.num_moves, phase_starts) for m in (MODES if ensemble else MODES[:1])}
     t0 = time.perf_counter()
     bar = tqdm(total=total, unit="pos", desc=f"eval {reader.split}", disable=not progress, leave=False)
     try:
-        for batch in reader.iter_batches(batch_size, stop=total):
+        for batch in reader.iter_batches(batch_size, start=start, stop=stop):
             legal = masker(batch) if masker is not None else None
             keys = dict(move_number=batch["move_number"], player_rank=batch["player_rank"], to_move=batch["to_move"])
             target = batch["target"].astype(np.int64)
@@ -250,7 +256,8 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "run": predictor.info,
         "dataset": {"path": os.path.abspath(reader.root), "split": reader.split, "rows": len(reader),
-                    "evaluated": total, "spec": dataset_spec(reader.manifest, reader.split)},
+                    "evaluated": total, "ranges": [[start, stop]],
+                    "spec": dataset_spec(reader.manifest, reader.split)},
         "settings": {"legal_mask": bool(legal_mask), "legal_source": masker.source if masker else None,
                      "tie_rule": M.TIE_RULE, "ensemble_rule": ENSEMBLE_RULE if ensemble else None,
                      "phase_starts": list(acc["single"].phase_starts), "batch_size": int(batch_size),
@@ -259,6 +266,42 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
         "seconds": seconds,
         "positions_per_second": total / seconds if seconds > 0 else None,
     }
+
+
+def merge_results(results: list[dict]) -> dict:
+    """One result from results of the same run on disjoint parts of the same split (``evaluate(start=...,
+    limit=...)``, ``kifunet eval --start/--limit``, ``kifunet eval --merge``): sums and counts are added, so the
+    merge of parts that cover the split equals the whole-split evaluation. Refuses results of another checkpoint,
+    dataset, split or setting, and overlapping parts."""
+    if not results:
+        raise ValueError("nothing to merge")
+    first = results[0]
+    same = lambda r: (r["run"].get("checkpoint"), r["dataset"]["path"], r["dataset"]["split"],  # noqa: E731
+                      r["dataset"]["spec"].get("fingerprint"), sorted(r["results"]),
+                      {k: v for k, v in r["settings"].items() if k not in ("batch_size", "limit")})
+    for r in results[1:]:
+        if same(r) != same(first):
+            raise ValueError("cannot merge results of different checkpoints, datasets, splits or settings")
+    ranges = sorted(tuple(x) for r in results for x in r["dataset"].get("ranges", [[0, r["dataset"]["evaluated"]]]))
+    for (a0, a1), (b0, b1) in zip(ranges, ranges[1:]):
+        if b0 < a1:
+            raise ValueError(f"parts overlap: rows {a0}..{a1 - 1} and {b0}..{b1 - 1}")
+    joined = []
+    for a, b in ranges:  # adjacent parts read as one range
+        if joined and joined[-1][1] == a:
+            joined[-1][1] = b
+        else:
+            joined.append([a, b])
+    out = json.loads(json.dumps(first))
+    out["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    out["dataset"]["ranges"] = joined
+    out["dataset"]["evaluated"] = sum(b - a for a, b in joined)
+    out["settings"]["limit"] = None if joined == [[0, first["dataset"]["rows"]]] else out["dataset"]["evaluated"]
+    out["results"] = {m: M.merge_breakdown_dicts([r["results"][m] for r in results]) for m in first["results"]}
+    out["seconds"] = sum(float(r.get("seconds") or 0.0) for r in results)
+    out["positions_per_second"] = out["dataset"]["evaluated"] / out["seconds"] if out["seconds"] > 0 else None
+    out["merged_from"] = len(results)
+    return out
 
 
 def save_result(result: dict, path: str) -> None:
@@ -308,7 +351,9 @@ def format_result(res: dict, *, breakdowns: bool = True) -> str:
     ds, st = res["dataset"], res["settings"]
     lines = [f"run: {res['run'].get('name') or res['run'].get('model', '?')}  "
              f"({res['run'].get('feature_set')}, {res['run'].get('params', '?')} params)",
-             f"data: {ds['path']} split {ds['split']}: {ds['evaluated']} of {ds['rows']} positions",
+             f"data: {ds['path']} split {ds['split']}: {ds['evaluated']} of {ds['rows']} positions"
+             + (f" (rows {', '.join(f'{a}..{b - 1}' for a, b in ds['ranges'])})"
+                if ds.get("ranges") and ds["evaluated"] < ds["rows"] else ""),
              f"spec: {ds['spec']['text']}",
              f"legal mask: {'on (' + str(st['legal_source']) + ')' if st['legal_mask'] else 'off'}; "
              f"ties: {st['tie_rule']}", ""]

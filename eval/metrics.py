@@ -310,6 +310,40 @@ class Breakdown:
         return d
 
 
+def merge_block_dicts(blocks: Sequence[dict]) -> dict:
+    """One :meth:`MetricSums.to_dict` block from several over disjoint positions: counts, NLL sums, top-k
+    counts (and rank histograms, when every block has one) are added, and the derived numbers recomputed."""
+    count = sum(int(b["count"]) for b in blocks)
+    nll = math.fsum(float(b["nll_sum"]) for b in blocks)
+    topk = [int(sum(col)) for col in zip(*(b["topk_correct"] for b in blocks))]
+    nan = float("nan")
+    d = {"count": count, "nll_sum": nll, "topk_correct": topk,
+         "accuracy": {str(k): (c / count if count else nan) for k, c in enumerate(topk, start=1)},
+         "cross_entropy_nats": nll / count if count else nan,
+         "perplexity": math.exp(nll / count) if count else nan}
+    if blocks and all("rank_histogram" in b for b in blocks):
+        d["rank_histogram"] = np.sum([np.asarray(b["rank_histogram"], np.int64) for b in blocks], axis=0).tolist()
+    return d
+
+
+def merge_breakdown_dicts(blocks: Sequence[dict]) -> dict:
+    """One :meth:`Breakdown.to_dict` from several over disjoint positions (e.g. parts of a split evaluated
+    apart): the whole and every group are merged with :func:`merge_block_dicts`; groups keep their order."""
+    out = merge_block_dicts(blocks)
+    for part in ("by_phase", "by_rank", "by_colour"):
+        keys: list[str] = []
+        for b in blocks:
+            keys += [k for k in b.get(part, {}) if k not in keys]
+        if part == "by_phase":
+            keys.sort(key=lambda k: int(k.split("-")[0].rstrip("+")))
+        elif part == "by_rank":
+            from kifunet.data_prep import ranks
+
+            keys.sort(key=lambda k: (k == "?", ranks.parse_rank(k) if k != "?" else 0))
+        out[part] = {k: merge_block_dicts([b[part][k] for b in blocks if k in b.get(part, {})]) for k in keys}
+    return out
+
+
 def topn_curve(result: dict, max_n: int | None = None) -> np.ndarray:
     """Top-n accuracy for n = 1..max_n from a result block's ``rank_histogram`` (Maddison's Figure 1)."""
     hist = np.asarray(result["rank_histogram"], dtype=np.int64)

@@ -115,6 +115,42 @@ def test_evaluate_equals_brute_force_with_a_ragged_last_batch(maddison_ds):
     assert "single pass" in text and "by move number" in text and "8-symmetry" not in text
 
 
+def test_parts_of_a_split_merge_into_the_whole(maddison_ds, tmp_path):
+    from kifunet.cli import main
+    from kifunet.eval.evaluate import load_result, merge_results, save_result
+
+    r, p = _predictor(maddison_ds, biased=True)
+    rows = len(r)
+    whole = evaluate(p, r, batch_size=64, ensemble=True, progress=False)
+    cut = [0, 37, 150, rows]  # ragged parts, out of order below
+    parts = [evaluate(p, r, batch_size=64, ensemble=True, start=a, limit=b - a, progress=False)
+             for a, b in zip(cut, cut[1:])]
+    assert [x["dataset"]["ranges"] for x in parts] == [[[a, b]] for a, b in zip(cut, cut[1:])]
+    merged = merge_results(parts[::-1])
+    assert merged["dataset"]["ranges"] == [[0, rows]] and merged["dataset"]["evaluated"] == rows
+    assert merged["settings"]["limit"] is None
+    for mode in ("single", "ensemble"):
+        w, m = whole["results"][mode], merged["results"][mode]
+        for block_w, block_m in [(w, m)] + [(w[g][k], m[g][k]) for g in ("by_phase", "by_rank", "by_colour")
+                                             for k in w[g]]:
+            assert block_m["count"] == block_w["count"] and block_m["topk_correct"] == block_w["topk_correct"]
+            assert block_m["nll_sum"] == pytest.approx(block_w["nll_sum"], rel=1e-12)
+            assert block_m["accuracy"] == pytest.approx(block_w["accuracy"])
+        assert list(m["by_phase"]) == list(w["by_phase"]) and list(m["by_rank"]) == list(w["by_rank"])
+        assert m["rank_histogram"] == w["rank_histogram"]
+    with pytest.raises(ValueError, match="overlap"):
+        merge_results([parts[0], evaluate(p, r, batch_size=64, ensemble=True, start=20, limit=40, progress=False)])
+    with pytest.raises(ValueError, match="settings"):
+        merge_results([parts[0], evaluate(p, r, batch_size=64, start=37, limit=10, progress=False)])
+    # the command line: --merge of saved parts prints and writes the merged result
+    files = []
+    for i, part in enumerate(parts[:2]):
+        files.append(str(tmp_path / f"part{i}.json"))
+        save_result(part, files[-1])
+    assert main(["eval", "--merge", *files, "--out", str(tmp_path / "m.json")]) == 0
+    assert load_result(str(tmp_path / "m.json"))["dataset"]["ranges"] == [[0, 150]]
+
+
 def test_ensemble_is_reported_apart_and_by_hand(maddison_ds):
     r, p = _predictor(maddison_ds, biased=True)
     res = evaluate(p, r, batch_size=100, ensemble=True, limit=150, progress=False)

@@ -94,6 +94,19 @@ def test_eval_command_writes_json_and_tables_reads_it(tiny_run, capsys):
     assert "**ours: run @ step 6**" in table and "8-symmetry ensemble, legal mask" in table
     assert main(["eval", "--checkpoint", str(run), "--data", str(ds), "--split", "nope", "--out", "-"]) == 2
     assert "no split 'nope'" in capsys.readouterr().err
+    # the split in two parts (--start/--limit), merged (--merge): the same numbers as the first 64 rows at once
+    for start in (0, 40):
+        assert main(["eval", "--checkpoint", str(run), "--data", str(ds), "--ensemble", "--legal-mask",
+                     "--start", str(start), "--limit", "40" if start == 0 else "24", "--no-progress"]) == 0
+    parts = [str(run / "eval" / "ds_test_legal_first40.json"), str(run / "eval" / "ds_test_legal_rows40-63.json")]
+    merged = str(run / "eval" / "merged.json")
+    assert main(["eval", "--merge", *parts, "--out", merged]) == 0
+    m = load_result(merged)
+    assert m["dataset"]["ranges"] == [[0, 64]] and m["merged_from"] == 2
+    for mode in ("single", "ensemble"):
+        assert m["results"][mode]["topk_correct"] == res["results"][mode]["topk_correct"]
+        assert m["results"][mode]["nll_sum"] == pytest.approx(res["results"][mode]["nll_sum"], rel=1e-9)
+    assert main(["eval", "--split", "test"]) == 2 and "--merge" in capsys.readouterr().err
 
 
 def test_show_command_with_a_checkpoint(tiny_run, tmp_path, capsys):

@@ -10,16 +10,22 @@ HELP = "evaluate a training run on a dataset split: top-1..10, nats, perplexity;
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--checkpoint", required=True, metavar="RUN",
+    p.add_argument("--checkpoint", metavar="RUN",
                    help="training run directory (its latest checkpoint) or a checkpoint step directory in it")
-    p.add_argument("--data", required=True, metavar="DATASET", help="a directory written by `kifunet build`")
+    p.add_argument("--data", metavar="DATASET", help="a directory written by `kifunet build`")
     p.add_argument("--split", default="test", help="split name (default test)")
     p.add_argument("--ensemble", action="store_true",
                    help="also evaluate the 8-symmetry ensemble (reported separately from the single pass)")
     p.add_argument("--legal-mask", action="store_true",
                    help="renormalise over legal moves (from the planes, or by replaying the games)")
     p.add_argument("--batch-size", type=int, default=256, metavar="B", help="positions per forward pass (256)")
-    p.add_argument("--limit", type=int, default=None, metavar="N", help="evaluate the first N positions only")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="evaluate N positions only (from --start)")
+    p.add_argument("--start", type=int, default=0, metavar="ROW",
+                   help="first row to evaluate (default 0): with --limit, one part of a split; parts evaluated "
+                        "apart (here or on other machines) add up with --merge")
+    p.add_argument("--merge", nargs="+", default=None, metavar="PART.json",
+                   help="instead of evaluating: merge results of disjoint parts of one split (same run and "
+                        "settings) into one, printed and written to --out")
     p.add_argument("--phase-starts", default=None, metavar="A,B,...",
                    help="first move number of each game-phase bucket (default 1,21,51,101,151,201,251)")
     p.add_argument("--out", default=None, metavar="FILE.json",
@@ -29,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="progress bar (default: when stderr is a terminal)")
 
 
-def default_out(run: str, data: str, split: str, legal: bool, limit: int | None = None) -> str:
+def default_out(run: str, data: str, split: str, legal: bool, limit: int | None = None, start: int = 0) -> str:
     from kifunet.eval.runs import find_workdir
 
     try:
@@ -37,15 +43,32 @@ def default_out(run: str, data: str, split: str, legal: bool, limit: int | None 
     except FileNotFoundError:
         run_dir = run if os.path.isdir(run) else os.path.dirname(run)
     name = os.path.basename(os.path.normpath(data)) or "data"
-    tail = ("_legal" if legal else "") + (f"_first{limit}" if limit is not None else "")
+    part = (f"_rows{start}-{start + limit - 1}" if start else f"_first{limit}") if limit is not None else \
+        (f"_from{start}" if start else "")
+    tail = ("_legal" if legal else "") + part
     return os.path.join(run_dir, "eval", f"{name}_{split}{tail}.json")
 
 
 def run(args) -> int:
     from kifunet.data_prep.reader import Reader
     from kifunet.eval import metrics
-    from kifunet.eval.evaluate import evaluate, format_result, save_result
+    from kifunet.eval.evaluate import evaluate, format_result, load_result, merge_results, save_result
     from kifunet.eval.runs import load_run
+
+    if args.merge:
+        try:
+            res = merge_results([load_result(f) for f in args.merge])
+        except (FileNotFoundError, ValueError) as e:
+            print(f"kifunet eval: error: {e.args[0] if e.args else e}", file=sys.stderr)
+            return 2
+        print(format_result(res, breakdowns=not args.no_breakdowns))
+        if args.out and args.out != "-":
+            save_result(res, args.out)
+            print(f"\nwrote {args.out}")
+        return 0
+    if not args.checkpoint or not args.data:
+        print("kifunet eval: error: --checkpoint and --data are required (or --merge PART.json ...)", file=sys.stderr)
+        return 2
 
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     phases = metrics.PHASE_STARTS
@@ -55,12 +78,13 @@ def run(args) -> int:
         predictor = load_run(args.checkpoint)
         with Reader(args.data, args.split) as reader:
             res = evaluate(predictor, reader, batch_size=args.batch_size, ensemble=args.ensemble,
-                           legal_mask=args.legal_mask, limit=args.limit, phase_starts=phases, progress=progress)
+                           legal_mask=args.legal_mask, limit=args.limit, start=args.start, phase_starts=phases,
+                           progress=progress)
     except (FileNotFoundError, KeyError, ValueError) as e:
         print(f"kifunet eval: error: {e.args[0] if e.args else e}", file=sys.stderr)
         return 2
     print(format_result(res, breakdowns=not args.no_breakdowns))
-    out = args.out or default_out(args.checkpoint, args.data, args.split, args.legal_mask, args.limit)
+    out = args.out or default_out(args.checkpoint, args.data, args.split, args.legal_mask, args.limit, args.start)
     if out != "-":
         save_result(res, out)
         print(f"\nwrote {out}")
