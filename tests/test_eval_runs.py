@@ -121,3 +121,32 @@ def test_show_command_with_a_checkpoint(tiny_run, tmp_path, capsys):
     assert main(["show", sgf, "--move", "40", "--checkpoint", str(run), "--out", str(tmp_path / "c.png"),
                  "--rank", "strong"]) == 2
     assert "is not a rank" in capsys.readouterr().err
+
+
+def test_eval_and_train_split_over_cpu_devices(tiny_run, tmp_path):
+    """`--cpu-devices 2` (eval) and `cpu_devices=2` (train) make two JAX CPU devices in a fresh process; eval's
+    data-parallel forward pass gives the same numbers as one device (the ragged last batch padded per device)."""
+    import subprocess
+    import sys
+
+    run, ds, _ = tiny_run
+    cli = [sys.executable, "-m", "kifunet.cli"]
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    outs = {}
+    for n in (0, 2):
+        outs[n] = tmp_path / f"dev{n}.json"
+        p = subprocess.run(cli + ["eval", "--checkpoint", str(run), "--data", str(ds), "--ensemble", "--limit", "45",
+                                  "--batch-size", "16", "--cpu-devices", str(n), "--out", str(outs[n])],
+                           capture_output=True, text=True, timeout=300, env=env)
+        assert p.returncode == 0, p.stderr[-2000:]
+    a, b = load_result(str(outs[0])), load_result(str(outs[2]))
+    assert (a["devices"], b["devices"]) == (1, 2)
+    for mode in ("single", "ensemble"):
+        assert a["results"][mode]["topk_correct"] == b["results"][mode]["topk_correct"]
+        assert a["results"][mode]["nll_sum"] == pytest.approx(b["results"][mode]["nll_sum"], rel=1e-6)
+    t = subprocess.run(cli + ["train", "--config", str(TINY), "--workdir", str(tmp_path / "w"), f"--config.dataset={ds}",
+                              "--config.cpu_devices=2", "--config.train_positions=64", "--config.eval_split=",
+                              "--config.async_checkpoints=false"],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert t.returncode == 0, t.stdout[-2000:] + t.stderr[-2000:]
+    assert "2 device(s)" in t.stdout + t.stderr

@@ -86,6 +86,21 @@ def initialize_distributed() -> bool:
     return False
 
 
+def use_cpu_devices(n: int) -> bool:
+    """Make ``n`` JAX CPU devices (``jax_num_cpu_devices``), so a data-parallel step or forward pass uses every
+    core. Only before JAX starts its backends, and not over an explicit ``--xla_force_host_platform_device_count``
+    in ``XLA_FLAGS``; returns whether it was set. Accelerator backends are not affected."""
+    import os
+
+    if not n or n < 2 or "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
+        return False
+    try:
+        jax.config.update("jax_num_cpu_devices", int(n))
+    except RuntimeError:  # backends already started (e.g. inside a test process): keep what there is
+        return False
+    return True
+
+
 def make_mesh(num_devices: int = 0) -> jax.sharding.Mesh:
     """1-D mesh ``('data',)`` over all devices (``num_devices`` > 0: the first ones; single process only)."""
     devices = jax.devices()

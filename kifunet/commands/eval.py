@@ -30,6 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="first move number of each game-phase bucket (default 1,21,51,101,151,201,251)")
     p.add_argument("--out", default=None, metavar="FILE.json",
                    help="result JSON (default RUN/eval/<dataset>_<split>[_legal][_firstN].json; '-' writes none)")
+    p.add_argument("--cpu-devices", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="on a CPU, split batches over N JAX devices (default: one per core; 0 leaves JAX's default)")
     p.add_argument("--no-breakdowns", action="store_true", help="print the overall table only")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: when stderr is a terminal)")
@@ -69,6 +71,9 @@ def run(args) -> int:
     if not args.checkpoint or not args.data:
         print("kifunet eval: error: --checkpoint and --data are required (or --merge PART.json ...)", file=sys.stderr)
         return 2
+    from kifunet.train.parallel import use_cpu_devices
+
+    use_cpu_devices(args.cpu_devices)
 
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     phases = metrics.PHASE_STARTS

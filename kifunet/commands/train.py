@@ -54,6 +54,7 @@ def run(args) -> int:
     # multi-host: join before anything touches a device
     from kifunet.train import parallel
 
+    parallel.use_cpu_devices(cfg.cpu_devices)
     parallel.initialize_distributed()
     from kifunet.train import train
 
