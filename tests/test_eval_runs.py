@@ -74,9 +74,30 @@ def test_load_run_needs_a_dataset_shape(tiny_run, tmp_path):
     cfg["dataset"] = str(tmp_path / "gone")
     (moved / "config.json").write_text(json.dumps(cfg))
     os.symlink(run / "checkpoints", moved / "checkpoints")
-    with pytest.raises(FileNotFoundError, match="feature set and board size"):
-        load_run(str(moved))
+    # the checkpoint's metadata records the data shape, so the run loads without its dataset (a fresh clone)
+    pred = load_run(str(moved))
+    assert (pred.info["step"], pred.feature_set, pred.board_size) == (6, "maddison", 19)
     assert load_run(str(moved), dataset=str(ds)).info["step"] == 6
+
+
+def test_load_run_without_any_record_of_the_data_shape(tmp_path):
+    from flax import nnx
+
+    from kifunet import models
+    from kifunet.train import checkpointing
+
+    net = models.create("maddison_tiny", board_size=9, rngs=nnx.Rngs(0))
+    _, params, extra = nnx.split(net, nnx.Param, ...)
+    run = tmp_path / "run"
+    ck = checkpointing.Checkpointer(str(run / "checkpoints"), async_save=False)
+    ck.save(1, {"params": params, "extra": extra, "opt_state": {}, "step": np.int32(1)}, {"position": 1}, {"step": 1})
+    ck.close()
+    (run / "config.json").write_text(json.dumps({"model": {"name": "maddison_tiny"}, "dataset": str(tmp_path / "gone")}))
+    with pytest.raises(FileNotFoundError, match="feature set and board size"):
+        load_run(str(run))
+    from kifunet.eval.runs import load_net
+
+    assert load_net(str(run), feature_set="maddison", board_size=9).board_size == 9
 
 
 def test_eval_command_writes_json_and_tables_reads_it(tiny_run, capsys):

@@ -217,7 +217,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
 
     def meta_for(step: int, train_s: float) -> dict:
         return {"step": step, "positions": step * B, "train_seconds": train_s, "model": config.model.name,
-                "dataset": config.dataset, "batch_size": B, "processes": pc, "devices": mesh.size}
+                "dataset": config.dataset, "feature_set": info["features"], "board_size": int(info["board_size"]),
+                "batch_size": B, "processes": pc, "devices": mesh.size}
 
     window = {"t": time.perf_counter(), "wait": 0.0, "steps": 0, "skip": 0, "sums": {}}
     run_t0 = time.perf_counter()

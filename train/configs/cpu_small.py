@@ -1,11 +1,15 @@
 """cpu_small: a small Maddison-style CNN (4 layers x 32 filters) that learns on a 2-core CPU in minutes.
 
-Build and train (the real-learning run of issue 5: train on the KGS archives, test on 2015)::
+Build and train (the real-learning run: the GoNN KGS protocol, train 2000-2014, test 2015)::
 
-    kifunet build /work/shared/data/kgs/*.tar.gz --out data/kgs_maddison --features maddison \
-        --split train:2000-2014,2016-2017 --split test:2015
-    kifunet train --config train/configs/cpu_small.py --workdir runs/cpu_small \
+    kifunet build ../shared/data/kgs/*.tar.gz --out data/kgs_maddison --features maddison --preset gonn-kgs
+    kifunet train --config train/configs/cpu_small.py --workdir runs/kgs_cpu_small \
         --config.dataset=data/kgs_maddison --config.time_limit_s=3600
+
+Result of exactly these commands (2-core CPU, one JAX device, 2026-11-21; the run is kept in
+``pretrained/kgs_cpu_small``): 2,444,800 positions in 3,605 s (678 positions/s overall, data wait 0.06%), top-1
+41.21%, top-4 69.08%, 2.2885 nats on the first 100,000 rows of the 2015 test split (the README has the whole
+split). Adding ``--config.cpu_devices=2`` doubles the step rate on 2 cores (README, Speed).
 
 On the sample corpus (a smoke run of the whole path)::
 
