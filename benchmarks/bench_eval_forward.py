@@ -7,8 +7,8 @@ Each run is its own process (JAX's CPU device count is fixed when its backend st
 rows of the test split, full planes) and the replicated weights are placed as :class:`kifunet.eval.evaluate.Predictor`
 places them (batch split along a 1-D ``'data'`` mesh); after one compiling call, ``--iters`` calls are timed
 with ``block_until_ready``. It measures the forward pass alone: reading, symmetries and metrics are not included.
-On the idle 2-core machine (cpu_small trained 60 minutes on KGS, batch 512): 1 device 1,883 positions/s,
-2 devices 3,955.
+On the idle 2-core machine (cpu_small trained 60 minutes on KGS, batch 512): 1 device 1,873 positions/s,
+2 devices 3,981 (benchmarks/results/eval_forward_cpu_small_*dev.json).
 """
 
 from __future__ import annotations
