@@ -73,6 +73,7 @@ from numba import njit
 from kifunet.data_prep import shards as shards_mod
 from kifunet.data_prep import symmetries as sym_mod
 from kifunet.data_prep.reader import Reader
+from kifunet.train import tfds_source
 
 #: GoNN write.exe's conditional keep probabilities of the previous-move planes 1..5 back.
 GONN_KEEP_PROBS = (0.90, 0.95, 0.95, 0.98, 0.98)
@@ -548,12 +549,20 @@ class BatchIterator(grain.DatasetIterator):
             windows.close()
 
 
+def block_source(root: str, split: str, block_rows: int = 0):
+    """The block source of a dataset: :class:`BlockSource` over HDF5 shards, or for a ``tfds:`` dataset
+    :class:`kifunet.train.tfds_source.TfdsBlockSource` (same interface: blocks, ``read_rows``, ``num_rows``)."""
+    if tfds_source.is_tfds(root):
+        return tfds_source.TfdsBlockSource(root, split, block_rows)
+    return BlockSource(root, split, block_rows)
+
+
 def window_dataset(root: str, split: str, *, batch_size: int, seed: int, process_index: int = 0,
                    process_count: int = 1, symmetry: str = "example", history: str = "none",
                    history_p: float = 0.0, keep_probs=GONN_KEEP_PROBS, window_blocks: int = 16,
                    block_rows: int = 0) -> grain.MapDataset:
     """The infinite grain ``MapDataset`` of this host's training windows (element ``i`` = window ``i``)."""
-    src = BlockSource(root, split, block_rows)
+    src = block_source(root, split, block_rows)
     if len(src) == 0:
         raise ValueError(f"{root}: split {split!r} has no rows")
     ds = grain.MapDataset.source(src)
@@ -581,14 +590,6 @@ def train_iterator(root: str, split: str, *, batch_size: int, seed: int, process
     ``workers`` > 0 builds windows in that many grain worker processes (``mp_prefetch``; the sequence of
     batches does not depend on the number of workers); 0 builds them in a thread of this process.
     """
-    if _is_tfds(root):  # a TFDS go_moves dataset: train/tfds_source.py
-        from kifunet.train import tfds_source
-
-        return tfds_source.train_iterator(
-            root, split, batch_size=batch_size, seed=seed, process_index=process_index,
-            process_count=process_count, symmetry=symmetry, history=history, history_p=history_p,
-            keep_probs=keep_probs, window_blocks=window_blocks, block_rows=block_rows, workers=workers,
-            worker_buffer=worker_buffer, host_dtype=host_dtype)
     ds = window_dataset(root, split, batch_size=batch_size, seed=seed, process_index=process_index,
                         process_count=process_count, symmetry=symmetry, history=history, history_p=history_p,
                         keep_probs=keep_probs, window_blocks=window_blocks, block_rows=block_rows)
@@ -620,13 +621,7 @@ def eval_batches(root: str, split: str, *, batch_size: int, process_index: int =
     Every host yields the same number of batches (``ceil(ceil(rows / hosts) / batch_size)``); rows past the
     host's share are padding with ``weight`` 0.
     """
-    if _is_tfds(root):  # a TFDS go_moves dataset: train/tfds_source.py
-        from kifunet.train import tfds_source
-
-        yield from tfds_source.eval_batches(root, split, batch_size=batch_size, process_index=process_index,
-                                            process_count=process_count, limit=limit, host_dtype=host_dtype)
-        return
-    src = BlockSource(root, split)
+    src = block_source(root, split)
     total = src.num_rows() if not limit else min(limit, src.num_rows())
     lo = process_index * total // process_count
     hi = (process_index + 1) * total // process_count
@@ -646,12 +641,7 @@ def eval_batches(root: str, split: str, *, batch_size: int, process_index: int =
 
 
 def num_eval_rows(root: str, split: str, limit: int = 0) -> int:
-    if _is_tfds(root):
-        from kifunet.train import tfds_source
-
-        n = tfds_source.describe(root, split)["rows"]
-        return n if not limit else min(limit, n)
-    n = BlockSource(root, split).num_rows()
+    n = block_source(root, split).num_rows()
     return n if not limit else min(limit, n)
 
 
@@ -717,15 +707,8 @@ class Prefetcher:
 
 def describe(root: str, split: str) -> dict:
     """Shape facts of a built split: rows, board size, feature set and plane count."""
-    if _is_tfds(root):  # a TFDS go_moves dataset: train/tfds_source.py
-        from kifunet.train import tfds_source
-
+    if tfds_source.is_tfds(root):  # a TFDS go_moves dataset
         return tfds_source.describe(root, split)
     r = Reader(root, split)
     return {"rows": len(r), "board_size": r.board_size, "features": r.feature_name, "num_planes": r.num_planes,
             "shards": r.num_shards}
-
-
-def _is_tfds(root) -> bool:
-    """``tfds:...`` datasets are read by :mod:`kifunet.train.tfds_source` (TFDS ``go_moves``, array_record)."""
-    return isinstance(root, str) and root.startswith("tfds:")

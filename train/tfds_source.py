@@ -7,8 +7,8 @@ Select it with a ``tfds:`` dataset::
     kifunet train ... --config.dataset=tfds:go_moves/kgs_maddison@DATA_DIR
     kifunet train ... --config.dataset=tfds:go_moves/kgs_maddison      # $TFDS_DATA_DIR or ~/tensorflow_datasets
 
-(:func:`kifunet.train.input_pipeline.describe`, ``train_iterator`` and ``eval_batches`` hand a ``tfds:`` dataset
-to this module.) The pipeline is the HDF5 one with another source: :class:`TfdsBlockSource` (element ``i`` =
+(:func:`kifunet.train.input_pipeline.block_source` and ``describe`` hand a ``tfds:`` dataset to this module.) The
+pipeline is the HDF5 one with another source: :class:`TfdsBlockSource` (element ``i`` =
 ``block_rows`` consecutive records of the split) -> grain shuffle of blocks, windows of ``window_blocks`` blocks
 -> :class:`kifunet.train.input_pipeline.WindowBuilder` (row shuffle, symmetries, history dropout, constant
 planes) -> :class:`kifunet.train.input_pipeline.BatchIterator` (checkpointable). TFDS wrote the records in
@@ -21,10 +21,7 @@ from __future__ import annotations
 
 import os
 
-import grain
 import numpy as np
-
-from kifunet.train import input_pipeline as ip
 
 PREFIX = "tfds:"
 DEFAULT_BLOCK_ROWS = 256
@@ -97,70 +94,3 @@ def describe(dataset: str, split: str) -> dict:
     r = reader(dataset, split)
     return {"rows": len(r), "board_size": r.board_size, "features": r.feature_name, "num_planes": r.num_planes,
             "shards": 1}
-
-
-def window_dataset(dataset: str, split: str, *, batch_size: int, seed: int, process_index: int = 0,
-                   process_count: int = 1, symmetry: str = "example", history: str = "none",
-                   history_p: float = 0.0, keep_probs=ip.GONN_KEEP_PROBS, window_blocks: int = 16,
-                   block_rows: int = 0) -> grain.MapDataset:
-    """As :func:`kifunet.train.input_pipeline.window_dataset`, over a TFDS split."""
-    src = TfdsBlockSource(dataset, split, block_rows)
-    if len(src) == 0:
-        raise ValueError(f"{dataset}: split {split!r} has no rows")
-    ds = grain.MapDataset.source(src)
-    if process_count > 1:
-        if len(src) < process_count:
-            raise ValueError(f"{len(src)} blocks cannot be split over {process_count} hosts; use smaller block_rows")
-        ds = ds[process_index::process_count]
-    if window_blocks * src.block_rows < batch_size:
-        raise ValueError(f"a window ({window_blocks} blocks x {src.block_rows} rows) must hold at least one "
-                         f"batch of {batch_size}")
-    ds = ds.shuffle(seed=seed % (1 << 32)).repeat(None)
-    ds = ds.batch(window_blocks, drop_remainder=True, batch_fn=list)
-    builder = ip.WindowBuilder(src.feature_name, src.board_size, batch_size, symmetry=symmetry, history=history,
-                               history_p=history_p, keep_probs=keep_probs)
-    return ds.random_map(builder, seed=(seed + 1) % (1 << 32))
-
-
-def train_iterator(dataset: str, split: str, *, batch_size: int, seed: int, process_index: int = 0,
-                   process_count: int = 1, symmetry: str = "example", history: str = "none",
-                   history_p: float = 0.0, keep_probs=ip.GONN_KEEP_PROBS, window_blocks: int = 16,
-                   block_rows: int = 0, workers: int = 1, worker_buffer: int = 2,
-                   host_dtype: str = "uint8") -> ip.BatchIterator:
-    """As :func:`kifunet.train.input_pipeline.train_iterator`, over a TFDS split."""
-    ds = window_dataset(dataset, split, batch_size=batch_size, seed=seed, process_index=process_index,
-                        process_count=process_count, symmetry=symmetry, history=history, history_p=history_p,
-                        keep_probs=keep_probs, window_blocks=window_blocks, block_rows=block_rows)
-    if workers > 0:
-        ip._absl_flags_parsed()
-
-    def make_windows(start: int):
-        it_ds = ds[start:].to_iter_dataset(grain.ReadOptions(num_threads=1, prefetch_buffer_size=2))
-        if workers > 0:
-            it_ds = it_ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=workers,
-                                                                   per_worker_buffer_size=worker_buffer))
-        return iter(it_ds)
-
-    return ip.BatchIterator(make_windows, batch_size, host_dtype, workers)
-
-
-def eval_batches(dataset: str, split: str, *, batch_size: int, process_index: int = 0, process_count: int = 1,
-                 limit: int = 0, host_dtype: str = "uint8"):
-    """As :func:`kifunet.train.input_pipeline.eval_batches`, over a TFDS split (records in order)."""
-    src = TfdsBlockSource(dataset, split)
-    total = src.num_rows() if not limit else min(limit, src.num_rows())
-    lo = process_index * total // process_count
-    hi = (process_index + 1) * total // process_count
-    per_host = -(-total // process_count)
-    steps = -(-per_host // batch_size)
-    builder = ip.WindowBuilder(src.feature_name, src.board_size, batch_size, symmetry="none", history="none",
-                               shuffle=False)
-    for i in range(steps):
-        a, b = lo + i * batch_size, min(hi, lo + (i + 1) * batch_size)
-        if b > a:
-            win = builder.build(src.read_rows(a, b), None, pad_to=batch_size)
-        else:  # this host has no rows left: a batch of padding
-            win = builder.build(src.read_rows(lo, lo + 1) if hi > lo else src.read_rows(0, 1), None,
-                                pad_to=batch_size)
-            win["weight"][:] = 0
-        yield ip.window_batch(win, 0, batch_size, host_dtype)
