@@ -4,7 +4,7 @@
     nice -n 10 python benchmarks/bench_loader.py --dataset data/kgs_maddison --batch 256
 
 Dataset: ``--dataset DIR`` (built by ``kifunet build``), else one is built into a temporary directory from
-``--archive`` (default: the KGS 2017-02 archive of ../shared, ``maddison`` features, 10% test).
+``--archive`` (default: the KGS 2017-02 archive of ../shared/data/kgs, ``maddison`` features, 10% test).
 
 Measured, after ``--warmup`` batches, over ``--batches`` batches of ``--batch`` positions:
 

@@ -124,7 +124,7 @@ def bench_model(name: str, *, batch: int, microbatch: int, iters: int, iters_big
         "fwd_pos_per_s": fwd_pos,
         "fwd_gflops": fwd_flops * fwd_pos / 1e9,
         "train_pos_per_s": train_pos,
-        "train_gflops": 3 * fwd_flops * train_pos / 1e9,
+        "train_gflops": models.train_flops(model) * train_pos / 1e9,
         "compile_fwd_s": compile_fwd,
         "compile_train_s": compile_train,
         "iters": n_iters,

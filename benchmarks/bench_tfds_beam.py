@@ -25,7 +25,7 @@ PipelineOptions(["--runner=DirectRunner", ...]))`` (``--direct-workers``, ``--di
 same ``metadata.json`` (``kifunet``: counts, splits, inputs, filters; all but the ``builder`` field) and
 ``rejects.jsonl``; the same decoded examples record by record (TFDS orders records by a hash of their keys, so
 both builds write the same order) and as multisets; with ``--hdf5``, the decoded full
-planes and columns equal the HDF5 build's rows, sorted by (game moves hash, move number). Reports wall seconds,
+planes and columns equal the HDF5 build's rows, sorted by (game_id, move number). Reports wall seconds,
 positions/s, positions per CPU-second (this process and its waited-for workers) and array_record
 bytes/position. Exit status 1 if any check fails.
 """
@@ -141,6 +141,7 @@ def main(argv=None) -> int:
     os.makedirs(tmp, exist_ok=True)
     from kifunet.data_prep import features
     from kifunet.data_prep import tfds_go_moves as T
+    from kifunet.data_prep import tfds_reader as R
 
     manual = make_manual(args, tmp)
     cfg = builder_config(args)
@@ -158,7 +159,7 @@ def main(argv=None) -> int:
     beam_args = ["--runner=DirectRunner", f"--direct_num_workers={args.direct_workers}",
                  f"--direct_running_mode={args.direct_mode}"]
     beam, t_beam, c_beam = build_tfds(cfg, manual, os.path.join(tmp, "beam"), beam_args, 0)
-    mg, mb = T.kifunet_metadata(gen), T.kifunet_metadata(beam)
+    mg, mb = R.kifunet_metadata(gen), R.kifunet_metadata(beam)
     positions = sum(s.num_examples for s in gen.info.splits.values())
     ar_bytes = _dir_bytes(os.fspath(gen.data_dir), ".array_record")
     res["generator"] = {"seconds": t_gen, "positions_per_s": positions / t_gen, "cpu_seconds": c_gen,
@@ -191,7 +192,7 @@ def main(argv=None) -> int:
         raw_b, dec_b = read_split(beam, split)
         check(f"{split}: same records in the same order", raw_g == raw_b)
         check(f"{split}: same records as a multiset", sorted(raw_g) == sorted(raw_b))
-        decoded[split] = T.decode(dec_g, fs)
+        decoded[split] = R.decode(dec_g, fs)
 
     if args.hdf5:
         from kifunet.cli import main as cli_main
@@ -227,13 +228,13 @@ def main(argv=None) -> int:
         for split in gen.info.splits:
             r = Reader(out, split)
             want = r.batch(np.arange(len(r)))
-            wg = r.games()["moves_hash"][want["game_index"]].astype(str)
+            wg = r.games()["game_id"][want["game_index"]].astype(str)
             got = decoded[split]
             gg = got["game"].astype(str)
             ow, og = np.lexsort((want["move_number"], wg)), np.lexsort((got["move_number"], gg))
             same = len(ow) == len(og) and np.array_equal(wg[ow], gg[og]) and np.array_equal(
                 want["planes"][ow], got["planes"][og]) and all(
-                np.array_equal(want[k][ow], got[k][og]) for k in T.COLUMNS)
+                np.array_equal(want[k][ow], got[k][og]) for k in R.COLUMNS)
             check(f"HDF5 {split}: same {len(ow)} positions (full planes and columns)", same)
     res["load_after"] = os.getloadavg()
     res["ok"] = ok

@@ -67,6 +67,7 @@ def main(argv=None) -> int:
     from kifunet.cli import main as cli_main
     from kifunet.data_prep import tfds_go_moves as T
     from kifunet.data_prep.reader import Reader
+    from kifunet.data_prep.tfds_reader import TfdsReader
     from kifunet.train import input_pipeline
 
     tmp = tempfile.mkdtemp(prefix="bench-tfds-build-")
@@ -118,7 +119,7 @@ def main(argv=None) -> int:
               f"{h5 / positions:.0f} B/position", flush=True)
 
         tfds_dir = os.fspath(b.data_dir)
-        tr = T.TfdsReader(tfds_dir, "train")
+        tr = TfdsReader(tfds_dir, "train")
         hr = Reader(out, "train")
         rng = np.random.default_rng(0)
         n = min(len(tr), len(hr))

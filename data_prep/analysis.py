@@ -1,4 +1,9 @@
-"""Replay a whole game in one compiled call and record, for every position, what the feature planes need.
+"""Board analysis: for every position of a game, the per-point facts that feature planes are made from.
+
+This module computes and holds them; it does not read records, choose feature sets or raise errors
+(:mod:`kifunet.data_prep.replay` does). :func:`replay_game` is the compiled kernel: it plays a game's events in
+one call and fills, per position, the arrays below; :class:`GameAnalysis` holds them for the features
+(:mod:`kifunet.data_prep.features` reads one, ``replay.analyse_game`` makes one).
 
 One position per ``MOVE`` event: the board *before* the move, with the mover as "pla" (the player to move)
 and the other colour as "opp". Arrays are ``[T, N*N]`` over the game's T moves; which ones are filled is chosen
@@ -29,6 +34,8 @@ ladder_2lib_move    uint8   liberties of such chains where the attacker's first 
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 from ._jit import njit
@@ -64,6 +71,27 @@ ARRAYS = {  # name -> (dtype, flag that fills it; 0 = always)
 
 # status codes of replay_game
 OK, ILLEGAL, SUPERKO = 0, 1, 2
+
+
+@dataclasses.dataclass
+class GameAnalysis:
+    """Per-position arrays of one game: ``[T]`` columns and the ``[T, N*N]`` :data:`ARRAYS` (read as attributes)."""
+
+    size: int
+    to_move: np.ndarray  # int8 [T]
+    target: np.ndarray  # int16 [T]
+    move_number: np.ndarray  # int16 [T], 1-based
+    ko: np.ndarray  # int16 [T]: flat ko point banned for the mover, -1 none
+    arrays: dict[str, np.ndarray]
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["arrays"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __len__(self) -> int:
+        return int(self.to_move.shape[0])
 
 
 @njit(cache=True)

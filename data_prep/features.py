@@ -4,7 +4,8 @@ Every plane is 0/1, relative to the player to move ("pla"; "opp" is the other co
 ``(N, N, C)`` (rows from the top, channels last). Buckets ``a..b, >=c`` mean one plane per value and a last
 plane for everything from ``c`` up; "exactly" buckets have no catch-all plane. *Stored* planes are computed
 from the board and written to the dataset; *constant* planes (ones, zeros, colour to move, rank) are made at
-load time from one stored number per row (a column) and are never stored as planes.
+load time from one stored number per row (a column) and are never stored as planes. The papers' own
+definitions, with their sources, are in docs/features.md; the table below adds this project's choices.
 
 =========  ======  =============================================================================
 set (v1)   planes  planes in order (count), meaning and bucket edges
@@ -34,6 +35,25 @@ Notes: "turns since" counts moves (passes included) since the stone on the point
 count as played long ago (last bucket). Liberties after move and capture size count a legal pla move,
 captures included. The eye test for sensibleness: all on-board neighbours are pla stones, and of the diagonal
 points none is opp on the edge, at most one in the centre. Ladders: see :mod:`kifunet.data_prep.ladders`.
+
+What a feature declares besides its planes (the input pipeline and eval read these fields, never names;
+:meth:`FeatureSet.history_channels` and :meth:`FeatureSet.legal_channels` place them in a set's channels):
+
+==========  ==================================================================================================
+field       meaning, and the features that declare it
+==========  ==================================================================================================
+history     its planes of history depth 1, 2, ...: each group shows the game d moves back, and history
+            dropout (:mod:`kifunet.train.input_pipeline`) zeroes whole groups, keeping depth d only with
+            depths 1..d-1. ``previous_moves_5``: depth d = plane d-1 (the move d back); ``history_8``:
+            depth d = planes d and 8+d (pla and opp stones at t-d; planes 0 and 8, the stones at t, are the
+            present board and are never dropped). Groups of several features follow in feature order.
+legality    how its planes give legality for pla (eval's mask, :func:`kifunet.eval.metrics.legal_from_planes`):
+            ``'plane'``: its one plane is legality (``legal``); ``'buckets'``: one-hot buckets set only on
+            legal points, exactly one on each (a legal move keeps at least one liberty; not so for a suicide
+            where the rules allow it), so their union is legality (``liberties_after_6``,
+            ``liberties_after_8``). A set's legality is its first
+            ``'plane'`` feature, else its first ``'buckets'`` feature, else none (agz, gonn: replay the game).
+==========  ==================================================================================================
 """
 
 from __future__ import annotations
@@ -45,8 +65,8 @@ import numpy as np
 from ._jit import njit
 
 from . import analysis
+from .analysis import GameAnalysis
 from .game import BLACK
-from .replay import GameAnalysis
 
 # ----------------------------------------------------------------------------------------------------------
 # compiled helpers
@@ -159,6 +179,8 @@ def _liberty_points(stones, libs, to_move, nb, out, off):
 
 
 _NO_MASK = np.zeros((0, 0), dtype=np.uint8)
+#: values of ``Feature.legality`` ("" = the feature says nothing about legality)
+LEGALITY = ("", "plane", "buckets")
 
 # ----------------------------------------------------------------------------------------------------------
 # the registry
@@ -173,6 +195,14 @@ class Feature:
     flags: int = 0  # analysis arrays it needs (analysis.F_*)
     column: str | None = None  # constant features: the per-row column they are made from
     libs_cap: int = 0  # liberties-after-move values it distinguishes (it reads min(libs, cap))
+    history: tuple[tuple[int, ...], ...] = ()  # its planes of history depth 1, 2, ... (module docstring)
+    legality: str = ""  # "plane" | "buckets": how its planes give legality (module docstring); "" none
+
+    def __post_init__(self):
+        if self.legality not in LEGALITY:
+            raise ValueError(f"{self.name}: legality must be one of {LEGALITY}, got {self.legality!r}")
+        if any(not 0 <= p < self.planes for g in self.history for p in g):
+            raise ValueError(f"{self.name}: history planes must be in 0..{self.planes - 1}")
 
     @property
     def constant(self) -> bool:
@@ -182,11 +212,13 @@ class Feature:
 FEATURES: dict[str, Feature] = {}
 
 
-def feature(name: str, planes: int, meaning: str, *, flags: int = 0, libs_cap: int = 0):
+def feature(name: str, planes: int, meaning: str, *, flags: int = 0, libs_cap: int = 0,
+            history: tuple[tuple[int, ...], ...] = (), legality: str = ""):
     """Register a stored feature: ``fn(a: GameAnalysis, out: uint8[T, N*N, C], off)`` sets its planes."""
 
     def register(fn):
-        FEATURES[name] = Feature(name, planes, meaning, fn, flags, libs_cap=libs_cap)
+        FEATURES[name] = Feature(name, planes, meaning, fn, flags, libs_cap=libs_cap, history=history,
+                                 legality=legality)
         return fn
 
     return register
@@ -234,18 +266,18 @@ def _f_libs8(a, out, off):
 
 
 @feature("liberties_after_6", 6, "liberties after a legal pla move here: 1..5, >=6", flags=analysis.F_LIBS_AFTER_PLA,
-         libs_cap=6)
+         libs_cap=6, legality="buckets")
 def _f_la6(a, out, off):
     _onehot_into(out, off, a.libs_after_pla, 1, 6, mask=a.legal)
 
 
 @feature("liberties_after_8", 8, "liberties after a legal pla move here: 1..7, >=8", flags=analysis.F_LIBS_AFTER_PLA,
-         libs_cap=8)
+         libs_cap=8, legality="buckets")
 def _f_la8(a, out, off):
     _onehot_into(out, off, a.libs_after_pla, 1, 8, mask=a.legal)
 
 
-@feature("legal", 1, "the move is legal for pla", flags=analysis.F_LIBS_AFTER_PLA)
+@feature("legal", 1, "the move is legal for pla", flags=analysis.F_LIBS_AFTER_PLA, legality="plane")
 def _f_legal(a, out, off):
     out[:, :, off] = a.legal
 
@@ -292,7 +324,8 @@ def _f_sensible(a, out, off):
     out[:, :, off] = a.legal & (1 - a.eye_pla)
 
 
-@feature("history_8", 16, "pla stones at t..t-7, then opp stones at t..t-7")
+@feature("history_8", 16, "pla stones at t..t-7, then opp stones at t..t-7",
+         history=tuple((d, 8 + d) for d in range(1, 8)))
 def _f_history8(a, out, off):
     _history(a.stones, a.to_move, 8, out, off)
 
@@ -316,7 +349,8 @@ def _f_ko(a, out, off):
     out[t, a.ko[t], off] = 1
 
 
-@feature("previous_moves_5", 5, "location of the move 1..5 back, while colours alternate (pass: none)")
+@feature("previous_moves_5", 5, "location of the move 1..5 back, while colours alternate (pass: none)",
+         history=tuple((d,) for d in range(5)))
 def _f_prev5(a, out, off):
     _previous_moves(a.target, a.to_move, a.size * a.size, 5, out, off)
 
@@ -395,6 +429,23 @@ class FeatureSet:
     def libs_cap(self) -> int:
         """Liberties after move are counted up to this: the most any feature of the set tells apart."""
         return max([f.libs_cap for f in self.features] + [1])
+
+    def offsets(self) -> list[int]:
+        """First channel of each feature in the set's planes (constant planes included)."""
+        return [int(o) for o in np.cumsum([0] + [f.planes for f in self.features])[:-1]]
+
+    def history_channels(self) -> tuple[tuple[int, ...], ...]:
+        """Channels of history depth 1, 2, ...: each feature's declared ``history`` groups, in feature order."""
+        return tuple(tuple(off + p for p in group) for f, off in zip(self.features, self.offsets())
+                     for group in f.history)
+
+    def legal_channels(self) -> tuple[int, ...] | None:
+        """Channels whose union is legality for pla (the module docstring's ``legality`` rule), or None."""
+        for kind in ("plane", "buckets"):
+            for f, off in zip(self.features, self.offsets()):
+                if f.legality == kind:
+                    return tuple(range(off, off + f.planes))
+        return None
 
     def plane_names(self) -> list[str]:
         return [f"{f.name}[{i}]" for f in self.features for i in range(f.planes)]

@@ -16,8 +16,10 @@ reason              a game is filtered when
 ``too_short``       it has fewer than ``min_moves`` moves (passes included)
 ``no_split``        no split rule takes it (see :mod:`kifunet.data_prep.splits`)
 ``no_positions``    every one of its positions was dropped by the move filters below
-``duplicate``       ``dedupe`` and an earlier game (in input order) that passed every filter has the
-                    same moves (``GameRecord.moves_hash``); the first copy is kept
+``duplicate``       ``dedupe`` and an earlier game (in input order) that passed every filter is the same
+                    game (``GameRecord.game_id``: the same moves and setup, players, date, result and
+                    time settings; see :mod:`kifunet.data_prep.game`); the first copy is kept. Games that
+                    only share their moves (short games) are different games and are all kept
 ==================  ===================================================================================
 
 Move filters decide per position (one per move of the game, the position before the move) and count
@@ -177,7 +179,7 @@ def _known(r) -> int | None:
 # presets and config files
 
 PRESETS: dict[str, dict] = {
-    # GoNN's KGS protocol (lightvector/GoNN README): games where both players are >= 6d or one is >= 7d,
+    # GoNN's KGS protocol (docs/gonn.md section 1): games where both players are >= 6d or one is >= 7d,
     # no handicap, only moves by >= 6d players; train on 2000-2014, test on 2015.
     "gonn-kgs": {
         "board_size": 19,
@@ -187,7 +189,7 @@ PRESETS: dict[str, dict] = {
         "min_rank": "6d",
         "splits": ["train:2000-2014", "test:2015"],
     },
-    # GoNN's GoGoD protocol (lightvector/GoNN README; Cazenave 2017 the same dates): GoGoD, train on 1900-2014,
+    # GoNN's GoGoD protocol (docs/gonn.md section 1; Cazenave 2017 the same dates): GoGoD, train on 1900-2014,
     # test on 2015-2016. No rank or handicap filter: GoGoD records professional games (GoNN forced every
     # GoGoD rank to 9d), so every move is kept.
     "gonn-gogod": {

@@ -6,12 +6,42 @@ Events replay the record's main line in order. An SGF node with setup properties
 in the root or later) becomes one ``SETUP`` event per point (colour ``EMPTY`` for ``AE``), placed before the
 node's move if it has one. A ``B``/``W`` property becomes one ``MOVE`` event whose point is a flat index
 (see :mod:`kifunet.data_prep.coords`; pass = ``N*N``). Move numbers are 1-based over ``MOVE`` events only.
+
+**Identity of a game** (:meth:`GameRecord.game_id`, what ``--dedupe`` compares). Two records are the same game
+when they agree on:
+
+===============  =====================================================================================
+field            why, and how it is compared
+===============  =====================================================================================
+board size,      the game itself (:meth:`GameRecord.moves_hash`): setup events then moves, in order;
+setup, moves     handicap stones are setup, so ``HA`` adds nothing
+black, white     who played (``PB``, ``PW``): NFKC, case-folded, runs of white space as one space
+date             when (``DT``): NFKC, case-folded, white space removed
+result           how it ended (``RE``): as the date, and ``Resign``/``Time``/``Forfeit`` -> ``R``/``T``/``F``,
+                 a number as a number (``B+3.50`` = ``b+3.5``); a record without ``RE`` differs from one with
+time settings    ``TM`` (as a number) and ``OT`` (as the date): two games between the same players on the same day
+                 that both end after one move differ here (KGS 2002-02-02, ``sarun``-``jigo``)
+===============  =====================================================================================
+
+Not compared, because copies of one game can differ in them, while two games that agree on everything above
+hardly ever differ in them alone: the file name and bytes, encoding (the text is compared after decoding), comments, markup and variations,
+property order and white space, ranks (a player's, not the game's, and written in many spellings), komi
+(``KM[6.5]``, ``KM[650]``, ``KM[375]`` for the same komi on Fox), ``HA`` (see above), rules, place, event and
+game name, application. So the same game downloaded twice, renamed, re-encoded, commented or reformatted is one
+game; two short games that share their moves are two games as soon as they differ in players, date, result or
+time settings.
+
+:meth:`GameRecord.moves_hash` (the moves only) stays what the hash splits use
+(:mod:`kifunet.data_prep.splits`), so games that share their moves always fall on the same side of a split.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
+import re
+import unicodedata
 
 import numpy as np
 
@@ -40,7 +70,42 @@ class GameInfo:
     year: int | None = None
     rules: str = ""
     encoding: str = ""
+    encoding_replaced: int = 0  # bytes the codec could not decode, shown as U+FFFD
+    time_limit: str = ""  # TM
+    overtime: str = ""  # OT
     content_hash: str = ""  # sha256 of the file's bytes
+
+
+_SPACE = re.compile(r"\s+")
+_RESULT_WORDS = {"resign": "r", "time": "t", "forfeit": "f"}
+_RESULT_RE = re.compile(r"^([bw])\+(.*)$")
+
+
+def _norm(text: str, space: str = "") -> str:
+    return _SPACE.sub(space, unicodedata.normalize("NFKC", text or "").casefold()).strip()
+
+
+def _norm_number(text: str) -> str:
+    t = _norm(text)
+    try:
+        v = float(t)
+    except ValueError:
+        return t
+    return format(v, "g") if math.isfinite(v) else t
+
+
+def _norm_result(text: str) -> str:
+    r = _norm(text)
+    m = _RESULT_RE.match(r)
+    if m:
+        how = _RESULT_WORDS.get(m.group(2), m.group(2))
+        try:
+            v = float(how)
+            how = format(v, "g") if math.isfinite(v) else how
+        except ValueError:
+            pass
+        r = f"{m.group(1)}+{how}"
+    return r
 
 
 @dataclasses.dataclass
@@ -61,11 +126,27 @@ class GameRecord:
         return list(zip(self.colours[m].tolist(), self.points[m].tolist()))
 
     def moves_hash(self) -> str:
-        """Hash of the board size, setup and move sequence (not metadata): equal for duplicate games."""
+        """Hash of the board size, setup and move sequence (not metadata): equal for games with the same moves,
+        also different games; what the hash splits use. :meth:`game_id` tells games apart."""
         h = hashlib.sha256()
         h.update(np.int16(self.size).tobytes())
         for a in (self.kinds, self.colours, self.points):
             h.update(np.ascontiguousarray(a).tobytes())
+        return h.hexdigest()[:32]
+
+    def identity(self) -> tuple[str, ...]:
+        """What makes this game record one game (see the module docstring): the moves hash, then the players,
+        date, result and time settings, normalised."""
+        i = self.info
+        return (self.moves_hash(), _norm(i.black, " "), _norm(i.white, " "), _norm(i.date), _norm_result(i.result),
+                _norm_number(i.time_limit), _norm(i.overtime))
+
+    def game_id(self) -> str:
+        """32 hex digits naming the game (:meth:`identity`): equal for copies of one game, different for
+        different games even when they share every move. What ``--dedupe`` compares."""
+        h = hashlib.sha256(b"kifunet-game-id\0")
+        for field in self.identity():
+            h.update(field.encode("utf-8", "surrogatepass") + b"\0")
         return h.hexdigest()[:32]
 
     @classmethod

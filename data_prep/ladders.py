@@ -9,8 +9,9 @@ move failed. The search reads until every line ends (a capture, an escape, or an
 depth limit. A node budget (``LADDER_BUDGET`` board positions per query, far above any real ladder: the longest
 19x19 ladder needs about 200) only guards against pathological positions and counts as "not captured".
 
-Conventions (after the GoNN sandbox writer): at the root the ko ban is lifted for the defender, and any
-attacker move that leaves a simple-ko point counts as a defender win (the defender is assumed to win kos).
+Conventions (after the GoNN sandbox writer, docs/gonn.md section 3): at the root the ko ban is lifted for
+the defender, and any attacker move that leaves a simple-ko point counts as a defender win (the defender is
+assumed to win kos).
 Ladder breakers, the edge and captures during the ladder fall out of playing the real moves on a copied board.
 """
 
@@ -176,9 +177,19 @@ def ladder_attack_works(B, nb, stone, lib, budget_nodes, boards, meta):
     attacker = 3 - defender
     l0, l1 = two_liberties(B, nb, B[H, stone])
     other = l1 if l0 == lib else l0
-    # After the atari at `lib`, extending at `other` keeps every liberty it has now except `lib` itself;
-    # the atari can only add defender liberties (by capturing). 4+ now means 3+ then: an escape.
-    if libs_after(B, nb, other, defender, 4)[0] >= 4:
+    # Shortcut (no board copy): if the atari at `lib` captures nothing, extending at `other` afterwards gets
+    # every liberty it would get now except `lib` itself: the atari removes no stone, and an attacker chain the
+    # extension captures now has `other` as its only liberty, so it does not touch `lib` and is still captured
+    # (an atari that connects an attacker chain in atari changes nothing here: that chain's last liberty was
+    # `lib`). 4+ now means 3+ then: an escape. An atari that captures defender stones can rescue such a chain
+    # (the captured stones' points become its liberties) and so take its points from the extension's
+    # liberties: then the atari is played and read like any other.
+    captures = False
+    for k in range(4):
+        r = nb[lib, k]
+        if r >= 0 and B[S, r] == defender and B[L, B[H, r]] == 1:
+            captures = True
+    if not captures and libs_after(B, nb, other, defender, 4)[0] >= 4:
         return False
     root = boards[0]
     _copy_position(root, B)

@@ -9,7 +9,8 @@ rank             value              text          spellings read (case-insensiti
 1 dan .. 9 dan   0 .. 8 (= d - 1)   1d .. 9d      ``6d``, ``6 dan``, ``6段``, ``六段``, ``初段`` (1d), ``6단``,
                                                   ``6d ama``, ``ama 6d``, ``アマ6段``, ``业余6段``
 1 pro .. 9 pro   9 .. 17 (= 8 + p)  1p .. 9p      ``9p``, ``9 pro``, ``9d pro``, ``pro 9d``, ``9 dan pro``,
-                                                  ``职业九段``, ``プロ9段``, ``프로9단``; titles (below)
+                                                  ``职业九段``/``職業九段``, ``プロ9段``, ``프로9단``, ``P9段``,
+                                                  ``P9``, ``P9D``; titles (below)
 unknown          UNKNOWN = -128     ``?``         ``None``, ``""``, ``?``, ``-``, anything else
 ===============  =================  ============  ==================================================
 
@@ -17,10 +18,26 @@ unknown          UNKNOWN = -128     ``?``         ``None``, ``""``, ``?``, ``-``
 ``MIN = -30`` (30 kyu), ``MAX = 17`` (9 pro). Kyu ranks weaker than 30k (``31k`` .. ``99k``) are clamped to ``-30``;
 ``0d``, ``10d``, ``0k``, ``10p`` are not ranks and parse as ``UNKNOWN``.
 
+**Servers.** The spellings each server writes, all read by the table above. Checked on the real archives: the
+Fox archive's 28 spellings (every one, ``tests/test_ranks.py``) and the KGS archives' 45 (all read but ``""``);
+Tygem, OGS and IGS as those servers write them:
+
+=======  =========================================================================================
+server   spellings
+=======  =========================================================================================
+KGS      ``6d``, ``3k``, ``1p``, ``9d?`` (unconfirmed), ``""`` (no rank)
+Fox      ``9段`` (amateur 9d, Fox's top amateur grade), ``18级`` (amateur kyu), ``P9段`` / ``P1段`` (pros;
+         the leading ``P`` marks a professional, also in ``P9``, ``P9D``), ``职业九段``
+Tygem    ``9단``/``9D`` (amateur dan), ``18급``/``18K``, ``아마5단``, ``프로9단``/``9P``
+OGS      ``5d``, ``12k``, ``1p``; ``-`` and ``?`` for no rank
+IGS      ``3d*``, ``5k*`` (the ``*`` marks an established rank and is ignored), ``NR`` (not rated: unknown)
+=======  =========================================================================================
+
 **Source.** ``parse_rank(text, source='kgs')`` reads a bare dan (``9d``, ``9 dan``, ``9段``) as amateur.
 GoGoD writes professional ranks as ``9d``, so with ``source='gogod'`` a bare dan is professional
-(``9d`` -> 17). An explicit marker always wins over the source: ``p``/``pro``/``职业``/``プロ``/``프로`` means
-professional, ``ama``/``amateur``/``业余``/``アマ``/``아마`` means amateur. Kyu ranks are amateur under both.
+(``9d`` -> 17). An explicit marker always wins over the source: ``p``/``pro``/``职业``/``プロ``/``프로``, or a
+``P`` written before the number (``P9段``), means professional, ``ama``/``amateur``/``业余``/``アマ``/``아마``
+means amateur. Kyu ranks are amateur under both.
 
 **Titles.** A title name with no explicit rank (``Meijin``, ``Honinbo``, ``Kisei``, ``Judan``, ``Tengen``,
 ``Oza``, ``Gosei``, ``Mingren``, ``Kuksu``, ``名人``, ``本因坊``, ``棋聖``/``棋圣``, ``十段``, ``天元``, ``王座``,
@@ -29,7 +46,8 @@ title holders are top professionals whose dan the record does not give. ``Jun-Me
 A title next to an explicit rank uses the rank, as professional (``Kisei 7d`` -> 7p, under either source).
 
 **Uncertain ranks.** KGS marks an unconfirmed rank with a trailing ``?`` (``9d?``). :func:`parse_rank` keeps the
-rank (``9d?`` -> 8); :func:`parse_rank_info` returns a :class:`RankInfo` whose ``uncertain`` flag is set.
+rank (``9d?`` -> 8); :func:`parse_rank_info` returns a :class:`RankInfo` whose ``uncertain`` flag is set. IGS's
+trailing ``*`` (an established rank, ``3d*``) is dropped and leaves the rank certain.
 Unknown never becomes a strong rank: every text that is not one of the spellings above is ``UNKNOWN``.
 
 Round trip: ``parse_rank(rank_to_text(v)) == v`` for every ``v`` in ``MIN..MAX`` and for ``UNKNOWN``
@@ -67,6 +85,8 @@ _NUM = r"(?P<num>\d{1,3}|[初一二三四五六七八九十]{1,3})"
 _UNIT = r"(?P<unit>kyu|k|dan|d|pro|p|級|级|급|段|단)"
 _RANK_RE = re.compile(rf"{_NUM}\s*[-.]?\s*{_UNIT}\.?")
 _LATIN_WORD_RE = re.compile(r"[a-zō][a-zō'\-]*")
+# A "p" written before the number marks a professional (Fox: ``P9段``, ``P9``; also ``P9D``).
+_P_PREFIX_RE = re.compile(r"(?<![a-z])p\s*(?=\d|[初一二三四五六七八九十])")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,10 +159,14 @@ def _parse(text: str, source: str) -> RankInfo:
     if s.endswith("?"):
         s = s.rstrip("?").rstrip()
         uncertain = True
+    elif s.endswith("*") and not s.endswith("**"):
+        s = s[:-1].rstrip()  # IGS: an established rank
     if s in ("", "-", "--", "?"):
         return RankInfo(UNKNOWN, False)
     s, pro = _strip_markers(s, _PRO_MARKERS)
     s, ama = _strip_markers(s, _AMA_MARKERS)
+    s, k = _P_PREFIX_RE.subn(" ", s)
+    pro = pro or k > 0
     if pro and ama:
         return RankInfo(UNKNOWN, False)
     # Titles: CJK first (十段 is a title, not "10 dan"), then Latin words.

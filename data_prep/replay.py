@@ -1,4 +1,8 @@
-"""The one entry point that replays a game and yields its positions as feature planes.
+"""Game records to positions: replay a record under the rules and return each position's feature planes.
+
+Its one job is the path from a record to positions: load the record, replay it with the rules (suicide, ko,
+superko; an illegal move is an error naming the file and move), and turn the per-point board analysis
+(:mod:`kifunet.data_prep.analysis`) into a feature set's planes (:mod:`kifunet.data_prep.features`).
 
 >>> from kifunet.data_prep import replay
 >>> for pos in replay.iter_positions("game.sgf", "maddison"):       # doctest: +SKIP
@@ -20,7 +24,8 @@ from typing import Iterator
 
 import numpy as np
 
-from . import analysis, coords, ladders
+from . import analysis, coords, features, ladders
+from .analysis import GameAnalysis
 from .board import ILLEGAL_REASONS, neighbours_cached
 from .errors import IllegalMoveError
 from .game import BLACK, COLOUR_NAMES, MOVE, GameRecord
@@ -37,27 +42,6 @@ def _scratch(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 _ZOBRIST = np.random.default_rng(20260101).integers(1, 2**62, size=(3, 19 * 19), dtype=np.int64)
-
-
-@dataclasses.dataclass
-class GameAnalysis:
-    """Per-position arrays of one game: ``[T, N*N]`` each (see :mod:`kifunet.data_prep.analysis`)."""
-
-    size: int
-    to_move: np.ndarray  # int8 [T]
-    target: np.ndarray  # int16 [T]
-    move_number: np.ndarray  # int16 [T], 1-based
-    ko: np.ndarray  # int16 [T]: flat ko point banned for the mover, -1 none
-    arrays: dict[str, np.ndarray]
-
-    def __getattr__(self, name):
-        try:
-            return self.__dict__["arrays"][name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def __len__(self) -> int:
-        return int(self.to_move.shape[0])
 
 
 def analyse_game(record: GameRecord, flags: int = 0, *, libs_cap: int = analysis.LIBS_CAP,
@@ -115,8 +99,6 @@ class EncodedGame:
 def encode_game(record: GameRecord, feature_set, *, path: str | None = None, allow_suicide: bool = False,
                 superko: bool = False) -> EncodedGame:
     """Stored planes and per-row columns of every position of ``record`` (one per move, passes included)."""
-    from . import features
-
     fs = features.get(feature_set) if isinstance(feature_set, str) else feature_set
     a = analyse_game(record, fs.flags, libs_cap=fs.libs_cap, allow_suicide=allow_suicide, superko=superko, path=path)
     planes = fs.compute(a)
@@ -151,8 +133,6 @@ def load(source, *, path: str | None = None) -> GameRecord:
 def iter_positions(source, feature_set="maddison", *, path: str | None = None, allow_suicide: bool = False,
                    superko: bool = False) -> Iterator[Position]:
     """Replay a game (SGF path, SGF bytes or GameRecord) and yield every position with all its planes."""
-    from . import features
-
     fs = features.get(feature_set) if isinstance(feature_set, str) else feature_set
     record = load(source, path=path)
     enc = encode_game(record, fs, path=path, allow_suicide=allow_suicide, superko=superko)

@@ -31,6 +31,12 @@ Columns, one value per row: ``target`` int16 (flat index row*N + col, pass = N*N
 unknown), ``game_index`` int32 (row of the split's ``games.h5``), and with ``--symmetries all`` ``symmetry``
 int8 (0-7, the symmetry applied to the stored planes and target).
 
+Narrow columns (here and in ``games.h5``): every value the SGF parser can produce fits, or the build rejects
+the record in its encode stage before any writer sees it: more than 32,767 moves ``too_many_moves`` (so
+``move_number`` and ``num_moves`` fit int16), ``HA`` above 127 ``bad_handicap``, a rank, year or size out of
+its column ``bad_rank``/``bad_year``/``board_size``; a komi float32 cannot hold is stored as unknown. The
+table of columns, limits and rules is in :mod:`kifunet.data_prep.encode_stage`.
+
 File attributes: ``format`` (``kifunet-shard``), ``format_version``, ``planes_layout``, ``feature_set``,
 ``feature_version``, ``board_size``, ``num_stored``, ``split``, ``shard``, ``rows``.
 
@@ -389,6 +395,24 @@ class ShardFile:
         self.file  # noqa: B018
         return list(self._meta["columns"])
 
+    @property
+    def code_table(self) -> np.ndarray | None:
+        """The ``codes`` layout's table: the stored planes of each distinct point, uint8 [K, Cs] (else None)."""
+        self.file  # noqa: B018
+        return self._meta["table"]
+
+    def read_columns(self, start: int, stop: int, columns=None) -> dict[str, np.ndarray]:
+        """Columns of rows start..stop (in memory since the file opened; no plane is read)."""
+        self.file  # noqa: B018
+        cols = self._meta["columns"]
+        return {k: cols[k][start:stop] for k in (list(cols) if columns is None else columns)}
+
+    def read_raw(self, start: int, stop: int, columns=None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Rows start..stop undecoded (the ``planes`` values as stored: point codes [r, N, N] in the ``codes``
+        layout; :meth:`decode` unpacks them) and the columns."""
+        self.file  # noqa: B018
+        return self._meta["planes"][start:stop], self.read_columns(start, stop, columns)
+
     def decode(self, raw: np.ndarray) -> np.ndarray:
         m = self._meta
         if m["layout"] == "codes":
@@ -427,7 +451,7 @@ class ShardFile:
 # games table
 
 GAME_STR_COLUMNS = ("path", "black", "white", "black_rank_text", "white_rank_text", "result", "date", "rules",
-                    "content_hash", "moves_hash")
+                    "content_hash", "moves_hash", "game_id")  # game_id: GameRecord.game_id, the dedupe key
 GAME_NUM_COLUMNS = {"black_rank": np.int8, "white_rank": np.int8, "komi": np.float32, "handicap": np.int8,
                     "year": np.int16, "size": np.int8, "num_moves": np.int16, "positions": np.int32}
 
@@ -441,7 +465,8 @@ def write_games_table(path: str, games: list[dict], attrs: dict | None = None) -
     """The split's games, one row per game (its ``game_index``), as 1-D datasets; written atomically.
 
     Numeric columns: GAME_NUM_COLUMNS (komi NaN when unknown, year 0 when unknown); string columns
-    GAME_STR_COLUMNS (UTF-8).
+    GAME_STR_COLUMNS (UTF-8). The build checks every value fits before it gets here
+    (:func:`kifunet.data_prep.encode_stage.limit_reason`).
     """
     tmp = tmp_path(path)
     with h5py.File(tmp, "w") as f:

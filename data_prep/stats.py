@@ -1,9 +1,11 @@
 """Summaries of a built dataset (``kifunet stats``) and of one position (``kifunet inspect``).
 
-:func:`dataset_stats` reads the manifest, the games tables and the small per-row rank column of every shard
-(never the planes) and returns a JSON-able dict: per split games, positions, rows, shards and bytes on disk;
-positions by rank of the player to move; games and positions by year; and the build's accounting (seen, used,
-filtered and rejected by reason, positions by move filter).
+:func:`dataset_stats` reads an HDF5 build's manifest, games tables and the small per-row rank column of every
+shard (never the planes; through :class:`kifunet.data_prep.reader.Reader`) and returns a JSON-able dict: per
+split games, positions, rows, shards and bytes on disk; positions by rank of the player to move; games and
+positions by year; and the build's accounting (seen, used, filtered and rejected by reason, positions by move
+filter). :func:`render_position` draws one row of a split of either container
+(:func:`kifunet.data_prep.dataset.open_split`).
 """
 
 from __future__ import annotations
@@ -11,13 +13,12 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-import h5py
 import numpy as np
 
-from . import shards as shards_mod
-from .build import read_manifest
 from .coords import from_flat, to_gtp
+from .manifest import read_manifest
 from .ranks import UNKNOWN, is_known, rank_to_text
+from .reader import Reader
 
 
 def _rank_key(v: int) -> str:
@@ -30,18 +31,14 @@ def dataset_stats(root: str) -> dict:
            "board_size": m["board_size"], "storage": m["storage"], "symmetries": m["symmetries"],
            "counts": m["counts"], "splits": {}}
     for split, info in m["splits"].items():
-        ranks = Counter()
-        nbytes = 0
-        for s in info["shards"]:
-            p = os.path.join(root, s["file"])
-            nbytes += os.path.getsize(p)
-            with h5py.File(p, "r") as f:
-                col = f["player_rank"][()]
-                if "symmetry" in f:
-                    col = col[f["symmetry"][()] == 0]
-            v, c = np.unique(col, return_counts=True)
-            ranks.update({int(a): int(b) for a, b in zip(v, c)})
-        games = shards_mod.read_games_table(os.path.join(root, info["games_table"]))
+        with Reader(root, split) as r:
+            nbytes = sum(os.path.getsize(p) for p in r.shard_paths)
+            col = r.column("player_rank")
+            if "symmetry" in r.columns:
+                col = col[r.column("symmetry") == 0]
+            games = r.games()
+        v, c = np.unique(col, return_counts=True)
+        ranks = Counter({int(a): int(b) for a, b in zip(v, c)})
         years_g, years_p = Counter(), Counter()
         for y, p in zip(games.get("year", []), games.get("positions", [])):
             key = str(int(y)) if int(y) else "unknown"
@@ -99,7 +96,8 @@ _STONE_PLANES = (("stone_colour[0]", "stone_colour[1]"), ("pla_opp_stones[0]", "
 
 
 def render_position(reader, index: int) -> str:
-    """An ASCII board of row ``index`` (X black, O white, ``*`` the move played) and a summary of its planes."""
+    """An ASCII board of row ``index`` of a split (X black, O white, ``*`` the move played) and a summary of its
+    planes. The game's players come from the games table (HDF5); a TFDS split names the game by its game_id."""
     b = reader.batch([index])
     fs = reader.feature_set
     planes = b["planes"][0]
@@ -124,13 +122,16 @@ def render_position(reader, index: int) -> str:
     if rc is not None:
         board[rc[0]][rc[1]] = "*"
     cols = "ABCDEFGHJKLMNOPQRST"[:n]
-    game = reader.game(int(b["game_index"][0]))
-    lines = [f"{reader.root} [{reader.split}] row {int(b['index'][0])}: {game['path']}",
+    game = reader.game(int(b["game_index"][0])) if "game_index" in b else None
+    lines = [f"{reader.root} [{reader.split}] row {int(b['index'][0])}: "
+             + (game["path"] if game is not None else f"game {b['game'][0]}"),
              f"move {int(b['move_number'][0])}: {'black' if to_move == 1 else 'white'} "
              f"({_rank_key(int(b['player_rank'][0]))}, opponent {_rank_key(int(b['opponent_rank'][0]))}) "
-             f"played {to_gtp(rc, n)}" + (f"; symmetry {int(b['symmetry'][0])}" if "symmetry" in b else ""),
-             f"{game['black']} ({game['black_rank_text'] or '?'}) vs {game['white']} "
-             f"({game['white_rank_text'] or '?'}), {game['date']}, {game['result']}", ""]
+             f"played {to_gtp(rc, n)}" + (f"; symmetry {int(b['symmetry'][0])}" if "symmetry" in b else "")]
+    if game is not None:
+        lines.append(f"{game['black']} ({game['black_rank_text'] or '?'}) vs {game['white']} "
+                     f"({game['white_rank_text'] or '?'}), {game['date']}, {game['result']}")
+    lines.append("")
     lines.append("    " + " ".join(cols))
     for r in range(n):
         lines.append(f"{n - r:>3} " + " ".join(board[r]) + f" {n - r}")

@@ -1,10 +1,11 @@
 """TensorFlow Datasets builder ``go_moves``: the positions of ``kifunet build``, as a TFDS dataset (array_record).
 
 The same SGF inputs, filters, splits, duplicates, rejects and feature planes as ``kifunet build``: the builder
-runs the build's own code (:func:`kifunet.data_prep.build._encode_one` per game record, and on one machine the
-build's encode and plan stages themselves), only the container differs. It needs ``tensorflow-datasets`` and
-``array-record`` (``pip install 'kifunet[tfds]'``), **not TensorFlow**: the files are written in the
-``array_record`` format (the builder's default) and read back with ``tfds.data_source``, which decodes to NumPy.
+runs the build's own code (:func:`kifunet.data_prep.encode_stage.encode_record` per game record, and on one
+machine the build's encode and plan stages themselves), only the container differs. It needs
+``tensorflow-datasets`` and ``array-record`` (``pip install 'kifunet[tfds]'``), **not TensorFlow**: the files are
+written in the ``array_record`` format (the builder's default) and read back with ``tfds.data_source``, which
+decodes to NumPy.
 
 Build (``manual_dir`` holds the SGF archives, ``.sgf`` files or directories of them; it is read as one input
 directory, exactly as ``kifunet build MANUAL_DIR --preset P --features F`` reads it)::
@@ -16,14 +17,21 @@ directory, exactly as ``kifunet build MANUAL_DIR --preset P --features F`` reads
     b.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir="ARCHIVES_DIR"))
 
 or from the command line: ``kifunet tfds --config kgs_maddison --manual-dir
-ARCHIVES_DIR --data-dir DATA_DIR [--workers 2]``.
+ARCHIVES_DIR --data-dir DATA_DIR [--workers 2]``. The example runs as is in a script, without an
+``if __name__ == "__main__":`` guard: the encode workers do not re-run the script
+(:mod:`kifunet.data_prep.worker_pool`).
 
 Configs (``protocol_features``): protocol ``kgs`` = preset ``gonn-kgs`` (GoNN's KGS protocol: both players
 >= 6d or one >= 7d, no handicap, moves by >= 6d players, train 2000-2014, test 2015); ``gogod`` = preset
 ``gonn-gogod`` (GoGoD 1900-2014 train, 2015-2016 test); feature sets ``maddison``, ``alphago``, ``agz``,
 ``gonn``. E.g. ``kgs_maddison``, ``kgs_gonn``, ``gogod_agz``. Another protocol: pass
 ``config=GoMovesConfig(name=..., preset=..., options={...})`` (``options``: the keys of a ``kifunet build
---config`` file; ``dedupe`` must stay on, it makes the example keys unique).
+--config`` file, and ``hash_splits``; ``dedupe`` must stay on, it makes the example keys unique).
+``kifunet tfds`` takes ``kifunet build``'s options (:mod:`kifunet.commands.dataset_options`: filters,
+``--split``, ``--val-fraction``, ``--hash-split``, ``--preset``, ``--features``, ``--options-file``) over a named
+config, which is then only a preset and a feature set; options that change its positions make a custom config
+(:func:`config_from_options`: ``--name``, default ``CONFIG_<hash>``), so a named config's directory always holds
+that config's positions. A dataset directory that already holds other options is refused, not reused.
 
 Example (one position; ``N`` = 19, ``Cs`` = the feature set's stored planes, ``W = ceil(Cs / 8)``):
 
@@ -40,14 +48,22 @@ feature            type             meaning
 ``move_number``    int16            1-based
 ``player_rank``    int8             rank of the player to move (ranks scale, -128 unknown)
 ``opponent_rank``  int8             rank of the opponent
-``game``           text             the game's ``moves_hash`` (the key of the build's games tables)
+``game``           text             the game's ``game_id`` (:meth:`~kifunet.data_prep.game.GameRecord.game_id`,
+                                    the ``game_id`` column of the build's games tables)
 =================  ===============  ====================================================================
 
-The constant planes (rank, colour to move, ones) are not stored: :class:`TfdsReader` (or :func:`decode`)
-makes the full ``uint8 [B, N, N, C]`` planes from ``planes`` and the columns with ``FeatureSet.assemble``,
-exactly as :class:`kifunet.data_prep.reader.Reader` does for the HDF5 build. Example keys are
-``<moves_hash>-<move number>``: deterministic, so TFDS writes the records in the same (hash-of-key) order
-every time, which also shuffles positions across games.
+The constant planes (rank, colour to move, ones) are not stored: :class:`kifunet.data_prep.tfds_reader.TfdsReader`
+(or :func:`kifunet.data_prep.tfds_reader.decode`) makes the full ``uint8 [B, N, N, C]`` planes from ``planes``
+and the columns with ``FeatureSet.assemble``, exactly as :class:`kifunet.data_prep.reader.Reader` does for the
+HDF5 build. Example keys are ``<game_id>-<move number>`` (unique: two games that share their moves have
+different ids, and copies of one game are dropped as duplicates): deterministic, so TFDS writes the records in the
+same (hash-of-key) order every time, which also shuffles positions across games.
+
+Reproducible: two builds of the same inputs with the same options write byte-identical files (every file of the
+dataset directory: array_record, ``dataset_info.json``, ``features.json``, ``metadata.json``,
+``rejects.jsonl``; none holds a date or the data directory). Each record is written in its canonical
+serialization (:func:`canonical_record`: the ``tf.Example`` feature map sorted by key), since protobuf's plain
+serialization orders the map by a hash seeded per process.
 
 Accounting: every input is accounted for as in ``kifunet build``. ``builder.info.metadata["kifunet"]``
 (``metadata.json`` in the dataset directory) holds ``counts`` (the manifest's: records ``seen`` = ``used`` +
@@ -58,7 +74,7 @@ damaged input, like the build's.
 
 Scale-out (Apache Beam, ``pip install 'kifunet[beam]'``): give ``download_and_prepare`` a ``DownloadConfig``
 with ``beam_options`` (or ``beam_runner``) and the same dataset is built by a Beam pipeline, one element per
-file of ``manual_dir`` (archives in parallel), duplicates resolved by a group-by on ``moves_hash`` (the first
+file of ``manual_dir`` (archives in parallel), duplicates resolved by a group-by on ``game_id`` (the first
 copy in input order wins, as in the build) and the accounting combined across workers::
 
     from apache_beam.options.pipeline_options import PipelineOptions
@@ -78,8 +94,11 @@ writes to (``gs://`` included). The README section "HDF5 build or TFDS" has the 
 single-machine path.
 
 TFDS cannot write an empty split: on one machine a split of the rule that receives no position is left out (the
-metadata lists it with 0 games); in a Beam build the number of positions is only known at the end, so an empty
-split stops the build with TFDS's error (``The total number of generated examples is 0 for split ...``).
+metadata lists it with 0 games; :class:`~kifunet.data_prep.tfds_reader.TfdsReader` opens it with 0 rows); in a
+Beam build the number of positions is only known at the end, so an empty split stops the build with TFDS's
+error (``The total number of generated examples is 0 for split ...``). A build where no split receives a
+position is written (metadata and rejects, no split), and ``kifunet tfds`` then exits 2 with the accounting, as
+``kifunet build`` does, unless ``--allow-empty``.
 
 On one machine (no Beam) the encode stage runs in ``workers`` processes (the ``workers`` builder argument,
 default 0 = this process) and spills packed planes to a temporary directory (``tempfile``, about
@@ -94,27 +113,33 @@ import json
 import logging
 import os
 import shutil
+import sys
 import tempfile
 
 import numpy as np
 import tensorflow_datasets as tfds
 from etils import epath
+from tensorflow_datasets.core import writer as tfds_writer
+from tensorflow_datasets.proto import tf_example_pb2
 
-from . import build as build_mod
 from . import features as features_mod
 from . import filters as filters_mod
 from . import inputs as inputs_mod
 from . import shards as shards_mod
 from . import splits as splits_mod
+from .encode_stage import UNIT_GAMES, encode_inputs, encode_record, read_unit, unit_arrays, unit_config
+from .manifest import DEDUPE_RULE, ILLEGAL_MOVE_POLICY, hash_json, summary_lines, tool_version
+from .plan_stage import plan, reject_line
+from .worker_pool import WorkerPool
+from .tfds_reader import METADATA, kifunet_metadata
 
 NAME = "go_moves"
-VERSION = "1.0.0"
+VERSION = "1.1.0"  # 1.1.0: duplicates and example keys by game_id (1.0.0: by moves hash)
 FORMAT = "kifunet-tfds"
 FORMAT_VERSION = 1
 REJECTS = "rejects.jsonl"
 PROTOCOLS = {"kgs": "gonn-kgs", "gogod": "gonn-gogod"}
 FEATURE_SETS = ("maddison", "alphago", "agz", "gonn")
-COLUMNS = ("target", "to_move", "move_number", "player_rank", "opponent_rank")
 _BEAM_SUMMARY = "kifunet-beam-summary.json"
 
 log = logging.getLogger(__name__)
@@ -141,7 +166,7 @@ class GoMovesConfig(tfds.core.BuilderConfig):
     def filters(self) -> filters_mod.Filters:
         f = filters_mod.filters_from_options(self.resolved())
         if not f.dedupe:
-            raise ValueError(f"{self.name}: the TFDS builder needs dedupe on (example keys are moves hashes)")
+            raise ValueError(f"{self.name}: the TFDS builder needs dedupe on (example keys are game ids)")
         return f
 
     def split_rule(self) -> splits_mod.SplitRule:
@@ -156,6 +181,46 @@ def _configs() -> list[GoMovesConfig]:
             out.append(GoMovesConfig(name=f"{proto}_{fs}", features=fs, preset=preset,
                                      description=f"preset {preset}, feature set {fs}"))
     return out
+
+
+def named_config(name: str) -> GoMovesConfig:
+    """The named config ``name`` (``kgs_maddison``...)."""
+    for c in GoMoves.BUILDER_CONFIGS:
+        if c.name == name:
+            return c
+    raise ValueError(f"unknown go_moves config {name!r}; known: {', '.join(c.name for c in GoMoves.BUILDER_CONFIGS)}")
+
+
+def _content(features: str, filt: filters_mod.Filters, rule: splits_mod.SplitRule) -> dict:
+    """What a dataset's positions depend on besides its inputs (as the build's fingerprint, less storage)."""
+    fs = features_mod.get(features)
+    return {"features": {"name": fs.name, "version": fs.version}, "filters": filt.to_json(),
+            "split_rule": rule.to_json()}
+
+
+def config_from_options(base: str, opts, name: str | None = None) -> str | GoMovesConfig:
+    """The builder config of ``kifunet tfds --config BASE [options]`` (``opts``: the resolved
+    :class:`kifunet.commands.dataset_options.DatasetOptions`, with BASE's preset, feature set and options
+    under the flags). A named config's name when the options give that config's positions (BASE's, or e.g.
+    ``kgs_agz`` for ``--config kgs_maddison --features agz``); otherwise a custom config named ``name``
+    (default ``BASE_`` + 8 hex digits of the resolved options' hash, so different options never share a dataset
+    directory). A named config's name is never given other options."""
+    named_config(base)  # a known base
+    options = {k: v for k, v in opts.options.items() if k != "preset"}
+    cfg = GoMovesConfig(name=name or base, features=opts.features, preset=opts.preset, options=options,
+                        description=f"{base} with options {json.dumps(opts.options, sort_keys=True)}, "
+                                    f"feature set {opts.features}")
+    content = _content(cfg.features, cfg.filters(), cfg.split_rule())
+    same = [c.name for c in GoMoves.BUILDER_CONFIGS if _content(c.features, c.filters(), c.split_rule()) == content]
+    if name is None:
+        if same:  # the positions of a named config (``--config kgs_maddison --features agz`` is ``kgs_agz``)
+            return base if base in same else same[0]
+        cfg.name = f"{base}_{hash_json(content)[:8]}"
+    elif name in {c.name for c in GoMoves.BUILDER_CONFIGS}:
+        if name in same:
+            return name
+        raise ValueError(f"--name {name}: a named config's options are fixed; pick another name for these options")
+    return cfg
 
 
 def example_features(board_size: int, num_stored: int) -> tfds.features.FeaturesDict:
@@ -173,34 +238,47 @@ def example_features(board_size: int, num_stored: int) -> tfds.features.Features
     })
 
 
-def example_key(moves_hash: str, move_number: int) -> str:
-    return f"{moves_hash}-{int(move_number):04d}"
+def example_key(game_id: str, move_number: int) -> str:
+    return f"{game_id}-{int(move_number):04d}"
 
 
-def _examples_of_game(moves_hash: str, points: np.ndarray, cols: np.ndarray):
+def canonical_record(serialized: bytes) -> bytes:
+    """A serialized ``tf.Example`` in its canonical form: the same bytes in every process.
+
+    TFDS serializes each example with ``SerializeToString()``, which writes the entries of the proto's feature
+    map (``map<string, Feature>``) in the order of protobuf's hash table; the upb runtime seeds that hash per
+    process, so the same example comes out with its features in a different order from one run to the next.
+    ``deterministic=True`` writes the map entries sorted by key."""
+    return tf_example_pb2.Example.FromString(serialized).SerializeToString(deterministic=True)
+
+
+class _CanonicalExampleWriter(tfds_writer.ExampleWriter):
+    """TFDS's example writer (the hook ``GeneratorBasedBuilder._example_writer``; both the one-machine and the
+    Beam writers write through it), each record in its :func:`canonical_record` form. The length of a record
+    does not change, so TFDS's split sizes and shard lengths are those of the plain serialization."""
+
+    def write(self, path, examples):
+        return super().write(path, ((k, canonical_record(v)) for k, v in examples))
+
+
+def _examples_of_game(game_id: str, points: np.ndarray, cols: np.ndarray):
     """(key, example) per kept position of one game: points uint8 [R, N, N, W], cols the build's spill rows."""
     for r in range(len(cols)):
         c = cols[r]
-        yield example_key(moves_hash, c["move_number"]), {
+        yield example_key(game_id, c["move_number"]), {
             "planes": np.ascontiguousarray(points[r]), "target": int(c["target"]), "to_move": int(c["to_move"]),
             "move_number": int(c["move_number"]), "player_rank": int(c["player_rank"]),
-            "opponent_rank": int(c["opponent_rank"]), "game": moves_hash}
-
-
-def _reject_line(g: dict) -> dict:
-    """The build's rejects.jsonl line of a game not used (build._plan writes the same)."""
-    line = {"path": g["path"], "status": g["status"], "reason": g["reason"]}
-    for k in ("detail", "move_number", "move", "colour"):
-        if g.get(k) not in (None, ""):
-            line[k] = g[k]
-    return line
+            "opponent_rank": int(c["opponent_rank"]), "game": game_id}
 
 
 class GoMoves(tfds.core.GeneratorBasedBuilder):
     """Next-move positions from SGF archives (see the module docstring)."""
 
     VERSION = tfds.core.Version(VERSION)
-    RELEASE_NOTES = {str(VERSION): "kifunet build's positions (feature set v1) in array_record."}
+    RELEASE_NOTES = {"1.0.0": "kifunet build's positions (feature set v1) in array_record.",
+                     "1.1.0": "Duplicates are copies of one game (GameRecord.game_id), no longer every game with "
+                              "the same moves; example keys and the game feature are game ids (another record "
+                              "order)."}
     BUILDER_CONFIGS = _configs()
     MANUAL_DOWNLOAD_INSTRUCTIONS = ("Put the SGF archives (.tar.gz, .zip, .sgf files or directories of them) "
                                     "in manual_dir, e.g. the KGS archives from u-go.net or a GoGoD collection.")
@@ -237,17 +315,28 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
         cfg = self.builder_config
         return {
             "format": FORMAT, "format_version": FORMAT_VERSION, "tool": {"name": "kifunet",
-                                                                        "version": build_mod.tool_version()},
-            "builder": mode,
+                                                                        "version": tool_version()},
+            "builder": mode, "config": cfg.name,
             "features": {"name": fs.name, "version": fs.version, "num_planes": fs.num_planes,
                          "num_stored": fs.num_stored, "columns": list(fs.columns), "plane_names": fs.plane_names()},
             "board_size": filt.board_size, "point_bytes": shards_mod.point_width(fs.num_stored),
             "planes_encoding": "np.packbits(stored, axis=-1) per point, big bit order",
             "preset": cfg.preset, "options": cfg.resolved(), "filters": filt.to_json(),
-            "split_rule": rule.to_json(), "illegal_moves": build_mod.ILLEGAL_MOVE_POLICY,
-            "dedupe": "first copy in input order among games that pass every filter (GameRecord.moves_hash)",
+            "split_rule": rule.to_json(), "illegal_moves": ILLEGAL_MOVE_POLICY,
+            "dedupe": DEDUPE_RULE,
             "counts": counts, "splits": split_info, "inputs": inputs,
         }
+
+    # TFDS prints these two lines to stdout; `kifunet tfds`'s stdout is its summary, as `kifunet build`'s is
+    def _log_download_bytes(self) -> None:
+        print(f"go_moves: preparing {self.data_dir} from {self.builder_config.name}...", file=sys.stderr)
+
+    def _log_download_done(self) -> None:
+        print(f"go_moves: prepared {self.data_dir}", file=sys.stderr)
+
+    def _example_writer(self) -> tfds_writer.ExampleWriter:
+        # records in their canonical serialization (see _CanonicalExampleWriter): byte-identical files per run
+        return _CanonicalExampleWriter(file_format=self.info.file_format)
 
     def _manual(self, dl_manager) -> str:
         return os.path.normpath(os.fspath(dl_manager.manual_dir))
@@ -272,21 +361,18 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
         filt, rule = cfg.filters(), cfg.split_rule()
         manual = self._manual(dl_manager)
         self._work = tempfile.mkdtemp(prefix="kifunet-tfds-")
-        work = os.path.join(self._work, build_mod.WORK)
-        bcfg = build_mod.BuildConfig(inputs=[manual], out=self._work, features=cfg.features, filters=filt,
-                                     splits=rule, workers=self.workers, preset=cfg.preset, options=cfg.resolved(),
-                                     progress=False)
-        ucfg = {"features": cfg.features, "filters": dataclasses.asdict(filt), "rule": rule,
-                "symmetries": "none", "board_size": filt.board_size}
+        work = self._work
+        ucfg = unit_config(cfg.features, filt, rule)
         infos: list = []
-        pool = build_mod._Pool(self.workers) if self.workers >= 1 else None
+        pool = WorkerPool(self.workers) if self.workers >= 1 else None
         try:
-            summaries = build_mod._encode_stage(bcfg, ucfg, work, infos, log.info, pool)
+            summaries = encode_inputs([manual], ucfg, work, infos, unit_games=UNIT_GAMES, pool=pool, progress=False,
+                                      log=log.info)
         finally:
             if pool is not None:
                 pool.close()
         names = rule.names()
-        per_split, accounting = build_mod._plan(bcfg, work, summaries, names, infos)
+        per_split, accounting = plan(work, summaries, names, infos, dedupe=filt.dedupe)
         split_info = {s: {"games": len(per_split[s]["games"]), "positions": per_split[s]["positions"]}
                       for s in names}
         inputs = [{"path": i.path, "records": i.records, "ignored": i.ignored, "errors": i.errors} for i in infos]
@@ -305,12 +391,12 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
         w = shards_mod.point_width(fs.num_stored)
         for u in sorted(units):
             rows = units[u][0]
-            planes, cols = build_mod._unit_arrays(work, u, n * n * w)
-            _, games = build_mod._read_unit(work, u)
+            planes, cols = unit_arrays(work, u, n * n * w)
+            _, games = read_unit(work, u)
             game = np.asarray(cols["game"])[rows]
             for gi in np.unique(game):  # a game's rows are consecutive in its unit
                 sel = rows[game == gi]
-                yield from _examples_of_game(games[int(gi)]["moves_hash"],
+                yield from _examples_of_game(games[int(gi)]["game_id"],
                                              np.asarray(planes[sel]).reshape(len(sel), n, n, w), cols[sel])
 
     # -- Beam ------------------------------------------------------------------------------------------------
@@ -322,7 +408,7 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
         manual = self._manual(dl_manager)
         if not os.path.isdir(manual):
             raise FileNotFoundError(f"manual_dir {manual} is not a directory")
-        files = list(enumerate(inputs_mod._walk_sorted(manual)))
+        files = list(enumerate(inputs_mod.walk(manual)))
         names = rule.names()
         ecfg = {"features": cfg.features, "filters": dataclasses.asdict(filt), "rule": rule}
         meta = self._kifunet_meta(filt, rule, {}, {}, [], "beam")
@@ -336,7 +422,7 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
         light = games | "GameDicts" >> beam.Map(lambda e: (e[0], e[1]))
         losers = (light
                   | "UsedGames" >> beam.Filter(lambda e: e[1]["status"] == "ok")
-                  | "ByMoves" >> beam.Map(lambda e: (e[1]["moves_hash"], (e[0], e[1]["path"])))
+                  | "ByGame" >> beam.Map(lambda e: (e[1]["game_id"], (e[0], e[1]["path"])))
                   | "GroupCopies" >> beam.GroupByKey()
                   | "LaterCopies" >> beam.FlatMap(_later_copies))
         losers_view = beam.pvalue.AsDict(losers)
@@ -344,7 +430,7 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
         counts = final | "Accounting" >> beam.CombineGlobally(_AccountingFn())
         rejects = (final
                    | "NotUsed" >> beam.Filter(lambda e: e[1]["status"] != "ok")
-                   | "RejectLines" >> beam.Map(lambda e: (e[0], _reject_line(e[1])))
+                   | "RejectLines" >> beam.Map(lambda e: (e[0], reject_line(e[1])))
                    | "AllRejects" >> beam.combiners.ToList())
         inputs = enc.inputs | "AllInputs" >> beam.combiners.ToList()
         _ = counts | "WriteSummary" >> beam.Map(_write_summary, beam.pvalue.AsSingleton(rejects),
@@ -374,22 +460,9 @@ except ImportError:  # pragma: no cover - exercised where apache-beam is missing
     _DoFn = _CombineFn = object
 
 
-def _file_records(path: str, info: inputs_mod.InputInfo):
-    """The records of one file of the manual directory, as ``inputs.iter_input`` reads a directory input."""
-    kind = inputs_mod.archive_kind(path)
-    if kind is not None:
-        yield from inputs_mod._iter_archive_file(path, kind, info, dir_hash=lambda *a: None)
-    elif inputs_mod.is_sgf_name(path):
-        src = inputs_mod._read_file(path, info)
-        info.records += 1
-        yield src
-    else:
-        info.ignored += 1
-
-
 class _EncodeFile(_DoFn):
-    """One file of the manual directory -> one element per game record (the build's ``_encode_one``), and one
-    ``inputs`` element with its record count, ignored files and archive damage."""
+    """One file of the manual directory -> one element per game record (the build's ``encode_record``), and
+    one ``inputs`` element with its record count, ignored files and archive damage."""
 
     def __init__(self, ecfg: dict):
         super().__init__()
@@ -400,13 +473,8 @@ class _EncodeFile(_DoFn):
         fs = features_mod.get(self.ecfg["features"])
         filt = filters_mod.Filters(**self.ecfg["filters"])
         info = inputs_mod.InputInfo(path=path, kind=inputs_mod.input_kind(path))
-        for j, src in enumerate(_file_records(path, info)):
-            try:
-                g, planes, cols = build_mod._encode_one(src, fs, filt, self.ecfg["rule"], "none")
-                packed = shards_mod.pack_points(planes) if planes is not None else None
-            except Exception as e:  # noqa: BLE001 - as build.encode_unit: a bug on one record is a reject
-                g, packed, cols = ({"path": src.path, "status": "rejected", "reason": "internal_error",
-                                    "detail": f"{type(e).__name__}: {e}"}, None, None)
+        for j, src in enumerate(inputs_mod.iter_file(path, info)):
+            g, packed, cols = encode_record(src, fs, filt, self.ecfg["rule"], "none")
             if packed is not None:
                 g["rows"] = int(len(cols))
             yield (k, j), g, packed, cols
@@ -415,7 +483,7 @@ class _EncodeFile(_DoFn):
 
 
 def _later_copies(item):
-    """(moves_hash, [(ordinal, path), ...]) -> (ordinal, first path) for every copy after the first."""
+    """(game_id, [(ordinal, path), ...]) -> (ordinal, first path) for every copy after the first."""
     _, copies = item
     copies = sorted(copies)
     for ordinal, _path in copies[1:]:
@@ -426,7 +494,7 @@ def _mark_duplicate(e, losers: dict):
     ordinal, g = e
     first = losers.get(ordinal)
     if first is not None:
-        g = dict(g, status="filtered", reason="duplicate", detail=f"same moves as {first}")
+        g = dict(g, status="filtered", reason="duplicate", detail=f"same game as {first}")
     return ordinal, g
 
 
@@ -434,12 +502,12 @@ def _beam_examples(e, losers: dict):
     ordinal, g, packed, cols = e
     if g["status"] != "ok" or ordinal in losers:
         return
-    for ex in _examples_of_game(g["moves_hash"], packed, cols):
+    for ex in _examples_of_game(g["game_id"], packed, cols):
         yield g["split"], ex
 
 
 class _AccountingFn(_CombineFn):
-    """The build's accounting (build._plan) as a combine: counts by reason, position counts, and the first
+    """The build's accounting (plan_stage.plan) as a combine: counts by reason, position counts, and the first
     three paths (in input order) of every reason."""
 
     def create_accumulator(self):
@@ -514,178 +582,53 @@ def _write_summary(acc: dict, rejects: list, inputs: list, *, out_dir: str, meta
 
 
 # ------------------------------------------------------------------------------------------------------------
-# reading
-
-
-def open_builder(dataset: str, data_dir: str | None = None):
-    """A prepared ``go_moves`` dataset: a directory holding ``dataset_info.json``, or ``go_moves/CONFIG[:VERSION]``
-    under ``data_dir`` (default: ``$TFDS_DATA_DIR``, else ``~/tensorflow_datasets``)."""
-    if os.path.isfile(os.path.join(dataset, "dataset_info.json")):
-        return tfds.builder_from_directory(dataset)
-    return tfds.builder(dataset, data_dir=data_dir)
-
-
-def kifunet_metadata(builder) -> dict:
-    """The ``kifunet`` metadata (accounting, feature set, filters) of a prepared dataset."""
-    path = epath.Path(builder.data_dir) / "metadata.json"
-    return json.loads(path.read_text())["kifunet"]
-
-
-def decode(records, fs, board_size: int | None = None, *, assemble: bool = True) -> dict[str, np.ndarray]:
-    """``tfds.data_source`` records (dicts) -> a batch like :meth:`Reader.batch`: ``planes`` uint8 [B, N, N, C]
-    (the feature set's full planes; ``stored`` [B, N, N, Cs] with ``assemble=False``), the columns, ``game``."""
-    recs = list(records)
-    if not recs:
-        n = int(board_size or 19)
-        packed = np.zeros((0, n, n, shards_mod.point_width(fs.num_stored)), np.uint8)
-    else:
-        packed = np.stack([np.asarray(r["planes"], np.uint8) for r in recs])
-    stored = shards_mod.unpack_points(packed, fs.num_stored)
-    out = {k: np.fromiter((int(r[k]) for r in recs), shards_mod.COLUMN_DTYPES[k], len(recs)) for k in COLUMNS}
-    out["game"] = np.array([r["game"].decode() if isinstance(r["game"], bytes) else str(r["game"]) for r in recs],
-                           dtype=object)
-    if assemble:
-        out["planes"] = fs.assemble(stored, out)
-    else:
-        out["stored"] = stored
-    return out
-
-
-def decode_raw(raw_records, fs, board_size: int, *, assemble: bool = True) -> dict[str, np.ndarray]:
-    """As :func:`decode`, from serialized records (``tfds.data_source(...,
-    deserialize_method=DeserializeMethod.RAW_BYTES)``): the ``tf.Example`` is parsed directly (protobuf, no
-    per-feature TFDS decoding), about 3x faster than :func:`decode` on ``tfds.data_source`` records."""
-    from tensorflow_datasets.proto import tf_example_pb2
-
-    n, w = int(board_size), shards_mod.point_width(fs.num_stored)
-    planes, cols, games = [], [], []
-    for x in raw_records:
-        f = tf_example_pb2.Example.FromString(x).features.feature
-        planes.append(f["planes"].bytes_list.value[0])
-        cols.append([f[k].int64_list.value[0] for k in COLUMNS])
-        games.append(f["game"].bytes_list.value[0].decode())
-    packed = np.frombuffer(b"".join(planes), np.uint8).reshape(len(planes), n, n, w)
-    c = np.asarray(cols, np.int64).reshape(len(cols), len(COLUMNS))
-    out = {k: c[:, j].astype(shards_mod.COLUMN_DTYPES[k]) for j, k in enumerate(COLUMNS)}
-    out["game"] = np.array(games, dtype=object)
-    stored = shards_mod.unpack_points(packed, fs.num_stored)
-    if assemble:
-        out["planes"] = fs.assemble(stored, out)
-    else:
-        out["stored"] = stored
-    return out
-
-
-class TfdsReader:
-    """Random access to one split of a prepared ``go_moves`` dataset, as :class:`Reader` does for HDF5.
-
-    ``len(r)``, ``r.batch(indices)`` (``planes`` [B, N, N, C] uint8, the columns, ``game``, ``index``),
-    ``r.iter_batches(batch_size)``. The data source opens lazily in each process (picklable for grain). Records
-    are read as bytes and parsed by :func:`decode_raw`; if that fails (a dataset written by another TFDS
-    encoding) the reader falls back to TFDS's own decoding (:func:`decode`)."""
-
-    def __init__(self, dataset: str, split: str = "train", *, data_dir: str | None = None, assemble: bool = True):
-        self.dataset, self.split, self.data_dir, self.assemble = dataset, split, data_dir, assemble
-        builder = open_builder(dataset, data_dir)
-        self.builder_dir = os.fspath(builder.data_dir)
-        self.meta = kifunet_metadata(builder)
-        if split not in builder.info.splits:
-            raise KeyError(f"{dataset}: no split {split!r}; splits: {', '.join(builder.info.splits)}")
-        self._len = int(builder.info.splits[split].num_examples)
-        self.feature_name = self.meta["features"]["name"]
-        self.board_size = int(self.meta["board_size"])
-        self.num_planes = int(self.meta["features"]["num_planes"])
-        self.columns = list(COLUMNS)
-        self._fs = None
-        self._source = None
-        self._pid = None
-
-    def __getstate__(self):
-        return {"dataset": self.builder_dir, "split": self.split, "assemble": self.assemble}
-
-    def __setstate__(self, st):
-        self.__init__(st["dataset"], st["split"], assemble=st["assemble"])
-
-    @property
-    def feature_set(self):
-        if self._fs is None:
-            fs = features_mod.get(self.feature_name)
-            if fs.version != int(self.meta["features"]["version"]):
-                raise ValueError(f"{self.dataset}: built with feature set {self.feature_name} "
-                                 f"v{self.meta['features']['version']}, this code has v{fs.version}; rebuild it")
-            self._fs = fs
-        return self._fs
-
-    @property
-    def source(self):
-        """The split's data source of serialized records (opened once per process)."""
-        if self._source is None or self._pid != os.getpid():
-            self._source = tfds.builder_from_directory(self.builder_dir).as_data_source(
-                split=self.split, deserialize_method=tfds.decode.DeserializeMethod.RAW_BYTES)
-            self._pid = os.getpid()
-        return self._source
-
-    def __len__(self) -> int:
-        return self._len
-
-    def records(self, indices) -> list[bytes]:
-        """The serialized records at ``indices``."""
-        idx = [int(i) for i in np.asarray(indices, np.int64).reshape(-1)]
-        return list(self.source.__getitems__(idx)) if idx else []
-
-    def batch(self, indices) -> dict[str, np.ndarray]:
-        idx = np.asarray(indices, np.int64).reshape(-1)
-        idx = np.where(idx < 0, idx + len(self), idx)
-        if idx.size and (idx.min() < 0 or idx.max() >= len(self)):
-            raise IndexError(f"row index out of range for {len(self)} rows")
-        raw = self.records(idx)
-        try:
-            out = decode_raw(raw, self.feature_set, self.board_size, assemble=self.assemble)
-        except (KeyError, IndexError, ValueError):
-            feats = tfds.builder_from_directory(self.builder_dir).info.features
-            out = decode([feats.deserialize_example_np(x) for x in raw], self.feature_set, self.board_size,
-                         assemble=self.assemble)
-        out["index"] = idx
-        return out
-
-    def __getitem__(self, index: int) -> dict:
-        b = self.batch([index])
-        return {k: v[0] for k, v in b.items()}
-
-    def iter_batches(self, batch_size: int, *, start: int = 0, stop: int | None = None):
-        stop = len(self) if stop is None else min(stop, len(self))
-        for a in range(start, stop, batch_size):
-            yield self.batch(np.arange(a, min(stop, a + batch_size)))
-
-
-# ------------------------------------------------------------------------------------------------------------
 # command line
 
 
-def build_dataset(config: str, manual_dir: str, data_dir: str, *, workers: int = 0, beam: bool = False,
-                  beam_args: list[str] | None = None) -> GoMoves:
+def build_dataset(config: str | GoMovesConfig, manual_dir: str, data_dir: str, *, workers: int = 0,
+                  beam: bool = False, beam_args: list[str] | None = None) -> GoMoves:
     """Build ``go_moves/<config>`` from ``manual_dir`` into ``data_dir`` (``kifunet tfds`` runs this); with
-    ``beam``, through an Apache Beam pipeline with ``beam_args`` as its options (default the DirectRunner)."""
+    ``beam``, through an Apache Beam pipeline with ``beam_args`` as its options (default the DirectRunner).
+
+    A dataset already prepared there is reused, as TFDS does, when it was built from the same ``manual_dir``
+    with the same options; otherwise ``ValueError`` (TFDS would reuse it silently)."""
     kw = {"manual_dir": manual_dir}
     if beam:
         from apache_beam.options.pipeline_options import PipelineOptions
 
         kw["beam_options"] = PipelineOptions(beam_args or ["--runner=DirectRunner"])
+    if not os.path.exists(manual_dir):
+        raise FileNotFoundError(f"input not found: {manual_dir}")  # as kifunet build says it
+    if os.path.isdir(manual_dir) and not os.listdir(manual_dir):  # TFDS refuses an empty manual_dir
+        raise ValueError(f"no positions written (the inputs hold no SGF record): {manual_dir} is empty")
     b = GoMoves(config=config, data_dir=data_dir, workers=workers)
+    _check_existing(b, manual_dir)
     b.download_and_prepare(download_config=tfds.download.DownloadConfig(**kw))
     return b
 
 
+def _check_existing(b: GoMoves, manual_dir: str) -> None:
+    if not (b.data_path / "dataset_info.json").exists():
+        return
+    path = b.data_path / METADATA
+    old = json.loads(path.read_text()).get("kifunet", {}) if path.exists() else {}
+    cfg = b.builder_config
+    want = _content(cfg.features, cfg.filters(), cfg.split_rule())
+    want["inputs"] = os.path.normpath(os.fspath(manual_dir))
+    have = {"features": {k: old.get("features", {}).get(k) for k in ("name", "version")},
+            "filters": old.get("filters"), "split_rule": old.get("split_rule"),
+            "inputs": (old.get("inputs") or [{}])[0].get("path")}
+    changed = [k for k in want if want[k] != have[k]]
+    if changed:
+        raise ValueError(f"{b.data_dir} holds a go_moves dataset built with other {', '.join(changed)}; remove it "
+                         "or build under another --name")
+
+
 def summary_text(b: GoMoves) -> str:
-    """The accounting of a built dataset, as ``kifunet build`` prints it."""
-    meta = kifunet_metadata(b)
-    c = meta["counts"]
-    lines = [f"{b.data_dir}: {c['seen']} records seen = {c['used']} used + {sum(c['filtered'].values())} "
-             f"filtered + {sum(c['rejected'].values())} rejected"]
-    for name, sp in meta["splits"].items():
-        lines.append(f"  {name}: {sp['games']} games, {sp['positions']} positions")
-    lines.append(f"  details: {epath.Path(b.data_dir) / 'metadata.json'}, {epath.Path(b.data_dir) / REJECTS}")
-    return "\n".join(lines)
+    """The accounting of a built dataset, as ``kifunet build`` prints it
+    (:func:`kifunet.data_prep.manifest.summary_lines`)."""
+    d = epath.Path(b.data_dir)
+    return "\n".join(summary_lines(os.fspath(d), kifunet_metadata(b), (d / METADATA, d / REJECTS)))
 
 
 def main(argv=None) -> int:

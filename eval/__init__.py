@@ -13,7 +13,7 @@ module                      what it holds
 ``plots``                   learning curves, top-n accuracy curve, accuracy against nats
 ==========================  =====================================================================================
 
-The play modules (``policy``, ``gtp``, ``match``, ``scoring``) are described in their own docstrings.
+Playing a net (policy, GTP engine, scoring, matches against GNU Go) lives in :mod:`kifunet.play`.
 
 Commands: ``kifunet eval``, ``kifunet tables``, ``kifunet show``. Notebooks: ``notebooks/reproduce_tables.ipynb``,
 ``notebooks/explore_predictions.ipynb``.

@@ -2,7 +2,7 @@
 
 >>> from kifunet.eval.evaluate import Predictor, evaluate, format_result
 >>> pred = Predictor(model, "maddison")                                   # doctest: +SKIP
->>> res = evaluate(pred, Reader("data/kgs", "test"), ensemble=True)       # doctest: +SKIP
+>>> res = evaluate(pred, open_split("data/kgs", "test"), ensemble=True)   # doctest: +SKIP
 >>> print(format_result(res))                                             # doctest: +SKIP
 
 A :class:`Predictor` is a model plus the feature set its input planes come from; ``predict(batch)`` turns a
@@ -226,8 +226,9 @@ def spec_text(spec: dict) -> str:
 def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: bool = False,
              legal_mask: bool = False, limit: int | None = None, start: int = 0, phase_starts=M.PHASE_STARTS,
              progress: bool = True) -> dict:
-    """Metrics of ``predictor`` on every row of ``reader``, or on rows ``start .. start + limit - 1`` (a part of the
-    split: parts evaluated apart, on one machine or several, add up with :func:`merge_results`); see the module
+    """Metrics of ``predictor`` on every row of ``reader`` (a dataset split:
+    :func:`kifunet.data_prep.dataset.open_split`), or on rows ``start .. start + limit - 1`` (a part of the split:
+    parts evaluated apart, on one machine or several, add up with :func:`merge_results`); see the module
     docstring."""
     from tqdm.auto import tqdm
 
@@ -331,10 +332,15 @@ def save_result(result: dict, path: str) -> None:
 
 
 def load_result(path: str) -> dict:
+    """The result JSON at ``path`` (a ``ValueError`` when the file is not one; ``OSError`` when unreadable)."""
     with open(path, encoding="utf-8") as f:
-        res = json.load(f)
-    if res.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a kifunet eval result (format {res.get('format')!r})")
+        try:
+            res = json.load(f)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"{path} is not a kifunet eval result (not JSON: {e})") from None
+    fmt = res.get("format") if isinstance(res, dict) else None
+    if fmt != FORMAT:
+        raise ValueError(f"{path} is not a kifunet eval result (format {fmt!r})")
     return res
 
 

@@ -39,10 +39,9 @@ class ReplayLegality:
         by_top: dict[str, dict[str, int]] = defaultdict(dict)
         for g in wanted:
             path = self.paths[g]
-            top = path.split("!", 1)[0]
-            by_top[top][path] = g
+            by_top[inputs.source_file(path)][path] = g  # the archive or SGF file (a collection's FILE#k too)
         for top, members in by_top.items():
-            if top in members and "!" not in top:  # a plain SGF file
+            if list(members) == [top] and inputs.archive_kind(top) is None:  # a plain single-game SGF file
                 self._store(members[top], replay.load(top, path=top))
                 continue
             if not os.path.exists(top):
@@ -93,6 +92,9 @@ class LegalMasker:
         probe = legal_from_planes(np.zeros((1, reader.board_size, reader.board_size, self.fs.num_planes), np.uint8),
                                   self.fs)
         self.source = "planes" if probe is not None else "replay"
+        if self.source == "replay" and not hasattr(reader, "games"):
+            raise ValueError(f"{reader.root}: {self.fs.name} has no legality planes and this dataset no games table "
+                             "to replay (a TFDS split); use the HDF5 build for --legal-mask")
         self._replay = None
 
     def __call__(self, batch: dict) -> np.ndarray:

@@ -24,6 +24,11 @@ than every other logit, and top-k only if it is strictly greater than the k-th l
 outputs a constant scores 0% top-1, not 1/362 or 100%; the result never depends on the order of the moves (an
 ``argmax`` picks the first of tied moves, so it would). With float32 logits exact ties between a trained
 net's moves are rare; the rule matters for constant or masked outputs (pass at -1e9, illegal points at -inf).
+:func:`~kifunet.models.base.played_move_rank` (re-exported here) is the rule's one definition, kept beside the
+policy output contract in :mod:`kifunet.models.base` so that training and eval both import it from below them;
+it takes NumPy or JAX arrays (traced ones too), and the training loop's jitted top-1/top-4
+(:func:`kifunet.train.parallel.topk_correct`) call it as well, so training and eval count the same positions
+as correct.
 
 Cross-entropy is ``logsumexp(z) - z[t]`` computed in float64 on the host from the float32 logits.
 
@@ -56,6 +61,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+
+from kifunet.models.base import played_move_rank  # noqa: F401  (re-exported: the tie rule's one definition)
 
 MAX_K = 10
 #: default move-number buckets for the game-phase breakdown: first move number of each bucket (1-based)
@@ -102,7 +109,7 @@ def target_ranks(logits, target, legal=None) -> np.ndarray:
     if legal is not None and not np.isfinite(zt).all():
         bad = np.flatnonzero(~np.isfinite(zt))
         raise ValueError(f"the played move is illegal under the mask at batch rows {bad.tolist()[:10]}")
-    return (z >= zt[:, None]).sum(axis=1).astype(np.int64) - 1
+    return played_move_rank(z, t).astype(np.int64)
 
 
 def example_stats(logits, target, legal=None) -> tuple[np.ndarray, np.ndarray]:
@@ -125,29 +132,18 @@ def ensemble_log_probs(logits_per_pass: Sequence[np.ndarray], legal=None) -> np.
 def legal_from_planes(planes, feature_set) -> np.ndarray | None:
     """bool ``[B, N*N + 1]`` legality for the side to move read off the input planes, or ``None``.
 
-    * a ``legal`` plane (maddison): that plane;
-    * ``liberties_after_*`` planes (alphago): their union. They are one-hot buckets of the liberties the mover's
-      chain would have, set only on legal points, and a legal move always leaves at least one liberty, so
-      exactly one bucket is set on a legal point and none elsewhere.
-
-    Pass is always legal. Other sets (agz, gonn) do not carry legality: replay the game instead.
+    The planes are the ones the set's features declare (``Feature.legality``, tabled in
+    :mod:`kifunet.data_prep.features`; :meth:`~kifunet.data_prep.features.FeatureSet.legal_channels`): a point is
+    legal where any of them is set. maddison: its ``legal`` plane; alphago: the union of its
+    ``liberties_after_8`` buckets. Pass is always legal. Sets that declare none (agz, gonn) give ``None``: replay
+    the game instead (:mod:`kifunet.eval.legality`).
     """
     x = np.asarray(planes)
     b, n = x.shape[0], x.shape[1]
-    names = [f.name for f in feature_set.features]
-    offsets = np.cumsum([0] + [f.planes for f in feature_set.features])
-    pick = None
-    if "legal" in names:
-        i = names.index("legal")
-        pick = [int(offsets[i])]
-    else:
-        lib = [i for i, nm in enumerate(names) if nm.startswith("liberties_after_")]
-        if lib:
-            i = lib[0]
-            pick = list(range(int(offsets[i]), int(offsets[i + 1])))
+    pick = feature_set.legal_channels()
     if pick is None:
         return None
-    on_board = (x[..., pick] != 0).any(axis=-1).reshape(b, n * n)
+    on_board = (x[..., list(pick)] != 0).any(axis=-1).reshape(b, n * n)
     return np.concatenate([on_board, np.ones((b, 1), dtype=bool)], axis=1)
 
 

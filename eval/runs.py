@@ -2,14 +2,17 @@
 
 A run directory (the ``--workdir`` of ``kifunet train``) holds ``config.json``, orbax checkpoints, and the
 JSON-lines metrics ``metrics_train.jsonl`` / ``metrics_eval.jsonl``; ``kifunet eval`` adds ``eval/*.json``.
-Eval reads the checkpoint through :mod:`kifunet.train.checkpointing` and rebuilds the model with
-:func:`kifunet.models.create` from the run's config; nothing else of the training code is used.
+Eval reads the checkpoint through :mod:`kifunet.train.checkpointing` and rebuilds the model from the run's config
+with :mod:`kifunet.train.model_config` (as training does); the training loop is not imported.
 
 Notebook settings (environment variables, read by :func:`run_dirs_from_env`):
 
 =====================  =================================================================================
-``KIFUNET_RUN``        run directories separated by ``:`` (``os.pathsep``); unset or empty: every
-                       directory under the repository's ``runs/`` that holds a ``config.json``
+``KIFUNET_RUN``        run directories separated by ``:`` (``os.pathsep``); unset or empty: every run
+                       directory under ``runs/`` at any depth (``runs/x``, the quickstart's
+                       ``runs/quickstart/run``, ``runs/a/b/c``; :func:`find_run_dirs`), newest first, ``runs/``
+                       being that of the current directory or of its nearest parent with one
+                       (:func:`kifunet.paths.runs_dir`)
 ``KIFUNET_FIGURES``    where notebooks write their PNGs; default ``figures/`` in the first run directory
 =====================  =================================================================================
 """
@@ -17,20 +20,48 @@ Notebook settings (environment variables, read by :func:`run_dirs_from_env`):
 from __future__ import annotations
 
 import dataclasses
-import glob
 import logging
 import os
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from kifunet import paths
 
 
 def is_run_dir(path: str) -> bool:
     return os.path.isfile(os.path.join(path, "config.json"))
 
 
+#: files whose times say when a run last changed (with the run directory itself)
+_ACTIVITY = ("config.json", "metrics_train.jsonl", "metrics_eval.jsonl", "checkpoints", "eval")
+
+
+def run_mtime(path: str) -> float:
+    """When the run last changed: the newest modification time of its directory, config, metrics, checkpoints
+    folder and eval folder."""
+    times = [os.path.getmtime(path)]
+    for name in _ACTIVITY:
+        try:
+            times.append(os.path.getmtime(os.path.join(path, name)))
+        except OSError:
+            pass
+    return max(times)
+
+
+def find_run_dirs(root: str | os.PathLike) -> list[str]:
+    """Every run directory (:func:`is_run_dir`) below ``root``, at any depth, newest first (:func:`run_mtime`).
+
+    A run's own folders (checkpoints, eval, figures...) are not searched, nor hidden folders."""
+    found = []
+    for dirpath, dirnames, _ in os.walk(root):
+        if dirpath != os.fspath(root) and is_run_dir(dirpath):
+            found.append(dirpath)
+            dirnames[:] = []
+        else:
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+    return sorted(found, key=lambda d: (-run_mtime(d), d))
+
+
 def run_dirs_from_env(*, newest_only: bool = False) -> list[str]:
-    """Run directories named by ``KIFUNET_RUN``, else those under ``runs/`` (newest first)."""
+    """Run directories named by ``KIFUNET_RUN``, else every run under ``runs/``, at any depth (newest first)."""
     env = os.environ.get("KIFUNET_RUN", "").strip()
     if env:
         dirs = [d for d in env.split(os.pathsep) if d]
@@ -38,10 +69,10 @@ def run_dirs_from_env(*, newest_only: bool = False) -> list[str]:
         if missing:
             raise FileNotFoundError(f"KIFUNET_RUN names missing directories: {', '.join(missing)}")
     else:
-        found = [d for d in glob.glob(str(REPO_ROOT / "runs" / "*")) if is_run_dir(d)]
-        dirs = sorted(found, key=os.path.getmtime, reverse=True)
+        root = paths.runs_dir()
+        dirs = find_run_dirs(root)
         if not dirs:
-            raise FileNotFoundError(f"no run directories under {REPO_ROOT / 'runs'}; train one "
+            raise FileNotFoundError(f"no training runs under {root} (at any depth); train one "
                                     "(`kifunet quickstart`) or set KIFUNET_RUN")
     return dirs[:1] if newest_only else dirs
 
@@ -54,7 +85,7 @@ def figures_dir(run_dirs: list[str]) -> str:
 
 def sample_sgf() -> str:
     """The first game of the project's sample corpus (the notebooks' default position source)."""
-    return str(REPO_ROOT / "samples" / "gnugo" / "gnugo-0000.sgf")
+    return str(paths.sample_games() / "gnugo-0000.sgf")
 
 
 def find_workdir(path: str) -> str:
@@ -111,7 +142,7 @@ def _data_shape(cfg: dict, meta: dict, dataset: str | None, feature_set: str | N
                 board_size: int | None) -> tuple[str, int]:
     """(feature set, board size): the arguments, else the training dataset's manifest (``config.dataset``), else
     ``dataset``'s, else what the checkpoint's metadata records."""
-    from kifunet.data_prep.reader import load_manifest
+    from kifunet.data_prep.manifest import read_manifest as load_manifest
 
     tried = []
     for root in (cfg.get("dataset") or None, dataset):
@@ -147,18 +178,16 @@ def load_net(path: str, *, step: int | None = None, dataset: str | None = None, 
              board_size: int | None = None, dtype: str | None = None) -> TrainedNet:
     """The net of a training run: its newest checkpoint (or ``step``, or the step directory named).
 
-    The model is rebuilt from ``config.json`` exactly as training built it (:func:`kifunet.train.train.build_model`:
-    ``model.name``, ``model.dtype``, ``model.rank_embedding``, ``model.kwargs``; a partial config is completed with
-    the defaults), computing in ``dtype`` if given (``'float32'`` for play), with the feature set and board size
-    of :func:`_data_shape`; parameters and BatchNorm statistics come from the checkpoint
+    The model is rebuilt from ``config.json`` exactly as training built it (:mod:`kifunet.train.model_config`:
+    ``model.name``, ``model.dtype``, ``model.rank_embedding``, ``model.kwargs`` and ``seed``; a partial config is
+    completed with the defaults), computing in ``dtype`` if given (``'float32'`` for play), with the feature set
+    and board size of :func:`_data_shape`; parameters and BatchNorm statistics come from the checkpoint
     (:func:`kifunet.train.checkpointing.load_weights`). A checkpoint of another shape is a ``ValueError``.
     """
     from flax import nnx
 
     from kifunet.data_prep import features
-    from kifunet.train import checkpointing
-    from kifunet.train.configs import default
-    from kifunet.train.train import build_model
+    from kifunet.train import checkpointing, model_config
 
     workdir, target = resolve_checkpoint(path, step)
     raw = read_config(workdir).to_dict()
@@ -170,17 +199,11 @@ def load_net(path: str, *, step: int | None = None, dataset: str | None = None, 
     finally:
         absl_log.setLevel(level)
     fs, n = _data_shape(raw, meta, dataset, feature_set, board_size)
-    cfg = default.get_config()
-    model_raw = raw.get("model") or {}
-    for key in ("name", "dtype", "rank_embedding"):
-        if model_raw.get(key) is not None:
-            cfg.model[key] = model_raw[key]
-    if model_raw.get("kwargs"):
-        cfg.model.kwargs.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in model_raw["kwargs"].items()})
+    spec = model_config.model_section(raw.get("model"))
     if dtype is not None:
-        cfg.model.dtype = dtype
-    cfg.seed = int(raw.get("seed", 0))
-    model = build_model(cfg, board_size=n, in_planes=features.get(fs).num_planes)
+        spec.dtype = dtype
+    model = model_config.build_model(spec, seed=int(raw.get("seed", 0)), board_size=n,
+                                     in_planes=features.get(fs).num_planes)
     graph, params, extra = nnx.split(model, nnx.Param, ...)
     template = {"params": params, "extra": extra}
     want = {k: tuple(v.shape) for k, v in checkpointing.flatten_state(template).items()}
@@ -188,13 +211,13 @@ def load_net(path: str, *, step: int | None = None, dataset: str | None = None, 
     unexpected = sorted(set(weights) - set(want))
     wrong = sorted(k for k in set(want) & set(weights) if tuple(weights[k].shape) != want[k])
     if missing or unexpected or wrong:
-        raise ValueError(f"{target}: the checkpoint does not fit {cfg.model.name} ({n}x{n}, {fs}): missing "
+        raise ValueError(f"{target}: the checkpoint does not fit {spec.name} ({n}x{n}, {fs}): missing "
                          f"{missing[:3]}, unexpected {unexpected[:3]}, other shapes "
                          f"{[(k, tuple(weights[k].shape), want[k]) for k in wrong[:3]]}")
     restored = checkpointing.unflatten_state(template, {k: weights[k] for k in want})
     model = nnx.merge(graph, restored["params"], restored["extra"])
     model.eval()
-    info = {"name": os.path.basename(workdir), "model": cfg.model.name, "workdir": workdir,
+    info = {"name": os.path.basename(workdir), "model": spec.name, "workdir": workdir,
             "checkpoint": os.path.abspath(target), "step": meta.get("step"), "positions": meta.get("positions"),
             "train_seconds": meta.get("train_seconds"), "train_dataset": raw.get("dataset"),
             "feature_set": fs, "board_size": n}

@@ -72,7 +72,17 @@ def our_rows(path: str, res: dict) -> list[dict]:
     return rows
 
 
+def published_choices() -> list[str]:
+    """What ``which`` of :func:`published_rows` may be: ``all``, a dataset name in lower case, a dataset id."""
+    names = {r.dataset.name.lower() for r in P.move_prediction()} | {r.dataset.id for r in P.move_prediction()}
+    return ["all", *sorted(names)]
+
+
 def published_rows(which: str = "all") -> list[dict]:
+    """The published rows of dataset ``which`` (see :func:`published_choices`); another value is a ValueError."""
+    choices = published_choices()
+    if which not in choices:
+        raise ValueError(f"no published rows for {which!r}; choose from {', '.join(choices)}")
     rows = []
     for r in P.move_prediction():
         if which not in ("all", r.dataset.name.lower(), r.dataset.id):

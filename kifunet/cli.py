@@ -4,18 +4,57 @@ Each subcommand lives in ``kifunet/commands/<name>.py`` and defines ``HELP`` (on
 ``add_arguments(parser)`` and ``run(args) -> int``; a module that sets ``ACCEPTS_EXTRA_ARGS = True`` receives
 arguments argparse does not know (such as ``--config.key=value``) in ``args.extra``. Modules are imported only when their command runs,
 so ``kifunet --help`` stays fast and ``kifunet build`` never imports JAX.
+
+Errors: a command reports bad input by raising (:class:`kifunet.errors.CommandError`, a missing file, the
+project's input errors; :mod:`kifunet.errors` lists them); :func:`main` prints ``kifunet CMD: error: MESSAGE`` on
+stderr and returns 2, without a traceback. argparse's own errors also exit 2 (with the usage line). A command run
+by another one (``kifunet quickstart`` runs ``build``, ``train`` and ``eval`` through :func:`main`) lets the error
+through, so it is reported once, under the command the user typed.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import shutil
 import signal
 import sys
+import textwrap
 
-# Order shown in --help. Name -> module under kifunet.commands.
-COMMANDS = ("quickstart", "build", "tfds", "stats", "inspect", "features", "train", "eval", "tables", "show",
-            "gtp", "match")
+from kifunet import __version__, errors
+
+# The top-level help lists the commands in these sections, in this order. Name -> module under kifunet.commands.
+SECTIONS = (
+    ("start here", ("quickstart",)),
+    ("datasets", ("build", "tfds", "stats", "inspect", "features")),
+    ("training and results", ("train", "eval", "tables", "show")),
+    ("playing", ("gtp", "match")),
+)
+COMMANDS = tuple(name for _, names in SECTIONS for name in names)
+
+DESCRIPTION = """\
+Predict the next move of strong Go players: turn SGF game records into datasets of positions, train policy
+networks on them, measure them against the published results, and play them against other Go programs."""
+
+EPILOG = """\
+getting started (from a checkout):
+  python -m pip install -e ".[dev]" && kifunet quickstart
+      install, then build a dataset from the bundled sample games, train a small net for 3 minutes
+      and evaluate it: about 4 minutes on 2 CPU cores (`kifunet quickstart --sgf PATH...`: your games)
+  python -m pytest -q
+      the test suite
+
+the usual path:
+  kifunet build GAMES... --out DATA
+  kifunet train --config train/configs/cpu_small.py --workdir RUN --config.dataset=DATA
+  kifunet eval --checkpoint RUN --data DATA --split test
+  kifunet tables RUN
+  kifunet gtp --checkpoint RUN
+
+`kifunet COMMAND --help` shows a command's options. Bad input is reported as
+`kifunet COMMAND: error: ...` on stderr, with exit status 2."""
+
+_depth = 0  # nesting of main(): quickstart runs other commands through it
 
 
 def _available():
@@ -29,18 +68,39 @@ def _available():
     return out
 
 
+def commands_text(modules) -> str:
+    """The command list of the top-level help: each section, each command with its one-line ``HELP``."""
+    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 110)) - 2
+    lines = []
+    for title, names in SECTIONS:
+        present = [n for n in names if n in modules]
+        if not present:
+            continue
+        lines.append(f"{title}:")
+        for name in present:
+            wrapped = textwrap.wrap(modules[name].HELP, width - 16) or [""]
+            lines.append(f"  {name:<12s}  {wrapped[0]}")
+            lines += [" " * 16 + w for w in wrapped[1:]]
+        lines.append("")
+    return "\n".join(lines)
+
+
 def build_parser(modules=None) -> argparse.ArgumentParser:
     modules = modules if modules is not None else _available()
-    parser = argparse.ArgumentParser(prog="kifunet", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser = argparse.ArgumentParser(prog="kifunet", usage="kifunet [-h] [--version] COMMAND [ARGS...]",
+                                     description=DESCRIPTION, epilog=commands_text(modules) + "\n" + EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"kifunet {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", help=argparse.SUPPRESS, prog="kifunet")
     for name, mod in modules.items():
-        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        p = sub.add_parser(name, description=mod.HELP)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run, _module=mod)
     return parser
 
 
 def main(argv=None) -> int:
+    global _depth
     if hasattr(signal, "SIGPIPE"):  # `kifunet ... | head` ends quietly, like other Unix tools
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = build_parser()
@@ -51,8 +111,18 @@ def main(argv=None) -> int:
     if extra and not getattr(args._module, "ACCEPTS_EXTRA_ARGS", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
-    return int(args._run(args) or 0)
+    _depth += 1
+    try:
+        return int(args._run(args) or 0)
+    except Exception as e:  # noqa: BLE001 -- bad input is reported; anything else keeps its traceback
+        if _depth > 1 or not errors.is_user_error(e):
+            raise
+        return errors.report(args.command, e)
+    finally:
+        _depth -= 1
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # python -m kifunet.cli: run the one kifunet.cli module the commands import too
+    from kifunet import cli
+
+    sys.exit(cli.main())

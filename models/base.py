@@ -1,9 +1,11 @@
-"""The call contract shared by every policy network (see :mod:`kifunet.models`)."""
+"""The call contract shared by every policy network (see :mod:`kifunet.models`), and the tie rule for reading its
+output (:func:`played_move_rank`: the one definition of top-k, used by training and by eval)."""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 from kifunet.models.layers import RankEmbedding
@@ -55,3 +57,17 @@ def board_logits_without_pass(board: jax.Array) -> jax.Array:
     """``[B, N, N]`` point logits -> float32 ``[B, N*N + 1]`` with pass fixed at :data:`NO_PASS_LOGIT`."""
     flat = board.reshape(board.shape[0], -1).astype(jnp.float32)
     return jnp.concatenate([flat, jnp.full((flat.shape[0], 1), NO_PASS_LOGIT, jnp.float32)], axis=-1)
+
+
+def played_move_rank(logits, target):
+    """``[B]``: the number of *other* moves whose logit is >= the played move's.
+
+    The tie rule of every top-k figure (training and eval): the played move is in the top ``k`` when this is
+    ``< k``, so ties count against the prediction (see :mod:`kifunet.eval.metrics`).
+
+    ``logits [B, M]`` and ``target [B]`` are NumPy or JAX arrays (traced ones included: the array's own
+    namespace computes it, so it runs inside ``jax.jit``); no checks, see :func:`target_ranks` for those.
+    """
+    xp = logits.__array_namespace__() if hasattr(logits, "__array_namespace__") else np
+    played = xp.take_along_axis(logits, target[:, None], axis=-1)
+    return xp.sum(logits >= played, axis=-1) - 1

@@ -1,7 +1,7 @@
 """Analytical forward cost per position: multiply-accumulates of the convolutions and dense layers.
 
 A same-padded conv costs ``N*N * k*k * C_in * C_out`` MACs on an N x N board (padding taps counted, the
-usual convention, and the one GoNN used: gonn.md 6.2 gives 1.29 G and 2.97 G MACs for its 5- and
+usual convention, and the one GoNN used: docs/gonn.md section 4.2 gives 1.29 G and 2.97 G MACs for its 5- and
 12-block nets, which :func:`count_macs` reproduces); a dense layer ``in * out``. BatchNorm, activations,
 pooling and the extra centre weight (folded into the kernel) are not counted. 2 FLOPs per MAC; a
 forward+backward step is counted as 3 forwards (the backward pass needs the gradients with respect to

@@ -1,6 +1,6 @@
 """GoNN sandbox (2018) pre-activation ResNet, with each of its ideas switchable for ablations.
 
-Structure (../shared/docs/gonn.md section 6), C = ``channels`` = 192 by default:
+Structure (docs/gonn.md section 4), C = ``channels`` = 192 by default:
 
 * stem: 5x5 conv ``in_planes -> C``, no bias, plus a separate 1x1 "centre" weight folded into the centre
   tap (init 0.3 x He(fan_in=in_planes)); no BN, no activation (pre-activation net).
@@ -20,7 +20,7 @@ Structure (../shared/docs/gonn.md section 6), C = ``channels`` = 192 by default:
   on the centre tap at init and a learning-rate multiplier 1.5 on that tap; multiplier 0.25 on the p1 BN
   and the final 5x5 conv; read them with :func:`kifunet.models.params.lr_multipliers`.
 
-Trainable parameters (26 planes, 19x19; tests/test_models.py checks them against gonn.md 6.2):
+Trainable parameters (26 planes, 19x19; tests/test_models.py checks them against docs/gonn.md section 4.2):
 
 ========================================================  ======================  ==========
 config                                                    registry name           params

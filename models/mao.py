@@ -1,6 +1,6 @@
-"""Maximum-average-out (MAO) network (Li et al. 2020, seed mao-network-li-2020.txt), fully convolutional.
+"""Maximum-average-out (MAO) network (Li et al. 2020), fully convolutional.
 
-The seed's formulas were lost; this follows its prose (../shared/docs/architectures.md):
+The paper's formulas were lost from the text the project has; this follows its prose (docs/architectures.md):
 
 * MAO layer (:class:`~kifunet.models.layers.MAOLayer`): ``units`` outputs, each the candidate conv (of
   ``candidates``) with the largest spatial mean; per-candidate random input-channel masks in training

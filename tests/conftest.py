@@ -1,27 +1,133 @@
-"""Shared test fixtures: the real KGS archives (skipped cleanly when ../shared is absent)."""
+"""Shared test fixtures and the one switch for what a test may skip.
+
+``require(ok, what, hint)`` is the only way a test says "I need X": where X is absent it *skips* locally (a fresh
+clone has no ``../shared`` beside it, a laptop may lack GNU Go) and *fails* in CI (``CI`` set to ``true``/``1``,
+which ``.ci/run`` exports), because CI provides everything and a skip there would hide a missing tool. On top of
+that, in CI any skip at all -- a ``pytest.skip``/``importorskip`` written without ``require`` -- is reported as a
+failure, except tests marked ``@pytest.mark.manual("how to run it")`` (the Beam build: its own environment).
+
+Helpers: :func:`require`, :func:`require_module`, :func:`require_gnugo`, :func:`require_path`; fixtures
+``kgs_dir`` and ``kgs_2017_01`` (the real KGS archives in ``../shared/data/kgs``).
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-KGS_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "kgs"
+REPO = Path(__file__).resolve().parents[1]
+KGS_DIR = REPO.parent / "shared" / "data" / "kgs"
 KGS_2017_01 = KGS_DIR / "KGS-2017_01-19-733-.tar.gz"
+KGS_2015 = KGS_DIR / "KGS-2015-19-8133-.tar.gz"
+
+
+def in_ci() -> bool:
+    """The CI switch: the ``CI`` environment variable is ``true``/``1``/``yes`` (``.ci/run`` exports it)."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def require(ok: bool, what: str, hint: str = "") -> None:
+    """Go on if ``ok``; else skip (locally) or fail (in CI) saying that ``what`` is missing and how to get it."""
+    if ok:
+        return
+    msg = f"{what} is not available" + (f" ({hint})" if hint else "")
+    if in_ci():
+        pytest.fail(f"CI=true and {msg}: CI must provide it, so this is a failure, not a skip", pytrace=False)
+    pytest.skip(msg, allow_module_level=True)
+
+
+def require_module(name: str, hint: str = ""):
+    """``importlib.import_module(name)``, or :func:`require` fails/skips. Works at module level too."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        why = str(e)
+    require(False, f"the Python module {name!r}", hint or f"pip install -e '.[dev]'; {why}")
+
+
+def find_gnugo() -> str | None:
+    """GNU Go's path (the PATH, else Debian's /usr/games), or None."""
+    return shutil.which("gnugo") or shutil.which("/usr/games/gnugo")
+
+
+def require_gnugo() -> str:
+    path = find_gnugo()
+    require(path is not None, "GNU Go", "Debian: apt-get install gnugo")
+    return path
+
+
+def require_path(path: Path, what: str) -> Path:
+    """A file or folder the test reads (the real KGS archives: ``../shared`` is absent in a fresh clone)."""
+    require(Path(path).exists(), f"{what} at {path}", "../shared/data/kgs is beside the clone in CI, not in a fresh "
+            "clone")
+    return Path(path)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Hypothesis profiles (tests/test_fuzz.py): ``ci``, the default, runs a bounded number of examples, derandomized
+# (the same ones every run, so CI cannot flake) and without an example database; ``dev`` runs ten times as many
+# random examples and keeps failing ones in ~/.cache/kifunet/hypothesis:
+# ``HYPOTHESIS_PROFILE=dev python -m pytest tests/test_fuzz.py`` (or ``--hypothesis-profile=dev``).
+
+try:
+    from hypothesis import settings as _hypothesis_settings
+    from hypothesis.database import DirectoryBasedExampleDatabase as _HypothesisDatabase
+except ImportError:  # the test extra is missing: tests/test_fuzz.py says so through require_module
+    pass
+else:
+    _hypothesis_settings.register_profile("ci", max_examples=100, derandomize=True, database=None,
+                                          print_blob=True)
+    _hypothesis_settings.register_profile(
+        "dev", max_examples=1000, print_blob=True,
+        database=_HypothesisDatabase(os.path.join(os.path.expanduser("~"), ".cache", "kifunet", "hypothesis")))
+    _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture
 def kgs_2017_01() -> Path:
-    if not KGS_2017_01.exists():
-        pytest.skip(f"real KGS archive not found at {KGS_2017_01} (../shared is absent in a fresh clone)")
-    return KGS_2017_01
+    return require_path(KGS_2017_01, "the real KGS archive")
 
 
 @pytest.fixture
 def kgs_dir() -> Path:
-    if not KGS_DIR.is_dir():
-        pytest.skip(f"real KGS archives not found at {KGS_DIR} (../shared is absent in a fresh clone)")
-    return KGS_DIR
+    return require_path(KGS_DIR, "the real KGS archives")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# in CI, nothing is skipped unless it is marked manual
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "manual(how): not run in CI (the reason says how to run it); its skip is "
+                                       "allowed in CI")
+
+
+def _skip_reason(rep) -> str:
+    lr = rep.longrepr
+    return str(lr[2] if isinstance(lr, tuple) and len(lr) == 3 else lr)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if in_ci() and rep.skipped and not hasattr(rep, "wasxfail") and item.get_closest_marker("manual") is None:
+        rep.outcome = "failed"
+        rep.longrepr = (f"skipped in CI (CI=true), where nothing may be skipped: {_skip_reason(rep)}\n"
+                        "(use tests/conftest.py require() for a tool CI must provide, or mark a test that CI "
+                        "cannot run @pytest.mark.manual)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    rep = outcome.get_result()
+    if in_ci() and rep.skipped:
+        rep.outcome = "failed"
+        rep.longrepr = f"{collector.nodeid} skipped at collection in CI (CI=true): {_skip_reason(rep)}"

@@ -7,6 +7,7 @@ import tarfile
 import numpy as np
 
 from kifunet.data_prep import replay, sgf_io
+from kifunet.data_prep.analysis import GameAnalysis
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE, GameRecord
 
 CHARS = {".": EMPTY, "X": BLACK, "O": WHITE}
@@ -29,16 +30,16 @@ def position(text: str, to_move: int, history=()) -> GameRecord:
     return GameRecord.from_moves(n, moves, setup=setup)
 
 
-def analyse_last(text: str, to_move: int, flags: int, history=()) -> replay.GameAnalysis:
+def analyse_last(text: str, to_move: int, flags: int, history=()) -> GameAnalysis:
     """Analysis of the position after the history (the last row), as a GameAnalysis with one row."""
     a = replay.analyse_game(position(text, to_move, history), flags)
     t = len(a) - 1
     arrays = {k: v[t:t + 1] for k, v in a.arrays.items()}
-    return replay.GameAnalysis(size=a.size, to_move=a.to_move[t:], target=a.target[t:],
-                               move_number=a.move_number[t:], ko=a.ko[t:], arrays=arrays)
+    return GameAnalysis(size=a.size, to_move=a.to_move[t:], target=a.target[t:], move_number=a.move_number[t:],
+                        ko=a.ko[t:], arrays=arrays)
 
 
-def plane(a: replay.GameAnalysis, name: str) -> np.ndarray:
+def plane(a: GameAnalysis, name: str) -> np.ndarray:
     return a.arrays[name][0].reshape(a.size, a.size)
 
 

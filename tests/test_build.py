@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import require_module, require_path
 from sgfmill import boards
 
 from kifunet.data_prep import build, features, filters, replay, sgf_io, splits
@@ -153,7 +154,9 @@ def _bad_corpus(tmp_path):
                                             b";B[cc];W[gg];B[dd];W[cc];B[ee])")
     (d / "bad" / "README.txt").write_text("not a game")
     (d / "zdup").mkdir()  # sorts after good/: the copy there is the duplicate
-    (d / "zdup" / "copy.sgf").write_bytes(open(good[3], "rb").read().replace(b"PB[black3]", b"PB[renamed]"))
+    # the same game downloaded twice, one copy commented: renamed and other bytes, still one game
+    (d / "zdup" / "copy.sgf").write_bytes(open(good[3], "rb").read().replace(
+        b"PB[black3]", b"PB[black3]C[downloaded twice]"))
     # a truncated .tar.gz holding 12 more good games (incompressible comments keep the cut mid-archive)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
@@ -186,6 +189,7 @@ def test_accounting_identity_on_bad_inputs(tmp_path):
     assert by_name["illegal.sgf"]["move_number"] == 4 and by_name["illegal.sgf"]["move"] == "C7"
     assert by_name["illegal.sgf"]["colour"] == "W" and "illegal_move:occupied" == by_name["illegal.sgf"]["reason"]
     assert by_name["copy.sgf"]["reason"] == "duplicate" and by_name["copy.sgf"]["detail"].endswith("g0003.sgf")
+    assert by_name["copy.sgf"]["detail"].startswith("same game as ")
     assert by_name["size13.sgf"]["status"] == "filtered"
     errs = [x for x in lines if x["status"] == "input_error"]
     assert len(errs) == 1 and errs[0]["reason"] == "truncated_archive" and "cut.tar.gz!arch/a" in errs[0]["path"]
@@ -290,6 +294,13 @@ def test_rerun_done_refused_changed_and_overwrite(tmp_path):
         json.dump({"seed": 1}, f)
     os.remove(out / "manifest.json")
     with pytest.raises(build.BuildError, match="unfinished build"):
+        build.build(cfg_for([tmp_path / "in"], out), log=quiet)
+    # one started by a kifunet whose work units lack game_id (no spill_version): not resumed with them
+    old = cfg_for([tmp_path / "in"], out).fingerprint()
+    del old["spill_version"]
+    with open(out / ".work" / "fingerprint.json", "w") as f:
+        json.dump(old, f)
+    with pytest.raises(build.BuildError, match="another kifunet version.*--overwrite"):
         build.build(cfg_for([tmp_path / "in"], out), log=quiet)
     foreign = tmp_path / "foreign"
     foreign.mkdir()
@@ -410,10 +421,49 @@ def _kgs_rank(text: str) -> int | None:
     return v - 1 if unit == "d" else 8 + v if unit == "p" else -v
 
 
+def _ident_text(text: str, space: str = "") -> str:
+    """NFKC, case-folded, runs of white space as ``space`` (the rule of kifunet.data_prep.game's docstring,
+    written again here)."""
+    import unicodedata
+
+    return space.join(unicodedata.normalize("NFKC", text or "").casefold().split())
+
+
+def _ident_number(text: str) -> str:
+    import math
+
+    t = _ident_text(text)
+    try:
+        v = float(t)
+    except ValueError:
+        return t
+    return f"{v:g}" if math.isfinite(v) else t
+
+
+def _ident_result(text: str) -> str:
+    """``B+Resign`` = ``b+r``, ``W+Time`` = ``w+t``, ``B+3.50`` = ``b+3.5``."""
+    r = _ident_text(text)
+    if r[:2] in ("b+", "w+"):
+        r = r[:2] + _ident_number({"resign": "r", "time": "t", "forfeit": "f"}.get(r[2:], r[2:]))
+    return r
+
+
+def _ident_props(root) -> tuple[str, ...]:
+    """Players, date, result and time settings of a game, as its identity compares them (sgfmill only)."""
+    def text(prop):
+        if not root.has_property(prop):
+            return ""
+        return root.get_raw(prop).decode("utf-8", "replace") if prop == "TM" else root.get(prop)
+
+    return (_ident_text(text("PB"), " "), _ident_text(text("PW"), " "), _ident_text(text("DT")),
+            _ident_result(text("RE")), _ident_number(text("TM")), _ident_text(text("OT")))
+
+
 def independent_gonn_count(archives) -> dict:
     """Per split (by DT year: 2015 test, else train), games and moves by >=6d players in non-handicap games
     where both players are >=6d or one is >=7d; games with an illegal move (occupied, suicide, simple-ko
-    retake) or the same moves as an earlier kept game excluded. sgfmill only."""
+    retake) or a copy of an earlier kept game (the same setup, moves, players, date, result and time settings,
+    normalised as kifunet.data_prep.game's docstring says, computed here) excluded. sgfmill only."""
     from sgfmill import sgf
 
     out = {"train": [0, 0], "test": [0, 0], "illegal": 0, "duplicate": 0}
@@ -465,7 +515,7 @@ def independent_gonn_count(archives) -> dict:
                     continue
                 if count == 0:
                     continue
-                key = (tuple(sorted(ab)), tuple(sorted(aw)), tuple(moves))
+                key = (tuple(sorted(ab)), tuple(sorted(aw)), tuple(moves), _ident_props(root))
                 if key in seen:
                     out["duplicate"] += 1
                     continue
@@ -481,8 +531,8 @@ def independent_gonn_count(archives) -> dict:
 def test_gonn_kgs_protocol_matches_independent_count(tmp_path, which):
     archives = (["KGS-2017_01-19-733-.tar.gz"] if which == "2017-01"
                 else ACCEPTANCE_TRAIN + ["KGS-2015-19-8133-.tar.gz"])
-    if not all(os.path.exists(os.path.join(KGS, a)) for a in archives):
-        pytest.skip("../shared/data/kgs not available")
+    for a in archives:
+        require_path(os.path.join(KGS, a), "the real KGS archive")
     from kifunet.cli import build_parser
     from kifunet.commands.build import config_from_args
 
@@ -496,11 +546,38 @@ def test_gonn_kgs_protocol_matches_independent_count(tmp_path, which):
     c = m["counts"]
     assert c["seen"] == c["used"] + sum(c["filtered"].values()) + sum(c["rejected"].values())
     assert sum(v for k, v in c["rejected"].items() if k.startswith("illegal_move")) == want["illegal"]
-    assert c["filtered"].get("duplicate", 0) == want["duplicate"]
+    # no copy of a game passes the GoNN filter (the 4 copies in the archives are 0-33 move games below it);
+    # the games that only share their moves with another (short games, one 290-move game) are all kept
+    assert c["filtered"].get("duplicate", 0) == want["duplicate"] == 0
     for split in ("train", "test"):
         got = m["splits"].get(split, {"games": 0, "positions": 0})
         assert (got["games"], got["positions"]) == tuple(want[split]), split
     assert m["splits"]["train"]["positions"] > 0
+    if which == "acceptance":  # the README's "Measured: ..." sentence of this build, every figure of it
+        r = readme_gonn_build_figures()
+        assert (c["seen"], c["used"], sum(c["filtered"].values())) == (r["seen"], r["used"], r["filtered"]), c
+        assert c["filtered"] == r["filtered_by"] and sum(c["rejected"].values()) == r["rejected"], c
+        for split in ("train", "test"):
+            assert (m["splits"][split]["games"], m["splits"][split]["positions"]) == r[split], split
+
+
+def readme_gonn_build_figures() -> dict:
+    """The figures of the README sentence "Measured: N records seen = N used + N filtered (N reason, ...) + N
+    rejected; train N games / N positions, test N games / N positions"."""
+    import re
+
+    text = " ".join(open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8").read().split())
+    num = r"(\d[\d,]*)"
+    m = re.search(rf"Measured: {num} records seen = {num} used \+ {num} filtered \(([^)]*)\) \+ {num} rejected; "
+                  rf"train {num} games / {num} positions, test {num} games / {num} positions", text)
+    assert m, "README: the GoNN KGS build's 'Measured:' sentence is not in the form this test reads"
+    n = [int(x.replace(",", "")) if i != 3 else x for i, x in enumerate(m.groups())]
+    by = {}
+    for part in n[3].split(", "):
+        count, reason = part.split()
+        by[reason] = int(count.replace(",", ""))
+    return {"seen": n[0], "used": n[1], "filtered": n[2], "filtered_by": by, "rejected": n[4],
+            "train": (n[5], n[6]), "test": (n[7], n[8])}
 
 
 def test_undecodable_file_names_and_a_bug_on_one_record(tmp_path, monkeypatch):
@@ -524,3 +601,182 @@ def test_undecodable_file_names_and_a_bug_on_one_record(tmp_path, monkeypatch):
     assert any(p.endswith("\ufffd\ufffdodd.sgf") for p in paths)
     rej = [json.loads(x) for x in open(tmp_path / "out" / "rejects.jsonl", encoding="utf-8")]
     assert rej[0]["path"].endswith("zz-bug.sgf") and "ZeroDivisionError" in rej[0]["detail"]
+
+
+def test_build_modules_use_only_public_names_of_each_other():
+    """The orchestration, the stages, the pool and the TFDS builder reach into no other module's private names."""
+    import re
+    from pathlib import Path
+
+    root = Path(build.__file__).parent
+    mods = ("build", "encode_stage", "plan_stage", "write_stage", "worker_pool", "progress", "manifest")
+    attr = re.compile(r"\b(?:%s)(?:_mod)?\._[A-Za-z]" % "|".join(mods))
+    frm = re.compile(r"^from \.(?:%s) import .*\b_[A-Za-z]" % "|".join(mods), re.M)
+    for name in (*mods, "tfds_go_moves"):
+        src = (root / f"{name}.py").read_text()
+        assert not attr.findall(src) and not frm.findall(src), name
+    from kifunet.data_prep import plan_stage
+
+    assert plan_stage.shard_sizes(10, 4) == [4, 3, 3] and plan_stage.shard_sizes(0, 4) == []
+    assert plan_stage.reject_line({"path": "p", "status": "filtered", "reason": "r", "detail": "", "move": "D4",
+                                   "split": "train"}) == {"path": "p", "status": "filtered", "reason": "r",
+                                                          "move": "D4"}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# narrow columns (issue 13, item 1): every value the parser accepts is stored right or the record is rejected
+# with a named reason in the encode stage; never an OverflowError at the end of the build
+
+def _sgf(n: int, first: str, *, moves: int = 3, root: str = "", passes: bool = True) -> bytes:
+    """A legal game on an n x n board: ``first`` (an SGF point) by black, then passes (``moves`` in all)."""
+    seq = [f";B[{first}]"] + [";W[]" if i % 2 else ";B[]" for i in range(1, moves)]
+    head = f"(;GM[1]FF[4]SZ[{n}]PB[b]PW[w]BR[6d]WR[7d]DT[2015-01-01]KM[6.5]{root}"
+    return (head + "".join(seq) + ")").encode()
+
+
+# (name, board size, SGF, expected: ("ok", {games-table column: value}) or ("rejected", reason))
+LIMIT_TABLE = [
+    ("handicap_127", 19, _sgf(19, "aa", root="HA[127]"), ("ok", {"handicap": 127})),
+    ("handicap_128", 19, _sgf(19, "ab", root="HA[128]"), ("rejected", "bad_handicap")),
+    ("handicap_NxN", 19, _sgf(19, "ac", root="HA[361]"), ("rejected", "bad_handicap")),
+    ("handicap_NxN_9x9", 9, _sgf(9, "aa", root="HA[81]"), ("ok", {"handicap": 81})),
+    ("ranks_extremes", 19, _sgf(19, "ad").replace(b"BR[6d]WR[7d]", b"BR[9p]WR[99k]"),
+     ("ok", {"black_rank": 17, "white_rank": -30})),
+    ("rank_unknown", 19, _sgf(19, "ae").replace(b"BR[6d]", b"BR[?]"), ("ok", {"black_rank": -128})),
+    ("year_9999", 19, _sgf(19, "af").replace(b"DT[2015-01-01]", b"DT[9999-12-31]"), ("ok", {"year": 9999})),
+    ("komi_beyond_float32", 19, _sgf(19, "ag").replace(b"KM[6.5]", b"KM[1e39]"), ("ok", {"komi": np.nan})),
+    ("komi_float32_max", 19, _sgf(19, "ah").replace(b"KM[6.5]", b"KM[3e38]"), ("ok", {"komi": np.float32(3e38)})),
+    ("moves_1000_passes", 5, _sgf(5, "aa", moves=1000), ("ok", {"num_moves": 1000, "positions": 1000})),
+    ("moves_32767", 5, _sgf(5, "bb", moves=32767), ("ok", {"num_moves": 32767, "positions": 32767})),
+    ("moves_32768", 5, _sgf(5, "cc", moves=32768), ("rejected", "too_many_moves")),
+    ("moves_40000", 5, _sgf(5, "dd", moves=40000), ("rejected", "too_many_moves")),
+]
+
+
+def test_narrow_columns_at_their_limits_build_or_reject(tmp_path):
+    from kifunet.data_prep.shards import ShardFile, read_games_table
+
+    for n in sorted({row[1] for row in LIMIT_TABLE}):
+        rows = [r for r in LIMIT_TABLE if r[1] == n]
+        d = tmp_path / f"in{n}"
+        d.mkdir()
+        for name, _, data, _ in rows:
+            (d / f"{name}.sgf").write_bytes(data)
+        out = tmp_path / f"out{n}"
+        m = build.build(cfg_for([d], out, filters=filters.Filters(board_size=n, include_passes=True),
+                                shard_rows=65536, unit_games=4), log=quiet)
+        c = m["counts"]
+        assert c["seen"] == len(rows) == c["used"] + sum(c["filtered"].values()) + sum(c["rejected"].values())
+        assert not c["filtered"]
+        want_rej = {}
+        for _, _, _, (status, v) in rows:
+            if status == "rejected":
+                want_rej[v] = want_rej.get(v, 0) + 1
+        assert c["rejected"] == want_rej, n
+        rej = {os.path.basename(x["path"]): x for x in map(json.loads, open(out / "rejects.jsonl"))}
+        games = read_games_table(str(out / "train" / "games.h5"))
+        names = [os.path.basename(p)[:-4] for p in games["path"]]
+        cols = {}
+        for s in m["splits"]["train"]["shards"]:
+            f = ShardFile(str(out / s["file"]))
+            for k, v in f.read_columns(0, len(f)).items():
+                cols.setdefault(k, []).append(v)
+        cols = {k: np.concatenate(v) for k, v in cols.items()}
+        for name, _, data, (status, want) in rows:
+            if status == "rejected":
+                assert rej[f"{name}.sgf"]["reason"] == want and name not in names, name
+                assert "range of the" in rej[f"{name}.sgf"]["detail"]
+                continue
+            gi = names.index(name)
+            for col, v in want.items():
+                got = games[col][gi]
+                assert (np.isnan(got) if isinstance(v, float) and np.isnan(v) else got == v), (name, col, got)
+            mine = cols["game_index"] == gi
+            assert mine.sum() == games["positions"][gi]
+            # move numbers are 1..num_moves, unwrapped; ranks are the game's
+            assert np.array_equal(np.sort(cols["move_number"][mine].astype(np.int64)),
+                                  np.arange(1, int(games["num_moves"][gi]) + 1))
+            black = cols["to_move"][mine] == 1
+            assert set(cols["player_rank"][mine][black].tolist()) == {int(games["black_rank"][gi])}
+
+
+def test_values_no_column_holds_are_rejected_not_crashed(tmp_path, monkeypatch):
+    """Values the parser cannot produce today (it clamps ranks, reads 4-digit years, caps the board at 19) are
+    rejected by the same check, so a parser change cannot bring the crash back; and no later stage (shards,
+    TFDS features) is narrower than the spill."""
+    from kifunet.data_prep import encode_stage, shards
+
+    ints = [k for k, dt in shards.GAME_NUM_COLUMNS.items() if np.issubdtype(dt, np.integer)]
+    assert sorted(encode_stage.COLUMN_LIMITS) == sorted(ints)  # a new integer column needs a rule
+    real = sgf_io.load_game
+    tweaks = {"rank": ("black_rank", 128), "rank_low": ("white_rank", -129), "year": ("year", 32768),
+              "size": ("size", 128)}
+
+    def load(source, *, path=None):
+        rec = real(source, path=path)
+        for key, (field, v) in tweaks.items():
+            if os.path.basename(path or "").startswith(key + "."):
+                setattr(rec.info, field, v)
+                if field == "size":
+                    rec.size = v
+        return rec
+
+    monkeypatch.setattr(sgf_io, "load_game", load)
+    d = tmp_path / "in"
+    for i, key in enumerate([*tweaks, "fine"]):
+        write_corpus(d, 1, start=i, moves=10)
+        os.rename(d / f"g{i:04d}.sgf", d / f"{key}.sgf")
+    m = build.build(cfg_for([d], tmp_path / "out"), log=quiet)
+    c = m["counts"]
+    assert c["seen"] == 5 and c["used"] == 1 and not c["filtered"]
+    assert c["rejected"] == {"bad_rank": 2, "bad_year": 1, "board_size": 1}
+    # spill -> shard columns -> TFDS features: no stage narrows a value the one before it holds
+    spill = encode_stage.SPILL_DTYPE
+    for k, dt in shards.COLUMN_DTYPES.items():
+        assert np.can_cast(spill["game"] if k == "game_index" else spill[k], dt, "safe"), k
+    g = shards.GAME_NUM_COLUMNS
+    for k, src in (("move_number", "num_moves"), ("player_rank", "black_rank"), ("opponent_rank", "white_rank")):
+        assert np.can_cast(g[src], spill[k], "safe"), k
+    require_module("tensorflow_datasets")
+    from kifunet.data_prep import tfds_go_moves
+
+    feats = tfds_go_moves.example_features(19, 27)
+    for k in ("target", "to_move", "move_number", "player_rank", "opponent_rank"):
+        assert np.can_cast(spill[k], np.dtype(feats[k].np_dtype), "safe"), k
+
+
+# ------------------------------------------------------------------------------------------------------------
+# empty results (issue 13, item 9): exit 2 with the accounting unless --allow-empty
+
+@pytest.mark.parametrize("case", ["empty_dir", "all_filtered", "all_rejected"])
+def test_build_with_no_positions_exits_2_unless_allowed(tmp_path, capsys, case):
+    from kifunet.cli import main
+
+    d = tmp_path / "in"
+    d.mkdir()
+    if case == "all_filtered":
+        write_corpus(d, 3, moves=12)  # 9x9 games, built for 19x19: all filtered (board_size)
+    elif case == "all_rejected":
+        for i in range(3):
+            (d / f"bad{i}.sgf").write_bytes(b"(;GM[1]SZ[9];B[cc];W[dd")
+    out = tmp_path / "out"
+    argv = ["build", str(d), "--out", str(out), "--workers", "0", "--no-progress"]
+    assert main(argv) == 2
+    cap = capsys.readouterr()
+    assert "kifunet build: error: no positions written" in cap.err and "--allow-empty" in cap.err
+    seen = {"empty_dir": 0, "all_filtered": 3, "all_rejected": 3}[case]
+    assert f"{seen} records seen" in cap.out and "train: 0 games, 0 positions" in cap.out  # the accounting
+    if case != "empty_dir":
+        assert ("filtered board_size: 3" if case == "all_filtered" else "rejected parse_error: 3") in cap.out
+    assert json.load(open(out / "manifest.json"))["counts"]["seen"] == seen  # inspectable
+    assert main(argv) == 2  # a rerun finds the finished build and fails the same way
+    assert "no positions written" in capsys.readouterr().err
+    assert main(argv + ["--allow-empty"]) == 0
+    assert "error" not in capsys.readouterr().err
+    assert main(argv + ["--allow-empty", "--out", str(tmp_path / "out2")]) == 0
+    if case == "all_filtered":  # an empty split is fine as long as another split has positions
+        capsys.readouterr()
+        assert main(["build", str(d), "--out", str(tmp_path / "out3"), "--board-size", "9", "--workers", "0",
+                     "--no-progress", "--split", "test:2016", "--split", "train:rest"]) == 0
+        assert "test: 0 games, 0 positions" in capsys.readouterr().out
+

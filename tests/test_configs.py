@@ -11,7 +11,7 @@ from flax import nnx
 
 from kifunet import models
 from kifunet.data_prep import features
-from kifunet.train import configs, optim, parallel, train
+from kifunet.train import configs, model_config, optim, parallel
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "train" / "configs"
 NAMES = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(str(CONFIG_DIR / "*.py"))
@@ -50,7 +50,8 @@ def test_config_loads_documents_and_builds(name):
     assert cfg.batch_size > 0 and cfg.train_positions > 0 and cfg.model.name in models.names()
     feats = cfg.expect_features or "maddison"
     fs = features.get(feats)
-    model = nnx.eval_shape(lambda: train.build_model(cfg, board_size=19, in_planes=fs.num_planes))
+    model = nnx.eval_shape(lambda: model_config.build_model(cfg.model, seed=cfg.seed, board_size=19,
+                                                         in_planes=fs.num_planes))
     assert models.count_params(model) > 0
     sched = optim.make_schedule(cfg.schedule, cfg.batch_size, cfg.train_positions)
     assert float(sched(0)) >= 0.0 and float(sched(cfg.train_positions // cfg.batch_size)) >= 0.0
@@ -67,7 +68,7 @@ def test_row_models_have_the_published_size(name):
 def test_schedules_match_the_papers():
     g = configs.load_file(str(CONFIG_DIR / "gonn5.py"))
     s = optim.make_schedule(g.schedule, g.batch_size, g.train_positions)
-    # docs/gonn.md section 7: per-sample 3.2e-4, 2.53e-4 at 4M, 1.88e-5 at 100M, 2.6e-6 at 325M (x batch 200)
+    # docs/gonn.md section 5: per-sample 3.2e-4, 2.53e-4 at 4M, 1.88e-5 at 100M, 2.6e-6 at 325M (x batch 200)
     for positions, per_sample in [(0, 3.2e-4), (4_000_000, 2.53e-4), (100_000_000, 1.88e-5), (325_000_000, 2.6e-6)]:
         assert float(s(positions // 200)) == pytest.approx(per_sample * 200, rel=0.01)
     a = configs.load_file(str(CONFIG_DIR / "alphago13_192.py"))

@@ -233,7 +233,7 @@ def test_dataset_spec_names_filters_and_split(maddison_ds, tmp_path):
     assert spec["features"] == "maddison v1 (36 planes)"
     assert spec["text"].startswith("gnugo-0000.sgf, gnugo-0001.sgf, gnugo-0002.sgf +2 more")
     from kifunet.cli import main
-    from kifunet.data_prep.build import read_manifest
+    from kifunet.data_prep.manifest import read_manifest
 
     out = tmp_path / "gonn_kgs"
     assert main(["build", str(SAMPLES), "--out", str(out), "--preset", "gonn-kgs", "--workers", "0",
@@ -261,3 +261,20 @@ def test_real_model_and_feature_mismatch(maddison_ds):
     ag = PlaneNet(19, 48)
     with pytest.raises(ValueError, match="feature set maddison"):
         evaluate(Predictor(ag, "alphago", info={"params": 0}), r, progress=False)
+
+
+def test_replay_legality_reads_games_of_an_sgf_collection(tmp_path):
+    """A collection file's later trees are records named FILE#k: the replay mask finds them (and equals the
+    maddison legal plane of the same positions)."""
+    from kifunet.cli import main
+
+    coll = tmp_path / "in" / "two.sgf"
+    coll.parent.mkdir()
+    coll.write_bytes(b"\n".join((SAMPLES / f"gnugo-{i:04d}.sgf").read_bytes().strip() for i in (0, 1)))
+    for feat in ("maddison", "gonn"):
+        assert main(["build", str(coll.parent), "--out", str(tmp_path / feat), "--features", feat,
+                     "--split", "train:rest", "--workers", "0", "--no-progress"]) == 0
+    mad, gonn = Reader(str(tmp_path / "maddison"), "train"), Reader(str(tmp_path / "gonn"), "train")
+    assert sorted(Path(p).name for p in gonn.games()["path"]) == ["two.sgf", "two.sgf#2"]
+    bm, bg = mad.batch(np.arange(len(mad))), gonn.batch(np.arange(len(gonn)))
+    np.testing.assert_array_equal(M.legal_from_planes(bm["planes"], mad.feature_set), ReplayLegality(gonn).mask(bg))

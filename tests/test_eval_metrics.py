@@ -40,6 +40,24 @@ def test_ties_count_against_the_played_move():
     assert s.perplexity == pytest.approx(362.0, rel=1e-9)
 
 
+def test_training_top_k_is_the_same_rule_as_eval():
+    """train/parallel.topk_correct (jitted, float32) counts exactly the positions eval's ranks put in the top k."""
+    import jax
+    import jax.numpy as jnp
+
+    from kifunet.train import parallel
+
+    rng = np.random.default_rng(0)
+    z = rng.integers(-3, 4, size=(64, 12)).astype(np.float32)  # small integers: many exact ties
+    z[:8] = 0.0  # constant rows
+    t = rng.integers(0, 12, size=64)
+    ranks = M.target_ranks(z, t)
+    np.testing.assert_array_equal(np.asarray(jax.jit(M.played_move_rank)(jnp.asarray(z), jnp.asarray(t))), ranks)
+    for k in (1, 2, 4, 11, 12):
+        got = jax.jit(parallel.topk_correct, static_argnums=2)(jnp.asarray(z), jnp.asarray(t), k)
+        np.testing.assert_array_equal(np.asarray(got), (ranks < k).astype(np.float32))
+
+
 def test_strictly_greater_than_kth_other():
     z = np.array([[5.0, 4.0, 3.0, 3.0, 2.0]])
     # the target at 3.0 with another 3.0: strictly greater than the 4th largest other (2.0) -> top-4, not top-3

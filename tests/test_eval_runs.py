@@ -49,8 +49,23 @@ def test_load_run_reproduces_the_training_evaluation(tiny_run):
     s = res["results"]["single"]
     assert s["count"] == final["eval_positions"] == 128
     assert s["cross_entropy_nats"] == pytest.approx(final["nats"], rel=1e-5)
-    # training counts ties for the played move, eval against it: eval can only be lower or equal
-    assert s["accuracy"]["1"] <= final["top1"] + 1e-9 and s["accuracy"]["4"] <= final["top4"] + 1e-9
+    # training and eval count top-k with the same rule (kifunet.models.base.played_move_rank): the same positions
+    assert s["topk_correct"][0] == round(final["top1"] * 128) and s["accuracy"]["1"] == pytest.approx(final["top1"])
+    assert s["topk_correct"][3] == round(final["top4"] * 128) and s["accuracy"]["4"] == pytest.approx(final["top4"])
+
+
+def test_load_net_builds_the_model_without_the_training_loop(tiny_run):
+    """eval rebuilds the net with kifunet.train.model_config (the function training uses), not kifunet.train.train."""
+    import subprocess
+    import sys
+
+    run, _, _ = tiny_run
+    code = ("import sys; from kifunet.eval.runs import load_net; net = load_net(sys.argv[1]); "
+            "print(net.info['model'], sorted(m for m in sys.modules if m.startswith('kifunet.train.')))")
+    out = subprocess.run([sys.executable, "-c", code, str(run)], capture_output=True, text=True, check=True,
+                         env={**os.environ, "JAX_PLATFORMS": "cpu"}).stdout.split("\n")[-2]
+    assert out.startswith("maddison_tiny ") and "kifunet.train.model_config" in out
+    assert "kifunet.train.train'" not in out and "input_pipeline" not in out
 
 
 def test_load_run_from_a_step_directory(tiny_run):

@@ -235,3 +235,50 @@ def test_iter_positions_entry_point_yields_every_move():
     assert [p.target for p in pos] == [40, 41, 81, 30]
     assert [p.move_number for p in pos] == [1, 2, 3, 4] and [p.to_move for p in pos] == [1, 2, 1, 2]
     assert pos[0].planes.shape == (9, 9, 36) and pos[0].planes.dtype == np.uint8
+
+
+def _history_by_name(fs):
+    """The input pipeline's history groups as it found them by feature name before features declared them."""
+    out, off = [], 0
+    for f in fs.features:
+        if not f.constant:
+            if f.name == "previous_moves_5":
+                out += [(off + d,) for d in range(5)]
+            if f.name == "history_8":
+                out += [(off + d, off + 8 + d) for d in range(1, 8)]
+        off += f.planes
+    return tuple(out)
+
+
+def _legality_by_name(fs):
+    """eval's legality planes as it found them by feature name before features declared them."""
+    names = [f.name for f in fs.features]
+    offsets = np.cumsum([0] + [f.planes for f in fs.features])
+    if "legal" in names:
+        return (int(offsets[names.index("legal")]),)
+    lib = [i for i, nm in enumerate(names) if nm.startswith("liberties_after_")]
+    return tuple(range(int(offsets[lib[0]]), int(offsets[lib[0] + 1]))) if lib else None
+
+
+@pytest.mark.parametrize("name", ["maddison", "alphago", "agz", "gonn", "nogo_liberties", "agz+nogo_liberties"])
+def test_declared_history_and_legality_match_the_old_name_rules(name):
+    from kifunet.train import input_pipeline
+
+    fs = features.get(name)
+    assert fs.history_channels() == _history_by_name(fs)
+    assert input_pipeline.layout_for(fs).history == _history_by_name(fs)
+    assert fs.legal_channels() == _legality_by_name(fs)
+    expected = {"maddison": (False, True), "alphago": (False, True), "agz": (True, False), "gonn": (True, False)}
+    has_history, has_legality = expected.get(name.split("+")[0], (False, False))
+    assert bool(fs.history_channels()) == has_history and (fs.legal_channels() is not None) == has_legality
+
+
+def test_every_registered_set_is_covered_by_the_declaration_test():
+    assert set(features.names()) <= {"maddison", "alphago", "agz", "gonn", "nogo_liberties"}
+
+
+def test_feature_declarations_are_checked():
+    with pytest.raises(ValueError, match="legality"):
+        features.Feature("x", 2, "", fn=None, legality="union")
+    with pytest.raises(ValueError, match="history"):
+        features.Feature("x", 2, "", fn=None, history=((2,),))

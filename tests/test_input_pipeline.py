@@ -44,7 +44,8 @@ def test_windows_equal_reader_rows_with_their_symmetries(ds_maddison, ds_maddiso
 
 
 def test_pass_target_stays_pass_under_symmetries(ds_maddison):
-    # the built dataset has no pass moves; check the remapping rule on the pipeline's path directly
+    # the remapping rule the pipeline calls; tests/test_pass_symmetries.py checks real pass rows of
+    # --include-passes datasets (HDF5 and TFDS) through the reader, the windows and the iterators
     n = 9
     t = np.array([n * n] * 8 + [0] * 8)
     s = np.tile(np.arange(8), 2)
@@ -53,7 +54,7 @@ def test_pass_target_stays_pass_under_symmetries(ds_maddison):
 
 
 def test_every_row_once_per_epoch_and_epochs_differ(ds_maddison):
-    src = ip.BlockSource(ds_maddison, "train")
+    src = ip.block_source(ds_maddison, "train")
     rows = src.num_rows()
     # one block per window and a batch of one row: every row of the epoch is kept
     ds = ip.window_dataset(ds_maddison, "train", batch_size=1, seed=1, window_blocks=1, symmetry="none")
@@ -119,7 +120,7 @@ def test_state_resumes_exactly(ds_maddison, save_workers, load_workers):
 
 
 def test_hosts_read_disjoint_blocks(ds_maddison):
-    src = ip.BlockSource(ds_maddison, "train")
+    src = ip.block_source(ds_maddison, "train")
     nb = len(src)
     per_host = []
     for p in range(2):
@@ -197,3 +198,60 @@ def test_host_dtypes(ds_maddison):
     assert b["planes"].dtype == np.float32 and set(np.unique(b["planes"]).tolist()) <= {0.0, 1.0}
     with pytest.raises(ValueError):
         ip.train_iterator(ds_maddison, "train", batch_size=16, seed=0, host_dtype="int8", workers=0)
+
+
+def test_prefetcher_reads_plain_generators_too():
+    """Evaluation batches (a generator, no ``get_state``) go through the same background prefetch."""
+    pre = ip.Prefetcher((dict(x=np.full(2, i)) for i in range(5)), fn=lambda b: {k: v * 10 for k, v in b.items()})
+    try:
+        assert [int(b["x"][0]) for b in pre] == [0, 10, 20, 30, 40] and pre.state is None
+    finally:
+        pre.close()
+
+
+WATCHED_CHILD = """
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", (
+    "import os, sys, time\\n"
+    "from kifunet.train.input_pipeline import exit_with_parent\\n"
+    "exit_with_parent(os.getppid())\\n"
+    "print('ready', flush=True)\\n"
+    "time.sleep(120)\\n")], stdout=sys.stdout)
+print(child.pid, flush=True)
+time.sleep(30)
+"""
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self"), reason="reads /proc (Linux)")
+def test_exit_with_parent_ends_a_worker_whose_parent_is_killed(tmp_path):
+    """The grain workers' init (``exit_with_parent``): a process watching its parent ends within a second of the
+    parent's ``kill -9`` (tests/test_train_loop.py does the same with the trainer and its real worker)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    p = subprocess.Popen([sys.executable, "-c", WATCHED_CHILD], stdout=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        child = int(p.stdout.readline())
+        assert p.stdout.readline().strip() == "ready"
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
+        deadline = time.time() + 5
+        alive = True
+        while alive and time.time() < deadline:
+            try:
+                with open(f"/proc/{child}/stat") as f:
+                    alive = f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+            except FileNotFoundError:
+                alive = False
+            time.sleep(0.05)
+        assert not alive, "the watched process outlived its parent by 5 s"
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()

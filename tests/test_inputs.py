@@ -18,6 +18,12 @@ def _sgf(i: int) -> bytes:
     return f"(;GM[1]FF[4]SZ[9]PB[b{i}]PW[w{i}];B[cc];W[gg])".encode()
 
 
+def _padded(i: int, times: int) -> bytes:
+    """One game about ``times`` times the size of ``_sgf(i)`` (a comment pads it: repeating the game would make a
+    collection of ``times`` records)."""
+    return f"(;GM[1]FF[4]SZ[9]PB[b{i}]PW[w{i}]C[{'pad ' * (11 * times)}];B[cc];W[gg])".encode()
+
+
 def _tar_bytes(members: dict[str, bytes], mode: str = "w:gz") -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode=mode) as tf:
@@ -112,7 +118,7 @@ def test_truncated_tar_gz_keeps_members_before_damage(tmp_path):
 def test_corrupt_gzip_stream_is_reported(tmp_path, where):
     # Zeroed bytes inside the deflate stream: tarfile alone would stop silently at a fake end-of-archive or
     # never notice; the gzip checksum catches it and the archive is reported as corrupt.
-    members = {f"{i}.sgf": _sgf(i) * 50 for i in range(20)}
+    members = {f"{i}.sgf": _padded(i, 50) for i in range(20)}
     whole = bytearray(_tar_bytes(members))
     k = int(len(whole) * where)
     whole[k:k + 64] = b"\0" * 64
@@ -129,7 +135,7 @@ def test_corrupt_gzip_stream_is_reported(tmp_path, where):
 
 @pytest.mark.parametrize("streamed", [False, True])
 def test_truncated_zip_read_from_local_headers(tmp_path, streamed):
-    members = {f"z/{i}.sgf": _sgf(i) * 20 for i in range(6)}
+    members = {f"z/{i}.sgf": _padded(i, 20) for i in range(6)}
     whole = _zip_bytes(members, streamed=streamed)
     cd = whole.rfind(b"PK\x01\x02", 0, whole.find(b"PK\x05\x06"))
     first_cd = whole.find(b"PK\x01\x02")

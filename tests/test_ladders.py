@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 from sgfmill import boards as sgfmill_boards
 
-from kifunet.data_prep import analysis, coords, replay
-from kifunet.data_prep.board import Board
+from kifunet.data_prep import analysis, coords, replay, sgf_io
+from kifunet.data_prep.board import Board, libs_after
+from kifunet.data_prep.game import BLACK
 from kifunet.data_prep.ladders import ladder_attack_works, ladder_captured, ladder_escape_works, scratch
 
-from go_helpers import archive_records
+from go_helpers import analyse_last, archive_records, parse_ascii, plane
 
 # White (4,3) is in atari (liberty (4,4)); extending gives 2 liberties each time, and the ladder runs
 # down-right: W (4,4), B (4,5), W (5,4), B (6,4), W (5,5), B (5,6), W (6,5), B (7,5), W (6,6), B (6,7),
@@ -247,3 +248,137 @@ def test_ladder_planes_match_the_reference_on_real_positions(kgs_2017_01):
                 nonzero += int(plane.any())
             checked += 1
     assert checked > 400 and nonzero > 100
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the attacker's first atari on a 2-liberty chain (issue 13, item 10). ladder_attack_works skips the search
+# when extending at the other liberty has 4+ liberties *now*. That is exact only if the atari captures nothing:
+# an atari that captures defender stones can rescue an attacker chain that the extension would capture now
+# (the captured stones' points become its liberties), and the extension then gets far fewer liberties.
+# An atari that only connects an attacker chain in atari cannot do that: that chain's last liberty is the
+# atari point, so the extension at the other liberty never captured it. Every fixture is also read by the
+# reference above (every move played on sgfmill boards, no shortcut).
+
+# white (7,6) has liberties (7,5) and (7,7). Extending at (7,5) now captures black (8,5)-(8,6) (in atari
+# there): 4+ liberties. Black's atari at (7,7) captures white (8,7), which gives (8,5)-(8,6) a liberty, so
+# the extension gets only (6,5) and (7,4) and white is read out in a ladder towards the upper left.
+ATARI_CAPTURES = """
+    . . . . . . . . .
+    . . . . . . . . .
+    . . . . . . . . .
+    . . . . . . . . .
+    . . . . . . . . .
+    . . . . . . . . .
+    . . . . . . X . .
+    . . . . . . O . .
+    . . . X O X X O X
+"""
+# (black's atari at (7,5) works as well: white's extension at (7,7) gets 2 liberties.) The same, and black's
+# atari at (7,7) also connects black (7,8)-(8,8), in atari at (7,7), to safety; here black's atari at (7,5)
+# fails (white's extension at (7,7) captures (7,8)-(8,8))
+ATARI_CAPTURES_AND_CONNECTS = """
+    . . . . . . . . .
+    . . . . . . . . .
+    . . . . . . . . .
+    . . . . . . . . .
+    . . . . . . . . .
+    . . . . . . . . .
+    . . . . . . X . O
+    . . . . . . O . X
+    . . . X O X X O X
+"""
+# white (4,3) has liberties (3,3) and (4,4); black (3,2)-(4,2) is in atari at (3,3). Black's atari at (3,3)
+# connects it to (3,4) and the hand-traced LADDER follows; black's atari at (4,4) captures nothing and white
+# escapes by extending at (3,3), capturing (3,2)-(4,2) (the shortcut's case: 4 liberties now, 3 after)
+ATARI_CONNECTS = """
+    . . . . . . . . .
+    . . . . . . . . .
+    . . O . . . . . .
+    . O X . X . . . .
+    . O X O . . . . .
+    . . O X . . . . .
+    . . . X . . . . .
+    . . . . . . . . .
+    . . . . . . . . .
+"""
+
+
+def _attack_works(text, stone, lib):
+    b = Board.from_ascii(text)
+    n = b.size
+    return bool(ladder_attack_works(b.B, b.nb, stone[0] * n + stone[1], lib[0] * n + lib[1], 4000, *scratch(n)))
+
+
+def _reference_attack_works(text, stone, lib):
+    stones = parse_ascii(text)
+    n = stones.shape[0]
+    ref = Ref(stones)
+    pt, lp = coords.to_sgfmill(stone, n), coords.to_sgfmill(lib, n)
+    res = ref.play(ref.b, lp, "b" if ref.b.get(*pt) == "w" else "w", None)
+    return (res is not None and res[1] is None and res[0].get(*pt) is not None
+            and len(ref.group(res[0], pt)[1]) == 1 and ref.captured(res[0], pt))
+
+
+def _extension_liberties_now(text, stone, other):
+    b = Board.from_ascii(text)
+    n = b.size
+    return int(libs_after(b.B, b.nb, other[0] * n + other[1], int(b.B[0, stone[0] * n + stone[1]]), 9)[0])
+
+
+@pytest.mark.parametrize("text, stone, lib, other, works", [
+    (ATARI_CAPTURES, (7, 6), (7, 7), (7, 5), True),
+    (ATARI_CAPTURES, (7, 6), (7, 5), (7, 7), True),
+    (ATARI_CAPTURES_AND_CONNECTS, (7, 6), (7, 7), (7, 5), True),
+    (ATARI_CAPTURES_AND_CONNECTS, (7, 6), (7, 5), (7, 7), False),
+    (ATARI_CONNECTS, (4, 3), (3, 3), (4, 4), True),
+    (ATARI_CONNECTS, (4, 3), (4, 4), (3, 3), False),
+], ids=["captures", "captures-other-side", "captures-and-connects", "captures-and-connects-other-side",
+        "connects", "connects-other-side"])
+def test_first_atari_that_captures_or_connects(text, stone, lib, other, works):
+    assert _reference_attack_works(text, stone, lib) == works
+    assert _attack_works(text, stone, lib) == works
+    if text is not ATARI_CONNECTS and lib == (7, 7):
+        assert _extension_liberties_now(text, stone, other) >= 4  # the shape the old shortcut got wrong
+
+
+@pytest.mark.parametrize("text", [ATARI_CAPTURES, ATARI_CAPTURES_AND_CONNECTS],
+                         ids=["captures", "captures-and-connects"])
+def test_first_atari_that_captures_in_the_planes(text):
+    # through the replay kernel, black to move: the atari at (7,7) is a ladder capture of white (7,6)
+    flags = analysis.F_LIBS_AFTER_PLA | analysis.F_LADDER_PLA | analysis.F_LADDER_CHAINS
+    a = analyse_last(text, BLACK, flags)
+    want = _reference_planes(parse_ascii(text), BLACK, a.legal[0])
+    for name, p in want.items():
+        np.testing.assert_array_equal(a.arrays[name][0], p, err_msg=name)
+    assert plane(a, "ladder_capture")[7, 7] == 1 and plane(a, "ladder_2lib_move")[7, 7] == 1
+    assert plane(a, "ladder_2lib_dead")[7, 6] == 1
+
+
+# Real KGS positions of that shape (KGS-2015-19-8133-.tar.gz; the moves up to the position, and the next
+# one, so that the position is a row of the replay): (game, position index, defender stone, atari point).
+# 2015-01-30-24, black to move: black's atari at S8 captures white S8's neighbour R8 (row 11, col 17), which
+# gives black's four stones in atari at T10 (row 9, col 18) a liberty; the plane missed this ladder capture.
+# 2015-09-08-11, white to move: black's atari at A3 captures three white stones and so rescues black B2.
+REAL = [
+    ("2015-01-30-24", "KM[6.50]", ";B[pd];W[dd];B[qp];W[dp];B[fq];W[cn];B[lq];W[qj];B[qh];W[qm];B[pn];W[ro];B[pm]"
+     ";W[rp];B[ql];W[qq];B[pq];W[pp];B[op];W[qo];B[pr];W[rl];B[rm];W[oo];B[po];W[qn];B[rk];W[np];B[qp];W[pl]"
+     ";B[qk];W[pp];B[oq];W[pk];B[rj];W[ri];B[qi];W[om];B[qp];W[sk];B[pj]", 40, (10, 18), (11, 18)),
+    ("2015-09-08-11", "KM[0.50]", ";B[pd];W[ec];B[pp];W[do];B[dq];W[fp];B[co];W[cp];B[dp];W[bp];B[bo];W[cr];B[eo]"
+     ";W[dn];B[cq];W[bq];B[br];W[ar];B[bs];W[cs];B[ap];W[as];B[br];W[bs]", 23, (17, 0), (16, 0)),
+]
+
+
+@pytest.mark.parametrize("game, km, moves, t, stone, lib", REAL, ids=[r[0] for r in REAL])
+def test_first_atari_that_captures_in_real_games(game, km, moves, t, stone, lib):
+    rec = sgf_io.load_game(f"(;GM[1]FF[4]SZ[19]{km}RU[Japanese]{moves})".encode(), path=game)
+    flags = analysis.F_LIBS_AFTER_PLA | analysis.F_LADDER_PLA | analysis.F_LADDER_CHAINS
+    a = replay.analyse_game(rec, flags)
+    stones = a.stones[t].reshape(19, 19)
+    want = _reference_planes(stones, int(a.to_move[t]), a.legal[t])
+    for name, p in want.items():
+        np.testing.assert_array_equal(a.arrays[name][t], p, err_msg=name)
+    flat_lib = lib[0] * 19 + lib[1]
+    assert a.arrays["ladder_2lib_move"][t][flat_lib] == 1
+    assert a.arrays["ladder_2lib_dead"][t][stone[0] * 19 + stone[1]] == 1
+    if int(a.to_move[t]) != int(stones[stone]):  # the side to move is the attacker
+        assert a.arrays["ladder_capture"][t][flat_lib] == 1

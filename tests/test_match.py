@@ -1,19 +1,24 @@
-"""The match runner: real games against GNU Go, SGFs that replay, resuming, forfeits, failures, the rank table."""
+"""The match runner: real games against GNU Go, SGFs that replay, resuming, forfeits, failures, the rank experiment."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import require_gnugo
 
 from kifunet.data_prep import replay, sgf_io
 from kifunet.data_prep.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
-from kifunet.eval import match, scoring
+from kifunet.play import match, scoring
+from kifunet.play.match_report import format_rank_table, format_summary
+from kifunet.play.match_sgf import finished_games, game_path, read_game
 
 # A few-line GTP program for testing the runner without a net: argv = mode [stones] [--rank R].
 # modes: first (the first empty points in order, `stones` of them, then pass), pass, illegal (always A1),
@@ -82,19 +87,8 @@ def fake(tmp_path):
 
 
 def gnugo_or_skip() -> str:
-    if shutil.which("gnugo") is None and not Path("/usr/games/gnugo").exists():
-        pytest.skip("GNU Go is not installed (Debian: apt-get install gnugo)")
+    require_gnugo()  # skips locally, fails in CI
     return "gnugo"
-
-
-def test_wilson_interval_matches_known_values():
-    lo, hi = match.wilson_interval(5, 10)
-    assert abs(lo - 0.2366) < 1e-4 and abs(hi - 0.7634) < 1e-4
-    lo, hi = match.wilson_interval(0, 10)
-    assert lo == 0 and abs(hi - 0.2775) < 1e-4
-    lo, hi = match.wilson_interval(45, 50)
-    assert abs(lo - 0.7864) < 1e-4 and abs(hi - 0.9565) < 1e-4
-    assert match.wilson_interval(0, 0) == (0.0, 1.0)
 
 
 def test_fake_engines_in_parallel_alternate_colours_and_score_tromp_taylor(tmp_path, fake):
@@ -103,7 +97,7 @@ def test_fake_engines_in_parallel_alternate_colours_and_score_tromp_taylor(tmp_p
     s = match.run_match(cfg, log=lambda m: None)
     assert s.games == 4 and s.failed == []
     for i in range(4):
-        rec = sgf_io.load_game(match.game_path(cfg.out_dir, i))
+        rec = sgf_io.load_game(game_path(cfg.out_dir, i))
         replay.analyse_game(rec)
         moves = rec.moves()
         # black moves first; the engine takes 3 points, the opponent 2; both then pass
@@ -118,12 +112,12 @@ def test_fake_engines_in_parallel_alternate_colours_and_score_tromp_taylor(tmp_p
         assert rec.info.result == scoring.format_score(scoring.area_score(b.stones, 0.5))
     # 5 stones on the top row: the whole board touches both colours, so the score is stones and komi
     # engine black (games 0, 2): B 3 - W 2 - 0.5 = B+0.5 -> engine wins; engine white: B 2 ... also W 3 -> W+1.5
-    rs = match.finished_games(cfg.out_dir)
+    rs = finished_games(cfg.out_dir)
     assert [rs[i].result for i in range(4)] == ["B+0.5", "W+1.5", "B+0.5", "W+1.5"]
     assert s.engine_wins == 4 and s.as_black == (2, 2) and s.as_white == (2, 2) and s.ended == {"two passes": 4}
     saved = json.loads((Path(cfg.out_dir) / "results.json").read_text())
     assert saved["engine_wins"] == 4 and saved["games"] == 4
-    table = match.format_summary(s, cfg)
+    table = format_summary(s, cfg)
     assert "| 4 | 4 | 100.0% | 51.0-100.0% | 2/2 | 2/2 |" in table
 
 
@@ -131,14 +125,14 @@ def test_illegal_and_unreadable_moves_forfeit(tmp_path, fake):
     cfg = match.MatchConfig(engine=fake("illegal"), opponent=fake("first", "5"), games=2, board_size=9, komi=7.5,
                             referee=None, out_dir=str(tmp_path / "ill"))
     s = match.run_match(cfg, log=lambda m: None)
-    rs = match.finished_games(cfg.out_dir)
+    rs = finished_games(cfg.out_dir)
     assert rs[0].result == "W+F" and rs[1].result == "B+F"
     assert rs[0].ended.startswith("forfeit: B played illegal move") and s.engine_wins == 0
     assert s.ended == {"forfeit": 2}
     cfg2 = match.MatchConfig(engine=fake("garbage"), opponent=fake("pass"), games=1, board_size=9, referee=None,
                              out_dir=str(tmp_path / "garb"))
     match.run_match(cfg2, log=lambda m: None)
-    g = match.finished_games(cfg2.out_dir)[0]
+    g = finished_games(cfg2.out_dir)[0]
     assert g.result == "W+F" and "unreadable" in g.ended
 
 
@@ -150,14 +144,14 @@ def test_a_crashed_game_is_not_saved_and_a_rerun_plays_it(tmp_path, fake):
     s = match.run_match(cfg, log=msgs.append)
     assert s.failed == [0] and s.games == 1 and flag.exists()
     assert any("FAILED" in m and "exited" in m for m in msgs)
-    assert not match.game_path(cfg.out_dir, 0).exists() and match.game_path(cfg.out_dir, 1).exists()
-    before = match.game_path(cfg.out_dir, 1).read_bytes()
+    assert not game_path(cfg.out_dir, 0).exists() and game_path(cfg.out_dir, 1).exists()
+    before = game_path(cfg.out_dir, 1).read_bytes()
     msgs.clear()
     s = match.run_match(cfg, log=msgs.append)
     assert s.failed == [] and s.games == 2
     assert msgs[0].endswith("1 of 2 games already played; playing 1")
     assert sum(m.startswith("game ") for m in msgs) == 1 and "game    0" in msgs[1]
-    assert match.game_path(cfg.out_dir, 1).read_bytes() == before  # finished games are kept as they were
+    assert game_path(cfg.out_dir, 1).read_bytes() == before  # finished games are kept as they were
     # a different match in the same directory is refused
     other = match.MatchConfig(engine=cfg.engine, opponent=cfg.opponent, games=2, board_size=9, komi=6.5,
                               referee=None, out_dir=cfg.out_dir)
@@ -171,18 +165,11 @@ def test_rank_experiment_appends_the_rank_and_tabulates(tmp_path, fake):
     res = match.run_rank_experiment(cfg, ["1d", "9d"], log=lambda m: None)
     assert list(res) == ["1d", "9d"]
     for r in ("1d", "9d"):
-        rec = sgf_io.load_game(match.game_path(tmp_path / "rx" / f"rank-{r}", 0))
+        rec = sgf_io.load_game(game_path(tmp_path / "rx" / f"rank-{r}", 0))
         assert rec.info.black == f"fake-first-{r} 1"  # the engine (black in game 0) was told its rank
-    table = match.format_rank_table(res, cfg)
+    table = format_rank_table(res, cfg)
     assert "| 1d | 2 | 2 | 100.0% |" in table and "| 9d | 2 | 2 | 100.0% |" in table
     assert set(json.loads((tmp_path / "rx" / "rank_experiment.json").read_text())) == {"1d", "9d"}
-
-
-def test_commands_resolve_kifunet_and_usr_games():
-    argv = match.resolve_command("kifunet gtp --model maddison_tiny")
-    assert argv[-3:] == ["gtp", "--model", "maddison_tiny"]
-    with pytest.raises(FileNotFoundError, match="program not found"):
-        match.resolve_command("no-such-go-program --mode gtp")
 
 
 def test_two_real_9x9_games_against_gnugo_resumed_and_replayable(tmp_path):
@@ -195,8 +182,8 @@ def test_two_real_9x9_games_against_gnugo_resumed_and_replayable(tmp_path):
         base[base.index("--opponent") + 1] = "gnugo --mode gtp --level 0"
     first = subprocess.run(base + ["--games", "1"], capture_output=True, text=True, timeout=900)
     assert first.returncode == 0, first.stdout + first.stderr
-    g0 = match.game_path(out, 0)
-    assert g0.exists() and not match.game_path(out, 1).exists()
+    g0 = game_path(out, 0)
+    assert g0.exists() and not game_path(out, 1).exists()
     saved0 = g0.read_bytes()
     second = subprocess.run(base + ["--games", "2"], capture_output=True, text=True, timeout=900)
     assert second.returncode == 0, second.stdout + second.stderr
@@ -206,7 +193,7 @@ def test_two_real_9x9_games_against_gnugo_resumed_and_replayable(tmp_path):
     assert results["games"] == 2 and results["failed"] == []
     engine_wins = 0.0
     for i in range(2):
-        path = match.game_path(out, i)
+        path = game_path(out, i)
         rec = sgf_io.load_game(path)
         a = replay.analyse_game(rec)  # raises on any illegal move
         assert len(a) == rec.num_moves > 10
@@ -215,7 +202,7 @@ def test_two_real_9x9_games_against_gnugo_resumed_and_replayable(tmp_path):
         winner, text = scoring.parse_result(rec.info.result)
         assert text[2:] != "" and rec.info.komi == 7.5
         engine_wins += (winner == BLACK) == engine_is_black
-        g = match.read_game(path)
+        g = read_game(path)
         assert g.ended in ("two passes", "move cap", "resignation") and g.moves == rec.num_moves
         assert set(g.think) == {"engine", "opponent"} and g.seconds >= g.think["engine"] + g.think["opponent"] - 0.2
         assert "referee final_score" in path.read_text() or g.ended == "resignation"
@@ -227,4 +214,24 @@ def test_match_cli_refuses_bad_arguments(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "kifunet.cli", "match", "--engine", "no-such-go-program",
                            "--referee", "none", "--games", "1", "--out", str(tmp_path / "x")],
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1 and "program not found" in proc.stdout
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("kifunet match: error: --engine: program not found")
+    assert not (tmp_path / "x").exists()  # checked before the match directory is made
+
+
+def test_an_engine_that_cannot_start_stops_the_match(tmp_path, fake):
+    """Its last stderr lines are in the error (not only in a log), no game is tried twice, and once the command
+    is corrected the same directory plays the match (no game was played under the old settings)."""
+    dying = shlex.join([sys.executable, "-c", "import sys; print('loading net...', file=sys.stderr); "
+                        "sys.exit('cannot load /no/net: no such run')"])
+    cfg = match.MatchConfig(engine=dying, opponent=fake("pass"), games=3, board_size=9, referee=None, parallel=2,
+                            out_dir=str(tmp_path / "m"))
+    lines = []
+    with pytest.raises(match.EngineStartError) as info:
+        match.run_match(cfg, log=lines.append)
+    msg = str(info.value)
+    assert msg.startswith(f"the engine failed to start ({dying}): engine exited (code 1)")
+    assert "    loading net...\n    cannot load /no/net: no such run" in msg
+    assert lines == [] and finished_games(tmp_path / "m") == {}
+    fixed = match.run_match(dataclasses.replace(cfg, engine=fake("first")), log=lines.append)
+    assert fixed.games == 3 and fixed.failed == []

@@ -6,6 +6,10 @@ runs uses the ``*_tiny`` variants on small batches.
 
 from __future__ import annotations
 
+import math
+import re
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -43,29 +47,94 @@ def batch(model, b=4, seed=0):
 
 # ------------------------------------------------------------------------------------- parameter counts
 
-@pytest.mark.parametrize("name,kw,expected", [
-    ("alphago13_192", {}, 3_880_489),
-    ("alphago13_256", {}, 6_795_881),
-    ("cazenave_resnet10", {}, 12_098_304),
-    ("cazenave_resnet14", {}, 16_816_896),
-    ("agz_resnet20", {"value_head": True}, 22_837_864),
-    ("gonn_resnet5", {}, 3_597_792),
-    ("gonn_resnet12", {}, 8_250_720),
-    ("gonn_resnet12_global", {}, 8_062_304),
-    ("darkforest12", {}, 12_329_756),
-])
-def test_published_parameter_counts_exact(name, kw, expected):
+README = Path(__file__).resolve().parents[1] / "README.md"
+_INT = r"\d{1,3}(?:,\d{3})*"
+# "555,241 (~560k published)", "551,762 / 1,132,754 / ... (2.3M published)": our counts, then the published one
+# where it is only given rounded (the count is ours, checked exactly; the published figure must round to it)
+_COUNT_CELL = re.compile(rf"^({_INT}(?: / {_INT})*)(?: \((~?)(\d+(?:\.\d+)?)([kM]) published\))?$")
+
+
+def readme_table(header: str) -> list[list[str]]:
+    """The cells of every row of the README table whose header line starts with ``header``."""
+    text = README.read_text(encoding="utf-8")
+    assert text.count(header) == 1, f"README: table {header!r} not found once"
+    lines = text[text.index(header):].splitlines()
+    assert set(lines[1].replace("|", "").strip()) <= set("-: "), lines[1]
+    rows = []
+    for line in lines[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows
+
+
+def _expand_names(cell: str) -> list[str]:
+    """``maddison3 / 6 / 10 / 12`` -> maddison3, maddison6, ...; ``gonn_resnet5 / 12 / 12_global`` -> ... the
+    first name's trailing number is replaced by each further part."""
+    first, *rest = [p.strip() for p in cell.split(" / ")]
+    stem = re.fullmatch(r"(.*?)\d+", first)
+    assert stem or not rest, cell
+    return [first] + [stem.group(1) + r for r in rest]
+
+
+def readme_parameter_rows() -> list[tuple[str, int, int, dict]]:
+    """(model name, planes, trainable params, extras) for every number in the README's model table (the value
+    head of agz_resnet20 too; extras: ``value_head``, or ``published`` = (digits, k|M) where the README gives a
+    rounded published figure). Any cell this cannot read fails: no row goes unchecked."""
+    out = []
+    for name_cell, family, planes, counts in readme_table("| name | family | planes | trainable params |"):
+        names = _expand_names(name_cell)
+        m = _COUNT_CELL.match(counts)
+        assert m, f"README model table: cannot read the count cell {counts!r}"
+        values = [int(v.replace(",", "")) for v in m.group(1).split(" / ")]
+        assert len(values) == len(names), (name_cell, counts)
+        published = (m.group(3), m.group(4)) if m.group(3) else None
+        out += [(n, int(planes), v, {"published": published} if published and n == names[-1] else {})
+                for n, v in zip(names, values)]
+        head = re.search(rf"\(\+ value head: ({_INT})\)", family)
+        if head:
+            assert len(names) == 1, name_cell
+            out.append((names[0], int(planes), int(head.group(1).replace(",", "")), {"value_head": True}))
+    return out
+
+
+README_ROWS = readme_parameter_rows()
+
+
+def test_readme_model_table_is_read_whole():
+    names = [r[0] for r in README_ROWS]
+    assert len(names) == len(set((r[0], "value_head" in r[3]) for r in README_ROWS)) >= 20  # 19 nets + 1 head
+    assert {"clark_storkey8", "maddison3", "maddison12", "alphago13_128", "garb5", "garb20", "mao"} <= set(names)
+    assert set(names) <= set(models.names())
+
+
+@pytest.mark.parametrize("name,planes,expected,kw", README_ROWS,
+                         ids=[r[0] + ("+value_head" if "value_head" in r[3] else "") for r in README_ROWS])
+def test_readme_parameter_counts_exact(name, planes, expected, kw):
+    """Every count in the README's model table, exactly, and its planes. Where a paper gives only a rounded
+    figure the README shows it beside ours ("555,241 (~560k published)"): ours must round to it at the
+    significant digits written."""
+    kw = dict(kw)
+    published = kw.pop("published", None)
+    assert models.default_in_planes(name) == planes
     assert models.count_params(abstract(name, **kw)) == expected
+    if published:
+        digits, unit = published
+        value = float(digits) * {"k": 1e3, "M": 1e6}[unit]
+        sig = len(digits.replace(".", "").strip("0"))
+        step = 10 ** (math.floor(math.log10(value)) - sig + 1)
+        assert round(expected / step) * step == pytest.approx(value), (expected, digits + unit)
 
 
-@pytest.mark.parametrize("name,published", [("maddison12", 2_300_000), ("clark_storkey8", 560_000)])
-def test_approximate_parameter_counts_within_5_percent(name, published):
-    n = models.count_params(abstract(name))
-    assert abs(n - published) / published < 0.05, n
+def test_readme_speed_table_parameter_counts_exact():
+    rows = readme_table("| model | params |")
+    assert len(rows) >= 8
+    for row in rows:
+        assert models.count_params(abstract(row[0])) == int(row[1].replace(",", "")), row
 
 
 def test_gonn_component_counts_and_ablation_switches():
-    """gonn.md 6.2: block 664,704, global block 570,496; switches change the count by the right amounts."""
+    """docs/gonn.md section 4.2: block 664,704, global block 570,496; switches change the count by the right amounts."""
     base = models.count_params(abstract("gonn_resnet5"))
     six = models.count_params(abstract("gonn_resnet5", blocks=6))
     assert six - base == 664_704
@@ -102,7 +171,7 @@ def test_mao_size_matches_the_papers_2mb():
 @pytest.mark.parametrize("name,gmacs", [("gonn_resnet5", 1.29), ("gonn_resnet12", 2.97),
                                         ("gonn_resnet12_global", 2.89), ("maddison12", 0.63)])
 def test_macs_match_published_figures(name, gmacs):
-    """GoNN's forward MACs (gonn.md 6.2) and Maddison's '630 million connections'."""
+    """GoNN's forward MACs (docs/gonn.md section 4.2) and Maddison's '630 million connections'."""
     m = abstract(name)
     assert abs(models.count_macs(m) / 1e9 - gmacs) < 0.006
     assert models.forward_flops(m) == 2 * models.count_macs(m)

@@ -10,8 +10,8 @@ import pytest
 from kifunet.data_prep import features, replay
 from kifunet.data_prep.board import Board
 from kifunet.data_prep.game import BLACK, WHITE, GameRecord
-from kifunet.eval import policy as policy_mod
-from kifunet.eval.policy import Policy, fresh_policy, position_record
+from kifunet.play import policy as policy_mod
+from kifunet.play.policy import Policy, fresh_policy, position_record
 
 
 def random_game(n: int, moves: int, seed: int, pass_rate: float = 0.05) -> list[tuple[int, int]]:

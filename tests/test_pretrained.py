@@ -1,15 +1,33 @@
-"""pretrained/kgs_cpu_small (the 60-minute KGS run kept in the repository) loads in a fresh clone and is trained."""
+"""pretrained/kgs_cpu_small (the 60-minute KGS run kept in the repository) loads in a fresh clone and is trained;
+it scores exactly its recorded figures on a fixed slice of real KGS positions; its 50 match games replay through
+``kifunet build``."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import KGS_2015, require_path
+
+pytestmark = pytest.mark.slow  # loads and evaluates the 60-minute net
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / "pretrained" / "kgs_cpu_small"
+MATCH_GAMES = RUN / "match-gnugo10" / "games"
+#: the net's figures on the slice, measured by test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs
+#: itself (KIFUNET_RECORD=1 rewrites the file; the commands are in it)
+RECORDED = RUN / "eval" / "kgs2015_0101_slice.json"
+# the slice: every position of the KGS 2015 archive's games dated 2015-01-01 that the GoNN protocol keeps (the
+# pretrained run's test year); all of it is evaluated, so the sums do not depend on the build's row order
+SLICE_BUILD = ["--features", "maddison", "--preset", "gonn-kgs", "--split", "test:2015", "--date-from", "2015-01-01",
+               "--date-to", "2015-01-01", "--workers", "0", "--no-progress"]
+SLICE_EVAL = ["--split", "test", "--ensemble", "--batch-size", "256", "--cpu-devices", "1", "--no-breakdowns",
+              "--no-progress"]
 
 
 @pytest.fixture(scope="module")
@@ -35,15 +53,110 @@ def test_the_pretrained_run_loads_without_its_dataset_and_predicts_moves(samples
     top1 = res["results"]["single"]["accuracy"]["1"]
     # GNU Go self-play is not KGS, but a trained net still finds many of its moves; an untrained one ~1/361
     assert top1 > 0.2, top1
-    last = json.loads((RUN / "metrics_eval.jsonl").read_text().strip().splitlines()[-1])
-    assert last["step"] == 19100 and last["eval_positions"] == 100_000 and abs(last["top1"] - 0.4121) < 1e-4
 
 
 def test_the_pretrained_net_plays_legal_moves_for_play():
-    from kifunet.eval.policy import load_policy
+    from kifunet.play.policy import load_policy
 
     pol = load_policy(RUN, rank="9d")
     p = pol.probabilities([(1, 3 * 19 + 15)], colour=2)  # white to move after black's Q16
     assert p.shape == (362,) and abs(float(p.sum()) - 1) < 1e-5
     # softmax over every point: the trained net has learned that the occupied point is never played
     assert p[3 * 19 + 15] < 1e-6 and np.argmax(p) != 3 * 19 + 15
+
+
+def _figures(res: dict) -> dict:
+    """The exact counts and the nats of an eval result (``kifunet eval --out`` JSON)."""
+    out = {"games": res["dataset"]["spec"]["games"], "positions": res["dataset"]["spec"]["positions"]}
+    for kind in ("single", "ensemble"):
+        r = res["results"][kind]
+        out[kind] = {"count": r["count"], "topk_correct": list(r["topk_correct"]), "nll_sum": r["nll_sum"],
+                     "cross_entropy_nats": r["cross_entropy_nats"]}
+    return out
+
+
+def test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs(tmp_path):
+    """`kifunet build` of the slice, then `kifunet eval` of the committed net on all of it (single pass and the
+    8-symmetry ensemble, one CPU device): the top-1..10 counts equal the recorded ones, the nats within 1e-6."""
+    from kifunet.cli import main as cli_main
+
+    archive = require_path(KGS_2015, "the real KGS 2015 archive")
+    ds = tmp_path / "slice"
+    assert cli_main(["build", str(archive), "--out", str(ds), *SLICE_BUILD]) == 0
+    out = tmp_path / "eval.json"
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    p = subprocess.run([sys.executable, "-m", "kifunet.cli", "eval", "--checkpoint", str(RUN), "--data", str(ds),
+                        *SLICE_EVAL, "--out", str(out)], capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    got = _figures(json.loads(out.read_text()))
+    if os.environ.get("KIFUNET_RECORD") == "1":
+        RECORDED.write_text(json.dumps({
+            "what": "kifunet eval of pretrained/kgs_cpu_small on every position of the KGS 2015 archive's games "
+                    "dated 2015-01-01 kept by the GoNN protocol; checked by tests/test_pretrained.py::"
+                    "test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs",
+            "build": "kifunet build ../shared/data/kgs/KGS-2015-19-8133-.tar.gz --out SLICE " + " ".join(SLICE_BUILD),
+            "eval": "kifunet eval --checkpoint pretrained/kgs_cpu_small --data SLICE " + " ".join(SLICE_EVAL),
+            **got}, indent=1) + "\n")
+    want = json.loads(RECORDED.read_text())
+    assert (got["games"], got["positions"]) == (want["games"], want["positions"])
+    for kind in ("single", "ensemble"):
+        g, w = got[kind], want[kind]
+        assert g["count"] == w["count"] == want["positions"], kind
+        assert g["topk_correct"] == w["topk_correct"], kind  # exact: top-1 .. top-10 counts
+        assert abs(g["cross_entropy_nats"] - w["cross_entropy_nats"]) <= 1e-6, kind
+        assert abs(g["nll_sum"] - w["nll_sum"]) <= 1e-6 * w["count"], kind
+    # a trained net: far above the uniform guess, the ensemble above the single pass
+    assert got["single"]["topk_correct"][0] > 0.35 * got["positions"]
+    assert got["ensemble"]["topk_correct"][0] > got["single"]["topk_correct"][0]
+
+
+def test_the_50_match_games_replay_through_kifunet_build(tmp_path):
+    """README: all 50 SGFs of the match against GNU Go level 10 replay through `kifunet build` with 0 rejected
+    (every move legal under the rules engine), and their moves are the games' move counts."""
+    from kifunet.cli import main as cli_main
+    from kifunet.play.match_sgf import finished_games
+
+    games = sorted(MATCH_GAMES.glob("*.sgf"))
+    assert len(games) == 50
+    out = tmp_path / "match"
+    assert cli_main(["build", str(MATCH_GAMES), "--out", str(out), "--features", "agz", "--split", "train:rest",
+                     "--workers", "0", "--no-progress"]) == 0
+    counts = json.loads((out / "manifest.json").read_text())["counts"]
+    assert (counts["seen"], counts["used"], counts["filtered"], counts["rejected"]) == (50, 50, {}, {})
+    assert (out / "rejects.jsonl").read_text() == ""
+    moves = sum(g.moves for g in finished_games(RUN / "match-gnugo10").values())
+    assert counts["positions"]["moves"] == moves
+
+
+def _readme_rows(header: str) -> list[list[str]]:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert text.count(header) == 1, header
+    rows = []
+    for line in text[text.index(header):].splitlines():
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return [rows[0]] + rows[2:]
+
+
+def test_readme_tables_are_the_committed_records():
+    """The README's figures of the hour-long run are its committed records, at the digits printed: the whole-split
+    evaluation (eval/kgs_maddison_test.json, the net itself is measured above) and the learning curve
+    (metrics_eval.jsonl)."""
+    res = json.loads((RUN / "eval" / "kgs_maddison_test.json").read_text())
+    assert res["results"]["single"]["count"] == res["results"]["ensemble"]["count"] == 954_187
+    head, *rows = _readme_rows("| `cpu_small`, 60 min on 2 CPU cores |")
+    assert [r[0] for r in rows] == ["single pass", "8-symmetry ensemble"]
+    for row, kind in zip(rows, ("single", "ensemble")):
+        r = res["results"][kind]
+        want = [f"{100 * r['accuracy'][k]:.2f}" for k in ("1", "2", "4", "10")]
+        want += [f"{r['cross_entropy_nats']:.4f}", f"{r['perplexity']:.2f}"]
+        assert row[1:] == want, (kind, row, want)
+    evals = [json.loads(x) for x in (RUN / "metrics_eval.jsonl").read_text().splitlines() if x.strip()]
+    table = {r[0]: r[1:] for r in _readme_rows("| positions | 250k |")}
+    assert len(table["positions"]) == len(evals) == 10
+    assert table["test top-1 %"] == [f"{100 * e['top1']:.2f}" for e in evals]
+    assert table["test top-4 %"] == [f"{100 * e['top4']:.2f}" for e in evals]
+    assert table["test nats"] == [f"{e['nats']:.3f}" for e in evals]
+    assert [e["eval_positions"] for e in evals] == [10_000] * 9 + [100_000]

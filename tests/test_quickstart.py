@@ -2,9 +2,12 @@
 
 import json
 
+import pytest
+
 from kifunet import cli
 
 
+@pytest.mark.slow
 def test_quickstart_runs_build_train_eval(tmp_path, capsys):
     out = tmp_path / "qs"
     assert cli.main(["quickstart", "--out", str(out), "--minutes", "0.25", "--workers", "1"]) == 0

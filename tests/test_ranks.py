@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import tarfile
+from collections import Counter
+from pathlib import Path
+
 import pytest
+from conftest import require_path
 
 from kifunet.data_prep import ranks
 from kifunet.data_prep.ranks import MAX, MIN, UNKNOWN, RankInfo, is_known, parse_rank, parse_rank_info, rank_to_text
@@ -37,14 +43,32 @@ CASES = [
     ("Mingren", 17, 17), ("Kuksu", 17, 17), ("国手", 17, 17), ("國手", 17, 17), ("명인", 17, 17), ("99k", -30, -30),
 ]
 
+# The spellings of other servers (issue 13, item 8). Fox: a leading P marks a professional; a bare 段 is Fox's
+# amateur grade (9段 is its top amateur rank); 级 is kyu.
+SERVER_CASES = [
+    # Fox (every spelling of the Fox archive is also checked in test_fox_archive_rank_spellings)
+    ("P9段", 17, 17), ("P1段", 9, 9), ("P5段", 13, 13), ("P9", 17, 17), ("P1", 9, 9), ("p9", 17, 17),
+    ("P9D", 17, 17), ("P 9段", 17, 17), ("P九段", 17, 17), ("Ｐ９段", 17, 17), ("9段", 8, 17), ("18级", -18, -18),
+    ("1级", -1, -1), ("职业九段", 17, 17), ("P9段?", 17, 17),
+    # Tygem
+    ("9단", 8, 17), ("9D", 8, 17), ("18급", -18, -18), ("18K", -18, -18), ("아마5단", 4, 4), ("아마 5단", 4, 4),
+    ("프로9단", 17, 17), ("프로 9단", 17, 17), ("9단 프로", 17, 17), ("9P", 17, 17), ("職業九段", 17, 17),
+    # OGS
+    ("5d", 4, 13), ("12k", -12, -12), ("30k", -30, -30), ("1p", 9, 9), ("9p", 17, 17), ("1d", 0, 9),
+    ("-", UNKNOWN, UNKNOWN), ("?", UNKNOWN, UNKNOWN),
+    # IGS: '*' marks an established rank
+    ("3d*", 2, 11), ("5k*", -5, -5), ("1p*", 9, 9), ("NR", UNKNOWN, UNKNOWN),
+]
+
 NOT_RANKS = [
     "", " ", "?", "??", "-", "--", "abc", "9", "d", "k", "p", "0d", "0k", "0p", "10d", "10p", "99d", "1000k",
     "9x", "1d2d", "9d 8d", "9d9d", "Insei", "ama", "pro", "amateur", "5p ama", "7d pro ama", "9d pro?ama",
     "初級", "段", "十一段", "Propane", "dan", "strong", "9d+", "[9d]x", "1,5k",
+    "P10段", "P0", "P3k", "P9 ama", "P9段 アマ", "pp9", "9P9", "P", "NR", "5k**", "*", "P段",
 ]
 
 
-@pytest.mark.parametrize("text,kgs,gogod", CASES)
+@pytest.mark.parametrize("text,kgs,gogod", CASES + SERVER_CASES)
 def test_parse_table(text, kgs, gogod):
     assert parse_rank(text) == kgs
     assert parse_rank(text, source="kgs") == kgs
@@ -104,3 +128,31 @@ def test_rank_to_text_rejects_values_off_the_scale(bad):
 def test_bad_source_is_an_error():
     with pytest.raises(ValueError, match="unknown rank source"):
         parse_rank("9d", source="igs")
+
+
+# ---------------------------------------------------------------------------------------------- real data
+
+FOX = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "fox" / "fox-pro-2012-2019.tar.gz"
+
+# Every BR/WR spelling of the Fox archive (10,348 games) with how many times it occurs and its value.
+FOX_SPELLINGS = {
+    "9段": (8663, 8), "P9段": (7487, 17), "P7段": (1064, 15), "P3段": (594, 11), "P6段": (538, 14),
+    "P8段": (495, 16), "P1段": (437, 9), "P5段": (422, 13), "P4段": (409, 12), "P2段": (326, 10),
+    "3段": (128, 2), "8段": (32, 7), "1段": (21, 0), "2段": (15, 1), "4段": (14, 3), "6段": (12, 5),
+    "18级": (9, -18), "5段": (7, 4), "7段": (7, 6), "1级": (3, -1), "9级": (3, -9), "16级": (3, -16),
+    "7级": (2, -7), "15级": (1, -15), "17级": (1, -17), "6级": (1, -6), "10级": (1, -10), "2级": (1, -2),
+}
+
+
+def test_fox_archive_rank_spellings():
+    """Every rank spelling in the Fox archive parses to a rank (issue 13: ``P9段`` was unknown)."""
+    require_path(FOX, "the Fox archive")
+    counts: Counter = Counter()
+    with tarfile.open(FOX, "r|gz") as tf:
+        for m in tf:
+            if m.isfile() and m.name.endswith(".sgf"):
+                raw = tf.extractfile(m).read()
+                counts.update(v.decode("utf-8", "replace") for v in re.findall(rb"(?<![A-Z])[BW]R\[([^\]]*)\]", raw))
+    assert dict(counts) == {text: n for text, (n, _) in FOX_SPELLINGS.items()}
+    for text, (_, value) in FOX_SPELLINGS.items():
+        assert parse_rank(text) == value, text

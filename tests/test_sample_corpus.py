@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import require_gnugo
 from sgfmill import boards, sgf
 
 REPO = Path(__file__).resolve().parents[1]
@@ -166,12 +166,9 @@ def test_level_parsing():
         script.parse_levels("0,11")
 
 
-GNUGO = shutil.which("gnugo") or (shutil.which("/usr/games/gnugo"))
-
-
-@pytest.mark.skipif(GNUGO is None, reason="gnugo not installed")
 def test_script_plays_a_short_game(tmp_path):
     """End to end on a 9x9 board at level 0, capped at a few moves (about a second of CPU)."""
+    GNUGO = require_gnugo()
     script = load_script()
     argv = ["--out", str(tmp_path), "--games", "1", "--start", "9", "--size", "9", "--levels", "0,1",
             "--max-moves", "12", "--seed", "3", "--gnugo", GNUGO]
@@ -183,3 +180,61 @@ def test_script_plays_a_short_game(tmp_path):
     assert len(root.get_setup_stones()[0]) == root.get("HA")
     assert 1 <= len(moves_of(game)) <= 12
     assert "NOMINAL" in root.get("GC")
+
+
+def test_readme_numbers_match_the_files(games):
+    """Every count samples/README.md gives (summary table, generation notes, the GoNN filter, the per-game table)
+    is the corpus's."""
+    from kifunet.data_prep import ranks
+
+    text = (REPO / "samples" / "README.md").read_text(encoding="utf-8")
+    rows, years, endings = [], {}, {"two passes": 0, "resignation": 0, "move cap": 0}
+    for name, game in games.items():
+        root = game.get_root()
+        get = lambda k: root.get(k) if root.has_property(k) else None  # noqa: E731
+        moves = moves_of(game)
+        result = get("RE")
+        ending = ("resignation" if result.endswith("+R") else
+                  "two passes" if "ended by two passes" in get("GC") else "move cap")
+        endings[ending] += 1
+        years[get("DT")[:4]] = years.get(get("DT")[:4], 0) + 1
+        level = lambda player: int(re.search(r"level (\d+)", player).group(1))  # noqa: E731
+        rows.append(dict(name=name, dt=get("DT"), b=f"{level(get('PB'))} ({get('BR')})",
+                         w=f"{level(get('PW'))} ({get('WR')})", ha=get("HA") or 0, km=get("KM"), moves=len(moves),
+                         passes=sum(1 for _, p in moves if p is None), re=result, ending=ending,
+                         bytes=(SAMPLES / name).stat().st_size, br=get("BR"), wr=get("WR")))
+    n, even = len(rows), [r for r in rows if not r["ha"]]
+    total = sum(r["moves"] for r in rows)
+    passes = sum(r["passes"] for r in rows)
+    size = sum(r["bytes"] for r in rows)
+    assert f"holds **{n} games of 19x19 Go**" in text
+    assert f"| games | {n} ({len(even)} even, {n - len(even)} handicap) |" in text
+    assert (f"| moves | {total:,} ({total - passes:,} stones played, {passes} passes); "
+            f"{min(r['moves'] for r in rows)} to {max(r['moves'] for r in rows)} per game, "
+            f"mean {round(total / n)} |") in text
+    assert (f"| size | {size:,} bytes of SGF ({min(r['bytes'] for r in rows) / 1000:.1f} to "
+            f"{max(r['bytes'] for r in rows) / 1000:.1f} KB per game) |") in text
+    by_count = {}
+    for y, c in sorted(years.items()):
+        by_count.setdefault(c, []).append(y)
+    assert "| dates (DT) | " + "; ".join(f"{', '.join(ys)}: {c} games each" if len(ys) > 1 else f"{ys[0]}: {c}"
+                                          for c, ys in sorted(by_count.items(), reverse=True)) + " |" in text
+    assert (f"| endings | {endings['two passes']} by two passes (scored with GNU Go `final_score`), "
+            f"{endings['resignation']} by resignation, {endings['move cap']} at the move cap |") in text
+    assert f"--games {n} " in text and f"regenerates these\n{n} files" in text and f"adds\ngames {n}, {n + 1}" in text
+    # the GoNN game filter: both players >= 6d, or one >= 7d (handicap games are dropped anyway)
+    six, seven = ranks.parse_rank("6d"), ranks.parse_rank("7d")
+    passing = [r["name"][6:10] for r in even
+               if min(ranks.parse_rank(r["br"]), ranks.parse_rank(r["wr"])) >= six
+               or max(ranks.parse_rank(r["br"]), ranks.parse_rank(r["wr"])) >= seven]
+    said = re.search(r"(\d+) of the (\d+) even games pass the GoNN game filter\s+\([^)]*\): ([\d,\sand]+)\. "
+                     r"The other (\d+) are filtered out, and so are the (\d+) handicap games", text)
+    assert said, "the GoNN filter sentence"
+    assert [int(x) for x in (said[1], said[2], said[4], said[5])] == [len(passing), len(even),
+                                                                     len(even) - len(passing), n - len(even)]
+    assert re.findall(r"\d{4}", said[3]) == passing
+    # the per-game table, row by row
+    table = [line for line in text.splitlines() if line.startswith("| gnugo-")]
+    assert table == [f"| {r['name']} | {r['dt']} | {r['b']} | {r['w']} | {r['ha']} | {r['km']:g} | {r['moves']} | "
+                     f"{r['re']}{' (two passes)' if r['ending'] == 'two passes' else ''} | {r['bytes']} |"
+                     for r in rows]

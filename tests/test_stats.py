@@ -11,6 +11,7 @@ from kifunet.cli import main
 from kifunet.data_prep import build, splits, stats
 from kifunet.data_prep.coords import from_flat
 from kifunet.data_prep.reader import Reader
+from kifunet.data_prep.manifest import read_manifest
 from test_build import cfg_for, quiet, write_corpus
 
 
@@ -28,7 +29,7 @@ def dataset(tmp_path_factory):
 
 def test_stats_sums_match_manifest(dataset):
     st = stats.dataset_stats(dataset)
-    m = build.read_manifest(dataset)
+    m = read_manifest(dataset)
     for name, s in st["splits"].items():
         assert s["positions"] == m["splits"][name]["positions"]
         assert sum(s["positions_by_rank"].values()) == s["positions"]

@@ -4,14 +4,20 @@
 * same splits, example counts, full planes and columns as the HDF5 build (as multisets: the orders differ),
   same accounting and rejects (a damaged game is reported with its path, not dropped);
 * training runs a few steps from the TFDS source (``--config.dataset=tfds:DIR``);
+* `kifunet tfds` from the command line with `kifunet build`'s options (`--split train:rest --val-fraction 0.1`
+  over the named config) gives the HDF5 build's positions, options and summary, and two runs (in two processes,
+  workers 0 and 2) write byte-identical files; an empty result exits 2 with the accounting as `kifunet build`
+  does; `kifunet train` fails alike on both containers without train rows; the module docstring's `workers=2`
+  example runs as a script without a main guard (issue 19);
 * the Apache Beam path (DirectRunner) writes the same records, metadata and rejects. It needs ``apache-beam``,
-  which pins protobuf below 7, so it is skipped in the project's environment and runs in the Beam one
-  (``/root/beamenv/bin/python -m pytest tests/test_tfds_go_moves.py``; set-up commands and a real-archive check
-  in ``benchmarks/bench_tfds_beam.py``).
+  which pins protobuf below 7, so it is a *manual* test (``@pytest.mark.manual``): skipped in the project's
+  environment and in CI, run by hand in the Beam one (``BEAMENV/bin/python -m pytest tests/test_tfds_go_moves.py
+  -k beam``; set-up commands and a real-archive check in ``benchmarks/bench_tfds_beam.py``).
 """
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import math
@@ -19,13 +25,15 @@ import os
 import subprocess
 import sys
 import tarfile
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import require_module
 
-pytest.importorskip("tensorflow_datasets")
-pytest.importorskip("array_record")
+require_module("tensorflow_datasets")
+require_module("array_record")
 
 from kifunet.cli import main as cli_main  # noqa: E402
 from kifunet.data_prep import filters, shards  # noqa: E402
@@ -58,17 +66,17 @@ except ImportError:
 
 import numpy as np
 import tensorflow_datasets as tfds
-from kifunet.data_prep import features, tfds_go_moves
+from kifunet.data_prep import features, tfds_go_moves, tfds_reader
 
 manual, data_dir, out, config = sys.argv[1:5]
 b = tfds_go_moves.GoMoves(config=config, data_dir=data_dir)
 b.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=manual))
-fs = features.get(tfds_go_moves.kifunet_metadata(b)["features"]["name"])
+fs = features.get(tfds_reader.kifunet_metadata(b)["features"]["name"])
 res = {"splits": list(b.info.splits), "file_format": str(b.info.file_format.value), "dir": str(b.data_dir),
-       "meta": tfds_go_moves.kifunet_metadata(b)}
+       "meta": tfds_reader.kifunet_metadata(b)}
 for split in res["splits"]:
     ds = tfds.data_source(f"go_moves/{config}", data_dir=data_dir, split=split)
-    batch = tfds_go_moves.decode([ds[i] for i in range(len(ds))], fs)
+    batch = tfds_reader.decode([ds[i] for i in range(len(ds))], fs)
     batch["game"] = batch["game"].astype(str)
     np.savez(f"{out}/{split}.npz", **batch)
 res["tensorflow_loaded"] = sorted(m for m in sys.modules if m == "tensorflow" or m.startswith("tensorflow."))
@@ -91,7 +99,9 @@ def make_inputs(root: Path) -> Path:
         for i in range(3):
             _add(tf, f"kgs/2014/train{i}.sgf", random_game(i, n=19, moves=30, date=f"2014-0{i + 1}-01"))
         _add(tf, "kgs/2015/test0.sgf", random_game(10, n=19, moves=30, date="2015-02-01"))
-        _add(tf, "kgs/2014/copy-of-train0.sgf", random_game(0, n=19, moves=30, date="2014-05-05"))
+        # train0 downloaded twice, one copy commented: the same game (another date would be another game)
+        _add(tf, "kgs/2014/copy-of-train0.sgf", random_game(0, n=19, moves=30, date="2014-01-01").replace(
+            b"RE[B+R]", b"RE[B+R]C[downloaded twice]"))
         _add(tf, "kgs/2014/weak.sgf", random_game(20, n=19, moves=30, date="2014-06-01", br="1k", wr="2k"))
         _add(tf, "kgs/2014/damaged.sgf", b"(;GM[1]FF[4]SZ[19]DT[2014-07-01]BR[7d]WR[7d];B[pd];W[dp];B[")
         _add(tf, "kgs/README.txt", b"not a game")
@@ -139,7 +149,7 @@ def test_same_positions_splits_and_accounting_as_the_hdf5_build(built):
     for split in res["splits"]:
         r = Reader(str(h5), split)
         want = r.batch(np.arange(len(r)))
-        want_games = r.games()["moves_hash"][want["game_index"]].astype(str)
+        want_games = r.games()["game_id"][want["game_index"]].astype(str)
         got = dict(np.load(out / f"{split}.npz", allow_pickle=False))
         assert len(got["target"]) == len(r) == manifest["splits"][split]["positions"] > 0
         w, g = _sorted_rows(want, want_games), _sorted_rows(got, got["game"])
@@ -184,13 +194,13 @@ def test_training_runs_from_the_tfds_source(built, tmp_path):
 
 def test_tfds_source_batches_match_the_reader(built):
     pytest.importorskip("jax")
-    from kifunet.data_prep import tfds_go_moves
+    from kifunet.data_prep import tfds_reader
     from kifunet.train import input_pipeline
 
     _, res, out = built
     info = input_pipeline.describe(f"tfds:{res['dir']}", "test")
     assert info["features"] == "maddison" and info["num_planes"] == 36 and info["board_size"] == 19
-    r = tfds_go_moves.TfdsReader(res["dir"], "test")
+    r = tfds_reader.TfdsReader(res["dir"], "test")
     assert len(r) == info["rows"]
     batches = list(input_pipeline.eval_batches(f"tfds:{res['dir']}", "test", batch_size=16))
     planes = np.concatenate([b["planes"] for b in batches])[: len(r)]
@@ -202,20 +212,26 @@ def test_tfds_source_batches_match_the_reader(built):
     assert list(got["game"]) == list(want["game"])
 
 
+BEAM_MANUAL = ("manual test, not run in CI: apache-beam pins protobuf < 7, so it lives in an environment of its own; "
+               "run `BEAMENV/bin/python -m pytest tests/test_tfds_go_moves.py -k beam` there (set-up commands in "
+               "benchmarks/bench_tfds_beam.py)")
+
+
+@pytest.mark.manual(BEAM_MANUAL)
 def test_beam_direct_runner_builds_the_same_dataset(built, tmp_path):
-    pytest.importorskip("apache_beam", reason="apache-beam is not installed here (it pins protobuf < 7): the "
-                        "Beam path is checked by benchmarks/bench_tfds_beam.py in its own environment")
+    pytest.importorskip("apache_beam", reason=BEAM_MANUAL)
     import tensorflow_datasets as tfds
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from kifunet.data_prep import tfds_go_moves as T
+    from kifunet.data_prep import tfds_reader as R
 
     _, res, _ = built
     b = T.GoMoves(config=CONFIG, data_dir=str(tmp_path / "beam"))
     b.download_and_prepare(download_config=tfds.download.DownloadConfig(
         manual_dir=res["manual"], beam_options=PipelineOptions(["--runner=DirectRunner"])))
     gen = tfds.builder_from_directory(res["dir"])
-    meta = T.kifunet_metadata(b)
+    meta = R.kifunet_metadata(b)
     assert meta["builder"] == "beam"
     assert {k: v for k, v in meta.items() if k != "builder"} == {k: v for k, v in res["meta"].items()
                                                                  if k != "builder"}
@@ -264,5 +280,244 @@ def test_kifunet_tfds_command_builds_and_prints_the_accounting(built, tmp_path, 
     assert cli_main(["tfds", "--config", CONFIG, "--manual-dir", res["manual"], "--data-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "8 records seen = 5 used + 2 filtered + 1 rejected" in out, out
-    with pytest.raises(SystemExit):  # Beam options without --beam are an error, not silently dropped
-        cli_main(["tfds", "--manual-dir", res["manual"], "--data-dir", str(tmp_path), "--runner=DirectRunner"])
+    # Beam options without --beam are an error (exit 2, the CLI's error style), not silently dropped
+    assert cli_main(["tfds", "--manual-dir", res["manual"], "--data-dir", str(tmp_path), "--runner=DirectRunner"]) == 2
+    assert "Beam pipeline options need --beam" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------------------
+# issue 19: the build's options, messages and reproducible bytes
+
+CLI_OPTS = ["--split", "train:rest", "--val-fraction", "0.1"]
+
+
+def make_years_inputs(root: Path) -> Path:
+    """A manual_dir of 24 strong 19x19 games from 2013 to 2018 (two thirds outside gonn-kgs's 2000-2015 splits,
+    which `--split train:rest` takes) and a weak one, in one .tar.gz."""
+    manual = root / "manual"
+    manual.mkdir(parents=True)
+    with tarfile.open(manual / "kgs-years.tar.gz", "w:gz") as tf:
+        for i in range(24):
+            _add(tf, f"kgs/{2013 + i % 6}/g{i}.sgf", random_game(100 + i, n=19, moves=24,
+                                                                  date=f"{2013 + i % 6}-03-0{1 + i % 9}"))
+        _add(tf, "kgs/2017/weak.sgf", random_game(200, n=19, moves=24, date="2017-01-01", br="2k", wr="1k"))
+    return manual
+
+
+def _tfds_cli(args: list[str]) -> subprocess.CompletedProcess:
+    """`kifunet tfds ARGS` in a fresh interpreter (a fresh protobuf hash seed, as two runs of the command)."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    return subprocess.run([sys.executable, "-m", "kifunet.cli", "tfds", *args], env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def _dataset_dir(data_dir: Path) -> Path:
+    from kifunet.data_prep.tfds_go_moves import VERSION
+
+    dirs = sorted(data_dir.glob(f"go_moves/*/{VERSION}"))
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+@pytest.fixture(scope="module")
+def cli_built(tmp_path_factory):
+    """The years archive built from the command line with `--split train:rest --val-fraction 0.1`: by `kifunet
+    build --preset gonn-kgs` (HDF5, with its printed summary), and twice by `kifunet tfds --config kgs_maddison`,
+    each in its own process (workers 0 and 2)."""
+    import contextlib
+
+    root = tmp_path_factory.mktemp("tfds_cli")
+    manual = make_years_inputs(root)
+    h5 = root / "hdf5"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli_main(["build", str(manual), "--out", str(h5), "--preset", "gonn-kgs", "--features", "maddison",
+                         "--workers", "0", "--no-progress", *CLI_OPTS]) == 0
+    runs = []
+    for i, workers in enumerate(("0", "2")):
+        p = _tfds_cli(["--config", CONFIG, "--manual-dir", str(manual), "--data-dir", str(root / f"tfds{i}"),
+                       "--workers", workers, *CLI_OPTS])
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        runs.append((root / f"tfds{i}", p.stdout))
+    return h5, out.getvalue(), runs
+
+
+def test_command_line_options_give_the_hdf5_builds_positions(cli_built):
+    from kifunet.data_prep.dataset import open_split
+
+    h5, h5_out, runs = cli_built
+    manifest = json.loads((h5 / "manifest.json").read_text())
+    d = _dataset_dir(runs[0][0])
+    assert d.parent.name.startswith("kgs_maddison_")  # other options than the named config: its own directory
+    meta = json.loads((d / "metadata.json").read_text())["kifunet"]
+    for k in ("preset", "options", "filters", "split_rule", "counts"):
+        assert meta[k] == manifest[k], k
+    assert meta["options"]["splits"] == ["train:rest"] and meta["options"]["val_fraction"] == 0.1
+    assert list(meta["splits"]) == list(manifest["splits"]) == ["train", "val"]
+    assert meta["splits"] == {s: {"games": v["games"], "positions": v["positions"]}
+                              for s, v in manifest["splits"].items()}
+    c = meta["counts"]
+    assert c["used"] == 24 and c["filtered"] == {"game_rank": 1}  # 2016+ games are used, not no_split
+    assert manifest["splits"]["val"]["games"] > 0 and manifest["splits"]["train"]["games"] > 0
+    for split in ("train", "val"):
+        r, t = open_split(str(h5), split), open_split(f"tfds:{d}", split)
+        want, got = r.batch(np.arange(len(r))), t.batch(np.arange(len(t)))
+        w = _sorted_rows(want, r.games()["game_id"][want["game_index"]].astype(str))
+        g = _sorted_rows(got, got["game"].astype(str))
+        assert len(t) == len(r) == manifest["splits"][split]["positions"]
+        assert np.array_equal(w["game"], g["game"]) and np.array_equal(w["planes"], g["planes"])
+        for k in ("target", "to_move", "move_number", "player_rank", "opponent_rank"):
+            assert np.array_equal(w[k], g[k]), k
+    # one summary formatter: the same lines but for the location and the HDF5 shard counts
+    h5_lines = [x.replace(str(h5), "DS").split(", ") for x in h5_out.splitlines()]
+    tf_lines = [x.replace(str(d), "DS").split(", ") for x in runs[0][1].splitlines()]
+    h5_lines = [[p for p in x if not p.endswith(" shards")] for x in h5_lines]
+    assert [x for x in tf_lines if x[0] != "  details: DS/metadata.json"] == \
+           [x for x in h5_lines if x[0] != "  details: DS/manifest.json"]
+    assert "  filtered game_rank: 1" in h5_out.splitlines()
+
+
+def test_two_tfds_builds_are_byte_identical(cli_built):
+    import hashlib
+
+    _, _, runs = cli_built
+
+    def digests(root: Path) -> dict:
+        return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(root.rglob("*")) if p.is_file()}
+
+    a, b = digests(runs[0][0]), digests(runs[1][0])
+    records = [k for k in a if ".array_record-" in k]
+    assert len(records) == 2 and {"dataset_info.json", "features.json", "metadata.json", "rejects.jsonl"} <= {
+        Path(k).name for k in a}
+    assert a == b
+
+
+def test_tfds_and_build_share_one_option_surface():
+    from kifunet.cli import build_parser
+    from kifunet.commands import dataset_options
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices
+    ref = argparse.ArgumentParser()
+    dataset_options.add_dataset_options(ref)
+    for action in ref._actions[1:]:
+        for cmd in ("build", "tfds"):
+            got = next(a for a in sub[cmd]._actions if a.dest == action.dest and
+                       set(action.option_strings) <= set(a.option_strings))
+            assert (got.default, got.type, got.help) == (action.default, action.type, action.help), (cmd, action)
+    assert "--config" in next(a for a in sub["build"]._actions if a.dest == "options_file").option_strings
+
+
+def test_named_configs_are_presets_under_the_options():
+    from kifunet.commands.dataset_options import dataset_options
+    from kifunet.data_prep import tfds_go_moves as T
+
+    p = argparse.ArgumentParser()
+    from kifunet.commands.tfds import add_arguments
+
+    add_arguments(p)
+
+    def config(*argv, name=None):
+        args = p.parse_args(["--manual-dir", "M", "--data-dir", "D", *argv])
+        base = T.named_config(args.config)
+        return T.config_from_options(args.config, dataset_options(args, preset=base.preset, features=base.features,
+                                                                  options=base.options), name=args.name)
+
+    assert config() == "kgs_maddison" and config("--preset", "gonn-kgs", "--features", "maddison") == "kgs_maddison"
+    assert config("--config", "gogod_agz") == "gogod_agz"
+    assert config("--features", "agz") == "kgs_agz"  # the same positions as a named config: that config
+    c = config("--split", "train:rest", "--val-fraction", "0.1")
+    assert c.name.startswith("kgs_maddison_") and c.preset == "gonn-kgs" and c.features == "maddison"
+    assert c.split_rule().names() == ["train", "val"] and c.filters().min_rank == 5  # the preset's filters stay
+    assert config("--split", "train:rest", "--val-fraction", "0.1").name == c.name  # a deterministic name
+    assert config("--split", "train:rest").name != c.name
+    assert config("--split", "train:rest", "--name", "mine").name == "mine"
+    with pytest.raises(ValueError, match="named config"):
+        config("--split", "train:rest", "--name", "kgs_gonn")
+    g = config("--config", "gogod_gonn", "--min-rank", "5d", "--hash-split", "dev:0.05")
+    assert g.preset == "gonn-gogod" and g.features == "gonn" and g.split_rule().names() == ["train", "test", "dev"]
+
+
+def _years_only(root: Path, year: int) -> Path:
+    d = root / f"only{year}"
+    d.mkdir(parents=True)
+    (d / "g.sgf").write_bytes(random_game(7, n=19, moves=24, date=f"{year}-05-01"))
+    return d
+
+
+def test_an_empty_tfds_build_exits_2_with_the_accounting_as_kifunet_build(tmp_path, capsys):
+    manual = _years_only(tmp_path, 2016)  # gonn-kgs splits 2000-2014 / 2015: no split takes it
+    data = tmp_path / "tfds"
+    argv = ["tfds", "--config", CONFIG, "--manual-dir", str(manual), "--data-dir", str(data)]
+    assert cli_main(argv) == 2
+    cap = capsys.readouterr()
+    d = _dataset_dir(data)
+    assert "1 records seen = 0 used + 1 filtered + 0 rejected" in cap.out and "  filtered no_split: 1" in cap.out
+    assert "  train: 0 games, 0 positions" in cap.out and "  test: 0 games, 0 positions" in cap.out
+    err = [x for x in cap.err.splitlines() if "error" in x]
+    assert err == [f"kifunet tfds: error: no positions written (1 records seen, 0 used, 1 filtered, 0 rejected); "
+                   f"see {d / 'rejects.jsonl'}, or pass --allow-empty to accept an empty dataset"]
+    # the HDF5 build of the same input says the same
+    h5 = tmp_path / "h5"
+    assert cli_main(["build", str(manual), "--out", str(h5), "--preset", "gonn-kgs", "--workers", "0",
+                     "--no-progress"]) == 2
+    h5_err = [x for x in capsys.readouterr().err.splitlines() if "error" in x]
+    assert [x.replace(str(h5 / "rejects.jsonl"), "R").replace("kifunet build", "P") for x in h5_err] == \
+           [x.replace(str(d / "rejects.jsonl"), "R").replace("kifunet tfds", "P") for x in err]
+    assert cli_main(argv) == 2  # a rerun finds the finished (empty) dataset and fails the same way
+    assert "no positions written" in capsys.readouterr().err
+    assert cli_main(argv + ["--allow-empty"]) == 0
+    assert "error" not in capsys.readouterr().err
+    # the same name with other options is refused (TFDS would reuse the directory silently)
+    assert cli_main(argv + ["--split", "train:rest", "--name", d.parent.name + "x"]) == 0
+    assert cli_main(argv + ["--split", "test:2015", "--name", d.parent.name + "x"]) == 2
+    assert "built with other split_rule" in capsys.readouterr().err
+    (tmp_path / "none").mkdir()
+    for m, why in ((tmp_path / "none", "the inputs hold no SGF record"), (tmp_path / "missing", "input not found")):
+        assert cli_main(["tfds", "--manual-dir", str(m), "--data-dir", str(data)]) == 2
+        assert why in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("case", ["no_train_split", "empty"])
+def test_train_without_train_rows_fails_alike_on_both_containers(tmp_path, capsys, case):
+    pytest.importorskip("jax")
+    if case == "no_train_split":  # the rule has no train split
+        manual, opts = _years_only(tmp_path, 2015), ["--split", "test:2015"]
+    else:  # nothing written at all
+        manual, opts = _years_only(tmp_path, 2016), ["--allow-empty"]
+    assert cli_main(["build", str(manual), "--out", str(tmp_path / "h5"), "--preset", "gonn-kgs", "--workers", "0",
+                     "--no-progress", *opts]) == 0
+    assert cli_main(["tfds", "--config", CONFIG, "--manual-dir", str(manual), "--data-dir", str(tmp_path / "tf"),
+                     *opts]) == 0
+    d = _dataset_dir(tmp_path / "tf")
+    msgs = []
+    for i, (spec, where) in enumerate(((str(tmp_path / "h5"), str(tmp_path / "h5")), (f"tfds:{d}", str(d)))):
+        capsys.readouterr()
+        assert cli_main(["train", "--config", TINY, "--workdir", str(tmp_path / f"w{i}"),
+                         f"--config.dataset={spec}"]) == 2
+        err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+        assert len(err) == 1 and err[0].startswith("kifunet train: error: "), err
+        msgs.append(err[0].replace("tfds:", "").replace(where, "DS"))
+    want = {"no_train_split": "DS: no split 'train'; splits: test", "empty": "DS: split 'train' has no rows"}[case]
+    assert msgs == [f"kifunet train: error: {want}"] * 2
+
+
+DOC_SCRIPT_PATTERN = r"Build \(.*?::\n\n((?:(?:    [^\n]*)?\n)+)"
+
+
+def test_docstring_workers_example_runs_as_a_script_without_main_guard(built, tmp_path):
+    """The module docstring's `workers=2` example, pasted into a script as is (no `if __name__ == "__main__":`)."""
+    import re
+
+    from kifunet.data_prep import tfds_go_moves
+
+    code = re.search(DOC_SCRIPT_PATTERN, tfds_go_moves.__doc__, re.S).group(1)
+    assert "workers=2" in code and "__main__" not in code
+    code = textwrap.dedent(code).replace("DATA_DIR", str(tmp_path / "data")).replace("ARCHIVES_DIR",
+                                                                                      built[1]["manual"])
+    script = tmp_path / "example.py"
+    script.write_text(code + "\nprint('splits', sorted(b.info.splits))\n")
+    p = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    assert "splits ['test', 'train']" in p.stdout

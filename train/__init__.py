@@ -1,8 +1,16 @@
 """Training: input pipeline, data-parallel steps, optimizers, checkpoints, metrics, configs.
 
-Entry points: ``kifunet train --config train/configs/X.py --workdir DIR`` and
-:func:`kifunet.train.train.train_and_evaluate`. Modules: :mod:`~kifunet.train.input_pipeline` (grain),
-:mod:`~kifunet.train.parallel` (the per-device step and the one ``jax.shard_map``),
-:mod:`~kifunet.train.optim`, :mod:`~kifunet.train.checkpointing` (orbax), :mod:`~kifunet.train.metric_writer`,
-:mod:`~kifunet.train.configs`.
+=====================  ==================================================================================
+module                 what it holds
+=====================  ==================================================================================
+``train``              ``train_and_evaluate(config, workdir)``: the training loop (``kifunet train``)
+``model_config``       the model a config describes (``build_model``), used by training and by eval
+``parallel``           the per-device step over the axis ``'data'`` with explicit ``pmean``, mapped once
+                       with ``jax.shard_map``; losses and per-example metrics
+``input_pipeline``     a dataset split -> shuffled, augmented, device-ready batches (grain)
+``optim``              optimizers and learning-rate schedules (optax)
+``checkpointing``      orbax checkpoints: state, input position, metadata
+``metric_writer``      JSON-lines metrics and TensorBoard event files
+``configs``            named configs (``configs/<name>.py``; each docstring: command, hardware, result)
+=====================  ==================================================================================
 """

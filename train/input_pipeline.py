@@ -1,16 +1,18 @@
-"""Input pipeline: built HDF5 shards -> shuffled, augmented, device-ready batches (grain).
+"""Input pipeline: a built dataset split -> shuffled, augmented, device-ready batches (grain).
 
 Pipeline (training)
 -------------------
 ::
 
-    BlockSource (grain RandomAccessDataSource: element i = block i, ``block_rows`` consecutive rows of one shard)
+    open_split(root, split).blocks()             grain source over HDF5 or tfds: (data_prep.dataset):
+                                                 element i = block i, ``block_rows`` consecutive rows of one shard
       -> [process_index::process_count]          per-host split (disjoint blocks per host)
       -> .shuffle(seed).repeat()                 global block order, a new permutation every epoch
       -> .batch(window_blocks, batch_fn=list)    a *window*: W random blocks (the shuffle buffer)
       -> .random_map(WindowBuilder)              rows of the window permuted, a symmetry per row (target
                                                  remapped, pass fixed), history dropout, constant planes
-      -> .to_iter_dataset() [.mp_prefetch(workers)]   windows built in worker processes
+      -> .to_iter_dataset() [.mp_prefetch(workers)]   windows built in worker processes (each ends when the
+                                                 trainer does, whatever killed it: exit_with_parent)
       -> BatchIterator                           cuts windows into batches (main process); checkpointable
 
 Why blocks, not rows: grain's textbook path -- ``MapDataset.source(Reader).shuffle().batch()``, one
@@ -39,8 +41,9 @@ shards with more than 65,536 codes) use a slower path that decodes the planes in
 History dropout (``history`` argument, for feature sets with history planes):
 
 * ``'none'``: planes as stored.
-* ``'all'`` with probability ``p``: the row loses all its history planes (GoNN ``previous_moves_5``: the
-  5 previous-move planes; AGZ ``history_8``: the stones at t-1..t-7 of both colours, the stones at t kept).
+* ``'all'`` with probability ``p``: the row loses all its history planes, the groups its features declare
+  (``Feature.history``, :mod:`kifunet.data_prep.features`): GoNN ``previous_moves_5``: the 5 previous-move
+  planes; AGZ ``history_8``: the stones at t-1..t-7 of both colours, the stones at t kept.
 * ``'cascade'`` with conditional keep probabilities ``keep_probs``: history depth d is kept only if depth
   d-1 was, with probability ``keep_probs[d-1]``. GoNN's write.exe (docs/gonn.md section 3) used
   ``GONN_KEEP_PROBS`` = (0.90, 0.95, 0.95, 0.98, 0.98): 10% of positions show no history, 22% miss at
@@ -61,6 +64,8 @@ share of rows, padded to whole batches with ``weight`` 0 so sums over the split 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 import queue
 import threading
 import time
@@ -70,10 +75,8 @@ import grain
 import numpy as np
 from numba import njit
 
-from kifunet.data_prep import shards as shards_mod
+from kifunet.data_prep import dataset as dataset_mod
 from kifunet.data_prep import symmetries as sym_mod
-from kifunet.data_prep.reader import Reader
-from kifunet.train import tfds_source
 
 #: GoNN write.exe's conditional keep probabilities of the previous-move planes 1..5 back.
 GONN_KEEP_PROBS = (0.90, 0.95, 0.95, 0.98, 0.98)
@@ -88,15 +91,6 @@ BATCH_COLUMNS = ("target", "to_move", "player_rank")
 # feature-set layout
 
 
-def _history_groups(name: str, off: int) -> list[tuple[int, ...]]:
-    """Output channels of history depth 1, 2, ... for a stored feature with history planes."""
-    if name == "previous_moves_5":
-        return [(off + d,) for d in range(5)]
-    if name == "history_8":  # pla t..t-7 then opp t..t-7; depth d = the stones at t-d of both colours
-        return [(off + d, off + 8 + d) for d in range(1, 8)]
-    return []
-
-
 @dataclasses.dataclass(frozen=True)
 class Layout:
     """Where each output channel of a feature set comes from."""
@@ -106,7 +100,7 @@ class Layout:
     stored_out: np.ndarray  # [num_stored] output channel of each stored channel
     const_out: np.ndarray  # [num_const] output channels of the constant planes, in feature order
     const_features: tuple  # (Feature, ...) constant features in order
-    history: tuple  # ((channels of depth 1), (depth 2), ...)
+    history: tuple  # ((channels of depth 1), (depth 2), ...): the features' declared history groups
 
     @property
     def history_depth(self) -> int:
@@ -114,116 +108,18 @@ class Layout:
 
 
 def layout_for(fs) -> Layout:
-    stored_out, const_out, consts, hist = [], [], [], []
-    dst = 0
-    for f in fs.features:
+    """The :class:`Layout` of a feature set; history groups are what its features declare
+    (:meth:`kifunet.data_prep.features.FeatureSet.history_channels`)."""
+    stored_out, const_out, consts = [], [], []
+    for f, dst in zip(fs.features, fs.offsets()):
         if f.constant:
             const_out.extend(range(dst, dst + f.planes))
             consts.append(f)
         else:
             stored_out.extend(range(dst, dst + f.planes))
-            hist.extend(_history_groups(f.name, dst))
-        dst += f.planes
     return Layout(num_planes=fs.num_planes, num_stored=fs.num_stored,
                   stored_out=np.asarray(stored_out, np.intp), const_out=np.asarray(const_out, np.intp),
-                  const_features=tuple(consts), history=tuple(hist))
-
-
-# ------------------------------------------------------------------------------------------------------------
-# the source: blocks of consecutive rows
-
-
-class BlockSource:
-    """grain ``RandomAccessDataSource``: element ``i`` is block ``i`` of a split (consecutive rows of one shard).
-
-    HDF5 files open on first access in each process (``ShardFile`` reopens after a fork), so the source can
-    be pickled to grain's worker processes before any file is open.
-    """
-
-    def __init__(self, root: str, split: str, block_rows: int = 0):
-        reader = Reader(root, split)  # manifest only; opens no file
-        self.root, self.split = root, split
-        self.board_size = reader.board_size
-        self.feature_name = reader.feature_name
-        self.columns = [c for c in reader.columns]
-        self.shard_paths = list(reader.shard_paths)
-        self.shard_rows = list(reader.shard_rows)
-        self.offsets = np.asarray(reader.offsets, np.int64)
-        chunk = int(reader.manifest.get("storage", {}).get("chunk_rows", 256))
-        self.block_rows = int(block_rows) if block_rows else chunk
-        if self.block_rows < 1:
-            raise ValueError("block_rows must be positive")
-        blocks = [(s, a, min(a + self.block_rows, n)) for s, n in enumerate(self.shard_rows)
-                  for a in range(0, n, self.block_rows)]
-        self.blocks = np.asarray(blocks, np.int64).reshape(-1, 3)
-        self._reader = reader
-        self._open: dict[int, dict] = {}
-        self._pid = None
-
-    # pickling: only the description travels
-    def __getstate__(self):
-        return {"root": self.root, "split": self.split, "block_rows": self.block_rows}
-
-    def __setstate__(self, st):
-        self.__init__(st["root"], st["split"], st["block_rows"])
-
-    @property
-    def feature_set(self):
-        return self._reader.feature_set
-
-    def __len__(self) -> int:
-        return len(self.blocks)
-
-    def __repr__(self) -> str:
-        return f"BlockSource({self.root!r}, {self.split!r}, block_rows={self.block_rows}, blocks={len(self)})"
-
-    def num_rows(self) -> int:
-        return int(self.offsets[-1])
-
-    def _shard(self, s: int) -> dict:
-        import os
-
-        if self._pid != os.getpid():
-            self._open, self._pid = {}, os.getpid()
-        sh = self._open.get(s)
-        if sh is None:
-            f = shards_mod.ShardFile(self.shard_paths[s], cache_bytes=4 << 20).file
-            layout = f.attrs["planes_layout"]
-            layout = layout.decode() if isinstance(layout, bytes) else str(layout)
-            cs = int(f.attrs["num_stored"])
-            sh = {"file": f, "planes": f["planes"], "layout": layout, "cs": cs, "n": int(f.attrs["board_size"]),
-                  "table": (shards_mod.unpack_points(f["plane_codes"][()], cs) if layout == "codes" else None),
-                  "columns": {k: f[k][()] for k in self.columns}}
-            self._open[s] = sh
-        return sh
-
-    def read(self, shard: int, start: int, stop: int) -> dict:
-        """Rows start..stop of one shard: ``codes`` [r, N, N] + ``table`` [K, Cs] (codes layout) or ``stored``
-        [r, N, N, Cs] planes; ``columns``; ``shard``."""
-        sh = self._shard(int(shard))
-        raw = sh["planes"][start:stop]
-        out = {"shard": int(shard), "columns": {k: v[start:stop] for k, v in sh["columns"].items()}}
-        out["columns"]["index"] = np.arange(start, stop, dtype=np.int64) + self.offsets[int(shard)]
-        if sh["layout"] == "codes":
-            out["codes"], out["table"] = raw, sh["table"]
-        else:
-            out["stored"] = shards_mod.decode_planes(raw, sh["layout"], sh["n"], sh["cs"])
-        return out
-
-    def __getitem__(self, index: int) -> dict:
-        s, a, b = (int(v) for v in self.blocks[int(index)])
-        return self.read(s, a, b)
-
-    def read_rows(self, start: int, stop: int) -> list[dict]:
-        """Global rows start..stop of the split as a list of per-shard pieces (see :meth:`read`)."""
-        out = []
-        pos = start
-        while pos < stop:
-            s = int(np.searchsorted(self.offsets, pos, side="right") - 1)
-            hi = min(stop, int(self.offsets[s + 1]))
-            out.append(self.read(s, pos - int(self.offsets[s]), hi - int(self.offsets[s])))
-            pos = hi
-        return out
+                  const_features=tuple(consts), history=fs.history_channels())
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -550,11 +446,9 @@ class BatchIterator(grain.DatasetIterator):
 
 
 def block_source(root: str, split: str, block_rows: int = 0):
-    """The block source of a dataset: :class:`BlockSource` over HDF5 shards, or for a ``tfds:`` dataset
-    :class:`kifunet.train.tfds_source.TfdsBlockSource` (same interface: blocks, ``read_rows``, ``num_rows``)."""
-    if tfds_source.is_tfds(root):
-        return tfds_source.TfdsBlockSource(root, split, block_rows)
-    return BlockSource(root, split, block_rows)
+    """The blocks of a dataset split (HDF5 or ``tfds:``; :func:`kifunet.data_prep.dataset.open_split`) as a grain
+    source: :class:`kifunet.data_prep.dataset_base.Blocks` (blocks, ``read_rows``, ``num_rows``)."""
+    return dataset_mod.open_split(root, split, assemble=False).blocks(block_rows)
 
 
 def window_dataset(root: str, split: str, *, batch_size: int, seed: int, process_index: int = 0,
@@ -562,9 +456,7 @@ def window_dataset(root: str, split: str, *, batch_size: int, seed: int, process
                    history_p: float = 0.0, keep_probs=GONN_KEEP_PROBS, window_blocks: int = 16,
                    block_rows: int = 0) -> grain.MapDataset:
     """The infinite grain ``MapDataset`` of this host's training windows (element ``i`` = window ``i``)."""
-    src = block_source(root, split, block_rows)
-    if len(src) == 0:
-        raise ValueError(f"{root}: split {split!r} has no rows")
+    src = dataset_mod.open_split(root, split, assemble=False, require_rows=True).blocks(block_rows)
     ds = grain.MapDataset.source(src)
     if process_count > 1:
         if len(src) < process_count:
@@ -595,15 +487,62 @@ def train_iterator(root: str, split: str, *, batch_size: int, seed: int, process
                         keep_probs=keep_probs, window_blocks=window_blocks, block_rows=block_rows)
     if workers > 0:
         _absl_flags_parsed()
+    watch = functools.partial(exit_with_parent, os.getpid())
 
     def make_windows(start: int):
         it_ds = ds[start:].to_iter_dataset(grain.ReadOptions(num_threads=1, prefetch_buffer_size=2))
         if workers > 0:
             it_ds = it_ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=workers,
-                                                                   per_worker_buffer_size=worker_buffer))
+                                                                   per_worker_buffer_size=worker_buffer),
+                                      worker_init_fn=watch)
         return iter(it_ds)
 
     return BatchIterator(make_windows, batch_size, host_dtype, workers)
+
+
+#: how often a worker process looks for its parent (seconds)
+PARENT_POLL_S = 0.2
+
+
+def exit_with_parent(parent_pid: int, worker_index: int = 0, worker_count: int = 1) -> None:
+    """grain ``worker_init_fn``: end this worker process as soon as ``parent_pid`` (the trainer) is gone.
+
+    A worker started by ``mp_prefetch`` (``multiprocessing`` spawn) holds a window buffer and the dataset, about
+    340 MB; when the trainer dies without closing the iterator (``kill -9``, the OOM killer, a segfault), nothing
+    else stops it: it is re-parented to PID 1 and waits forever, keeping ``multiprocessing``'s resource tracker
+    (the second process left behind) alive too, since the tracker exits when the last process holding its pipe
+    does. So each worker runs a daemon thread that polls its parent every :data:`PARENT_POLL_S` and calls
+    ``os._exit`` when it was re-parented (``os.getppid()`` changed) or ``parent_pid`` no longer exists; the
+    tracker then sees its pipe close, removes what the worker leaked, and exits.
+
+    Not ``prctl(PR_SET_PDEATHSIG)``: on Linux that signal fires when the *thread* that forked the worker ends,
+    and grain starts its workers from its own iterator threads, so a worker could be killed while the trainer
+    is alive; it is Linux-only as well. The poll works for any signal and any POSIX system.
+    """
+    import threading
+
+    first = os.getppid()
+
+    def gone() -> bool:
+        if os.getppid() != first:
+            return True
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # exists, owned by someone else: cannot tell, keep working
+            return False
+        return False
+
+    if first != parent_pid and gone():
+        os._exit(1)
+
+    def watch() -> None:
+        while not gone():
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="kifunet-parent-watch", daemon=True).start()
 
 
 def _absl_flags_parsed() -> None:
@@ -641,7 +580,7 @@ def eval_batches(root: str, split: str, *, batch_size: int, process_index: int =
 
 
 def num_eval_rows(root: str, split: str, limit: int = 0) -> int:
-    n = block_source(root, split).num_rows()
+    n = len(dataset_mod.open_split(root, split))
     return n if not limit else min(limit, n)
 
 
@@ -653,8 +592,10 @@ class Prefetcher:
     """Runs ``fn(next(iterator))`` in a background thread, ``depth`` batches ahead.
 
     Each item carries the iterator's state *after* it was produced, so :attr:`state` (the state after the
-    last item handed out) resumes exactly after that item. ``wait_s`` accumulates the time the consumer spent
-    blocked waiting for data.
+    last item handed out) resumes exactly after that item (``None`` for an iterator without ``get_state``, such
+    as :func:`eval_batches`). ``wait_s`` accumulates the time the consumer spent blocked waiting for data.
+    With ``fn`` putting batches on the devices (``parallel.shard_batch``), the host-to-device copies happen in
+    this thread, ``depth`` batches ahead of the step that reads them.
     """
 
     _DONE = object()
@@ -663,7 +604,8 @@ class Prefetcher:
         self._it, self._fn = iterator, fn
         self._q: queue.Queue = queue.Queue(maxsize=max(1, depth))
         self._stop = threading.Event()
-        self.state = iterator.get_state()
+        self._stateful = hasattr(iterator, "get_state")
+        self.state = iterator.get_state() if self._stateful else None
         self.wait_s = 0.0
         self._thread = threading.Thread(target=self._run, name="kifunet-prefetch", daemon=True)
         self._thread.start()
@@ -672,7 +614,7 @@ class Prefetcher:
         try:
             while not self._stop.is_set():
                 item = next(self._it)
-                st = self._it.get_state()
+                st = self._it.get_state() if self._stateful else None
                 out = self._fn(item)
                 while not self._stop.is_set():
                     try:
@@ -706,9 +648,6 @@ class Prefetcher:
 
 
 def describe(root: str, split: str) -> dict:
-    """Shape facts of a built split: rows, board size, feature set and plane count."""
-    if tfds_source.is_tfds(root):  # a TFDS go_moves dataset
-        return tfds_source.describe(root, split)
-    r = Reader(root, split)
-    return {"rows": len(r), "board_size": r.board_size, "features": r.feature_name, "num_planes": r.num_planes,
-            "shards": r.num_shards}
+    """Shape facts of a built split: rows, board size, feature set, plane count and shards
+    (:meth:`kifunet.data_prep.dataset_base.DatasetSplit.describe`)."""
+    return dataset_mod.describe(root, split)

@@ -26,6 +26,15 @@ Multi-host is the same program: each process feeds its local rows
 and the collectives run across hosts. :func:`initialize_distributed` calls ``jax.distributed.initialize()``
 when a multi-host launcher set the environment (see its docstring).
 
+JAX versions (the pins admit 0.8.2 to 0.11; CI runs the CPU path on what PyPI offers here): one code path, no
+version branches, using only APIs current in both 0.10 and 0.11 and none of their deprecated ones --
+``jax.shard_map`` (not ``jax.experimental.shard_map``) with ``check_vma`` (not ``check_rep``),
+``jax.lax.pcast(..., to='varying')`` (``pvary`` is deprecated), ``jax.make_mesh`` (its axes are ``Explicit`` by
+default; nothing here depends on the axis type), the mesh passed explicitly (no ``with mesh:``, deprecated in
+0.11 for ``jax.set_mesh``), ``jax.tree`` / ``jax.tree_util`` functions on dicts and tuples only (0.11
+deprecates dict views, generators and iterators as pytree leaves). A run with every ``DeprecationWarning``
+shown prints none (JAX 0.10.2, flax 0.12.8, orbax 0.12.8).
+
 BatchNorm (``batchnorm`` option): ``'per_device'`` normalises with each device's own batch statistics
 (pmap's default) and averages the running statistics over devices after the step (the Flax ImageNet
 example's ``sync_batch_stats``); ``'sync'`` sets ``axis_name='data'`` on every ``nnx.BatchNorm``, which then
@@ -43,6 +52,8 @@ import optax
 from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
+
+from kifunet.models.base import played_move_rank
 
 AXIS = "data"
 BATCHNORM_MODES = ("per_device", "sync")
@@ -200,10 +211,9 @@ def l2_loss(logits, target):
 
 
 def topk_correct(logits, target, k: int):
-    """1 where the played move is among the ``k`` largest logits: fewer than ``k`` *other* moves have a logit
-    >= the played move's (ties count against, as in kifunet.eval)."""
-    t = jnp.take_along_axis(logits, target[:, None], axis=-1)
-    return (jnp.sum(logits >= t, axis=-1) - 1 < k).astype(jnp.float32)
+    """1.0 where the played move is in the top ``k``: :func:`kifunet.models.base.played_move_rank` ``< k``
+    (fewer than ``k`` *other* moves have a logit >= the played move's; ties count against), per example."""
+    return (played_move_rank(logits, target) < k).astype(jnp.float32)
 
 
 def _sums(logits, batch, loss_vec):
@@ -271,7 +281,72 @@ def eval_step(model_def: ModelDef, *, loss: str = "cross_entropy"):
     return step
 
 
-def data_parallel(per_device_fn, mesh, *, donate_state: bool = False):
-    """The one place a per-device step is mapped over the devices: state ``P()``, batch ``P('data')``."""
-    mapped = jax.shard_map(per_device_fn, mesh=mesh, in_specs=(P(), P(AXIS)), out_specs=P())
+# ------------------------------------------------------------------------------------------------------------
+# metrics kept on the devices between fetches
+
+#: per-step metrics that a window sums (divided by ``count`` when fetched)
+SUM_METRICS = ("loss_sum", "nats_sum", "top1_sum", "top4_sum", "count")
+#: per-step metrics of which a window keeps the last value
+LAST_METRICS = ("grad_norm", "param_norm", "update_norm", "lr")
+
+
+def _zeros_window() -> dict:
+    w = {k: np.zeros((), np.float32) for k in SUM_METRICS + LAST_METRICS}
+    w.update(steps=np.zeros((), np.int32), first_bad=np.zeros((), np.int32), bad_loss=np.zeros((), np.float32))
+    return w
+
+
+def empty_window(mesh) -> dict:
+    """A zeroed metric window on the devices (replicated), the third argument of a :func:`windowed` step."""
+    return replicate(_zeros_window(), mesh)
+
+
+def empty_sums(mesh) -> dict:
+    """Zeroed evaluation sums on the devices (replicated), the third argument of a :func:`summed` step."""
+    return replicate({k: np.zeros((), np.float32) for k in SUM_METRICS}, mesh)
+
+
+def windowed(step_fn):
+    """Per-device ``(state, batch, window) -> (state, window')``: ``step_fn`` (:func:`train_step`) with its
+    metrics added to a window that stays on the devices, so the training loop fetches metrics once per logging
+    interval instead of once per step (a device-to-host copy and a host wait per step).
+
+    ``window``: :data:`SUM_METRICS` summed, :data:`LAST_METRICS` of the last step, ``steps`` in the window,
+    ``first_bad``: the 1-based step of the first non-finite loss in the window (0: none) and ``bad_loss`` its
+    value. The step's own computation is unchanged (the same parameters to the bit).
+    """
+
+    def step(state, batch, window):
+        number = state["step"] + 1
+        state, m = step_fn(state, batch)
+        out = {k: window[k] + m[k].astype(jnp.float32) for k in SUM_METRICS}
+        out.update({k: m[k].astype(jnp.float32) for k in LAST_METRICS})
+        loss = m["loss_sum"].astype(jnp.float32) / jnp.maximum(m["count"].astype(jnp.float32), 1.0)
+        first = (window["first_bad"] == 0) & ~jnp.isfinite(loss)
+        out["first_bad"] = jnp.where(first, number.astype(jnp.int32), window["first_bad"])
+        out["bad_loss"] = jnp.where(first, loss, window["bad_loss"])
+        out["steps"] = window["steps"] + 1
+        return state, out
+
+    return step
+
+
+def summed(step_fn):
+    """Per-device ``(state, batch, sums) -> sums'``: an evaluation step (:func:`eval_step`) whose sums are added
+    on the devices, so an evaluation fetches one set of sums at its end."""
+
+    def step(state, batch, sums):
+        m = step_fn(state, batch)
+        return {k: sums[k] + m[k].astype(jnp.float32) for k in sums}
+
+    return step
+
+
+def data_parallel(per_device_fn, mesh, *, donate_state: bool = False, carry: bool = False):
+    """The one place a per-device step is mapped over the devices: state ``P()``, batch ``P('data')`` and, with
+    ``carry``, a third replicated argument (``P()``: the running metric sums of :func:`windowed` /
+    :func:`summed`). ``donate_state``: the state's buffers are reused for the new state (the caller must not
+    touch the old one); the carry is not donated, so the caller may hold it to wait for a step to finish."""
+    in_specs = (P(), P(AXIS)) + ((P(),) if carry else ())
+    mapped = jax.shard_map(per_device_fn, mesh=mesh, in_specs=in_specs, out_specs=P())
     return jax.jit(mapped, donate_argnums=(0,) if donate_state else ())

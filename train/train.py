@@ -7,27 +7,36 @@ Order of business, as in big_vision's trainer:
    by the process count (each host feeds ``batch_size / hosts`` rows).
 2. **Input**: :func:`kifunet.train.input_pipeline.train_iterator` on this host's share of the dataset,
    prefetched and put on the devices in a background thread.
-3. **Model and optimizer**: ``kifunet.models.create`` with the dataset's planes and board size;
-   :mod:`kifunet.train.optim`. State = ``{params, extra (BatchNorm statistics, RNG state), opt_state,
-   step}``, replicated on every device.
+3. **Model and optimizer**: :func:`kifunet.train.model_config.build_model` (the config's ``model`` section and
+   ``seed``) with the dataset's planes and board size; :mod:`kifunet.train.optim`. State = ``{params, extra
+   (BatchNorm statistics, RNG state), opt_state, step}``, replicated on every device.
 4. **Resume** (big_vision's priority order): a checkpoint in ``WORKDIR/checkpoints`` (state, optimizer,
    step, positions, RNG and the input pipeline's position), else ``config.init_from`` (weights only), else
    from scratch.
-5. **Loop**: the per-device step mapped by :func:`kifunet.train.parallel.data_parallel`; metrics of step
-   *k* are read while step *k+1* runs. A non-finite loss stops the run with ``NonFiniteLoss`` naming the
-   step (no checkpoint holds it). Every ``log_every_steps``: a JSON line and TensorBoard scalars (loss,
-   nats, top-1, top-4, positions/s, fraction of wall time waiting for data, gradient / parameter / update
-   norms, learning rate) and a progress line with ETA on stdout. Every ``eval_every_positions``: sums and
-   counts over the evaluation split. Every ``checkpoint_every_positions`` and at the end: a checkpoint.
-   ``time_limit_s`` ends the run early (checkpoint and final evaluation) after that much training time,
-   counted across restarts.
+5. **Loop**: the per-device step mapped by :func:`kifunet.train.parallel.data_parallel`, wrapped by
+   :func:`kifunet.train.parallel.windowed` so each step also adds its metrics to a *window* that stays on the
+   devices. Nothing goes from device to host per step: batches arrive already on the devices (the prefetch
+   thread), the state is donated, and the host reads the window once per interval (:func:`_fetch`), so it can
+   run ahead of the device -- by at most ``max_steps_ahead`` steps (it then waits for the device, without a
+   copy). A non-finite loss stops the run with ``NonFiniteLoss`` naming the first bad step (the window records
+   it; it is checked before every checkpoint, so none holds it). Every ``log_every_steps``: a JSON line and
+   TensorBoard scalars (loss, nats, top-1, top-4, positions/s, fraction of wall time waiting for data,
+   gradient / parameter / update norms, learning rate) and a progress line with ETA on stdout. Every
+   ``eval_every_positions``: sums and counts over the evaluation split (prefetched to the devices, summed
+   there, fetched once). Every ``checkpoint_every_positions`` and at the end: a checkpoint. ``time_limit_s``
+   ends the run (checkpoint and final evaluation) after that much training time, counted across restarts:
+   checked on the host's clock after every step (:class:`StopClock`), so the run stops within a few step
+   times of the limit whatever the logging interval.
 
-Files in ``WORKDIR``: ``config.json`` (resolved config), ``checkpoints/``, ``metrics_train.jsonl``,
-``metrics_eval.jsonl``, ``tensorboard/``. Only process 0 writes them (orbax coordinates the checkpoint).
+Files in ``WORKDIR``: ``config.json`` (resolved config; written when the run's first checkpoint is on disk, so a
+run that failed before it leaves none), ``checkpoints/``, ``metrics_train.jsonl``, ``metrics_eval.jsonl``,
+``tensorboard/``. Only process 0 writes them (orbax coordinates the checkpoint). A resumed run says so on its
+first line (``kifunet train: resuming from step N ...``).
 """
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import sys
@@ -37,10 +46,9 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
-from flax import nnx
 
 from kifunet import models
-from kifunet.train import checkpointing, input_pipeline, metric_writer, optim, parallel
+from kifunet.train import checkpointing, input_pipeline, metric_writer, model_config, optim, parallel
 
 
 class NonFiniteLoss(FloatingPointError):
@@ -52,32 +60,14 @@ class NonFiniteLoss(FloatingPointError):
         self.step, self.value = step, value
 
 
-DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
-
-
 def _log(msg: str) -> None:
     if jax.process_index() == 0:
         print(msg, flush=True)
 
 
-def build_model(config, *, board_size: int, in_planes: int) -> nnx.Module:
-    name = config.model.name
-    if config.model.dtype not in DTYPES:
-        raise ValueError(f"model.dtype must be one of {tuple(DTYPES)}, got {config.model.dtype!r}")
-    kwargs = {}
-    if config.model.dtype != "float32":
-        kwargs["dtype"] = DTYPES[config.model.dtype]
-    if config.model.rank_embedding:
-        kwargs["rank_embedding"] = True
-    overrides = config.model.get("kwargs")
-    if overrides is not None:
-        kwargs.update(overrides.to_dict())
-    return models.create(name, board_size=board_size, in_planes=in_planes, rngs=nnx.Rngs(config.seed), **kwargs)
-
-
 def setup(config, *, board_size: int, in_planes: int, mesh):
     """(model_def, optimizer, schedule, replicated initial state, model) for a config and data shape."""
-    model = build_model(config, board_size=board_size, in_planes=in_planes)
+    model = model_config.build_model(config.model, seed=config.seed, board_size=board_size, in_planes=in_planes)
     model_def = parallel.ModelDef(model, config.batchnorm)
     schedule = optim.make_schedule(config.schedule, config.batch_size, config.train_positions)
     tx = optim.make_optimizer(config.optimizer, schedule, params=model_def.params, model=model,
@@ -110,18 +100,106 @@ def _fmt_time(s: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
+def _fetch(tree):
+    """The training loop's device-to-host copies, all explicit and all here: a metric window once per logging
+    interval (and at evaluations and checkpoints, for the non-finite-loss check), evaluation sums once per
+    evaluation. Nothing is copied per step (tests/test_train_loop.py counts these calls)."""
+    return jax.device_get(tree)
+
+
+class _InFlight:
+    """At most ``depth`` dispatched steps not yet finished on the device: pushing a step's (undonated) output
+    waits -- without a copy -- for the step ``depth`` back. This bounds the device memory held by queued input
+    batches and keeps the host clock within ``depth`` steps of the device (the time limit reads it)."""
+
+    def __init__(self, depth: int):
+        self.depth = max(1, int(depth))
+        self._q: collections.deque = collections.deque()
+
+    def push(self, token) -> None:
+        self._q.append(token)
+        while len(self._q) > self.depth:
+            jax.block_until_ready(self._q.popleft())
+
+
+class StopClock:
+    """Training time (``train_seconds``, counted across restarts) and the ``time_limit_s`` decision, from the
+    host's wall clock only -- never a device value, so checking it adds no device-to-host copy or wait.
+
+    One process: :meth:`over` compares the clock with the limit after every step (the loop keeps at most
+    ``max_steps_ahead`` steps queued, so the run stops within about that many step times of the limit). Several
+    processes must stop at the same step, so process 0's decision is broadcast (``broadcast``, default
+    ``multihost_utils.broadcast_one_to_all``) at agreed steps only: each broadcast also carries the next step to
+    check, about ``sync_s`` seconds of process 0's measured step time ahead (sooner when less time is left).
+    """
+
+    def __init__(self, limit_s: float, elapsed_before: float = 0.0, *, process_count: int = 1, sync_s: float = 2.0,
+                 broadcast=None, clock=time.perf_counter):
+        self.limit = float(limit_s or 0.0)
+        self.before = float(elapsed_before)
+        self.process_count = int(process_count)
+        self.sync_s = float(sync_s)
+        self._broadcast = broadcast
+        self._clock = clock
+        self._t0 = clock()
+        self._next = None  # next step at which the processes agree (None: the first step checked)
+        self._last = None  # (step, clock) of the last agreement
+
+    def elapsed(self) -> float:
+        return self.before + self._clock() - self._t0
+
+    def used_up(self) -> bool:
+        """The limit was reached by earlier runs (every process reads the same ``elapsed_before``)."""
+        return self.limit > 0 and self.before >= self.limit
+
+    def over(self, step: int) -> bool:
+        if self.limit <= 0:
+            return False
+        now = self._clock()
+        local = self.before + now - self._t0 >= self.limit
+        if self.process_count == 1:
+            return local
+        if self._next is not None and step < self._next:
+            return False
+        step_s = (now - self._last[1]) / (step - self._last[0]) if self._last and step > self._last[0] else 0.0
+        left = max(self.limit - (self.before + now - self._t0), 0.0)
+        ahead = max(1, int(min(self.sync_s, left) / step_s)) if step_s > 0 else 1
+        broadcast = self._broadcast
+        if broadcast is None:
+            from jax.experimental import multihost_utils
+
+            broadcast = multihost_utils.broadcast_one_to_all
+        decision = np.asarray(_fetch(broadcast(np.asarray([int(local), step + ahead], np.int64))))
+        self._last = (step, now)
+        self._next = int(decision[1])
+        return bool(decision[0])
+
+
 def evaluate(eval_fn, state, config, mesh, *, limit: int) -> dict:
-    """Top-1, top-4, nats and loss over the evaluation split: sums and counts, divided once."""
+    """Top-1, top-4, nats and loss over the evaluation split: sums and counts, divided once.
+
+    ``eval_fn``: ``data_parallel(summed(eval_step(...)), mesh, carry=True)``. Batches are read and put on the
+    devices in a background thread (``config.input.prefetch`` ahead), the sums stay on the devices, and one copy
+    brings them back at the end; a last partial batch is padded to the batch size (weight 0), so every batch has
+    the same shape and the step compiles once.
+    """
     pc = jax.process_count()
     local = config.eval_batch_size // pc
-    sums: dict[str, float] = {}
     t0 = time.perf_counter()
-    for batch in input_pipeline.eval_batches(config.dataset, config.eval_split, batch_size=local,
-                                             process_index=jax.process_index(), process_count=pc, limit=limit,
-                                             host_dtype=config.input.host_dtype):
-        out = jax.device_get(eval_fn(state, parallel.shard_batch(batch, mesh)))
-        for k, v in out.items():
-            sums[k] = sums.get(k, 0.0) + float(v)
+    batches = input_pipeline.eval_batches(config.dataset, config.eval_split, batch_size=local,
+                                          process_index=jax.process_index(), process_count=pc, limit=limit,
+                                          host_dtype=config.input.host_dtype)
+    prefetch = input_pipeline.Prefetcher(batches, fn=lambda b: parallel.shard_batch(b, mesh),
+                                         depth=config.input.prefetch)
+    sums = parallel.empty_sums(mesh)
+    inflight = _InFlight(config.max_steps_ahead)
+    try:
+        for batch in prefetch:
+            sums = eval_fn(state, batch, sums)
+            inflight.push(sums)
+    finally:
+        prefetch.close()
+    sums = {k: float(v) for k, v in _fetch(sums).items()}
     n = sums.get("count", 0.0)
     if n <= 0:
         return {}
@@ -142,19 +220,41 @@ def _check_config(config, mesh) -> None:
         raise ValueError("train_positions must be positive")
 
 
+def _write_config(config, workdir: str) -> None:
+    """``config.json``, atomically (a reader never sees half a file)."""
+    path = os.path.join(workdir, "config.json")
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(config.to_json_best_effort(indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     """Train (resuming from ``workdir`` if it holds a checkpoint), evaluate, checkpoint. Returns the final
-    evaluation metrics (empty without an evaluation split) plus ``step`` and ``positions``."""
+    evaluation metrics (empty without an evaluation split) plus ``step`` and ``positions``.
+
+    ``workdir/config.json`` is written once this run's first checkpoint is on disk: a run that fails before
+    it leaves no ``config.json``, so it is not taken for a run (:func:`kifunet.eval.runs.is_run_dir`), and a
+    resume that fails (another config) leaves the run's own ``config.json`` as it was."""
     parallel.initialize_distributed()
-    pidx, pc = jax.process_index(), jax.process_count()
     mesh = parallel.make_mesh(config.num_devices)
     _check_config(config, mesh)
     workdir = os.path.abspath(workdir)
-    if pidx == 0:
-        os.makedirs(workdir, exist_ok=True)
-        with open(os.path.join(workdir, "config.json"), "w", encoding="utf-8") as f:
-            f.write(config.to_json_best_effort(indent=2, sort_keys=True) + "\n")
+    B = config.batch_size
+    ckpt = checkpointing.Checkpointer(os.path.join(workdir, "checkpoints"), keep=config.keep_checkpoints,
+                                      async_save=config.async_checkpoints)
+    try:
+        latest = ckpt.latest_step()
+        if latest is not None:  # the first line says so: rerunning a command on a workdir continues its run
+            _log(f"kifunet train: resuming from step {latest:,} ({latest * B:,} positions) in {workdir}; "
+                 f"another --workdir starts a new run")
+        return _train(config, workdir, mesh, ckpt, latest)
+    finally:
+        ckpt.close()
 
+
+def _train(config, workdir: str, mesh, ckpt, latest: int | None) -> dict:
+    pidx, pc = jax.process_index(), jax.process_count()
     info = input_pipeline.describe(config.dataset, config.train_split)
     if config.expect_features and info["features"] != config.expect_features:
         raise ValueError(f"config expects a dataset built with --features {config.expect_features}; "
@@ -170,18 +270,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     eval_every = _every(config.eval_every_positions, B) if config.eval_split else 0
     ckpt_every = _every(config.checkpoint_every_positions, B)
 
-    train_iter = input_pipeline.train_iterator(
-        config.dataset, config.train_split, batch_size=B // pc, seed=config.seed, process_index=pidx,
-        process_count=pc, symmetry=config.input.symmetry, history=config.input.history_dropout,
-        history_p=config.input.history_p, keep_probs=tuple(config.input.history_keep_probs),
-        window_blocks=config.input.window_blocks, block_rows=config.input.block_rows,
-        workers=config.input.workers, host_dtype=config.input.host_dtype)
-
-    ckpt = checkpointing.Checkpointer(os.path.join(workdir, "checkpoints"), keep=config.keep_checkpoints,
-                                      async_save=config.async_checkpoints)
-    writer = metric_writer.MetricWriter(workdir, enabled=pidx == 0)
     elapsed_before = 0.0
-    latest = ckpt.latest_step()
+    data_state = None
     if latest is not None:
         try:
             state, data_state, meta = ckpt.restore(latest, state)
@@ -195,75 +285,92 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
             raise ValueError(f"{ckpt.directory}/{latest} was written with batch_size {saved[0]} on {saved[1]} "
                              f"process(es); resuming needs the same (this run: {B} on {pc}). To start a new run "
                              f"from its weights, use another workdir and --config.init_from")
-        train_iter.set_state(data_state)
         elapsed_before = float(meta.get("train_seconds", 0.0))
-        writer.truncate_after(latest)
-        _log(f"resumed from {ckpt.directory}/{latest}: step {latest}, {latest * B:,} positions")
     elif config.init_from:
         state, meta = _apply_init_from(state, config.init_from, mesh)
         _log(f"initial weights from {config.init_from} (step {meta.get('step', '?')})")
-    start = int(jax.device_get(state["step"]))
+    start = int(_fetch(state["step"]))
 
-    _log(f"kifunet train: model {config.model.name} ({nparams:,} parameters, {info['num_planes']} planes"
-         f"{'' if default_planes == info['num_planes'] else f'; its default is {default_planes}'}), "
-         f"{mesh.size} device(s) x {pc} process(es), batch {B}, {info['rows']:,} training rows, "
-         f"{total_steps:,} steps = {total_steps * B:,} positions")
+    train_iter = input_pipeline.train_iterator(
+        config.dataset, config.train_split, batch_size=B // pc, seed=config.seed, process_index=pidx,
+        process_count=pc, symmetry=config.input.symmetry, history=config.input.history_dropout,
+        history_p=config.input.history_p, keep_probs=tuple(config.input.history_keep_probs),
+        window_blocks=config.input.window_blocks, block_rows=config.input.block_rows,
+        workers=config.input.workers, host_dtype=config.input.host_dtype)
+    prefetch = writer = None
+    try:
+        if data_state is not None:
+            train_iter.set_state(data_state)
+        writer = metric_writer.MetricWriter(workdir, enabled=pidx == 0)
+        if latest is not None:
+            writer.truncate_after(latest)
+        _log(f"kifunet train: model {config.model.name} ({nparams:,} parameters, {info['num_planes']} planes"
+             f"{'' if default_planes == info['num_planes'] else f'; its default is {default_planes}'}), "
+             f"{mesh.size} device(s) x {pc} process(es), batch {B}, {info['rows']:,} training rows, "
+             f"{total_steps:,} steps = {total_steps * B:,} positions")
 
-    train_fn = parallel.data_parallel(parallel.train_step(model_def, tx, schedule, loss=config.loss), mesh,
-                                      donate_state=True)
-    eval_fn = parallel.data_parallel(parallel.eval_step(model_def, loss=config.loss), mesh)
-    prefetch = input_pipeline.Prefetcher(train_iter, fn=lambda b: parallel.shard_batch(b, mesh),
-                                         depth=config.input.prefetch)
+        train_fn = parallel.data_parallel(
+            parallel.windowed(parallel.train_step(model_def, tx, schedule, loss=config.loss)), mesh,
+            donate_state=True, carry=True)
+        eval_fn = parallel.data_parallel(parallel.summed(parallel.eval_step(model_def, loss=config.loss)), mesh,
+                                         carry=True)
+        prefetch = input_pipeline.Prefetcher(train_iter, fn=lambda b: parallel.shard_batch(b, mesh),
+                                             depth=config.input.prefetch)
+        return _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, state, start=start,
+                     total_steps=total_steps, log_every=log_every, eval_every=eval_every, ckpt_every=ckpt_every,
+                     elapsed_before=elapsed_before, info=info)
+    finally:
+        if prefetch is not None:
+            prefetch.close()
+        train_iter.close()
+        if writer is not None:
+            writer.close()
+
+
+def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, state, *, start, total_steps,
+          log_every, eval_every, ckpt_every, elapsed_before, info) -> dict:
+    """The training loop proper: dispatch steps, fetch a metric window once per interval, evaluate, save."""
+    pidx, pc = jax.process_index(), jax.process_count()
+    B = config.batch_size
 
     def meta_for(step: int, train_s: float) -> dict:
         return {"step": step, "positions": step * B, "train_seconds": train_s, "model": config.model.name,
                 "dataset": config.dataset, "feature_set": info["features"], "board_size": int(info["board_size"]),
                 "batch_size": B, "processes": pc, "devices": mesh.size}
 
-    window = {"t": time.perf_counter(), "wait": 0.0, "steps": 0, "skip": 0, "sums": {}}
-    run_t0 = time.perf_counter()
-    pending = None  # (step, metrics) of the last dispatched step, checked after the next dispatch
+    zero_window = parallel.empty_window(mesh)  # never donated: reused at every window start
+    window = zero_window
+    host = {"t": time.perf_counter(), "wait": 0.0, "steps": 0, "skip": 0}  # this log window, host side
+    inflight = _InFlight(config.max_steps_ahead)
+    clock = StopClock(config.time_limit_s, elapsed_before, process_count=pc)
+    config_written = False
     step = start
     last_eval = {}
 
-    def check(item) -> dict:
-        s, m = item
-        m = jax.device_get(m)
-        loss = float(m["loss_sum"]) / max(float(m["count"]), 1.0)
-        if not math.isfinite(loss):
-            raise NonFiniteLoss(s, loss)
-        for k in ("loss_sum", "nats_sum", "top1_sum", "top4_sum", "count"):
-            window["sums"][k] = window["sums"].get(k, 0.0) + float(m[k])
-        for k in ("grad_norm", "param_norm", "update_norm", "lr"):
-            window["sums"][k] = float(m[k])
-        window["steps"] += 1
-        return m
-
-    def flush_log(s: int) -> None:
+    def flush_log(s: int, m: dict) -> None:
         now = time.perf_counter()
-        dt = now - window["t"]
-        sums = window["sums"]
-        n = max(sums.get("count", 0.0), 1.0)
-        wait = prefetch.wait_s - window["wait"]
-        timed = window["steps"] - window["skip"]
-        rec = {"positions": s * B, "loss": sums["loss_sum"] / n, "nats": sums["nats_sum"] / n,
-               "top1": sums["top1_sum"] / n, "top4": sums["top4_sum"] / n, "grad_norm": sums["grad_norm"],
-               "param_norm": sums["param_norm"], "update_norm": sums["update_norm"], "lr": sums["lr"]}
+        dt = now - host["t"]
+        n = max(float(m["count"]), 1.0)
+        wait = prefetch.wait_s - host["wait"]
+        timed = host["steps"] - host["skip"]
+        rec = {"positions": s * B, "loss": float(m["loss_sum"]) / n, "nats": float(m["nats_sum"]) / n,
+               "top1": float(m["top1_sum"]) / n, "top4": float(m["top4_sum"]) / n,
+               **{k: float(m[k]) for k in parallel.LAST_METRICS}}
         if timed > 0 and dt > 0:  # (a window holding only the compiling first step has no rate)
             rec["positions_per_s"] = timed * B / dt
             rec["data_wait_fraction"] = wait / dt
         writer.write("train", s, rec)
         rate = rec.get("positions_per_s", 0.0)
         eta = (total_steps - s) * B / rate if rate > 0 else float("nan")
-        if config.time_limit_s:  # the run stops at the time limit if that comes first
-            left = config.time_limit_s - elapsed_before - (now - run_t0)
+        if clock.limit:  # the run stops at the time limit if that comes first
+            left = clock.limit - clock.elapsed()
             eta = min(eta, max(left, 0.0)) if math.isfinite(eta) else max(left, 0.0)
         speed = (f"{rate:,.0f} pos/s, data wait {100 * rec['data_wait_fraction']:.1f}%" if rate > 0
                  else "compiling")
         _log(f"step {s:,}/{total_steps:,} ({s * B:,} positions, {100 * s / total_steps:.1f}%) "
              f"loss {rec['loss']:.4f} top1 {100 * rec['top1']:.2f}% top4 {100 * rec['top4']:.2f}% "
              f"| {speed} | ETA {_fmt_time(eta) if math.isfinite(eta) else '?'}")
-        window.update(t=now, wait=prefetch.wait_s, steps=0, skip=0, sums={})
+        host.update(t=now, wait=prefetch.wait_s, steps=0, skip=0)
 
     def do_eval(s: int, limit: int) -> dict:
         res = evaluate(eval_fn, state, config, mesh, limit=limit)
@@ -273,61 +380,55 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
                  f"top1 {100 * res['top1']:.2f}% top4 {100 * res['top4']:.2f}% nats {res['nats']:.4f} "
                  f"({res['seconds']:.1f} s)")
         # the evaluation's time is not training time: do not charge it to the log window's rate
-        window["t"] += res.get("seconds", 0.0) if res else 0.0
+        host["t"] += res.get("seconds", 0.0) if res else 0.0
         return res
 
-    def stop_for_time() -> bool:
-        if not config.time_limit_s:
-            return False
-        over = elapsed_before + (time.perf_counter() - run_t0) >= config.time_limit_s
-        if pc > 1:
-            from jax.experimental import multihost_utils
+    def save(s: int) -> None:
+        nonlocal config_written
+        ckpt.save(s, state, prefetch.state, meta_for(s, clock.elapsed()))
+        if not config_written:  # this run's first checkpoint: on disk before config.json names the run
+            ckpt.wait()
+            if pidx == 0:
+                _write_config(config, workdir)
+            config_written = True
 
-            over = bool(multihost_utils.broadcast_one_to_all(np.asarray(over)))
-        return over
-
-    try:
+    if clock.used_up() and step < total_steps:
+        _log(f"time limit {clock.limit:.0f} s already used ({elapsed_before:.0f} s trained): no more steps; "
+             f"raise --config.time_limit_s to continue this run")
+    else:
         while step < total_steps:
-            batch = next(prefetch)
-            state, metrics = train_fn(state, batch)
+            batch = next(prefetch)  # already on the devices (the prefetch thread put it there)
+            state, window = train_fn(state, batch, window)  # state donated; the window stays on the devices
             step += 1
+            host["steps"] += 1
             if step == start + 1:  # the first step compiles: keep it out of the throughput figures
-                jax.block_until_ready(metrics)
-                window.update(t=time.perf_counter(), wait=prefetch.wait_s, skip=1)
-            if pending is not None:
-                check(pending)
-            pending = (step, metrics)
+                jax.block_until_ready(window)
+                host.update(t=time.perf_counter(), wait=prefetch.wait_s, skip=1)
+            inflight.push(window)
             boundary = step == total_steps
-            if step % log_every == 0 or boundary or (eval_every and step % eval_every == 0) or \
-                    (ckpt_every and step % ckpt_every == 0):
-                check(pending)
-                pending = None
-                if step % log_every == 0 or boundary:
-                    flush_log(step)
-                if eval_every and step % eval_every == 0 and not boundary:
-                    last_eval = do_eval(step, config.eval_positions)
-                timed_out = step % log_every == 0 and stop_for_time()
-                if (ckpt_every and step % ckpt_every == 0) or boundary or timed_out:
-                    train_s = elapsed_before + time.perf_counter() - run_t0
-                    ckpt.save(step, state, prefetch.state, meta_for(step, train_s))
-                if timed_out and not boundary:
-                    _log(f"time limit {config.time_limit_s:.0f} s reached at step {step:,}")
-                    if window["steps"]:
-                        flush_log(step)
-                    break
-        if pending is not None:
-            check(pending)
-            pending = None
-        if step == start and start > 0:
-            _log(f"nothing to do: the checkpoint is at step {start:,} of {total_steps:,}")
-        if config.eval_split:
-            last_eval = do_eval(step, config.final_eval_positions)
-    finally:
-        prefetch.close()
-        train_iter.close()
-        ckpt.close()
-        writer.close()
-        del prefetch, train_iter
+            log_now = step % log_every == 0 or boundary
+            eval_now = bool(eval_every) and step % eval_every == 0 and not boundary
+            ckpt_now = (bool(ckpt_every) and step % ckpt_every == 0) or boundary
+            timed_out = not boundary and clock.over(step)
+            if not (log_now or eval_now or ckpt_now or timed_out):
+                continue
+            m = _fetch(window)  # the one copy of this interval; no checkpoint may hold a non-finite step
+            if int(m["first_bad"]):
+                raise NonFiniteLoss(int(m["first_bad"]), float(m["bad_loss"]))
+            if log_now or timed_out:
+                flush_log(step, m)
+                window = zero_window
+            if eval_now:
+                last_eval = do_eval(step, config.eval_positions)
+            if ckpt_now or timed_out:
+                save(step)
+            if timed_out:
+                _log(f"time limit {clock.limit:.0f} s reached at step {step:,}")
+                break
+    if step == start and start > 0 and not clock.used_up():
+        _log(f"nothing to do: the checkpoint is at step {start:,} of {total_steps:,}")
+    if config.eval_split:
+        last_eval = do_eval(step, config.final_eval_positions)
     return {"step": step, "positions": step * B, **last_eval}
 
 
@@ -337,4 +438,4 @@ def main(argv=None) -> int:  # pragma: no cover - `kifunet train` is the entry p
     return cli_main(["train", *(sys.argv[1:] if argv is None else argv)])
 
 
-__all__ = ["NonFiniteLoss", "build_model", "evaluate", "setup", "train_and_evaluate"]
+__all__ = ["NonFiniteLoss", "StopClock", "evaluate", "setup", "train_and_evaluate"]

@@ -6,13 +6,16 @@ import argparse
 import os
 import sys
 
+from kifunet.errors import CommandError
+
 HELP = "evaluate a training run on a dataset split: top-1..10, nats, perplexity; single pass and ensemble"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", metavar="RUN",
                    help="training run directory (its latest checkpoint) or a checkpoint step directory in it")
-    p.add_argument("--data", metavar="DATASET", help="a directory written by `kifunet build`")
+    p.add_argument("--data", metavar="DATASET", help="a directory written by `kifunet build` (or tfds:DIR, a TFDS "
+                   "go_moves dataset)")
     p.add_argument("--split", default="test", help="split name (default test)")
     p.add_argument("--ensemble", action="store_true",
                    help="also evaluate the 8-symmetry ensemble (reported separately from the single pass)")
@@ -51,43 +54,63 @@ def default_out(run: str, data: str, split: str, legal: bool, limit: int | None 
     return os.path.join(run_dir, "eval", f"{name}_{split}{tail}.json")
 
 
+def _check_options(args) -> tuple[int, ...] | None:
+    """Option values that cannot work, before anything loads; returns the phase starts (None: the default)."""
+    if args.batch_size < 1:
+        raise CommandError(f"--batch-size must be at least 1, not {args.batch_size}")
+    if args.limit is not None and args.limit < 1:
+        raise CommandError(f"--limit must be at least 1, not {args.limit}")
+    if args.start < 0:
+        raise CommandError(f"--start must be at least 0, not {args.start}")
+    if args.cpu_devices < 0:
+        raise CommandError(f"--cpu-devices must be at least 0, not {args.cpu_devices}")
+    if not args.phase_starts:
+        return None
+    try:
+        phases = tuple(int(x) for x in args.phase_starts.split(","))
+    except ValueError:
+        raise CommandError(f"--phase-starts {args.phase_starts!r}: give move numbers separated by commas, "
+                           "e.g. 1,21,51,101") from None
+    if phases[0] != 1 or any(b <= a for a, b in zip(phases, phases[1:])):
+        raise CommandError(f"--phase-starts {args.phase_starts!r}: move numbers must start at 1 and increase")
+    return phases
+
+
 def run(args) -> int:
-    from kifunet.data_prep.reader import Reader
+    from kifunet.data_prep.dataset import open_split
     from kifunet.eval import metrics
     from kifunet.eval.evaluate import evaluate, format_result, load_result, merge_results, save_result
-    from kifunet.eval.runs import load_run
+    from kifunet.eval.runs import find_workdir, load_run
 
     if args.merge:
         try:
             res = merge_results([load_result(f) for f in args.merge])
-        except (FileNotFoundError, ValueError) as e:
-            print(f"kifunet eval: error: {e.args[0] if e.args else e}", file=sys.stderr)
-            return 2
+        except ValueError as e:  # not an eval result, parts that do not fit together
+            raise CommandError(e) from e
         print(format_result(res, breakdowns=not args.no_breakdowns))
         if args.out and args.out != "-":
             save_result(res, args.out)
             print(f"\nwrote {args.out}")
         return 0
     if not args.checkpoint or not args.data:
-        print("kifunet eval: error: --checkpoint and --data are required (or --merge PART.json ...)", file=sys.stderr)
-        return 2
+        raise CommandError("--checkpoint and --data are required (or --merge PART.json ...)")
+    phases = _check_options(args) or metrics.PHASE_STARTS
+    # the inputs before the net (loading JAX and a checkpoint takes seconds): the run, the dataset and its split
+    find_workdir(args.checkpoint)
+    open_split(args.data, args.split).close()
     from kifunet.train.parallel import use_cpu_devices
 
     use_cpu_devices(args.cpu_devices)
 
     progress = sys.stderr.isatty() if args.progress is None else args.progress
-    phases = metrics.PHASE_STARTS
-    if args.phase_starts:
-        phases = tuple(int(x) for x in args.phase_starts.split(","))
     try:
         predictor = load_run(args.checkpoint)
-        with Reader(args.data, args.split) as reader:
+        with open_split(args.data, args.split) as reader:
             res = evaluate(predictor, reader, batch_size=args.batch_size, ensemble=args.ensemble,
                            legal_mask=args.legal_mask, limit=args.limit, start=args.start, phase_starts=phases,
                            progress=progress)
-    except (FileNotFoundError, KeyError, ValueError) as e:
-        print(f"kifunet eval: error: {e.args[0] if e.args else e}", file=sys.stderr)
-        return 2
+    except (KeyError, ValueError) as e:  # a checkpoint that does not fit, rows out of range
+        raise CommandError(e) from e
     print(format_result(res, breakdowns=not args.no_breakdowns))
     out = args.out or default_out(args.checkpoint, args.data, args.split, args.legal_mask, args.limit, args.start)
     if out != "-":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kifunet.errors import CommandError
+
 HELP = "list feature sets and their planes, or show one position's planes (--sgf GAME --move N)"
 
 
@@ -24,16 +26,15 @@ def _print_set(fs) -> None:
 
 def _show_position(fs, path: str, move: int, allow_suicide: bool) -> int:
     from kifunet.data_prep import coords, replay
-    from kifunet.data_prep.errors import KifunetInputError
+    from kifunet.data_prep._jit import announce_compile
 
-    try:
-        positions = list(replay.iter_positions(path, fs, allow_suicide=allow_suicide))
-    except KifunetInputError as e:
-        print(f"error: {e}")
-        return 1
-    if not 1 <= move <= len(positions):
-        print(f"error: {path} has {len(positions)} moves; --move must be in 1..{len(positions)}")
-        return 1
+    if move < 1:
+        raise CommandError(f"--move must be at least 1, not {move}")
+    record = replay.load(path)  # a missing or unreadable SGF is reported before the kernels load
+    announce_compile()
+    positions = list(replay.iter_positions(record, fs, path=path, allow_suicide=allow_suicide))
+    if move > len(positions):
+        raise CommandError(f"{path} has {len(positions)} moves; --move must be in 1..{len(positions)}")
     pos = positions[move - 1]
     n = pos.planes.shape[0]
     colour = "black" if pos.to_move == 1 else "white"
@@ -69,6 +70,8 @@ def _show_position(fs, path: str, move: int, allow_suicide: bool) -> int:
 def run(args) -> int:
     from kifunet.data_prep import features
 
+    if args.name is None and args.sgf:
+        raise CommandError(f"name the feature set to show, e.g. `kifunet features maddison --sgf {args.sgf}`")
     if args.name is None:
         for name in features.names():
             _print_set(features.get(name))
@@ -77,8 +80,7 @@ def run(args) -> int:
     try:
         fs = features.get(args.name)
     except KeyError as e:
-        print(f"error: {e.args[0]}")
-        return 2
+        raise CommandError(e) from e
     if args.sgf:
         return _show_position(fs, args.sgf, args.move, args.allow_suicide)
     _print_set(fs)

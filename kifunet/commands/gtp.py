@@ -1,6 +1,8 @@
-"""``kifunet gtp``: a GTP engine playing a policy net's raw moves (see :mod:`kifunet.eval.gtp`)."""
+"""``kifunet gtp``: a GTP engine playing a policy net's raw moves (see :mod:`kifunet.play.gtp_engine`)."""
 
 from __future__ import annotations
+
+from kifunet.errors import CommandError
 
 HELP = "GTP engine that plays a policy net's raw moves (--checkpoint RUN, or --model NAME with random weights)"
 
@@ -31,11 +33,35 @@ def add_arguments(p) -> None:
     p.add_argument("--verbose", action="store_true", help="log each chosen move and why to stderr")
 
 
+def _check_inputs(args) -> None:
+    """What can be checked before JAX and the net load (seconds): the run directory, the rank, the numbers."""
+    from kifunet.data_prep import ranks
+
+    if args.checkpoint:
+        from kifunet.eval.runs import resolve_checkpoint
+
+        resolve_checkpoint(args.checkpoint, args.step)  # FileNotFoundError: no run, no such step
+    elif args.step is not None:
+        raise CommandError("--step needs --checkpoint")
+    text = str(args.rank).strip()
+    if text not in ("", "?", "-", "unknown") and not ranks.is_known(ranks.parse_rank(text)):
+        raise CommandError(f"--rank {args.rank!r} is not a rank (e.g. 1d, 5d, 9d, 3k, 9p, or unknown)")
+    if args.board_size is not None and not 2 <= args.board_size <= 19:
+        raise CommandError(f"--board-size must be in 2..19, not {args.board_size}")
+    if args.pass_threshold is not None and not 0 <= args.pass_threshold <= 1:
+        raise CommandError(f"--pass-threshold is a probability (0..1), not {args.pass_threshold}")
+    if args.max_moves is not None and args.max_moves < 1:
+        raise CommandError(f"--max-moves must be at least 1, not {args.max_moves}")
+
+
 def run(args) -> int:
     import contextlib
     import sys
 
-    from kifunet.eval import gtp, policy as policy_mod
+    _check_inputs(args)
+    from kifunet.data_prep._jit import announce_compile
+    from kifunet.play import gtp_engine
+    from kifunet.play import policy as policy_mod
 
     # Everything but GTP responses goes to stderr: loading JAX or a checkpoint must not write on stdout.
     with contextlib.redirect_stdout(sys.stderr):
@@ -46,13 +72,13 @@ def run(args) -> int:
             else:
                 pol = policy_mod.fresh_policy(args.model, args.board_size or 19, feature_set=args.features,
                                               seed=args.seed, rank=args.rank)
-        except (KeyError, ValueError, FileNotFoundError) as e:
-            print(f"kifunet gtp: error: {e.args[0] if e.args else e}", file=sys.stderr)
-            return 2
-        settings = gtp.PlaySettings(sample=args.sample, seed=args.seed, max_moves=args.max_moves,
-                                    resign_margin=args.resign_margin,
-                                    pass_threshold=(gtp.DEFAULT_PASS_THRESHOLD if args.pass_threshold is None
-                                                    else args.pass_threshold))
-        engine = gtp.Engine(pol, settings=settings, komi=args.komi, name=args.name,
-                            log=sys.stderr if args.verbose else None)
+        except (KeyError, ValueError) as e:  # unknown model or feature set, a checkpoint that does not fit
+            raise CommandError(e) from e
+        settings = gtp_engine.PlaySettings(sample=args.sample, seed=args.seed, max_moves=args.max_moves,
+                                           resign_margin=args.resign_margin,
+                                           pass_threshold=(gtp_engine.DEFAULT_PASS_THRESHOLD
+                                                           if args.pass_threshold is None else args.pass_threshold))
+        engine = gtp_engine.Engine(pol, settings=settings, komi=args.komi, name=args.name,
+                                   log=sys.stderr if args.verbose else None)
+        announce_compile()  # the first move compiles the rules engine when its cache is cold (stderr)
     return engine.serve(sys.stdin, sys.stdout)

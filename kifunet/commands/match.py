@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from kifunet.errors import CommandError
+
 HELP = ("play N games between two GTP engines (colours alternate, --parallel, resumable), or the rank "
         "experiment (--rank-experiment 1d,5d,9d)")
 
 
-# the same as kifunet.eval.match's defaults; spelled out here so `kifunet --help` imports nothing heavy
+# the same as kifunet.play.match's defaults; spelled out here so `kifunet --help` imports nothing heavy
 DEFAULT_OPPONENT = "gnugo --mode gtp --level 10"
 DEFAULT_REFEREE = "gnugo --mode gtp --chinese-rules"
 
@@ -36,25 +38,36 @@ def add_arguments(p) -> None:
                         "the engine command, each in DIR/rank-R, and one table")
 
 
+def _check_options(args) -> None:
+    for flag, value, least in (("--games", args.games, 1), ("--parallel", args.parallel, 1),
+                               ("--board-size", args.board_size, 2), ("--max-moves", args.max_moves, 1)):
+        if value is not None and value < least:
+            raise CommandError(f"{flag} must be at least {least}, not {value}")
+    if args.board_size > 25:
+        raise CommandError(f"--board-size must be at most 25 (GTP's largest board), not {args.board_size}")
+    if not args.move_timeout > 0:
+        raise CommandError(f"--move-timeout must be a positive number of seconds, not {args.move_timeout}")
+    if args.rank_experiment is not None and not [r for r in args.rank_experiment.split(",") if r.strip()]:
+        raise CommandError("--rank-experiment needs ranks separated by commas, e.g. 1d,5d,9d")
+
+
 def run(args) -> int:
-    from kifunet.eval import match
+    """Exit status 0 when every game was played, 1 when some failed (a rerun plays them), 2 for bad input: an
+    option, a program that cannot be found or does not start (its last stderr lines are shown), a directory of
+    another match (reported by kifunet.cli)."""
+    _check_options(args)
+    from kifunet.play import match
+    from kifunet.play.match_report import format_rank_table, format_summary
 
     referee = None if (args.referee or "").strip().lower() in ("", "none") else args.referee
     cfg = match.MatchConfig(engine=args.engine, opponent=args.opponent, games=args.games, board_size=args.board_size,
                             komi=args.komi, max_moves=args.max_moves, referee=referee, parallel=args.parallel,
                             out_dir=args.out, move_timeout=args.move_timeout, seed=args.seed)
-    if args.games < 1 or args.parallel < 1:
-        print("error: --games and --parallel must be at least 1")
-        return 2
-    try:
-        if args.rank_experiment:
-            ranks = [r.strip() for r in args.rank_experiment.split(",") if r.strip()]
-            results = match.run_rank_experiment(cfg, ranks)
-            print(match.format_rank_table(results, cfg))
-            return 1 if any(s.failed for s in results.values()) else 0
-        summary = match.run_match(cfg)
-    except (match.MatchConfigError, FileNotFoundError) as e:
-        print(f"error: {e}")
-        return 2
-    print(match.format_summary(summary, cfg))
+    if args.rank_experiment:
+        ranks = [r.strip() for r in args.rank_experiment.split(",") if r.strip()]
+        results = match.run_rank_experiment(cfg, ranks)
+        print(format_rank_table(results, cfg))
+        return 1 if any(s.failed for s in results.values()) else 0
+    summary = match.run_match(cfg)
+    print(format_summary(summary, cfg))
     return 1 if summary.failed else 0

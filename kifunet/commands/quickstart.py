@@ -2,19 +2,26 @@
 
 Each stage is the ordinary command, printed before it runs, so the output shows what to type to do the same
 by hand. By default it uses the project's sample corpus (``samples/gnugo``, GNU Go self-play, test split: the
-2015 games); ``--sgf PATH...`` runs it on real archives (a deterministic 5% of games by hash is the test split).
+2015 games; installed with the package, :func:`kifunet.paths.sample_games`); ``--sgf PATH...`` runs it on real
+archives (a deterministic 5% of games by hash is the test split). Output goes under ``--out``, relative to the
+current directory.
+
+Rerunning it continues the run in ``OUT/run`` (``kifunet train`` resumes a workdir), with the time limit
+counted across runs, and says so on its first line; ``--fresh`` deletes ``OUT/run`` first and trains a new net
+(the dataset in ``OUT/data`` is reused: the same inputs give the same dataset).
 """
 
 from __future__ import annotations
 
+import json
 import shlex
+import shutil
 import time
 from pathlib import Path
 
-HELP = "build -> train cpu_small -> eval on the sample corpus (or --sgf PATH...) and print top-k and nats"
+from kifunet.errors import CommandError
 
-REPO = Path(__file__).resolve().parents[2]
-SAMPLES = REPO / "samples" / "gnugo"
+HELP = "build -> train cpu_small -> eval on the sample corpus (or --sgf PATH...) and print top-k and nats"
 
 
 def add_arguments(p) -> None:
@@ -22,6 +29,27 @@ def add_arguments(p) -> None:
     p.add_argument("--sgf", nargs="+", metavar="PATH", help="SGF files, directories or archives instead of the samples")
     p.add_argument("--minutes", type=float, default=3.0, help="training time limit in minutes (default 3)")
     p.add_argument("--workers", type=int, default=None, help="build worker processes (default: all cores)")
+    p.add_argument("--fresh", action="store_true",
+                   help="delete OUT/run and train a new net (default: a rerun resumes the run in OUT/run)")
+
+
+#: what a ``kifunet train`` workdir may hold (``--fresh`` deletes nothing else)
+_RUN_ENTRIES = {"checkpoints", "config.json", "metrics_train.jsonl", "metrics_eval.jsonl", "tensorboard", "eval",
+                "figures"}
+
+
+def previous_run(workdir: Path) -> dict | None:
+    """``{'step', 'train_seconds'}`` of the newest finished checkpoint in ``workdir``, or None."""
+    ck = workdir / "checkpoints"
+    steps = sorted((int(d.name) for d in ck.iterdir() if d.is_dir() and d.name.isdigit()), reverse=True) \
+        if ck.is_dir() else []
+    if not steps:
+        return None
+    try:
+        meta = json.loads((ck / str(steps[0]) / "meta" / "metadata").read_text())
+    except (OSError, ValueError):
+        meta = {}
+    return {"step": steps[0], "train_seconds": meta.get("train_seconds")}
 
 
 def _run(argv: list[str]) -> None:
@@ -31,28 +59,44 @@ def _run(argv: list[str]) -> None:
     t0 = time.perf_counter()
     rc = cli.main(argv)
     if rc:
-        raise SystemExit(f"quickstart: `kifunet {argv[0]}` failed with exit code {rc}")
+        raise CommandError(f"`kifunet {argv[0]}` failed with exit code {rc}")
     print(f"[{argv[0]}: {time.perf_counter() - t0:.0f} s]", flush=True)
 
 
 def run(args) -> int:
+    from kifunet import paths
     from kifunet.train import configs
 
     out = Path(args.out)
     data, workdir = out / "data", out / "run"
+    limit_s = int(args.minutes * 60)
+    if args.fresh and workdir.exists():
+        strange = sorted(p.name for p in workdir.iterdir() if p.name not in _RUN_ENTRIES)
+        if strange:
+            raise CommandError(f"--fresh would delete {workdir}, which holds more than a training run "
+                               f"({', '.join(strange[:5])}); move those away or choose another --out")
+        shutil.rmtree(workdir)
+        print(f"quickstart: --fresh: deleted the previous run in {workdir}; training a new net", flush=True)
+    elif (prev := previous_run(workdir)) is not None:
+        done = prev["train_seconds"]
+        more = ("its time is used up, so it trains no further and evaluates again" if done is not None and
+                done >= limit_s else f"training until {limit_s} s in all (--minutes)")
+        print(f"quickstart: {workdir} already holds a run (step {prev['step']:,}"
+              f"{f', {done:.0f} s trained' if done is not None else ''}): resuming it, {more}; "
+              f"--fresh starts a new run", flush=True)
     if args.sgf:
         inputs, splits = list(args.sgf), ["--split", "train:rest", "--hash-split", "test:0.05"]
     else:
-        if not SAMPLES.is_dir():
-            print(f"error: sample corpus not found at {SAMPLES}; pass --sgf PATH")
-            return 2
-        inputs, splits = [str(SAMPLES)], ["--split", "test:2015", "--split", "train:rest"]
+        samples = paths.sample_games()
+        if not samples.is_dir():
+            raise CommandError(f"sample corpus not found at {samples}; pass --sgf PATH")
+        inputs, splits = [str(samples)], ["--split", "test:2015", "--split", "train:rest"]
     build = ["build", *inputs, "--out", str(data), "--features", "maddison", *splits]
     if args.workers:
         build += ["--workers", str(args.workers)]
     _run(build)
     config = Path(configs.__file__).parent / "cpu_small.py"
     _run(["train", "--config", str(config), "--workdir", str(workdir), f"--config.dataset={data}",
-          f"--config.time_limit_s={int(args.minutes * 60)}"])
+          f"--config.time_limit_s={limit_s}"])
     _run(["eval", "--checkpoint", str(workdir), "--data", str(data), "--split", "test", "--no-breakdowns"])
     return 0

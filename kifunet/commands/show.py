@@ -1,9 +1,13 @@
-"""``kifunet show GAME.sgf --move N --checkpoint RUN --out board.png``: a position with the net's policy."""
+"""``kifunet show GAME.sgf --move N --checkpoint RUN --out board.png``: a position with the net's policy.
+
+Every input is checked before the net loads (which takes seconds): the SGF exists and replays to move N, the
+output's folder exists, ``--rank`` is a rank, ``--checkpoint`` is a run directory."""
 
 from __future__ import annotations
 
 import argparse
-import sys
+
+from kifunet.errors import CommandError
 
 HELP = "draw a position of an SGF with the policy as a heatmap over legal points and the top-k moves (PNG/SVG)"
 
@@ -21,49 +25,75 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    import numpy as np
+    import os
 
     from kifunet.data_prep import ranks
-    from kifunet.data_prep.errors import KifunetInputError
+
+    # Inputs first, before anything slow loads (the net takes seconds): the paths, the options, the SGF.
+    if not args.out.lower().endswith((".png", ".svg")):
+        raise CommandError("--out must end in .png or .svg")
+    if not os.path.isfile(args.sgf):
+        raise CommandError(f"{args.sgf}: no such file" if not os.path.exists(args.sgf) else f"{args.sgf}: not a file")
+    if args.move < 1:
+        raise CommandError(f"--move must be at least 1, not {args.move}")
+    if args.top_k < 0:
+        raise CommandError(f"--top-k must be at least 0, not {args.top_k}")
+    out_dir = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(out_dir):
+        raise CommandError(f"{args.out}: the folder {out_dir} does not exist")
+    rank = None
+    if args.rank:
+        rank = ranks.parse_rank(args.rank)
+        if not ranks.is_known(rank):
+            raise CommandError(f"--rank {args.rank!r} is not a rank (e.g. 1d, 9d, 3k)")
+    if args.checkpoint:
+        from kifunet.eval.runs import find_workdir
+
+        find_workdir(args.checkpoint)  # FileNotFoundError: not a run directory
+    import numpy as np
+
+    from kifunet.data_prep._jit import announce_compile
+    from kifunet.data_prep.replay import load
     from kifunet.eval import board_image
 
-    if not args.out.lower().endswith((".png", ".svg")):
-        print("kifunet show: error: --out must end in .png or .svg", file=sys.stderr)
-        return 2
+    load(args.sgf)  # an unreadable SGF is reported now (SgfError)
+    announce_compile()
     try:
-        predictor = None
-        if args.checkpoint:
-            from kifunet.eval.runs import load_run
+        board_image.load_position(args.sgf, args.move, None)  # the move number is checked by replaying
+    except ValueError as e:
+        raise CommandError(e) from e
 
+    predictor = None
+    if args.checkpoint:
+        from kifunet.eval.runs import load_run
+
+        try:
             predictor = load_run(args.checkpoint)
-        pos = board_image.load_position(args.sgf, args.move, predictor.feature_set if predictor else None)
-        logits = None
-        title = None
-        if predictor is not None:
-            from kifunet.eval import metrics
-            from kifunet.eval.evaluate import with_player_rank
+        except (ValueError, KeyError) as e:
+            raise CommandError(e) from e
+    pos = board_image.load_position(args.sgf, args.move, predictor.feature_set if predictor else None)
+    logits = None
+    title = None
+    if predictor is not None:
+        from kifunet.eval import metrics
+        from kifunet.eval.evaluate import with_player_rank
 
-            batch = {"planes": pos.planes[None], "player_rank": np.array([pos.player_rank]),
-                     "to_move": np.array([pos.to_move])}
+        batch = {"planes": pos.planes[None], "player_rank": np.array([pos.player_rank]),
+                 "to_move": np.array([pos.to_move])}
+        if rank is None:
             rank = pos.player_rank
-            if args.rank:
-                rank = ranks.parse_rank(args.rank)
-                if not ranks.is_known(rank):
-                    raise ValueError(f"--rank {args.rank!r} is not a rank")
-                batch = with_player_rank(batch, rank, predictor.feature_set)
-            if args.ensemble:
-                logits = metrics.ensemble_log_probs(predictor.predict_symmetries(batch))[0]
-            else:
-                logits = predictor.predict(batch)[0]
-            who = "Black" if pos.to_move == 1 else "White"
-            name = predictor.info.get("name") or predictor.info.get("model", "")
-            title = (f"{args.sgf.rsplit('/', 1)[-1]}: before move {args.move}, {who} to play as "
-                     f"{ranks.rank_to_text(rank) if ranks.is_known(rank) else 'unknown rank'}\n"
-                     f"{name}{' (8-symmetry ensemble)' if args.ensemble else ''}")
-        fig = board_image.draw_position(pos, logits, top_k=args.top_k, title=title)
-        fig.savefig(args.out)
-    except (FileNotFoundError, ValueError, KeyError, KifunetInputError) as e:
-        print(f"kifunet show: error: {e.args[0] if e.args else e}", file=sys.stderr)
-        return 2
+        else:
+            batch = with_player_rank(batch, rank, predictor.feature_set)
+        if args.ensemble:
+            logits = metrics.ensemble_log_probs(predictor.predict_symmetries(batch))[0]
+        else:
+            logits = predictor.predict(batch)[0]
+        who = "Black" if pos.to_move == 1 else "White"
+        name = predictor.info.get("name") or predictor.info.get("model", "")
+        title = (f"{os.path.basename(args.sgf)}: before move {args.move}, {who} to play as "
+                 f"{ranks.rank_to_text(rank) if ranks.is_known(rank) else 'unknown rank'}\n"
+                 f"{name}{' (8-symmetry ensemble)' if args.ensemble else ''}")
+    fig = board_image.draw_position(pos, logits, top_k=args.top_k, title=title)
+    fig.savefig(args.out)
     print(f"wrote {args.out}")
     return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 HELP = "summarise a built dataset: splits, ranks, years, filtered and rejected records by reason"
 
@@ -17,10 +16,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from kifunet.data_prep import stats
 
-    try:
-        st = stats.dataset_stats(args.dataset)
-    except FileNotFoundError as e:
-        print(f"kifunet stats: error: {e}", file=sys.stderr)
-        return 2
+    st = stats.dataset_stats(args.dataset)  # not a dataset: reported by kifunet.cli (kifunet.errors)
     print(json.dumps(st, indent=2, ensure_ascii=False) if args.json else stats.format_stats(st))
     return 0

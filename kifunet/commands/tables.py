@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
+
+from kifunet.errors import CommandError
 
 HELP = "print our eval results beside the published move-prediction tables (Markdown or HTML)"
 
@@ -21,11 +22,9 @@ def run(args) -> int:
     from kifunet.eval import tables
 
     try:
-        results = tables.find_results(args.runs)
-        text = tables.render(results, args.format, args.published)
-    except (FileNotFoundError, ValueError) as e:
-        print(f"kifunet tables: error: {e.args[0] if e.args else e}", file=sys.stderr)
-        return 2
+        text = tables.render(tables.find_results(args.runs), args.format, args.published)
+    except ValueError as e:  # a file that is not an eval result, an unknown --published
+        raise CommandError(e) from e
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text + "\n")

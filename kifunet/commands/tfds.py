@@ -1,10 +1,28 @@
-"""``kifunet tfds --config kgs_maddison --manual-dir ARCHIVES --data-dir DIR [--workers N] [--beam BEAM_OPTIONS...]``:
-build the TFDS ``go_moves`` dataset (array_record; :mod:`kifunet.data_prep.tfds_go_moves`)."""
+"""``kifunet tfds --config kgs_maddison --manual-dir ARCHIVES --data-dir DIR [options] [--beam BEAM_OPTIONS...]``:
+build the TFDS ``go_moves`` dataset (array_record; :mod:`kifunet.data_prep.tfds_go_moves`).
+
+The options are ``kifunet build``'s (:mod:`kifunet.commands.dataset_options`: the same definitions, resolution
+and summary): ``--features``, ``--preset``, ``--options-file``, the game and move filters, ``--split``,
+``--val-fraction``, ``--hash-split`` and ``--allow-empty``. A named config (``--config``) is a preset and a
+feature set under them. When the options change what the named config's positions depend on, the dataset is a
+custom config named ``--name`` (default ``CONFIG_`` + 8 hex digits of the options' hash), never the named
+config's directory. The resolved options are in the dataset's ``metadata.json``, as in the HDF5 manifest.
+
+Exit status as ``kifunet build``: 2 for a bad option, and 2 when no split received a position (the accounting
+printed, then ``kifunet tfds: error: no positions written (...)``; ``--allow-empty`` accepts it). The empty
+dataset is still written (``metadata.json``, ``rejects.jsonl``), so a rerun fails the same way. An empty
+``--manual-dir`` is an error even with ``--allow-empty``: TFDS does not prepare a dataset from one.
+"""
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import os
+
+from kifunet.errors import CommandError
+
+from .dataset_options import add_dataset_options, dataset_options, report
 
 HELP = "build the TFDS go_moves dataset (array_record) from SGF archives; --beam for an Apache Beam pipeline"
 ACCEPTS_EXTRA_ARGS = True  # with --beam: Apache Beam pipeline options (--runner=..., --direct_num_workers=...)
@@ -16,23 +34,38 @@ CONFIGS = tuple(f"{p}_{f}" for p, f in itertools.product(("kgs", "gogod"), ("mad
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", default="kgs_maddison", choices=CONFIGS,
-                   help="PROTOCOL_FEATURES: kgs = preset gonn-kgs, gogod = preset gonn-gogod (default kgs_maddison)")
+                   help="named config PROTOCOL_FEATURES: kgs = preset gonn-kgs, gogod = preset gonn-gogod "
+                        "(default kgs_maddison); the options below override it")
+    p.add_argument("--name", metavar="NAME",
+                   help="TFDS config name of a dataset whose options differ from --config's (default "
+                        "CONFIG_<hash of the options>)")
     p.add_argument("--manual-dir", required=True, help="the SGF archives, .sgf files or directories of them")
     p.add_argument("--data-dir", required=True,
-                   help="TFDS data directory (the dataset goes to DATA_DIR/go_moves/CONFIG/VERSION)")
+                   help="TFDS data directory (the dataset goes to DATA_DIR/go_moves/NAME/VERSION)")
     p.add_argument("--workers", type=int, default=0, help="encode processes without Beam (default 0: this process)")
     p.add_argument("--beam", action="store_true",
                    help="build with an Apache Beam pipeline; the arguments this command does not know are its "
                         "pipeline options (default --runner=DirectRunner); needs `pip install 'kifunet[beam]'`")
+    # feature set, preset, options file, filters, splits, --allow-empty: the same definitions as `kifunet build`
+    add_dataset_options(p, options_file_flags=("--options-file",))
 
 
 def run(args) -> int:
     if args.extra and not args.beam:
-        raise SystemExit(f"kifunet tfds: error: unrecognized arguments: {' '.join(args.extra)} "
-                         "(Beam pipeline options need --beam)")
-    from kifunet.data_prep import tfds_go_moves
+        raise CommandError(f"unrecognized arguments: {' '.join(args.extra)} (Beam pipeline options need --beam)")
+    from etils import epath
 
-    b = tfds_go_moves.build_dataset(args.config, args.manual_dir, args.data_dir, workers=args.workers,
-                                    beam=args.beam, beam_args=args.extra)
-    print(tfds_go_moves.summary_text(b))
-    return 0
+    from kifunet.data_prep import tfds_go_moves
+    from kifunet.data_prep.tfds_reader import METADATA, kifunet_metadata
+
+    try:
+        base = tfds_go_moves.named_config(args.config)
+        opts = dataset_options(args, preset=base.preset, features=base.features, options=base.options)
+        config = tfds_go_moves.config_from_options(args.config, opts, name=args.name)
+        b = tfds_go_moves.build_dataset(config, args.manual_dir, args.data_dir, workers=args.workers,
+                                        beam=args.beam, beam_args=args.extra)
+    except (ValueError, KeyError) as e:  # a bad option value; a dataset of other options there (exit 2)
+        raise CommandError(e) from e
+    d = epath.Path(b.data_dir)
+    return report("kifunet tfds", os.fspath(d), kifunet_metadata(b), (d / METADATA, d / tfds_go_moves.REJECTS),
+                  allow_empty=opts.allow_empty)

@@ -2,13 +2,17 @@
 
 Runs :func:`kifunet.train.train.train_and_evaluate`. The same command runs on one device, on all devices
 of one machine, and on every host of a multi-host job (each host runs it; see ``kifunet.train.parallel``
-for the launchers recognised). Rerunning it on the same ``--workdir`` resumes from the newest checkpoint.
+for the launchers recognised). Rerunning it on the same ``--workdir`` resumes from the newest checkpoint
+and says so on its first line (``kifunet train: resuming from step N ...``); ``config.json`` is written
+once the run's first checkpoint is on disk, so a run that fails before it leaves no run behind.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+from kifunet.errors import CommandError
 
 HELP = "train a policy net from a built dataset (ml_collections config; resumes from the workdir)"
 
@@ -19,7 +23,7 @@ config overrides: any field of the config file, e.g.
 configs: train/configs/*.py (cpu_small, maddison12, alphago13_192, cazenave10, gonn5, gonn12, agz20, mao,
 garb10, tiny); `kifunet train --config FILE --workdir DIR --print-config` shows the resolved config.
 datasets: a `kifunet build` directory, or a TFDS go_moves dataset: --config.dataset=tfds:DIR (its
-dataset_info.json directory) or tfds:go_moves/CONFIG@DATA_DIR (train/tfds_source.py).
+dataset_info.json directory) or tfds:go_moves/CONFIG@DATA_DIR (data_prep/dataset.py).
 """
 
 
@@ -41,13 +45,11 @@ def run(args) -> int:
 
     overrides, rest = configs.parse_overrides(list(getattr(args, "extra", None) or []))
     if rest:
-        print(f"kifunet train: error: unrecognized arguments: {' '.join(rest)}", file=sys.stderr)
-        return 2
+        raise CommandError(f"unrecognized arguments: {' '.join(rest)}")
     try:
         cfg = configs.load(args.config, overrides)
     except (FileNotFoundError, KeyError, ValueError, TypeError) as e:
-        print(f"kifunet train: error: {e.args[0] if e.args else e}", file=sys.stderr)
-        return 2
+        raise CommandError(e) from e
     if args.print_config:
         print(cfg)
         return 0
@@ -56,6 +58,7 @@ def run(args) -> int:
 
     parallel.use_cpu_devices(cfg.cpu_devices)
     parallel.initialize_distributed()
+    from kifunet.data_prep.dataset_base import DatasetError
     from kifunet.train import train
 
     try:
@@ -63,9 +66,8 @@ def run(args) -> int:
     except train.NonFiniteLoss as e:
         print(f"kifunet train: error: {e}", file=sys.stderr)
         return 3
-    except (FileNotFoundError, ValueError) as e:
-        print(f"kifunet train: error: {e}", file=sys.stderr)
-        return 2
+    except (FileNotFoundError, ValueError, DatasetError) as e:  # DatasetError: no such dataset, split, or rows
+        raise CommandError(e) from e
     if "top1" in result:
         print(f"final: step {result['step']:,} ({result['positions']:,} positions): top1 {100 * result['top1']:.2f}% "
               f"top4 {100 * result['top4']:.2f}% nats {result['nats']:.4f} on {int(result['eval_positions']):,} "

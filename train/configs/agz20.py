@@ -11,7 +11,7 @@ host). Compare with (docs/published.md): **60.4% top-1** on KGS (22,837,864 para
 head, checked by tests/test_configs.py; the policy-only net here has the value head off), 54.3% on
 professional games.
 
-Training setup (our reading of the AlphaGo Zero paper's Methods, not among the project's seeds): SGD with
+Training setup (our reading of the AlphaGo Zero paper's Methods, which docs/ does not summarise): SGD with
 momentum 0.9, L2 regularisation c = 1e-4 on c*||w||^2 (weight_decay 2e-4 in the ``wd * w`` convention),
 mini-batches of 2,048, learning rate annealed 1e-1 -> 1e-2 -> 1e-3 (``step`` schedule, factor 0.1, drops
 after 200k and 400k steps of 2,048 positions), 600k steps in all. BatchNorm statistics synchronised over

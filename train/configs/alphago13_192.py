@@ -12,7 +12,7 @@ Hardware assumed: GPUs (the paper: 50 GPUs, asynchronous updates, about 3 weeks)
 (3,880,489 parameters, checked by tests/test_configs.py). The 8-symmetry ensemble of the 256-filter net
 reached 57.0%; report single pass and ensemble separately.
 
-Training setup, from the AlphaGo paper's Methods (Silver et al. 2016; not among the project's seeds):
+Training setup, from the AlphaGo paper's Methods (Silver et al. 2016; docs/ does not summarise them):
 mini-batch m = 16, step size 0.003 on the mean of the minibatch, halved every 80 million training steps,
 no momentum, 340 million training steps, a random one of the 8 symmetries per position. This config
 counts those steps as positions; if the paper's "training steps" are minibatch updates, multiply

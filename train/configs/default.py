@@ -74,6 +74,10 @@ def get_config() -> ml_collections.ConfigDict:
     c.async_checkpoints = True
     c.init_from = ""  # workdir or checkpoint: initial weights only (ignored when the workdir has a checkpoint)
     c.time_limit_s = 0.0  # stop (checkpoint, final eval) after this many seconds of training; 0 = none
+    # steps the host may dispatch before the device finished them (it then waits, without a copy): enough to
+    # keep the device busy, few enough to bound the input batches queued in device memory and to keep the
+    # time limit within a few step times (train/train.py)
+    c.max_steps_ahead = 2
     c.num_devices = 0  # 0 = all devices (single-process runs may use fewer)
     # on a CPU backend, make this many JAX devices before JAX starts (0 = JAX's default, one): the data-parallel
     # step then runs one shard per core. cpu_small's step on 2 cores: 727 positions/s with one device, 1,519

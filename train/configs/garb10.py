@@ -10,7 +10,7 @@ Hardware assumed: one GPU (the paper: one V100). Published result to compare wit
 prediction** -- GARB comes from a NoGo self-play program (9x9) and the paper reports Elo ablations, not
 move-prediction accuracy (docs/published.md has no GARB row); this run gives the project's own number.
 
-Training setup: the paper's optimiser (seeds/nogozero-plus-garb-gao-wu-2021): SGD, learning rate 0.001,
+Training setup: the paper's optimiser (docs/architectures.md): SGD, learning rate 0.001,
 momentum 0.8, all 8 symmetries as augmentation (here a random one per position); batch 256 and 100M
 positions are our choice. Input: the 17 AlphaGo Zero planes plus the 4 NoGoZero+ liberty planes (21).
 """

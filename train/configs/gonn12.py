@@ -11,7 +11,7 @@ tests/test_configs.py); GoGoD: 54.2% / 82.8% / 1.542. GoNN's README says part of
 switched to an L2 loss with a hand-tuned rate (about +0.2% top-1, -0.2% top-4, +0.005 nats against
 cross-entropy); this config keeps the committed code's cross-entropy (``--config.loss=l2`` to try).
 
-Training setup: as gonn5.py (docs/gonn.md section 7), for 329M positions.
+Training setup: as gonn5.py (docs/gonn.md section 5), for 329M positions.
 """
 
 from __future__ import annotations

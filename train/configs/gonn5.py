@@ -10,7 +10,7 @@ Hardware assumed: one GPU (GoNN trained on one). Compare with (docs/published.md
 85.4% top-4, 1.429 nats** after 205M positions (3,597,792 parameters, checked by tests/test_configs.py).
 GoGoD row (another dataset): 52.5% / 81.6% / 1.609.
 
-Training setup, GoNN train.py at a201e46 (docs/gonn.md section 7): batch 200; momentum 0.9 with Nesterov;
+Training setup, GoNN train.py at a201e46 (docs/gonn.md section 5): batch 200; momentum 0.9 with Nesterov;
 cross-entropy; learning rate 3.2e-4 per sample on the summed loss = 0.064 on the mean at batch 200,
 divided by ((k + 8) / 8)^2 with k = floor(positions / 4M); L2 coefficient 0.3 / max(1000, training rows)
 (1.88e-7 for GoNN's KGS file; set ``--config.optimizer.weight_decay`` from your row count) on all weights

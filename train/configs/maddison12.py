@@ -12,7 +12,7 @@ one synchronous data-parallel run, so add devices rather than replicas: the batc
 Compare with (docs/published.md): **55.2% top-1** on KGS (2.3M parameters; top-10 ~94%). The paper's
 data: 160k KGS games, 29.4M positions, a 2M-position test set held out by game; ours splits by date.
 
-Training setup from the paper (seeds/maddison-2015): batch 128, learning rate 0.128 "normalized by
+Training setup from the paper (docs/architectures.md): batch 128, learning rate 0.128 "normalized by
 batchsize" (= 0.128 on the mean loss), no momentum, 25 epochs; then 3 epochs of fine-tuning starting at
 half the rate and halving every epoch. With an epoch of 29.4M positions: constant 0.128 for 735M
 positions, then 0.064, 0.032, 0.016 for one epoch each (823.2M positions in all). Weights init uniform

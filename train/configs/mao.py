@@ -11,7 +11,7 @@ compare with: **none for move prediction** -- the paper trains MAO by self-play 
 reports games against a ResNet18 (docs/published.md has no MAO row); this run gives the project's own
 number for the architecture on the KGS protocol above.
 
-Training setup: the paper's optimiser settings for its RL training (seeds/mao-network-li-2020): SGD,
+Training setup: the paper's optimiser settings for its RL training (docs/architectures.md): SGD,
 learning rate 0.001, minibatch 128 -- kept as given (no momentum); 100M positions is our choice. The
 channel masks of the MAO layers draw from the model's RNG state, which checkpoints carry.
 """

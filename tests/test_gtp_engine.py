@@ -11,9 +11,9 @@ import pytest
 from kifunet.data_prep import coords
 from kifunet.data_prep.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
-from kifunet.eval import gtp, scoring
-from kifunet.eval.gtp import Engine, PlaySettings, choose_move
-from kifunet.eval.policy import fresh_policy
+from kifunet.play import gtp_engine
+from kifunet.play.gtp_engine import Engine, PlaySettings, choose_move
+from kifunet.play.policy import fresh_policy
 
 
 def flat(v: str, n: int = 9) -> int:
@@ -194,8 +194,8 @@ def test_never_fills_its_own_eye_and_plays_only_legal_moves():
     probs[2] = 0.1
     c = _choose(probs, b, BLACK)
     assert c.move == 2 and c.reason == "policy"
-    assert gtp.own_eyes(b, BLACK)[0] and not gtp.own_eyes(b, WHITE)[0]
-    assert gtp.own_eyes(b, WHITE)[24] and not b.is_legal(24, BLACK)
+    assert gtp_engine.own_eyes(b, BLACK)[0] and not gtp_engine.own_eyes(b, WHITE)[0]
+    assert gtp_engine.own_eyes(b, WHITE)[24] and not b.is_legal(24, BLACK)
     # for white, A5 is suicide and E1 its own eye: the same choice
     assert _choose(probs, b, WHITE).move == 2
     probs[2] = 1e-4
@@ -291,24 +291,6 @@ def test_sampling_follows_the_policy_early_and_the_top_move_late():
     assert abs(mid[0] - 0.936) < 0.03
     # arg-max never varies
     assert _choose(probs, b).move == 6
-
-
-def test_area_scoring_helpers():
-    st = Board.from_ascii("""
-        . X O .
-        X X O .
-        . X O O
-        X X O .
-        """).stones
-    owner = scoring.area_owner(st)
-    assert owner.tolist() == [[1, 1, 2, 2], [1, 1, 2, 2], [1, 1, 2, 2], [1, 1, 2, 2]]
-    assert scoring.area_score(st, 0.5) == -0.5 and scoring.format_score(-0.5) == "W+0.5"
-    assert scoring.area_score(np.zeros((3, 3), np.int8), 0) == 0 and scoring.format_score(0.0) == "0"
-    assert scoring.format_score(3.0) == "B+3"
-    assert scoring.parse_result("W+R") == (WHITE, "W+R") and scoring.parse_result("b+12.5") == (BLACK, "B+12.5")
-    assert scoring.parse_result("Jigo") == (None, "0")
-    with pytest.raises(ValueError):
-        scoring.parse_result("?")
 
 
 def test_kifunet_gtp_process_speaks_clean_gtp_on_stdout():

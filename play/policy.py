@@ -2,7 +2,7 @@
 
 >>> from flax import nnx
 >>> from kifunet import models
->>> from kifunet.eval.policy import Policy
+>>> from kifunet.play.policy import Policy
 >>> net = models.create("maddison_tiny", board_size=9, rngs=nnx.Rngs(0))
 >>> policy = Policy(net, "maddison", 9, rank="9d")
 >>> p = policy.probabilities([(1, 40)], colour=2)   # white to play after black's tengen (flat 40)

@@ -1,0 +1,79 @@
+"""Open a split of a built dataset, whatever its container: :func:`open_split` (the one entry point).
+
+>>> from kifunet.data_prep.dataset import open_split
+>>> r = open_split("data/kgs", "train")                               # doctest: +SKIP
+>>> r = open_split("tfds:DATA_DIR/go_moves/kgs_maddison/1.1.0", "train")
+>>> len(r), r.batch([0, 5])["planes"].shape, r.blocks()               # rows, (2, 19, 19, C), grain source
+
+Dataset specs:
+
+=========================================  =============================================================
+``DIR``                                    a ``kifunet build`` output (``DIR/manifest.json``): HDF5,
+                                           :class:`kifunet.data_prep.reader.Reader`
+``tfds:DIR`` (or a ``DIR`` holding         a prepared TFDS ``go_moves`` dataset directory:
+``dataset_info.json``)                     :class:`kifunet.data_prep.tfds_reader.TfdsReader`
+``tfds:go_moves/CONFIG[:VERSION]@DATA_DIR``  a prepared TFDS dataset by name under ``DATA_DIR``
+``tfds:go_moves/CONFIG``                   the same under ``$TFDS_DATA_DIR`` (else ``~/tensorflow_datasets``)
+=========================================  =============================================================
+
+Both readers implement :class:`kifunet.data_prep.dataset_base.DatasetSplit` (rows and blocks) and raise its
+errors, re-exported here: :class:`NotADatasetError`, :class:`UnknownSplitError`, :class:`EmptySplitError`.
+TFDS is imported only for a TFDS spec.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .dataset_base import (DatasetError, DatasetSplit, EmptySplitError, NotADatasetError,  # noqa: F401
+                           UnknownSplitError)
+from .manifest import MANIFEST
+from .reader import Reader
+
+TFDS_PREFIX = "tfds:"
+
+__all__ = ["DatasetError", "DatasetSplit", "EmptySplitError", "NotADatasetError", "TFDS_PREFIX",
+           "UnknownSplitError", "describe", "is_tfds", "open_split", "parse_tfds"]
+
+
+def is_tfds(spec) -> bool:
+    """Whether ``spec`` names a TFDS dataset (``tfds:`` prefix, or a directory holding ``dataset_info.json``)."""
+    if not isinstance(spec, (str, os.PathLike)):
+        return False
+    spec = os.fspath(spec)
+    return spec.startswith(TFDS_PREFIX) or (not os.path.isfile(os.path.join(spec, MANIFEST))
+                                            and os.path.isfile(os.path.join(spec, "dataset_info.json")))
+
+
+def parse_tfds(spec: str) -> tuple[str, str | None]:
+    """``tfds:DIR`` / ``tfds:NAME@DATA_DIR`` / ``tfds:NAME`` -> (dataset directory or name, data_dir)."""
+    spec = os.fspath(spec)
+    spec = spec[len(TFDS_PREFIX):] if spec.startswith(TFDS_PREFIX) else spec
+    if os.path.isfile(os.path.join(spec, "dataset_info.json")):
+        return spec, None
+    name, sep, data_dir = spec.partition("@")
+    return name, (data_dir if sep else os.environ.get("TFDS_DATA_DIR") or None)
+
+
+def open_split(spec, split: str = "train", *, assemble: bool = True, require_rows: bool = False) -> DatasetSplit:
+    """The split ``split`` of the dataset ``spec`` (see the module docstring), files not yet open.
+
+    ``assemble=False``: batches hold the stored planes (``stored``) instead of the full ``planes``.
+    ``require_rows``: raise :class:`EmptySplitError` for a split without rows. A spec that is no finished
+    dataset raises :class:`NotADatasetError`, an unknown split :class:`UnknownSplitError`.
+    """
+    if is_tfds(spec):
+        from .tfds_reader import TfdsReader
+
+        name, data_dir = parse_tfds(spec)
+        out = TfdsReader(name, split, data_dir=data_dir, assemble=assemble)
+    else:
+        out = Reader(os.fspath(spec), split, assemble=assemble)
+    if require_rows and len(out) == 0:
+        raise EmptySplitError.at(os.fspath(spec), split)
+    return out
+
+
+def describe(spec, split: str) -> dict:
+    """Shape facts of a split: ``rows``, ``board_size``, ``features``, ``num_planes``, ``shards``."""
+    return open_split(spec, split).describe()

@@ -1,0 +1,255 @@
+"""The contract of a dataset container: what one split of a built dataset offers, whatever holds it.
+
+Both containers of the positions -- the HDF5 shards of ``kifunet build`` (:class:`kifunet.data_prep.reader.Reader`)
+and the TFDS ``go_moves`` array_record files (:class:`kifunet.data_prep.tfds_reader.TfdsReader`) -- subclass
+:class:`DatasetSplit`; :func:`kifunet.data_prep.dataset.open_split` picks one from a dataset spec. Nothing here
+imports a container.
+
+A split is read two ways:
+
+* **by rows**: ``len(split)``, ``split[i]``, ``split.batch(indices, symmetries=None)``,
+  ``split.read_range(start, stop)``, ``split.iter_batches(batch_size)``. A batch is a dict of NumPy arrays:
+  ``planes`` uint8 ``[B, N, N, C]`` (the feature set's full planes, constant planes made from the columns by
+  ``FeatureSet.assemble``) or, with ``assemble=False``, ``stored`` ``[B, N, N, Cs]``; every per-row column
+  of the split (:attr:`DatasetSplit.columns`, dtypes of :data:`kifunet.data_prep.shards.COLUMN_DTYPES`); and
+  ``index`` (the row's index in the split, int64). A container may add keys of its own (HDF5: none beyond
+  its columns; TFDS: ``game``, the game's ``game_id``). ``symmetries`` (one int 0..7 per row) transform planes
+  and targets together (:mod:`kifunet.data_prep.symmetries`).
+* **by blocks** (the training pipeline's fast path): ``split.block_spans(block_rows)`` cuts the split into
+  blocks of consecutive rows (``[K, 2]`` global start/stop; a block never straddles an HDF5 shard), and
+  ``split.read_blocks(start, stop)`` returns rows start..stop as a list of *pieces*, one per storage unit::
+
+      {"shard": int,                      # storage unit the piece's code table belongs to
+       "columns": {column: [r], ..., "index": int64 [r]},
+       "codes": [r, N, N], "table": uint8 [K, Cs]       # HDF5 ``codes`` layout: point codes + their planes
+       or "stored": uint8 [r, N, N, Cs]}                # any other layout, and TFDS
+
+  Pieces are always the stored planes, never assembled nor transformed (the pipeline's
+  ``WindowBuilder`` does both). :class:`Blocks` wraps a split as a grain ``RandomAccessDataSource`` whose
+  element ``i`` is block ``i``.
+
+A split opens its files lazily in each process and pickles as its description only, so it can be handed to
+grain or multiprocessing workers before any file is open.
+
+Errors, raised alike by both containers (and subclassing the built-in exceptions callers already catch):
+:class:`NotADatasetError` (``FileNotFoundError``), :class:`UnknownSplitError` (``KeyError``),
+:class:`EmptySplitError` (``ValueError``: raised by readers that need rows, e.g. the training pipeline).
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Iterator
+
+import numpy as np
+
+#: rows per block when neither the caller nor the dataset says otherwise
+DEFAULT_BLOCK_ROWS = 256
+
+
+class DatasetError(Exception):
+    """Base of the errors of opening or reading a dataset split."""
+
+
+class NotADatasetError(DatasetError, FileNotFoundError):
+    """The spec names no finished dataset."""
+
+    @classmethod
+    def at(cls, spec: str, why: str) -> "NotADatasetError":
+        return cls(f"{spec}: {why}; not a finished kifunet dataset")
+
+
+class UnknownSplitError(DatasetError, KeyError):
+    """The dataset has no split of that name."""
+
+    @classmethod
+    def at(cls, spec: str, split: str, splits) -> "UnknownSplitError":
+        return cls(f"{spec}: no split {split!r}; splits: {', '.join(splits)}")
+
+    def __str__(self) -> str:  # the message, not KeyError's repr of it
+        return str(self.args[0]) if self.args else ""
+
+
+class EmptySplitError(DatasetError, ValueError):
+    """The split exists but holds no rows."""
+
+    @classmethod
+    def at(cls, spec: str, split: str) -> "EmptySplitError":
+        return cls(f"{spec}: split {split!r} has no rows")
+
+
+class DatasetSplit(abc.ABC):
+    """One split of a built dataset, read by rows and by blocks (see the module docstring).
+
+    Attributes every container sets: ``root`` (the dataset's directory), ``split``, ``manifest`` (the
+    build's description: ``features``, ``board_size``, ``splits``, filters, counts...; HDF5's
+    ``manifest.json``, TFDS's ``kifunet`` metadata), ``feature_name``, ``feature_version``, ``num_planes``,
+    ``num_stored``, ``board_size``, ``columns`` (the per-row columns of a batch), ``assemble``,
+    ``block_rows`` (the default rows per block) and ``num_shards``.
+    """
+
+    root: str
+    split: str
+    manifest: dict
+    feature_name: str
+    feature_version: int
+    num_planes: int
+    num_stored: int
+    board_size: int
+    columns: list
+    assemble: bool
+    block_rows: int
+    num_shards: int
+    check_version: bool = True
+    _fs = None
+
+    # -- what a container implements -------------------------------------------------------------------
+    @abc.abstractmethod
+    def __len__(self) -> int:
+        """Rows of the split."""
+
+    @abc.abstractmethod
+    def read_stored(self, indices: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Rows ``indices`` (valid, non-negative, any order): stored planes ``[B, N, N, Cs]`` and a dict of the
+        :attr:`columns` (plus any extra keys of the container)."""
+
+    @abc.abstractmethod
+    def block_spans(self, block_rows: int = 0) -> np.ndarray:
+        """int64 ``[K, 2]``: global start and stop of each block of ``block_rows`` (0: :attr:`block_rows`)."""
+
+    @abc.abstractmethod
+    def read_blocks(self, start: int, stop: int) -> list[dict]:
+        """Global rows start..stop as pieces (see the module docstring)."""
+
+    def read_stored_range(self, start: int, stop: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """As :meth:`read_stored` for consecutive rows start..stop (a container may do it faster)."""
+        return self.read_stored(np.arange(start, stop, dtype=np.int64))
+
+    def close(self) -> None:
+        """Close open files (they reopen on the next read)."""
+
+    # -- shared ------------------------------------------------------------------------------------------
+    @property
+    def feature_set(self):
+        """The feature set the split was built with (checked against this code's version and planes)."""
+        if self._fs is None:
+            from . import features
+
+            fs = features.get(self.feature_name)
+            if self.check_version and fs.version != self.feature_version:
+                raise ValueError(f"{self.root}: built with feature set {self.feature_name} v{self.feature_version}, "
+                                 f"this code has v{fs.version}; rebuild the dataset")
+            if fs.num_stored != self.num_stored:
+                raise ValueError(f"{self.root}: {fs.num_stored} stored planes expected, dataset has {self.num_stored}")
+            self._fs = fs
+        return self._fs
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __getitem__(self, index: int) -> dict:
+        b = self.batch([index])
+        return {k: v[0] for k, v in b.items()}
+
+    def batch(self, indices, symmetries=None) -> dict[str, np.ndarray]:
+        """Rows ``indices`` (any order, repeats and negative indices allowed) as a batch."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        total = len(self)
+        idx = np.where(idx < 0, idx + total, idx)
+        if idx.size and (idx.min() < 0 or idx.max() >= total):
+            raise IndexError(f"row index out of range for {total} rows")
+        stored, cols = self.read_stored(idx)
+        return self.finish(stored, cols, idx, symmetries)
+
+    def read_range(self, start: int, stop: int, symmetries=None) -> dict[str, np.ndarray]:
+        """Consecutive rows start..stop (clipped to the split) as a batch."""
+        start, stop = max(0, int(start)), min(len(self), int(stop))
+        stored, cols = self.read_stored_range(start, max(start, stop))
+        return self.finish(stored, cols, np.arange(start, max(start, stop), dtype=np.int64), symmetries)
+
+    def iter_batches(self, batch_size: int, *, start: int = 0, stop: int | None = None,
+                     drop_remainder: bool = False, augment: bool = False, seed: int = 0) -> Iterator[dict]:
+        """Batches of consecutive rows (already shuffled across games); ``augment`` draws a symmetry per row
+        from ``seed``."""
+        stop = len(self) if stop is None else min(stop, len(self))
+        rng = np.random.default_rng(seed)
+        for a in range(start, stop, batch_size):
+            b = min(stop, a + batch_size)
+            if drop_remainder and b - a < batch_size:
+                return
+            sym = rng.integers(0, 8, size=b - a) if augment else None
+            yield self.read_range(a, b, symmetries=sym)
+
+    def finish(self, stored: np.ndarray, cols: dict, idx: np.ndarray, symmetries=None) -> dict[str, np.ndarray]:
+        """Stored planes + columns of rows ``idx`` -> a batch: symmetries applied, ``index`` added, planes
+        assembled (or ``stored`` kept when :attr:`assemble` is false)."""
+        if symmetries is not None:
+            from . import symmetries as sym
+
+            s = np.asarray(symmetries, dtype=np.int64).reshape(-1)
+            if s.shape[0] != stored.shape[0]:
+                raise ValueError("one symmetry per row")
+            stored = sym.apply_planes_batch(stored, s)
+            cols["target"] = sym.apply_index_batch(cols["target"].astype(np.int64), s,
+                                                   self.board_size).astype(np.int16)
+        out = dict(cols)
+        out["index"] = idx
+        if self.assemble:
+            out["planes"] = self.feature_set.assemble(stored, cols)
+        else:
+            out["stored"] = stored
+        return out
+
+    def blocks(self, block_rows: int = 0) -> "Blocks":
+        """This split as a grain source of blocks of ``block_rows`` rows (0: :attr:`block_rows`)."""
+        return Blocks(self, block_rows)
+
+    def describe(self) -> dict:
+        """Shape facts: rows, board size, feature set, plane count and storage units."""
+        return {"rows": len(self), "board_size": self.board_size, "features": self.feature_name,
+                "num_planes": self.num_planes, "shards": self.num_shards}
+
+
+class Blocks:
+    """grain ``RandomAccessDataSource`` over a split: element ``i`` = block ``i`` (consecutive rows), as the
+    one piece :meth:`DatasetSplit.read_blocks` returns for it. Pickles as the split and the block size."""
+
+    def __init__(self, split: DatasetSplit, block_rows: int = 0):
+        self.split = split
+        self.block_rows = int(block_rows) if block_rows else int(split.block_rows)
+        if self.block_rows < 1:
+            raise ValueError("block_rows must be positive")
+        self.spans = np.asarray(split.block_spans(self.block_rows), np.int64).reshape(-1, 2)
+        self.feature_name, self.board_size = split.feature_name, split.board_size
+
+    def __getstate__(self):
+        return {"split": self.split, "block_rows": self.block_rows}
+
+    def __setstate__(self, st):
+        self.__init__(st["split"], st["block_rows"])
+
+    @property
+    def feature_set(self):
+        return self.split.feature_set
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    def __repr__(self) -> str:
+        return (f"Blocks({type(self.split).__name__}({self.split.root!r}, {self.split.split!r}), "
+                f"block_rows={self.block_rows}, blocks={len(self)})")
+
+    def num_rows(self) -> int:
+        return len(self.split)
+
+    def __getitem__(self, index: int) -> dict:
+        a, b = (int(v) for v in self.spans[int(index)])
+        (piece,) = self.split.read_blocks(a, b)
+        return piece
+
+    def read_rows(self, start: int, stop: int) -> list[dict]:
+        """Global rows start..stop as pieces (:meth:`DatasetSplit.read_blocks`)."""
+        return self.split.read_blocks(start, stop)

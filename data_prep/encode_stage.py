@@ -1,0 +1,407 @@
+"""Build stage 1, encode: game records -> work units of encoded positions spilled to ``WORK/units/``.
+
+The game records of the inputs (:mod:`kifunet.data_prep.inputs`, in input order) are cut into fixed *work
+units* of ``unit_games`` records (:func:`encode_inputs`). A worker process encodes each unit
+(:func:`encode_unit`): for each record (:func:`encode_record`) it loads it
+(:func:`kifunet.data_prep.sgf_io.load_game`), applies the game filters and the split rule, replays it
+(:func:`kifunet.data_prep.replay.encode_game`; an illegal move rejects the whole game, reason
+``illegal_move:<why>``, naming the move), applies the move filters and keeps the positions left, each point's
+planes packed into bytes. A unit's output depends only on its records and the options, never on the worker or
+timing.
+
+The spill of unit ``u`` is the directory :func:`unit_dir` (written under a temporary name, then renamed, so it
+exists only once complete):
+
+``planes.bin``     the kept positions' packed points, uint8 [rows, N * N * W] (``W = ceil(Cs / 8)``)
+``cols.npy``       one :data:`SPILL_DTYPE` row per position (``game``: the record's index in the unit; a
+                   game's rows are consecutive)
+``games.json``     one dict per record: its metadata and ``status`` (``ok``, ``filtered``, ``rejected``) with
+                   ``reason``, ``split``, ``moves_hash``, ``game_id`` and position counts
+``summary.json``   ``unit``, ``records``, ``rows``, ``positions``, ``width``
+
+What a spill holds is versioned (:data:`SPILL_VERSION`, part of the build's fingerprint): a build started by a
+kifunet whose units hold something else is not resumed with them (it asks for ``--overwrite``).
+
+**Narrow columns.** The spill, the shards (:data:`kifunet.data_prep.shards.COLUMN_DTYPES`), the games tables
+(:data:`kifunet.data_prep.shards.GAME_NUM_COLUMNS`) and the TFDS features store small integers. Every value the
+parser can produce either fits, or the record is rejected *here*, in the worker, right after it is read (before
+the game filters and the replay), so it is accounted for (``rejected{reason}``, a line in ``rejects.jsonl``) and
+never reaches a writer. Widening a stored column would change the bytes of every dataset, so absurd values are
+rejected instead; normal data is unaffected:
+
+=================================  ========  ======================  ======================================
+column (where)                     dtype     largest value possible  rule
+=================================  ========  ======================  ======================================
+``num_moves`` (games)              int16     any (SGF has no limit)  > 32,767 moves: rejected
+``move_number`` (spill, shards,    int16     = num_moves             ``too_many_moves`` (so every move
+TFDS)                                                                number fits; passes count as moves)
+``positions`` (games)              int32     <= num_moves            fits once ``too_many_moves`` applies
+``handicap`` (games)               int8      N * N = 361 (``HA``)    > 127: rejected ``bad_handicap`` (a
+                                                                     real handicap is at most 9, 25 in rare
+                                                                     exhibition games)
+``black_rank``, ``white_rank``     int8      -30..17, -128 unknown   fits (:mod:`~kifunet.data_prep.ranks`
+(games); ``player_rank``,                                            clamps); out of int8: ``bad_rank``
+``opponent_rank`` (spill, shards,
+TFDS)
+``year`` (games)                   int16     9999 (4 digits of DT)   fits; out of int16: ``bad_year``
+``size`` (games)                   int8      19                      fits; out of int8: ``board_size``
+``target`` (spill, shards, TFDS)   int16     N * N = 361 (pass)      fits (N <= 19)
+``to_move``                        int8      2                       fits
+``symmetry``                       int8      7                       fits
+``game`` (spill)                   int32     records in a unit - 1   fits (``unit_games`` < 2**31)
+``game_index`` (shards)            int32     games in a split - 1    fits (< 2**31 games)
+``komi`` (games)                   float32   any finite float        metadata only: a komi float32 cannot
+                                                                     hold (beyond +-3.4e38) is stored as
+                                                                     unknown (NaN), as a non-finite ``KM``
+=================================  ========  ======================  ======================================
+
+The checks are :data:`COLUMN_LIMITS` (games-table column -> rejection reason; every integer column of
+``GAME_NUM_COLUMNS`` is listed, the range is the column's dtype), applied by :func:`limit_reason`. A
+per-row column is never narrower than the games-table value it comes from (``move_number`` <= ``num_moves``,
+the ranks), and the shard and TFDS columns are never narrower than the spill's (tested).
+
+:func:`read_unit` and :func:`unit_arrays` read it back (the plan and write stages, the TFDS builder). A
+rerun reuses every finished unit. With a :class:`~kifunet.data_prep.worker_pool.WorkerPool`, a unit whose
+worker died is rerun alone (:func:`kifunet.data_prep.worker_pool.run_isolated`): a record that kills the worker
+again is rejected (``worker_crash``) and its unit finishes without it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable
+
+import numpy as np
+
+from . import inputs as inputs_mod
+from . import shards as shards_mod
+from .errors import IllegalMoveError, KifunetInputError
+from .filters import MOVE_REASONS, Filters
+from .progress import Progress
+from .worker_pool import WorkerPool, run_isolated
+
+UNIT_GAMES = 256  # records per work unit, by default
+# What a unit's spill holds. Part of the build's fingerprint, so that a build started by a kifunet whose units
+# hold something else is never resumed with them. 2: game dicts carry ``game_id`` (the dedupe key).
+SPILL_VERSION = 2
+
+SPILL_DTYPE = np.dtype([("target", np.int16), ("to_move", np.int8), ("move_number", np.int16),
+                        ("player_rank", np.int8), ("opponent_rank", np.int8), ("game", np.int32),
+                        ("symmetry", np.int8)])
+
+
+# Games-table integer columns -> the reason a record whose value does not fit the column's dtype is rejected
+# with (see the module docstring). Checked before the record is replayed.
+COLUMN_LIMITS = {"num_moves": "too_many_moves", "positions": "too_many_moves", "handicap": "bad_handicap",
+                 "black_rank": "bad_rank", "white_rank": "bad_rank", "year": "bad_year", "size": "board_size"}
+
+
+def limit_reason(g: dict) -> tuple[str, str] | None:
+    """``(reason, detail)`` for the first games-table column of game dict ``g`` whose value does not fit the
+    column's dtype (:data:`COLUMN_LIMITS`), else None. Columns absent from ``g`` or None are skipped."""
+    for col, reason in COLUMN_LIMITS.items():
+        v = g.get(col)
+        if v is None:
+            continue
+        dt = np.dtype(shards_mod.GAME_NUM_COLUMNS[col])
+        lo, hi = np.iinfo(dt).min, np.iinfo(dt).max
+        if not lo <= v <= hi:
+            return reason, (f"{col} {v:,} is outside {lo:,}..{hi:,}, the range of the {dt.name} column it is "
+                            "stored in")
+    return None
+
+
+def _komi(komi: float | None) -> float | None:
+    """Komi as stored (float32): None (unknown, NaN in the games table) when float32 cannot hold it."""
+    if komi is None:
+        return None
+    with np.errstate(over="ignore"):
+        return komi if np.isfinite(np.float32(komi)) else None
+
+
+def unit_config(features: str, filters: Filters, rule, symmetries: str = "none") -> dict:
+    """The options a work unit is encoded with (picklable, sent to the workers with each unit)."""
+    return {"features": features, "filters": dataclasses.asdict(filters), "rule": rule,
+            "symmetries": symmetries, "board_size": filters.board_size}
+
+
+def unit_dir(work: str, u: int) -> str:
+    """The spill directory of work unit ``u``."""
+    return os.path.join(work, "units", f"unit-{u:05d}")
+
+
+def _marker(work: str, u: int) -> str:
+    """The file naming the record in progress of a unit encoded in isolation."""
+    return f"{unit_dir(work, u)}.inprogress"
+
+
+def _game_meta(rec) -> dict:
+    i = rec.info
+    return {"black": i.black, "white": i.white, "black_rank": int(i.black_rank), "white_rank": int(i.white_rank),
+            "black_rank_text": i.black_rank_text, "white_rank_text": i.white_rank_text,
+            "komi": _komi(i.komi), "handicap": int(i.handicap or 0), "result": i.result, "date": i.date,
+            "year": i.year, "rules": i.rules, "size": int(rec.size), "content_hash": i.content_hash,
+            "num_moves": int(rec.num_moves)}
+
+
+def _encode_one(src, fs, filt: Filters, rule, symmetries: str):
+    """(game dict, planes uint8[R, N, N, Cs] | None, spill columns | None) for one record."""
+    from . import replay, sgf_io
+
+    g = {"path": src.path}
+    if src.error is not None:
+        g.update(status="rejected", reason=src.error, detail=src.detail)
+        return g, None, None
+    try:
+        rec = sgf_io.load_game(src.data, path=src.path)
+    except KifunetInputError as e:
+        g.update(status="rejected", reason=e.reason, detail=str(e))
+        return g, None, None
+    except Exception as e:  # noqa: BLE001 - a bug on one record must not stop the build
+        g.update(status="rejected", reason="internal_error", detail=f"load: {type(e).__name__}: {e}")
+        return g, None, None
+    g.update(_game_meta(rec))
+    g["moves_hash"] = rec.moves_hash()  # the hash splits' key
+    g["game_id"] = rec.game_id()  # the dedupe key (copies of one game share it; games sharing moves do not)
+    over = limit_reason(g)
+    if over is not None:  # a value its column cannot hold: rejected before any writer sees it
+        g.update(status="rejected", reason=over[0], detail=over[1])
+        return g, None, None
+    reason = filt.game_reason(rec)
+    split = None
+    if reason is None:
+        split, reason = rule.assign(rec.info, g["moves_hash"])
+    if reason is not None:
+        g.update(status="filtered", reason=reason)
+        return g, None, None
+    g["split"] = split
+    try:
+        enc = replay.encode_game(rec, fs, path=src.path)
+    except IllegalMoveError as e:
+        g.update(status="rejected", reason=e.reason, detail=str(e), move_number=e.move_number, move=e.move,
+                 colour=e.colour)
+        return g, None, None
+    except KifunetInputError as e:
+        g.update(status="rejected", reason=e.reason, detail=str(e))
+        return g, None, None
+    except Exception as e:  # noqa: BLE001
+        g.update(status="rejected", reason="internal_error", detail=f"encode: {type(e).__name__}: {e}")
+        return g, None, None
+    n = rec.size
+    why = filt.move_reasons(enc.target, enc.move_number, enc.player_rank, enc.opponent_rank, n * n)
+    keep = why == 0
+    g["pos_moves"] = int(len(why))
+    g["pos_filtered"] = {MOVE_REASONS[i - 1]: int(c) for i, c in zip(*np.unique(why[~keep], return_counts=True))}
+    k = int(keep.sum())
+    g["positions"] = k
+    if k == 0:
+        g.update(status="filtered", reason="no_positions")
+        return g, None, None
+    over = limit_reason(g)  # every column of the games table is known now
+    if over is not None:
+        g.update(status="rejected", reason=over[0], detail=over[1])
+        return g, None, None
+    g["status"] = "ok"
+    planes = enc.planes[keep]
+    cols = np.zeros(k, dtype=SPILL_DTYPE)
+    cols["target"] = enc.target[keep]
+    cols["to_move"] = enc.to_move[keep]
+    cols["move_number"] = enc.move_number[keep]
+    cols["player_rank"] = enc.player_rank[keep]
+    cols["opponent_rank"] = enc.opponent_rank[keep]
+    if symmetries == "all":
+        from . import symmetries as sym
+
+        s = np.tile(np.arange(8, dtype=np.int64), k)
+        planes = sym.apply_planes_batch(np.repeat(planes, 8, axis=0), s)
+        cols = np.repeat(cols, 8)
+        cols["target"] = sym.apply_index_batch(cols["target"].astype(np.int64), s, n)
+        cols["symmetry"] = s
+    return g, planes, cols
+
+
+def encode_record(src, fs, filt: Filters, rule, symmetries: str = "none"):
+    """One record (an :class:`kifunet.data_prep.inputs.Source`) -> (game dict, packed points uint8 [R, N, N, W]
+    | None, :data:`SPILL_DTYPE` columns | None); the points and columns are None unless the game is used
+    (``status`` ``ok``). Never raises for a bad record: a bug on one record rejects it (``internal_error``)."""
+    try:
+        g, planes, cols = _encode_one(src, fs, filt, rule, symmetries)
+        packed = shards_mod.pack_points(planes) if planes is not None else None
+    except Exception as e:  # noqa: BLE001 - a bug on one record must not stop the build
+        g, packed, cols = ({"path": src.path, "status": "rejected", "reason": "internal_error",
+                            "detail": f"{type(e).__name__}: {e}"}, None, None)
+    return g, packed, cols
+
+
+def encode_unit(u: int, sources: list, cfg: dict, work: str, isolate: bool = False,
+                skip: tuple[int, ...] = ()) -> dict:
+    """Encode work unit ``u`` into :func:`unit_dir` (atomic); returns its summary. ``cfg``: :func:`unit_config`.
+
+    ``isolate``: write the index of the record in progress to ``unit-NNNNN.inprogress`` before each record, so
+    that a crash can be pinned on it. ``skip``: record indices that crashed a worker before (rejected).
+    """
+    from . import features
+
+    fs = features.get(cfg["features"])
+    filt = Filters(**cfg["filters"])
+    rule = cfg["rule"]
+    final = unit_dir(work, u)
+    tmp = f"{final}.tmp-{os.getpid()}"
+    if os.path.exists(tmp):
+        shutil.rmtree(tmp)
+    os.makedirs(tmp)
+    marker = _marker(work, u)
+    games, cols_parts, rows = [], [], 0
+    with open(os.path.join(tmp, "planes.bin"), "wb") as pf:
+        for i, src in enumerate(sources):
+            if i in skip:
+                games.append({"path": src.path, "status": "rejected", "reason": "worker_crash",
+                              "detail": "the worker process died while encoding this record"})
+                continue
+            if isolate:
+                with open(marker, "w") as m:
+                    m.write(str(i))
+            g, packed, cols = encode_record(src, fs, filt, rule, cfg["symmetries"])
+            if packed is not None:
+                cols["game"] = i
+                pf.write(packed.tobytes())
+                cols_parts.append(cols)
+                g["rows"] = int(len(cols))
+                rows += len(cols)
+            games.append(g)
+    cols_all = np.concatenate(cols_parts) if cols_parts else np.zeros(0, SPILL_DTYPE)
+    np.save(os.path.join(tmp, "cols.npy"), cols_all)
+    summary = {"unit": u, "records": len(sources), "rows": int(rows),
+               "positions": int(sum(g.get("positions", 0) for g in games if g["status"] == "ok")),
+               "width": cfg["board_size"] ** 2 * shards_mod.point_width(fs.num_stored)}
+    with open(os.path.join(tmp, "games.json"), "w", encoding="ascii") as f:
+        json.dump(games, f)  # ASCII escapes: paths from the file system may hold undecodable bytes
+    with open(os.path.join(tmp, "summary.json"), "w") as f:
+        json.dump(summary, f)
+    if os.path.exists(final):
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    if isolate and os.path.exists(marker):
+        os.remove(marker)
+    return summary
+
+
+def read_unit(work: str, u: int) -> tuple[dict, list[dict]]:
+    """(summary, game dicts in record order) of a finished unit."""
+    d = unit_dir(work, u)
+    with open(os.path.join(d, "summary.json")) as f:
+        summary = json.load(f)
+    with open(os.path.join(d, "games.json"), encoding="utf-8") as f:
+        games = json.load(f)
+    return summary, games
+
+
+def unit_arrays(work: str, u: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(packed points uint8 [rows, width], :data:`SPILL_DTYPE` columns) of a finished unit, memory-mapped;
+    ``width``: N * N * W bytes a position (the summary's ``width``)."""
+    d = unit_dir(work, u)
+    cols = np.load(os.path.join(d, "cols.npy"), mmap_mode="r")
+    n = len(cols)
+    if n == 0:
+        return np.zeros((0, width), np.uint8), cols
+    planes = np.memmap(os.path.join(d, "planes.bin"), dtype=np.uint8, mode="r", shape=(n, width))
+    return planes, cols
+
+
+def unit_game_column(work: str, u: int) -> np.ndarray:
+    """The ``game`` column of a finished unit's spill (memory-mapped): the record index of each row."""
+    return np.load(os.path.join(unit_dir(work, u), "cols.npy"), mmap_mode="r")["game"]
+
+
+def _iter_units(sources, size: int):
+    unit, u = [], 0
+    for s in sources:
+        unit.append(s)
+        if len(unit) == size:
+            yield u, unit
+            unit, u = [], u + 1
+    if unit:
+        yield u, unit
+
+
+def _is_done(work: str, u: int) -> bool:
+    return os.path.exists(os.path.join(unit_dir(work, u), "summary.json"))
+
+
+def encode_inputs(inputs: list[str], ucfg: dict, work: str, infos: list, *, unit_games: int,
+                  pool: WorkerPool | None, progress: bool | None, log: Callable[[str], None]) -> list[dict]:
+    """Stage 1 over all units of ``inputs`` (finished units of an earlier run are reused); returns the unit
+    summaries in order. ``ucfg``: :func:`unit_config`; ``infos`` receives one ``InputInfo`` per input;
+    ``pool``: None encodes in this process (no crash isolation); ``progress``: None shows a bar when stderr is a
+    terminal."""
+    units_dir = os.path.join(work, "units")
+    os.makedirs(units_dir, exist_ok=True)
+    for name in os.listdir(units_dir):  # leftovers of an interrupted run
+        p = os.path.join(units_dir, name)
+        if ".tmp-" in name:
+            shutil.rmtree(p, ignore_errors=True)
+    from ._jit import announce_compile
+
+    announce_compile()  # before the bar, which would sit at 0% while the first unit compiles the kernels
+    show = sys.stderr.isatty() if progress is None else progress
+    total = inputs_mod.count_sources(inputs) if show else None  # one extra read, for the ETA
+    prog = Progress(show, total, "encode")
+    summaries: dict[int, dict] = {}
+    sources = inputs_mod.iter_sources(inputs, infos)
+    try:
+        if pool is None:
+            for u, unit in _iter_units(sources, unit_games):
+                if _is_done(work, u):
+                    s, _ = read_unit(work, u)
+                else:
+                    s = encode_unit(u, unit, ucfg, work)
+                summaries[u] = s
+                prog.update(s["records"], s["positions"])
+        else:
+            pending: dict = {}
+            crashed: list = []
+
+            def drain():
+                """Wait for at least one unit in flight; on a crashed pool, rerun its units in isolation."""
+                ready, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+                for fut in ready:
+                    u, unit = pending.pop(fut)
+                    try:
+                        s = fut.result()
+                    except cf.process.BrokenProcessPool:
+                        crashed.append((u, unit))
+                        continue
+                    summaries[u] = s
+                    prog.update(s["records"], s["positions"])
+                if crashed:
+                    # Every unit in flight died with the pool: collect them all, rerun each in isolation.
+                    for fut in list(pending):
+                        crashed.append(pending.pop(fut))
+                    pool.close()
+                    for u, unit in sorted(crashed, key=lambda x: x[0]):
+                        s = run_isolated(encode_unit, (u, unit, ucfg, work), marker=_marker(work, u),
+                                         names=[src.path for src in unit], label=f"unit {u}", log=log)
+                        summaries[u] = s
+                        prog.update(s["records"], s["positions"])
+                    crashed.clear()
+                    pool.restart()
+
+            for u, unit in _iter_units(sources, unit_games):
+                if _is_done(work, u):
+                    s, _ = read_unit(work, u)
+                    summaries[u] = s
+                    prog.update(s["records"], s["positions"])
+                    continue
+                while len(pending) >= 2 * pool.workers:
+                    drain()
+                pending[pool.submit(encode_unit, u, unit, ucfg, work)] = (u, unit)
+            while pending:
+                drain()
+    finally:
+        prog.close()
+    return [summaries[u] for u in sorted(summaries)]

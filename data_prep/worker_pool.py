@@ -1,0 +1,110 @@
+"""Worker processes for the build's parallel stages, with crash isolation.
+
+:class:`WorkerPool` is the process pool (``forkserver``, the stage modules preloaded) that the encode and write
+stages share. When a worker process dies (a crash in compiled code, ``os.abort``), every task in flight fails
+with ``BrokenProcessPool``; the caller collects those tasks and :meth:`WorkerPool.restart`\\ s the pool.
+
+:func:`run_isolated` reruns one such task alone, in a fresh single-process pool per attempt, to find the item
+that kills the worker. The task follows a small protocol: it is called as ``fn(*args, True, skip)``; before each
+item of its list it writes the item's index to ``marker``, and the items whose indices are in ``skip`` it does
+not process (it records them as rejected). After a crash the marker names the culprit, which joins ``skip``, and
+the task runs again until it completes. :func:`kifunet.data_prep.encode_stage.encode_unit` is such a task.
+
+The workers do not re-run the caller's ``__main__`` (multiprocessing's ``spawn``/``forkserver`` workers normally
+import the main script again, as ``__mp_main__``): every task they run is a function of kifunet's own modules,
+and a script that builds with workers at its top level, without an ``if __name__ == "__main__":`` guard (the
+``workers=2`` example of :mod:`kifunet.data_prep.tfds_go_moves`), would otherwise start a second build inside
+each worker, which multiprocessing stops with an error that kills the worker before its first record. The
+flip side: a worker does not see what the main script defines (such as a feature set registered there).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import multiprocessing.context
+import os
+import sys
+import types
+from collections.abc import Callable, Sequence
+
+# imported once in the forkserver, so that each worker starts with them loaded
+PRELOAD = ["kifunet.data_prep.encode_stage", "kifunet.data_prep.write_stage", "kifunet.data_prep.replay",
+           "kifunet.data_prep.sgf_io", "kifunet.data_prep.features", "h5py"]
+
+
+# what a worker's start-up sees as the parent's __main__: no __file__ nor __spec__, so nothing to re-run
+_NO_MAIN = types.ModuleType("__main__")
+
+
+class _Process(multiprocessing.context.ForkServerProcess):
+    """A ``forkserver`` process whose start-up does not run the parent's ``__main__`` (see the module
+    docstring): the parent's ``__main__`` is swapped out only while the process's start-up data is written."""
+
+    @staticmethod
+    def _Popen(process_obj):
+        main = sys.modules.get("__main__")
+        sys.modules["__main__"] = _NO_MAIN
+        try:
+            return multiprocessing.context.ForkServerProcess._Popen(process_obj)
+        finally:
+            sys.modules["__main__"] = main
+
+
+class _Context(multiprocessing.context.ForkServerContext):
+    Process = _Process
+
+
+def mp_context():
+    """The multiprocessing context of the build's workers (``forkserver`` with :data:`PRELOAD`, the caller's
+    ``__main__`` not re-run)."""
+    ctx = _Context()
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+class WorkerPool:
+    """``workers`` worker processes, shared by the build's stages; :meth:`restart` replaces a broken pool."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self._ex = cf.ProcessPoolExecutor(workers, mp_context=mp_context())
+
+    def submit(self, fn: Callable, *args) -> cf.Future:
+        return self._ex.submit(fn, *args)
+
+    def map(self, fn: Callable, items):
+        """``fn`` over ``items`` in the workers; the results in the order of ``items``."""
+        return self._ex.map(fn, items)
+
+    def close(self):
+        """Stop the workers (tasks not started are cancelled)."""
+        self._ex.shutdown(wait=True, cancel_futures=True)
+
+    def restart(self):
+        self.close()
+        self._ex = cf.ProcessPoolExecutor(self.workers, mp_context=mp_context())
+
+
+def run_isolated(fn: Callable, args: tuple, *, marker: str, names: Sequence[str], label: str,
+                 log: Callable[[str], None]):
+    """Run ``fn(*args, True, skip)`` in a fresh single process per attempt, skipping each item that kills the
+    worker (see the module docstring); returns ``fn``'s result. ``names``: the items' names, for the log;
+    ``label``: the task's, for the error raised when a worker dies with no item in progress."""
+    skip: list[int] = []
+    while True:
+        if os.path.exists(marker):
+            os.remove(marker)
+        with cf.ProcessPoolExecutor(1, mp_context=mp_context()) as ex:
+            fut = ex.submit(fn, *args, True, tuple(skip))
+            try:
+                return fut.result()
+            except cf.process.BrokenProcessPool:
+                try:
+                    with open(marker) as f:
+                        bad = int(f.read().strip())
+                except (OSError, ValueError):
+                    raise RuntimeError(f"{label}: a worker process died before its first record (its error, if "
+                                       "any, is printed above); nothing to reject") from None
+                log(f"worker crashed on {names[bad]}; rejecting it (worker_crash)")
+                skip.append(bad)

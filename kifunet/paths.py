@@ -1,0 +1,48 @@
+"""Where the installed package finds files: the sample corpus it ships, and the user's run directories.
+
+=================  ==========================================================================================
+what               where
+=================  ==========================================================================================
+sample corpus      package data ``kifunet.samples`` (``samples/`` of the source tree: ``README.md``,
+                   ``gnugo/*.sgf``), found with :mod:`importlib.resources`, so a wheel install has it too
+runs               ``runs/`` of the current working directory, else of the nearest parent directory that
+                   has one (a notebook's kernel starts in ``notebooks/`` and finds the checkout's ``runs/``);
+                   ``./runs`` when none does. Never the source tree's location.
+=================  ==========================================================================================
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def samples_dir() -> Path:
+    """The sample corpus folder (holds ``README.md`` and ``gnugo/``)."""
+    from importlib import resources
+
+    try:
+        return Path(str(resources.files("kifunet.samples")))
+    except ModuleNotFoundError:
+        # an editable install made before pyproject.toml mapped kifunet.samples (its import finder predates the
+        # mapping; `pip install -e .` again refreshes it): the checkout's samples/ beside the package
+        import kifunet
+
+        return Path(kifunet.__file__).resolve().parents[1] / "samples"
+
+
+def sample_games() -> Path:
+    """The sample games' folder, ``gnugo/`` of :func:`samples_dir` (only ``.sgf`` files: build from it)."""
+    return samples_dir() / "gnugo"
+
+
+def runs_dir(start: str | Path | None = None) -> Path:
+    """``runs/`` of ``start`` (default: the current directory) or of its nearest parent that has one; else
+    ``start/runs`` (which may not exist yet)."""
+    here = Path(start if start is not None else Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / "runs").is_dir():
+            return d / "runs"
+    return here / "runs"
+
+
+__all__ = ["runs_dir", "sample_games", "samples_dir"]

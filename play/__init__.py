@@ -1,0 +1,26 @@
+"""Play: a policy net as a Go player, a GTP engine around it, and matches against other GTP programs.
+
+==========================  =====================================================================================
+module                      what it holds
+==========================  =====================================================================================
+``policy``                  ``Policy`` (net + feature set + rank -> move probabilities of a position),
+                            ``position_record``, ``fresh_policy`` (random weights), ``load_policy`` (a training run)
+``gtp_engine``              the GTP engine: ``Engine`` (commands, ``serve``), ``choose_move`` (eye, pass and
+                            resign rules, GoNN sampling), ``PlaySettings``
+``scoring``                 Tromp-Taylor area score (``area_owner``, ``area_score``), result text
+                            (``format_score``, ``parse_result``)
+``gtp_client``              talking to a GTP program: ``GtpProcess`` (one command, one response), ``EngineError``,
+                            ``resolve_command``, ``child_env``
+``match``                   ``MatchConfig``; the game loop (``play_game``, ``referee_score``), ``run_match``
+                            (parallel, resumable), ``run_rank_experiment``
+``match_sgf``               a match game on disk: ``game_path``, ``write_game``, ``read_game``, ``finished_games``
+``match_report``            ``GameResult``, ``MatchSummary``, ``summarise``, ``wilson_interval``,
+                            ``format_summary``, ``format_rank_table``
+==========================  =====================================================================================
+
+``kifunet.play`` imports :mod:`kifunet.eval` (``load_policy`` rebuilds a net with :func:`kifunet.eval.runs.load_net`)
+and :mod:`kifunet.data_prep`; neither imports ``kifunet.play``.
+
+Commands: ``kifunet gtp``, ``kifunet match``. Script: ``scripts/make_sample_corpus.py`` (GNU Go self-play over
+:mod:`~kifunet.play.gtp_client`).
+"""

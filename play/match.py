@@ -1,0 +1,346 @@
+"""Matches between two GTP engines: the game loop, a referee, resuming, and the rank experiment.
+
+``kifunet match --engine CMD --opponent CMD --games N --out DIR`` plays N games between two GTP programs
+(command lines, split like a shell does; :mod:`kifunet.play.gtp_client` talks to them). Game ``i`` (0-based)
+has the engine as black when ``i`` is even, as white when odd. ``--parallel P`` runs P games at once, each
+worker with its own engine, opponent and referee processes (started once, reused with ``clear_board``).
+
+A game ends at two passes in a row, a resignation (``B+R``/``W+R``), an illegal or unreadable move (the mover
+forfeits: ``B+F``/``W+F``), or the move cap (``--max-moves``, default ``3*N*N``; the position is then scored
+as it stands). The runner keeps its own board (simple ko, no suicide) and checks every move before passing it
+on. Scores come from a referee: a separate ``gnugo --mode gtp --chinese-rules`` process (default) is given the
+moves and asked ``final_score`` (area scoring, GNU Go's dead-stone judgement); ``--referee none`` scores
+Tromp-Taylor (all stones alive, :mod:`kifunet.play.scoring`). When the referee cannot score a game, the
+Tromp-Taylor score is used and the SGF says so. GNU Go reads out every unsettled group in ``final_score``:
+quick on a finished game, slow on one stopped by the move cap (a 60-move 19x19 position took 174 s at GNU Go's
+default level 10 and 32 s at ``--level 0`` on a loaded 2-core machine, and the two judged it W+130.5 and
+W+132.5); pass ``--referee "gnugo --mode gtp --chinese-rules --level 0"`` for quick smoke runs.
+
+Each finished game is written to ``DIR/games/game-NNNN.sgf`` (:mod:`kifunet.play.match_sgf`: atomically, with
+the result in ``RE`` and the ending, referee and timing in the root comment). ``DIR/match.json`` records the
+settings; a rerun with the same ``DIR`` counts the games already there and plays only the missing indices (a
+rerun with different engine/opponent/size/komi/cap/referee settings is refused). If an engine dies or times
+out, that game is not saved, the worker restarts its processes, and the match goes on; the summary names the
+failed games and a rerun plays them.
+
+Results: ``DIR/results.json`` and a table (:mod:`kifunet.play.match_report`): games, engine wins (a jigo counts
+half), win rate, its 95% Wilson score interval, wins as black and as white, mean game length and how games
+ended.
+
+The rank experiment (:func:`run_rank_experiment`): the same engine command with ``--rank R`` appended for each
+rank, each against the same opponent in ``DIR/rank-R``, and one table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import queue
+import shlex
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from kifunet.data_prep import coords
+from kifunet.data_prep.board import Board
+from kifunet.data_prep.game import BLACK, WHITE
+
+from . import scoring
+from .gtp_client import EngineError, GtpProcess, resolve_command
+from .match_report import GameResult, MatchSummary, summarise
+from .match_sgf import finished_games, game_path, write_game
+
+DEFAULT_OPPONENT = "gnugo --mode gtp --level 10"
+DEFAULT_REFEREE = "gnugo --mode gtp --chinese-rules"
+
+
+class MatchConfigError(ValueError):
+    """The match cannot start: its directory holds games of another match, or a program cannot be found."""
+
+
+class EngineStartError(EngineError):
+    """A GTP program died or failed before the first game (bad command line, missing net...): the match stops,
+    and the message ends with the last lines the program wrote on stderr."""
+
+
+@dataclasses.dataclass
+class MatchConfig:
+    engine: str
+    opponent: str = DEFAULT_OPPONENT
+    games: int = 10
+    board_size: int = 19
+    komi: float = 7.5
+    max_moves: int | None = None  # None: 3 * N * N
+    referee: str | None = DEFAULT_REFEREE  # None: Tromp-Taylor
+    parallel: int = 1
+    out_dir: str = "runs/match"
+    move_timeout: float = 600.0
+    seed: int = 0  # games get set_random_seed seed + 2*i (black) and seed + 2*i + 1 (white) where known
+
+    @property
+    def cap(self) -> int:
+        return self.max_moves if self.max_moves is not None else 3 * self.board_size ** 2
+
+    def identity(self) -> dict:
+        """Settings that must match for games in one directory to belong to one match."""
+        return {"engine": self.engine, "opponent": self.opponent, "board_size": self.board_size, "komi": self.komi,
+                "max_moves": self.cap, "referee": self.referee or "tromp-taylor", "seed": self.seed}
+
+
+def engine_colour(index: int) -> int:
+    """The engine's colour in game ``index``: black in even games, white in odd ones."""
+    return BLACK if index % 2 == 0 else WHITE
+
+
+# --- one game ---------------------------------------------------------------------------------------------
+class _Players:
+    """A worker's processes: black/white roles swap per game; the referee is optional."""
+
+    def __init__(self, cfg: MatchConfig, worker: int, log_dir: Path):
+        """Start the programs and ask each its name: a failure is an :class:`EngineStartError` naming the
+        program, with its last stderr lines (the processes already started are closed)."""
+        self.cfg = cfg
+        self.engine = self.opponent = self.referee = None
+        self.names = {}
+        self.seedable = {}
+        labels = [label for label in ("engine", "opponent", "referee") if getattr(cfg, label)]
+        label = labels[0]
+        try:
+            for label in labels:
+                setattr(self, label, GtpProcess(getattr(cfg, label), label=label,
+                                                stderr_path=log_dir / f"worker{worker}-{label}.stderr"))
+            for label in labels:
+                p = getattr(self, label)
+                if label == "referee":  # asked only to score; now, only whether it answers at all
+                    p.command("protocol_version")
+                    continue
+                name = p.ok("name")
+                _, version = p.command("version")
+                self.names[label] = f"{name} {version}".strip()
+                self.seedable[label] = p.knows("set_random_seed")
+        except (EngineError, OSError) as e:
+            proc = getattr(self, label)
+            tail = proc.stderr_tail() if proc is not None else []
+            self.close()
+            msg = f"the {label} failed to start ({getattr(cfg, label)}): {e}"
+            if tail:
+                msg += f"\n  its stderr ended with ({proc.stderr_path}):\n" + "\n".join(f"    {ln}" for ln in tail)
+            elif proc is not None and proc.stderr_path:
+                msg += f" (nothing on its stderr, {proc.stderr_path})"
+            raise EngineStartError(msg) from e
+
+    def close(self) -> None:
+        for p in (self.engine, self.opponent, self.referee):
+            if p is not None:
+                p.close()
+
+
+def _vertex(flat: int, n: int) -> str:
+    return coords.to_gtp(coords.from_flat(flat, n), n)
+
+
+def play_game(index: int, players: _Players, cfg: MatchConfig) -> tuple[GameResult, list[tuple[int, int]], str]:
+    """Play game ``index``; returns (result, moves [(colour, flat)], referee note)."""
+    n = cfg.board_size
+    nn = n * n
+    ecol = engine_colour(index)
+    by_colour = {ecol: players.engine, 3 - ecol: players.opponent}
+    t0 = time.monotonic()
+    for colour, p in by_colour.items():
+        p.ok(f"boardsize {n}")
+        p.ok("clear_board")
+        p.ok(f"komi {cfg.komi:g}")
+        if players.seedable[p.label]:
+            p.ok(f"set_random_seed {cfg.seed + 2 * index + (0 if colour == BLACK else 1)}")
+    board = Board(n)
+    moves: list[tuple[int, int]] = []
+    colour = BLACK
+    passes = 0
+    winner, result, ended = None, "", ""
+    think = {"engine": 0.0, "opponent": 0.0}
+    while True:
+        if len(moves) >= cfg.cap:
+            ended = "move cap"
+            break
+        mover = by_colour[colour]
+        letter = "B" if colour == BLACK else "W"
+        t_move = time.monotonic()
+        answer = mover.ok(f"genmove {letter.lower()}", cfg.move_timeout).strip()
+        think[mover.label] += time.monotonic() - t_move
+        if answer.lower() == "resign":
+            winner = 3 - colour
+            result = f"{'B' if winner == BLACK else 'W'}+R"
+            ended = "resignation"
+            break
+        try:
+            flat = coords.to_flat(coords.from_gtp(answer, n), n)
+        except ValueError:
+            flat = None
+        if flat is None or not board.is_legal(flat, colour):
+            winner = 3 - colour
+            result = f"{'B' if winner == BLACK else 'W'}+F"
+            ended = f"forfeit: {letter} played {'unreadable' if flat is None else 'illegal'} move {answer!r}"
+            break
+        if flat != nn:
+            board.play(flat, colour)
+        moves.append((colour, flat))
+        other = by_colour[3 - colour]
+        good, text = other.command(f"play {letter.lower()} {_vertex(flat, n)}", cfg.move_timeout)
+        if not good:
+            raise EngineError(f"{other.label} refused {letter} {_vertex(flat, n)} at move {len(moves)} "
+                              f"({text}), which the runner's board accepts")
+        passes = passes + 1 if flat == nn else 0
+        if passes >= 2:
+            ended = "two passes"
+            break
+        colour = 3 - colour
+    note = ""
+    if not result:
+        score, note = referee_score(players.referee, n, cfg.komi, moves, board)
+        winner = BLACK if score > 0 else WHITE if score < 0 else None
+        result = scoring.format_score(score)
+    res = GameResult(index=index, engine_colour=ecol, winner=winner, result=result, moves=len(moves), ended=ended,
+                     seconds=time.monotonic() - t0, think=think)
+    return res, moves, note
+
+
+def referee_score(referee: GtpProcess | None, n: int, komi: float, moves, board: Board) -> tuple[float, str]:
+    """(black-minus-white score, how it was scored) of the final position."""
+    tt = scoring.area_score(board.stones, komi)
+    if referee is None:
+        return tt, "Tromp-Taylor area score (all stones alive)"
+    try:
+        referee.ok(f"boardsize {n}")
+        referee.ok("clear_board")
+        referee.ok(f"komi {komi:g}")
+        for colour, flat in moves:
+            referee.ok(f"play {'b' if colour == BLACK else 'w'} {_vertex(flat, n)}")
+        text = referee.ok("final_score", 900)
+        winner, norm = scoring.parse_result(text)
+    except (EngineError, ValueError) as e:
+        return tt, f"referee failed ({e}); Tromp-Taylor area score used"
+    if winner is None:
+        return 0.0, f"referee final_score: {norm}"
+    margin = float(norm[2:])
+    return (margin if winner == BLACK else -margin), f"referee final_score: {norm}"
+
+
+# --- the match ------------------------------------------------------------------------------------------
+def _check_config(cfg: MatchConfig, out: Path) -> None:
+    path = out / "match.json"
+    ident = cfg.identity()
+    if path.exists():
+        old = json.loads(path.read_text())
+        diff = {k: (old.get(k), v) for k, v in ident.items() if old.get(k) != v}
+        if not diff:
+            return
+        if finished_games(out):
+            lines = "; ".join(f"{k}: {a!r} there, {b!r} now" for k, (a, b) in diff.items())
+            raise MatchConfigError(f"{out} holds games of another match ({lines}); use another --out")
+        # no game was played under the old settings (say, an engine that failed to start): take the new ones
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(ident, indent=2) + "\n")
+
+
+def check_programs(cfg: MatchConfig) -> None:
+    """Every program of the match can be found (``MatchConfigError`` naming the option otherwise)."""
+    for label, cmd in (("engine", cfg.engine), ("opponent", cfg.opponent), ("referee", cfg.referee)):
+        if cmd is None and label == "referee":
+            continue
+        try:
+            resolve_command(cmd)
+        except (FileNotFoundError, ValueError) as e:
+            raise MatchConfigError(f"--{label}: {e.args[0] if e.args else e}") from None
+
+
+def run_match(cfg: MatchConfig, log: Callable[[str], None] = print) -> MatchSummary:
+    """Play the games of ``cfg`` that ``cfg.out_dir`` lacks; summarise every game there (index < games)."""
+    out = Path(cfg.out_dir)
+    check_programs(cfg)
+    _check_config(cfg, out)
+    log_dir = out / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    done = finished_games(out)
+    todo = [i for i in range(cfg.games) if i not in done]
+    if done:
+        log(f"{out}: {len([i for i in done if i < cfg.games])} of {cfg.games} games already played; "
+            f"playing {len(todo)}")
+    q: queue.Queue[int] = queue.Queue()
+    for i in todo:
+        q.put(i)
+    lock = threading.Lock()
+    failed: list[int] = []
+    errors: list[str] = []
+    start_errors: list[EngineStartError] = []
+    stop = threading.Event()
+
+    def worker(w: int) -> None:
+        players = None
+        try:
+            while not stop.is_set():
+                try:
+                    i = q.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    if players is None:
+                        try:
+                            players = _Players(cfg, w, log_dir)
+                        except EngineStartError as e:  # a program that cannot start stops the match
+                            with lock:
+                                start_errors.append(e)
+                            stop.set()
+                            return
+                    res, moves, note = play_game(i, players, cfg)
+                    path = game_path(out, i)
+                    write_game(path, res, moves, board_size=cfg.board_size, komi=cfg.komi, engine=cfg.engine,
+                               opponent=cfg.opponent, names=players.names, note=note)
+                    res.path = str(path)
+                    with lock:
+                        done[i] = res
+                        who = "engine" if res.engine_won == 1 else "opponent" if res.engine_won == 0 else "jigo"
+                        log(f"game {i:4d}: engine {'B' if res.engine_colour == BLACK else 'W'}  {res.result:9s} "
+                            f"({who}; {res.ended}; {res.moves} moves; {res.seconds:.0f} s, genmove: engine "
+                            f"{res.think['engine']:.0f} s, opponent {res.think['opponent']:.0f} s)  "
+                            f"[{len(done)}/{cfg.games}]")
+                except (EngineError, FileNotFoundError, OSError) as e:
+                    with lock:
+                        failed.append(i)
+                        errors.append(f"game {i}: {e}")
+                        log(f"game {i:4d}: FAILED: {e} (see {log_dir}); restarting worker {w}'s processes")
+                    if players is not None:
+                        players.close()
+                        players = None
+                    if isinstance(e, FileNotFoundError):
+                        return
+        finally:
+            if players is not None:
+                players.close()
+
+    threads = [threading.Thread(target=worker, args=(w,), daemon=True) for w in range(max(1, min(cfg.parallel,
+                                                                                                  len(todo))))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    remaining = [i for i in range(cfg.games) if i not in done]
+    summary = summarise(done, cfg.games, out, failed=remaining)
+    (out / "results.json").write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+    if start_errors:
+        raise start_errors[0]
+    return summary
+
+
+def run_rank_experiment(cfg: MatchConfig, ranks: list[str], log: Callable[[str], None] = print
+                        ) -> dict[str, MatchSummary]:
+    """Maddison's experiment: the engine told to imitate each rank (``--rank R`` appended) vs one opponent."""
+    out = {}
+    for r in ranks:
+        sub = dataclasses.replace(cfg, engine=f"{cfg.engine} --rank {shlex.quote(r)}",
+                                  out_dir=str(Path(cfg.out_dir) / f"rank-{r}"))
+        log(f"--- rank {r}: {sub.engine}")
+        out[r] = run_match(sub, log=log)
+    (Path(cfg.out_dir) / "rank_experiment.json").write_text(
+        json.dumps({r: s.to_json() for r, s in out.items()}, indent=2) + "\n")
+    return out

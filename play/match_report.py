@@ -1,0 +1,144 @@
+"""Results of match games and of whole matches: win rate, its 95% Wilson interval, and the tables.
+
+A :class:`GameResult` is one finished game as the engine under test sees it (its colour, the winner, the SGF
+``RE`` text, length, how it ended, time spent). :func:`summarise` turns the games of a match into a
+:class:`MatchSummary`: games, engine wins (a jigo counts half), win rate, its 95% Wilson score interval
+(:func:`wilson_interval`), wins as black and as white, mean game length and time, and how games ended (every
+forfeit counted under ``forfeit``). :func:`format_summary` prints one match as a Markdown table,
+:func:`format_rank_table` one row per rank of the rank experiment.
+
+Games are played by :mod:`kifunet.play.match` and read back from their SGFs by :mod:`kifunet.play.match_sgf`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from kifunet.data_prep.game import BLACK, WHITE
+
+
+@dataclasses.dataclass
+class GameResult:
+    index: int
+    engine_colour: int  # BLACK / WHITE
+    winner: int | None  # BLACK / WHITE, None = jigo
+    result: str  # SGF RE text
+    moves: int
+    ended: str  # "two passes", "resignation", "forfeit: ...", "move cap"
+    seconds: float
+    path: str = ""
+    think: dict = dataclasses.field(default_factory=dict)  # seconds spent in genmove: {"engine": s, "opponent": s}
+
+    @property
+    def engine_won(self) -> float:
+        if self.winner is None:
+            return 0.5
+        return 1.0 if self.winner == self.engine_colour else 0.0
+
+
+def wilson_interval(successes: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """95% Wilson score interval of a binomial proportion (``(0, 1)`` when ``n == 0``)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z / den * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclasses.dataclass
+class MatchSummary:
+    games: int
+    engine_wins: float
+    win_rate: float
+    ci_low: float
+    ci_high: float
+    as_black: tuple[float, int]
+    as_white: tuple[float, int]
+    mean_moves: float
+    mean_seconds: float
+    ended: dict
+    failed: list
+    requested: int
+    out_dir: str
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def summarise(results: dict[int, GameResult], requested: int, out_dir, failed=()) -> MatchSummary:
+    """The games with index below ``requested``; ``failed``: the indices still missing."""
+    rs = [results[i] for i in sorted(results) if i < requested]
+    n = len(rs)
+    wins = sum(r.engine_won for r in rs)
+    lo, hi = wilson_interval(wins, n)
+    ended: dict[str, int] = {}
+    for r in rs:
+        key = "forfeit" if r.ended.startswith("forfeit") else r.ended
+        ended[key] = ended.get(key, 0) + 1
+    secs = [r.seconds for r in rs if not math.isnan(r.seconds)]
+    b = [r for r in rs if r.engine_colour == BLACK]
+    w = [r for r in rs if r.engine_colour == WHITE]
+    return MatchSummary(games=n, engine_wins=wins, win_rate=wins / n if n else float("nan"), ci_low=lo, ci_high=hi,
+                        as_black=(sum(r.engine_won for r in b), len(b)),
+                        as_white=(sum(r.engine_won for r in w), len(w)),
+                        mean_moves=float(np.mean([r.moves for r in rs])) if rs else float("nan"),
+                        mean_seconds=float(np.mean(secs)) if secs else float("nan"), ended=ended,
+                        failed=sorted(failed), requested=requested, out_dir=str(out_dir))
+
+
+def _settings_lines(cfg, engine_suffix: str = "") -> list[str]:
+    """The header of a table: ``cfg`` is a :class:`kifunet.play.match.MatchConfig` (or None: no header)."""
+    if cfg is None:
+        return []
+    return [f"engine:   {cfg.engine}{engine_suffix}",
+            f"opponent: {cfg.opponent}",
+            f"{cfg.board_size}x{cfg.board_size}, komi {cfg.komi:g}, move cap {cfg.cap}, referee: "
+            f"{cfg.referee or 'Tromp-Taylor'}"]
+
+
+def format_summary(s: MatchSummary, cfg=None) -> str:
+    """One match as a Markdown table; ``cfg`` (a :class:`kifunet.play.match.MatchConfig`) adds the settings."""
+    lines = _settings_lines(cfg)
+    lines.append("| games | engine wins | win rate | 95% CI (Wilson) | as black | as white | mean moves | "
+                 "mean s/game | ended by |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    lines.append(_row(s))
+    if s.failed:
+        lines.append(f"missing games (failed or not yet played): {s.failed[:20]}{' ...' if len(s.failed) > 20 else ''}"
+                     f" -- rerun the same command to play them")
+    return "\n".join(lines)
+
+
+def format_rank_table(results: dict[str, MatchSummary], cfg=None) -> str:
+    """The rank experiment: one row per rank; ``cfg`` is the experiment's base config (engine without --rank)."""
+    lines = _settings_lines(cfg, " --rank R")
+    lines.append("| rank | games | engine wins | win rate | 95% CI (Wilson) | as black | as white | mean moves | "
+                 "mean s/game | ended by |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    for r, s in results.items():
+        lines.append(_row(s, first=r))
+    missing = {r: s.failed for r, s in results.items() if s.failed}
+    if missing:
+        lines.append(f"missing games: {missing} -- rerun the same command to play them")
+    return "\n".join(lines)
+
+
+def _fmt_wins(x: float) -> str:
+    return f"{x:g}"
+
+
+def _row(s: MatchSummary, first: str | None = None) -> str:
+    rate = "-" if s.games == 0 else f"{100 * s.win_rate:.1f}%"
+    ci = "-" if s.games == 0 else f"{100 * s.ci_low:.1f}-{100 * s.ci_high:.1f}%"
+    ended = ", ".join(f"{k} {v}" for k, v in sorted(s.ended.items()))
+    cells = [str(s.games), _fmt_wins(s.engine_wins), rate, ci, f"{_fmt_wins(s.as_black[0])}/{s.as_black[1]}",
+             f"{_fmt_wins(s.as_white[0])}/{s.as_white[1]}", "-" if s.games == 0 else f"{s.mean_moves:.0f}",
+             "-" if s.games == 0 else f"{s.mean_seconds:.1f}", ended or "-"]
+    if first is not None:
+        cells.insert(0, first)
+    return "| " + " | ".join(cells) + " |"

@@ -1,0 +1,107 @@
+"""Match games on disk: one SGF per finished game, written and read back with sgfmill.
+
+``DIR/games/game-NNNN.sgf`` (:func:`game_path`; ``NNNN`` is the 0-based game index, at least 4 digits) holds
+one game: ``SZ``, ``KM``, ``RU[Chinese]``, ``PB``/``PW`` (each player's GTP ``name`` and ``version``), ``RE``
+(``B+3.5``, ``W+R``, ``B+F`` for a forfeit, ``0`` for jigo), ``DT`` (the day it was written), ``GN[game I]``,
+``AP[kifunet:match]``, the moves (pass: ``B[]``), and a root comment of ``key: value`` lines::
+
+    engine: <engine command>            opponent: <opponent command>
+    engine_colour: B | W                ended: two passes | resignation | forfeit: ... | move cap
+    moves: <count>                      seconds: <wall-clock seconds for the game>
+    engine_genmove_seconds: <s>         opponent_genmove_seconds: <s>
+    scored_by: <how the result was scored, or ->
+
+:func:`write_game` writes atomically (a temporary file, then a rename): a game is on disk whole or not at all.
+:func:`read_game` reads the result back as a :class:`~kifunet.play.match_report.GameResult` (older files
+without some comment keys read with defaults: engine colour from the index, ``?`` ending, NaN seconds);
+:func:`finished_games` reads every game file of a match directory.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+from pathlib import Path
+
+from sgfmill import sgf
+
+from kifunet.data_prep import coords
+from kifunet.data_prep.game import BLACK, WHITE
+
+from . import scoring
+from .match_report import GameResult
+
+_GAME_RE = re.compile(r"^game-(\d{4,})\.sgf$")
+
+
+def game_path(out_dir, index: int) -> Path:
+    """``out_dir/games/game-NNNN.sgf``."""
+    return Path(out_dir) / "games" / f"game-{index:04d}.sgf"
+
+
+def write_game(path: Path, res: GameResult, moves, *, board_size: int, komi: float, engine: str, opponent: str,
+               names: dict, note: str) -> None:
+    """Write one finished game: ``moves`` [(colour, flat)], ``engine``/``opponent`` their command lines,
+    ``names`` their GTP names (``{"engine": ..., "opponent": ...}``), ``note`` how it was scored."""
+    n = board_size
+    game = sgf.Sgf_game(size=n)
+    root = game.get_root()
+    root.set("KM", komi)
+    root.set("RU", "Chinese")
+    engine_name = names.get("engine", "engine")
+    opponent_name = names.get("opponent", "opponent")
+    root.set("PB", engine_name if res.engine_colour == BLACK else opponent_name)
+    root.set("PW", opponent_name if res.engine_colour == BLACK else engine_name)
+    root.set("RE", res.result)
+    root.set("DT", _dt.date.today().isoformat())
+    root.set("GN", f"game {res.index}")
+    root.set("AP", ("kifunet", "match"))
+    comment = {"engine": engine, "opponent": opponent, "engine_colour": "B" if res.engine_colour == BLACK
+               else "W", "ended": res.ended, "moves": res.moves, "seconds": round(res.seconds, 1),
+               "engine_genmove_seconds": round(res.think.get("engine", 0.0), 1),
+               "opponent_genmove_seconds": round(res.think.get("opponent", 0.0), 1), "scored_by": note or "-"}
+    root.set("C", "\n".join(f"{k}: {v}" for k, v in comment.items()))
+    node = root
+    for colour, flat in moves:
+        node = node.new_child()
+        node.set_move("b" if colour == BLACK else "w", coords.to_sgfmill(coords.from_flat(flat, n), n))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".sgf.tmp")
+    tmp.write_bytes(game.serialise())
+    os.replace(tmp, path)
+
+
+def read_game(path: Path) -> GameResult:
+    """A finished game back from its SGF (result, colours, length, ending)."""
+    path = Path(path)
+    m = _GAME_RE.match(path.name)
+    if not m:
+        raise ValueError(f"not a match game file: {path}")
+    index = int(m.group(1))
+    game = sgf.Sgf_game.from_bytes(path.read_bytes())
+    root = game.get_root()
+    winner, result = scoring.parse_result(root.get("RE"))
+    meta = {}
+    if root.has_property("C"):
+        for line in root.get("C").splitlines():
+            k, _, v = line.partition(": ")
+            meta[k] = v
+    moves = sum(1 for node in game.get_main_sequence()[1:] if node.get_move()[0] is not None)
+    ecol = BLACK if meta.get("engine_colour", "B" if index % 2 == 0 else "W") == "B" else WHITE
+    think = {k: float(meta[f"{k}_genmove_seconds"]) for k in ("engine", "opponent") if f"{k}_genmove_seconds" in meta}
+    return GameResult(index=index, engine_colour=ecol, winner=winner, result=result, moves=moves,
+                      ended=meta.get("ended", "?"), seconds=float(meta.get("seconds", "nan")), path=str(path),
+                      think=think)
+
+
+def finished_games(out_dir) -> dict[int, GameResult]:
+    """Every game file of a match directory, by index."""
+    d = Path(out_dir) / "games"
+    out = {}
+    if d.is_dir():
+        for p in sorted(d.iterdir()):
+            if _GAME_RE.match(p.name):
+                r = read_game(p)
+                out[r.index] = r
+    return out

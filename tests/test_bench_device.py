@@ -1,0 +1,160 @@
+"""benchmarks/device/: the GPU-machine scripts, run here on the CPU in quick mode so that they cannot rot.
+
+``measure.py --quick`` (every config's train step with its family's ``*_tiny`` model, the loader, a real
+``kifunet train`` run, the evaluator) and ``train_eval.py --quick`` on the sample corpus, each in its own
+process with ``JAX_PLATFORMS=cpu`` and unoptimised XLA compiles (the numbers are not the point, the plumbing
+and the JSON are), without the install step. The helpers' arithmetic is checked without JAX.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DEVICE = REPO / "benchmarks" / "device"
+sys.path.insert(0, str(DEVICE))
+
+import common  # noqa: E402
+import measure  # noqa: E402
+
+CONFIGS = ["maddison12", "alphago13_192", "cazenave10", "gonn5", "gonn12", "agz20", "mao", "garb10"]
+ENV = {"JAX_PLATFORMS": "cpu", "JAX_DISABLE_MOST_OPTIMIZATIONS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def _run(args: list[str], timeout: int = 900) -> subprocess.CompletedProcess:
+    p = subprocess.run([sys.executable, *args], cwd=REPO, env={**os.environ, **ENV}, capture_output=True, text=True,
+                       timeout=timeout)
+    assert p.returncode == 0, f"{args[0]} failed (rc {p.returncode}):\n{p.stdout[-6000:]}\n{p.stderr[-3000:]}"
+    return p
+
+
+# --- helpers, no JAX
+
+
+def test_datasheet_peaks():
+    h100 = common.datasheet_peak("NVIDIA H100 80GB HBM3", "gpu")
+    assert (h100["name"], h100["bf16_tflops"], h100["tf32_tflops"]) == ("H100 SXM", 989.4, 494.7)
+    assert common.datasheet_peak("NVIDIA H100 PCIe", "gpu")["bf16_tflops"] == 756.0
+    assert common.datasheet_peak("NVIDIA H100 NVL", "gpu")["bf16_tflops"] == 835.0
+    assert common.datasheet_peak("NVIDIA H200", "gpu")["bf16_tflops"] == 989.4
+    assert common.datasheet_peak("NVIDIA A100-SXM4-80GB", "gpu")["bf16_tflops"] == 312.0
+    for kind, plat in (("cpu", "cpu"), ("Some Future GPU", "gpu")):
+        assert common.datasheet_peak(kind, plat)["bf16_tflops"] is None
+
+
+def test_tiny_models():
+    got = {m: common.tiny_model(m) for m in ("maddison12", "alphago13_192", "cazenave_resnet10", "gonn_resnet12",
+                                             "agz_resnet20", "mao", "garb10", "maddison_tiny")}
+    assert got == {"maddison12": "maddison_tiny", "alphago13_192": "alphago_tiny",
+                   "cazenave_resnet10": "cazenave_tiny", "gonn_resnet12": "gonn_tiny", "agz_resnet20": "agz_tiny",
+                   "mao": "mao_tiny", "garb10": "garb_tiny", "maddison_tiny": "maddison_tiny"}
+
+
+def test_mfu_arithmetic():
+    peak = {"bf16_tflops": 800.0, "datasheet": {"bf16_tflops": 1000.0, "tf32_tflops": 500.0}}
+    rows = [{"dtype": "bfloat16", "achieved_tflops": 200.0}, {"dtype": "float32", "achieved_tflops": 100.0}]
+    measure.add_mfu(rows, peak, "gpu")
+    assert rows[0]["mfu"] == pytest.approx(0.25) and rows[0]["mfu_datasheet"] == pytest.approx(0.2)
+    assert rows[1]["mfu"] == pytest.approx(0.125) and rows[1]["mfu_datasheet_tf32"] == pytest.approx(0.2)
+    cpu = [{"dtype": "bfloat16", "achieved_tflops": 0.01}]
+    measure.add_mfu(cpu, {"bf16_tflops": 0.1, "datasheet": {"bf16_tflops": None}}, "cpu")
+    assert cpu[0]["mfu"] is None and cpu[0]["mfu_datasheet"] is None
+
+
+def test_train_metrics_summary(tmp_path):
+    # batch 10; window 1 (steps 1-4, the first compiled: 3 timed steps = 30 positions in 1 s, 10% waiting),
+    # window 2 (steps 5-8: 40 positions in 2 s, 40% waiting); the wait is averaged over the 3 s
+    lines = [{"step": 4, "positions": 40, "positions_per_s": 30.0, "data_wait_fraction": 0.1},
+             {"step": 8, "positions": 80, "positions_per_s": 20.0, "data_wait_fraction": 0.4}]
+    (tmp_path / "metrics_train.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    s = common.summarize_train_metrics(str(tmp_path), 10)
+    assert s["windows"] == 2 and s["steps"] == 8 and s["positions"] == 80
+    assert s["timed_seconds"] == pytest.approx(3.0)
+    assert s["data_wait_fraction"] == pytest.approx((0.1 * 1 + 0.4 * 2) / 3)
+    assert s["data_wait_fraction_max"] == pytest.approx(0.4)
+    assert s["positions_per_s_timed"] == pytest.approx(70 / 3)
+
+
+# --- the scripts, end to end on the CPU
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("device")
+    out, work = root / "out", root / "work"
+    _run([str(DEVICE / "measure.py"), "--out", str(out), "--work", str(work), "--quick", "--no-install"])
+    return out, work
+
+
+@pytest.mark.slow
+def test_measure_quick_cpu(quick_run):
+    out, _ = quick_run
+    assert sorted(p.name for p in out.iterdir()) == ["device.json", "device.log"]
+    assert "train_step" in (out / "device.log").read_text()
+    d = json.loads((out / "device.json").read_text())
+    assert d["quick"] is True and d["total_s"] > 0 and d["machine"]["cpu_count"] >= 1
+    assert d["skipped"] == [{"what": "install", "why": "--no-install"}]
+    for name in ("build", "peak", "train_step", "loader", "real_run", "eval_forward", "eval"):
+        assert d["sections"][name]["status"] == "ok", (name, d["sections"][name])
+    assert d["build"]["positions"] == {"test": 2036, "train": 5332} and d["build"]["workers"] >= 1
+    assert d["jax"]["platform"] == "cpu"
+
+    p = d["peak"]
+    assert p["bf16_tflops"] > 0 and p["f32_default_precision_tflops"] > 0
+    assert p["datasheet"]["bf16_tflops"] is None and p["measured_over_datasheet"] is None
+
+    ts = d["train_step"]
+    assert ts["failed"] == [] and ts["not_run"] == []
+    got = {(r["config"], r["dtype"]) for r in ts["rows"]}
+    assert got == {(c, "bfloat16") for c in CONFIGS} | {("maddison12", "float32")}
+    for r in ts["rows"]:
+        assert r["model"].endswith("_tiny") and r["batch"] == 16 and r["loss_finite"], r
+        assert r["positions_per_s"] > 0 and r["step_s"] > 0 and r["achieved_tflops"] > 0
+        assert r["train_flops_per_position"] > 0 and r["params"] > 0
+        assert r["compile_s"] > 0 and r["first_step_s"] > 0 and r["setup_s"] > 0  # compile kept apart
+        assert r["positions_per_s"] == pytest.approx(r["batch"] / r["step_s"])
+        assert r["achieved_tflops"] == pytest.approx(r["train_flops_per_position"] * r["positions_per_s"] / 1e12)
+        assert r["mfu"] is None and r["mfu_datasheet"] is None  # a CPU: no datasheet peak
+    assert next(r for r in ts["rows"] if r["dtype"] == "float32")["mfu_datasheet_tf32"] is None
+
+    ld = d["loader"]
+    assert [r["workers"] for r in ld["rows"]] == [0, 1] and all(r["positions_per_s"] > 0 for r in ld["rows"])
+    assert ld["best_positions_per_s"] == max(r["positions_per_s"] for r in ld["rows"])
+
+    rr = d["real_run"]
+    assert rr["rc"] == 0 and rr["config"] == "tiny" and rr["steps"] == 20 and rr["positions"] == 640
+    assert 0 <= rr["data_wait_fraction"] <= 1 and rr["positions_per_s_timed"] > 0 and rr["windows"] >= 1
+
+    assert d["eval_forward"]["positions_per_s"] > 0 and d["eval_forward"]["batch"] == 64
+    ev = d["eval"]
+    assert ev["positions"] == 2036 and ev["positions_per_s"] > 0 and 0 <= ev["top1"] <= 1
+
+
+@pytest.mark.slow
+def test_train_eval_quick_cpu(quick_run):
+    _, work = quick_run  # its dataset is reused
+    out = work.parent / "out_train_eval"
+    _run([str(DEVICE / "train_eval.py"), "--config", "gonn5", "--minutes", "0.25", "--out", str(out),
+          "--work", str(work), "--quick", "--no-install"])
+    assert sorted(p.name for p in out.iterdir()) == ["train_eval.json", "train_eval.log", "train_eval_eval.json"]
+    d = json.loads((out / "train_eval.json").read_text())
+    assert d["build"]["status"] == "ok" and d["build"]["features"] == "gonn"
+    tr = d["train"]
+    assert tr["rc"] == 0 and tr["model"] == "gonn_tiny" and tr["dtype"] == "bfloat16" and tr["positions"] > 0
+    ev = json.loads((out / "train_eval_eval.json").read_text())
+    assert ev["dataset"]["split"] == "test" and ev["dataset"]["evaluated"] == ev["dataset"]["rows"] > 0
+    assert d["eval"]["rc"] == 0 and d["eval"]["positions"] == ev["dataset"]["evaluated"]
+    assert 0 <= d["eval"]["single"]["top1"] <= 1 and d["eval"]["single"]["cross_entropy_nats"] > 0
+
+    # --resume continues the same run for a little longer
+    _run([str(DEVICE / "train_eval.py"), "--config", "gonn5", "--minutes", "0.1", "--out", str(out),
+          "--work", str(work), "--quick", "--no-install", "--resume", "--eval-limit", "100"])
+    d2 = json.loads((out / "train_eval.json").read_text())
+    assert d2["train"]["resumed_from_positions"] == tr["positions"]
+    assert d2["train"]["positions"] >= tr["positions"] and d2["eval"]["positions"] == 100

@@ -1,0 +1,111 @@
+"""The CI switch (tests/conftest.py, .ci/run): locally a missing tool skips; in CI (``CI=true``) it fails, and so
+does any skip not marked ``manual``; ``.ci/run`` exports ``CI=true`` and stops when GNU Go cannot be installed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+PROBE = '''
+import pytest
+from conftest import require, require_module
+
+def test_ok():
+    pass
+
+def test_missing_tool():
+    require(False, "a tool", "install it")
+
+def test_plain_skip():
+    pytest.skip("some reason")
+
+@pytest.mark.manual("run by hand in its own environment")
+def test_manual():
+    pytest.skip("manual: its own environment")
+
+@pytest.mark.skipif(True, reason="condition")
+def test_skipif():
+    pass
+'''
+
+PROBE_MODULE = '''
+from conftest import require_module
+require_module("no_such_module_kifunet_probe")
+
+def test_never_runs():
+    pass
+'''
+
+
+def _outcomes(tmp_path: Path, ci: str | None, probe: str = PROBE) -> dict[str, str]:
+    """Outcome per test name ('passed', 'skipped', 'failure', 'error') of a probe file run with this conftest."""
+    d = tmp_path / f"probe-{ci}-{len(probe)}"
+    d.mkdir()
+    shutil.copy(REPO / "tests" / "conftest.py", d / "conftest.py")
+    (d / "test_probe.py").write_text(probe)
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    if ci is not None:
+        env["CI"] = ci
+    xml = d / "junit.xml"
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(d),
+                    f"--junitxml={xml}", str(d)], cwd=d, env=env, capture_output=True, text=True, timeout=300)
+    out = {}
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        kinds = [c.tag for c in case if c.tag in ("failure", "error", "skipped")]
+        out[case.get("name") or case.get("classname")] = kinds[0] if kinds else "passed"
+    return out
+
+
+def test_locally_missing_tools_skip(tmp_path):
+    got = _outcomes(tmp_path, None)
+    assert got["test_ok"] == "passed"
+    for name in ("test_missing_tool", "test_plain_skip", "test_manual", "test_skipif"):
+        assert got[name] == "skipped", (name, got)
+    assert list(_outcomes(tmp_path, None, PROBE_MODULE).values()) == ["skipped"]  # the whole module
+
+
+@pytest.mark.parametrize("ci", ["true", "1"])
+def test_in_ci_every_skip_but_manual_fails(tmp_path, ci):
+    got = _outcomes(tmp_path, ci)
+    assert got["test_ok"] == "passed" and got["test_manual"] == "skipped", got
+    for name in ("test_missing_tool", "test_plain_skip"):
+        assert got[name] == "failure", (name, got)
+    assert got["test_skipif"] == "error", got  # a skipif decides at set-up: a failed set-up is an error
+    # a module-level require_module: a collection error (which stops the run), not a skipped module
+    assert list(_outcomes(tmp_path, ci, PROBE_MODULE).values()) == ["error"]
+
+
+def test_ci_run_exports_ci_and_stops_without_gnugo(tmp_path):
+    """A copy of .ci/run where GNU Go is nowhere and apt-get fails: it exits non-zero before pip or pytest run."""
+    root = tmp_path / "repo"
+    (root / ".ci").mkdir(parents=True)
+    script = (REPO / ".ci" / "run").read_text()
+    assert "export CI=true" in script
+    (root / ".ci" / "run").write_text(script.replace("/usr/games/gnugo", str(tmp_path / "no" / "gnugo")))
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    log = tmp_path / "calls.log"
+    for name, body in (("apt-get", "exit 100"), ("python", f'echo "python CI=$CI $*" >> {log}')):
+        (bin_ / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_ / name).chmod(0o755)
+    env = {"PATH": f"{bin_}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    assert shutil.which("gnugo", path=env["PATH"]) is None
+    p = subprocess.run(["bash", str(root / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and "could not install gnugo" in p.stderr, (p.returncode, p.stdout, p.stderr)
+    assert not log.exists()  # neither the install nor the tests ran
+
+    # with GNU Go present the same script goes on to pip and pytest, with CI=true
+    (bin_ / "gnugo").write_text("#!/bin/sh\nexit 0\n")
+    (bin_ / "gnugo").chmod(0o755)
+    p = subprocess.run(["bash", str(root / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    calls = log.read_text().splitlines()
+    assert calls == ["python CI=true -m pip install -q -e .[dev]", "python CI=true -m pytest -q"], calls

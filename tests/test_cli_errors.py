@@ -1,0 +1,139 @@
+"""One error style for every command (issue 13, item 15): ``kifunet CMD: error: MESSAGE`` on stderr, exit 2,
+never a traceback for bad input; ``kifunet --version``; a top-level ``--help`` written for users.
+
+Every subcommand is run as the user runs it (a subprocess) with bad input: a missing file, a bad option value,
+a run or dataset that does not exist, a GTP engine that exits at once with a message on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kifunet import __version__, errors
+from kifunet.cli import COMMANDS, main
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "samples" / "gnugo"
+GAME = str(SAMPLES / "gnugo-0000.sgf")
+PRETRAINED = str(ROOT / "pretrained" / "kgs_cpu_small")
+TINY = str(ROOT / "train" / "configs" / "tiny.py")
+# a GTP engine that cannot start: it says why on stderr and exits
+DYING_ENGINE = shlex.join([sys.executable, "-c",
+                           "import sys; sys.stderr.write('engine boom: no net in /nowhere\\n'); sys.exit(3)"])
+
+
+def kifunet(*argv, cwd, timeout=180):
+    return subprocess.run([sys.executable, "-m", "kifunet.cli", *map(str, argv)], capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    """A small built dataset (its build also leaves the compiled kernels cached for the subprocesses)."""
+    ds = tmp_path_factory.mktemp("cli_errors") / "ds"
+    assert main(["build", GAME, str(SAMPLES / "gnugo-0001.sgf"), "--out", str(ds), "--workers", "0",
+                 "--no-progress", "--hash-split", "test:0.5"]) == 0
+    return ds
+
+
+# (command, arguments: {ds}, {tmp} and {game} are filled in, what stderr must say)
+CASES = [
+    ("quickstart", ["--sgf", "/no/such/games", "--out", "{tmp}/q"], "/no/such/games"),
+    ("build", ["/no/such/games", "--out", "{tmp}/b", "--workers", "0"], "/no/such/games"),
+    ("build", ["{game}", "--out", "{tmp}/b", "--features", "nosuch", "--workers", "0"], "unknown feature set"),
+    ("build", ["{game}", "--out", "{tmp}/b", "--min-rank", "zzz", "--workers", "0"], "not a rank"),
+    ("tfds", ["--manual-dir", "/no/such/archives", "--data-dir", "{tmp}/tfds"], "/no/such/archives"),
+    ("stats", ["/no/such/dataset"], "/no/such/dataset"),
+    ("inspect", ["/no/such/dataset"], "/no/such/dataset"),
+    ("inspect", ["{ds}", "--split", "nope"], "no split 'nope'"),
+    ("inspect", ["{ds}", "--index", "99999999"], "--index 99999999"),
+    ("features", ["nosuch"], "unknown feature set 'nosuch'"),
+    ("features", ["maddison", "--sgf", "/no/such.sgf"], "/no/such.sgf"),
+    ("features", ["maddison", "--sgf", "{game}", "--move", "9999"], "--move must be in 1..228"),
+    ("train", ["--config", "/no/such/config.py", "--workdir", "{tmp}/w"], "/no/such/config.py"),
+    ("train", ["--config", TINY, "--workdir", "{tmp}/w", "--config.nosuch=3"], "nosuch"),
+    ("eval", ["--checkpoint", "/no/such/run", "--data", "{ds}"], "/no/such/run"),
+    ("eval", ["--checkpoint", PRETRAINED, "--data", "/no/such/dataset"], "/no/such/dataset"),
+    ("eval", ["--checkpoint", PRETRAINED, "--data", "{ds}", "--split", "nope"], "no split 'nope'"),
+    ("eval", ["--checkpoint", PRETRAINED, "--data", "{ds}", "--batch-size", "0"], "--batch-size"),
+    ("eval", ["--checkpoint", PRETRAINED, "--data", "{ds}", "--phase-starts", "a,b"], "--phase-starts"),
+    ("eval", ["--merge", "/no/such/part.json"], "/no/such/part.json: No such file"),
+    ("tables", ["/no/such/run"], "/no/such/run: No such file"),
+    ("tables", ["--published", "nosuch"], "no published rows for 'nosuch'"),
+    ("show", ["/no/such.sgf", "--move", "3", "--out", "{tmp}/x.png", "--checkpoint", PRETRAINED], "/no/such.sgf"),
+    ("show", ["{game}", "--move", "3", "--out", "{tmp}/x.jpg"], ".png or .svg"),
+    ("show", ["{game}", "--move", "3", "--out", "{tmp}/x.png", "--checkpoint", "/no/such/run"], "/no/such/run"),
+    ("gtp", ["--checkpoint", "/no/such/run"], "/no/such/run"),
+    ("gtp", ["--model", "maddison_tiny", "--rank", "strong"], "'strong' is not a rank"),
+    ("match", ["--engine", DYING_ENGINE, "--opponent", DYING_ENGINE, "--referee", "none", "--games", "1",
+               "--out", "{tmp}/m"], "engine boom: no net in /nowhere"),
+    ("match", ["--engine", "no-such-go-program --gtp", "--referee", "none", "--out", "{tmp}/m2"],
+     "--engine: program not found"),
+    ("match", ["--engine", DYING_ENGINE, "--games", "0", "--out", "{tmp}/m3"], "--games must be at least 1"),
+]
+
+
+def test_every_command_has_a_bad_input_case():
+    assert {c for c, _, _ in CASES} == set(COMMANDS)
+
+
+@pytest.mark.parametrize("command,args,says", CASES, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(CASES)])
+def test_bad_input_is_one_line_on_stderr_with_exit_2(command, args, says, dataset, tmp_path):
+    argv = [a.format(ds=dataset, tmp=tmp_path, game=GAME) for a in args]
+    proc = kifunet(command, *argv, cwd=tmp_path)
+    both = proc.stdout + proc.stderr
+    assert "Traceback" not in both, both
+    assert proc.returncode == 2, both
+    assert proc.stderr.startswith(f"kifunet {command}: error: "), both
+    assert says in proc.stderr, both
+    # stdout: nothing, or only the accounting (quickstart echoes the command it runs)
+    assert all(line.startswith("$ kifunet ") for line in proc.stdout.splitlines() if line.strip()), proc.stdout
+
+
+def test_an_engine_that_cannot_start_stops_the_match_and_shows_its_stderr(tmp_path):
+    proc = kifunet("match", "--engine", DYING_ENGINE, "--opponent", DYING_ENGINE, "--referee", "none",
+                   "--games", "4", "--out", tmp_path / "m", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout  # no table of nan, no per-game FAILED lines
+    first, *rest = proc.stderr.splitlines()
+    assert first.startswith("kifunet match: error: the engine failed to start") and "exited" in first
+    assert any("engine boom: no net in /nowhere" in line for line in rest), proc.stderr
+
+
+def test_version():
+    proc = subprocess.run([sys.executable, "-m", "kifunet.cli", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"kifunet {__version__}"
+
+
+def test_top_level_help_is_for_users():
+    proc = subprocess.run([sys.executable, "-m", "kifunet.cli", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    text = proc.stdout
+    assert "module" not in text.lower()  # about what the tool does, not how the code is laid out
+    assert 'pip install -e ".[dev]" && kifunet quickstart' in text and "python -m pytest -q" in text
+    assert "--version" in text and "kifunet COMMAND --help" in text
+    for name in COMMANDS:
+        assert f"\n  {name} " in text, name
+
+
+def test_describe_gives_path_and_reason_for_os_errors():
+    assert errors.describe(FileNotFoundError(2, "No such file or directory", "/x")) == "/x: No such file or directory"
+    assert errors.describe(KeyError("no split 'a'")) == "no split 'a'"
+    assert str(errors.CommandError(ValueError("bad value"))) == "bad value"
+    assert errors.is_user_error(errors.CommandError("x")) and not errors.is_user_error(ValueError("x"))
+
+
+def test_a_bug_keeps_its_traceback(monkeypatch, capsys):
+    from kifunet.commands import stats
+
+    def boom(args):
+        raise ValueError("a bug, not bad input")
+
+    monkeypatch.setattr(stats, "run", boom)
+    with pytest.raises(ValueError, match="a bug"):
+        main(["stats", "anything"])
