@@ -99,10 +99,19 @@ def build_parser(modules=None) -> argparse.ArgumentParser:
     return parser
 
 
+def console_main() -> int:
+    """The ``kifunet`` program: :func:`main` on ``sys.argv``, ending quietly when its output pipe closes.
+
+    Only the program itself restores the default SIGPIPE action (``kifunet ... | head`` ends like other Unix
+    tools); :func:`main`, which tests, notebooks and ``quickstart`` call in-process, leaves the caller's alone.
+    """
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    return main()
+
+
 def main(argv=None) -> int:
     global _depth
-    if hasattr(signal, "SIGPIPE"):  # `kifunet ... | head` ends quietly, like other Unix tools
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if not getattr(args, "command", None):
@@ -125,4 +134,4 @@ def main(argv=None) -> int:
 if __name__ == "__main__":  # python -m kifunet.cli: run the one kifunet.cli module the commands import too
     from kifunet import cli
 
-    sys.exit(cli.main())
+    sys.exit(cli.console_main())

@@ -137,3 +137,18 @@ def test_a_bug_keeps_its_traceback(monkeypatch, capsys):
     monkeypatch.setattr(stats, "run", boom)
     with pytest.raises(ValueError, match="a bug"):
         main(["stats", "anything"])
+
+
+def test_main_in_process_leaves_the_callers_sigpipe_alone():
+    """Only the ``kifunet`` program restores the default SIGPIPE action; ``cli.main`` called by a test runner or a
+    notebook must not, or the caller dies the next time it writes to a closed pipe."""
+    import signal
+
+    from kifunet import cli
+
+    before = signal.getsignal(signal.SIGPIPE)
+    assert cli.main(["features"]) == 0
+    assert signal.getsignal(signal.SIGPIPE) == before
+    out = subprocess.run(f"{sys.executable} -m kifunet.cli features | head -1", shell=True, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and "BrokenPipe" not in out.stderr, out.stderr
