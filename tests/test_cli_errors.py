@@ -84,7 +84,26 @@ def test_every_command_has_a_bad_input_case():
 
 
 @pytest.mark.parametrize("command,args,says", CASES, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(CASES)])
-def test_bad_input_is_one_line_on_stderr_with_exit_2(command, args, says, dataset, tmp_path):
+def test_bad_input_is_one_line_on_stderr_with_exit_2(command, args, says, dataset, tmp_path, capsys,
+                                                     monkeypatch):
+    """In-process (``cli.main``, what the program runs; an exception that is not reported fails the test as a
+    traceback would); ``test_the_program_itself_reports_bad_input`` runs the real program for a few rows."""
+    argv = [a.format(ds=dataset, tmp=tmp_path, game=GAME) for a in args]
+    monkeypatch.chdir(tmp_path)
+    rc = main([command, *argv])
+    out, err = capsys.readouterr()
+    both = out + err
+    assert "Traceback" not in both, both
+    assert rc == 2, both
+    assert err.startswith(f"kifunet {command}: error: "), both
+    assert says in err, both
+    # stdout: nothing, or only the accounting (quickstart echoes the command it runs)
+    assert all(line.startswith("$ kifunet ") for line in out.splitlines() if line.strip()), out
+
+
+@pytest.mark.parametrize("row", [0, 9, 14, 20, 27])
+def test_the_program_itself_reports_bad_input(row, dataset, tmp_path):
+    command, args, says = CASES[row]
     argv = [a.format(ds=dataset, tmp=tmp_path, game=GAME) for a in args]
     proc = kifunet(command, *argv, cwd=tmp_path)
     both = proc.stdout + proc.stderr
@@ -92,8 +111,6 @@ def test_bad_input_is_one_line_on_stderr_with_exit_2(command, args, says, datase
     assert proc.returncode == 2, both
     assert proc.stderr.startswith(f"kifunet {command}: error: "), both
     assert says in proc.stderr, both
-    # stdout: nothing, or only the accounting (quickstart echoes the command it runs)
-    assert all(line.startswith("$ kifunet ") for line in proc.stdout.splitlines() if line.strip()), proc.stdout
 
 
 def test_an_engine_that_cannot_start_stops_the_match_and_shows_its_stderr(tmp_path):
