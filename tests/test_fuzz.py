@@ -492,11 +492,12 @@ def test_seeds_load_and_replay(i, warm):
 # the reader
 
 
-@settings(max_examples=scaled(200), deadline=2000, suppress_health_check=SUPPRESS)
+@settings(max_examples=scaled(200), deadline=10_000, suppress_health_check=SUPPRESS)
 @given(raw=sgf_inputs())
 def test_reader_returns_a_record_or_raises_sgf_error(raw, warm):
-    """``load_game`` on mutated text: a consistent record or a named ``SgfError``, within 2 s; the collection
-    splitter never raises and each of its pieces loads or raises ``SgfError`` too."""
+    """``load_game`` on mutated text: a consistent record or a named ``SgfError``, within 10 s (generous, so a
+    loaded CI machine cannot flake; a 100 KB input takes well under a second); the collection splitter never
+    raises and each of its pieces loads or raises ``SgfError`` too."""
     skip_known_bug_inputs(raw)
     load_or_sgf_error(raw)
     pieces = check_split(raw)
@@ -531,7 +532,7 @@ def test_reader_memory_and_time_on_100_kb_inputs(raw, warm):
 FEATURE_SETS = [*features.names(), "agz+nogo_liberties"]
 
 
-@settings(max_examples=scaled(120), deadline=5000, suppress_health_check=SUPPRESS)
+@settings(max_examples=scaled(120), deadline=20_000, suppress_health_check=SUPPRESS)
 @given(raw=sgf_inputs(limit=20_000, rules=True), feature_set=st.sampled_from(FEATURE_SETS), allow_suicide=st.booleans(),
        superko=st.booleans(), positions=st.booleans())
 def test_replay_encodes_every_move_or_raises_illegal_move(raw, feature_set, allow_suicide, superko, positions,
@@ -721,7 +722,7 @@ def check_sources(paths, srcs, infos) -> None:
         json.dumps(info.to_json())  # goes to the manifest
 
 
-@settings(max_examples=scaled(120), deadline=5000, suppress_health_check=SUPPRESS)
+@settings(max_examples=scaled(120), deadline=20_000, suppress_health_check=SUPPRESS)
 @given(archive=archive_files())
 def test_iter_sources_over_random_archives_never_raises(archive, warm):
     """A random (nested, damaged, oddly named) archive: only ``Source`` objects, counted in its ``InputInfo``,
@@ -830,7 +831,7 @@ def _few_moves(files: dict) -> bool:
     return True
 
 
-@settings(max_examples=scaled(25), deadline=30_000, suppress_health_check=SUPPRESS)
+@settings(max_examples=scaled(25), deadline=60_000, suppress_health_check=SUPPRESS)
 @given(tree=input_trees(), feature_set=st.sampled_from(["maddison", "agz"]),
        board_size=st.sampled_from([19, 19, 9]), unit_games=st.integers(1, 4),
        shard_rows=st.sampled_from([13, 100, 1000, 65536]),
