@@ -4,7 +4,8 @@
 
 For each model (registry names, 19x19, the model's default planes, random 0/1 planes):
 
-* forward: ``model.eval()`` logits for a batch of ``--batch`` positions;
+* forward: ``model.eval()`` logits (and values, for a net with a value head) for a batch of ``--batch``
+  positions;
 * forward+backward: ``model.train()`` softmax cross-entropy gradients for the same batch size, computed
   by one compiled gradient function per microbatch of ``--microbatch`` positions and summed (gradient
   accumulation, so that the activations of the large nets fit in memory); positions/s counts the whole
@@ -94,7 +95,8 @@ def bench_model(name: str, *, batch: int, microbatch: int, iters: int, iters_big
         m = nnx.merge(graphdef, state)
 
         def loss(m):
-            return optax.softmax_cross_entropy_with_integer_labels(m(x), y).sum()
+            logits, _ = models.policy_and_value(m(x))  # a two-headed net's value is computed, not trained
+            return optax.softmax_cross_entropy_with_integer_labels(logits, y).sum()
 
         return nnx.value_and_grad(loss)(m)
 

@@ -8,6 +8,7 @@ module                 what it holds
 ``ranks``              rank spellings -> one integer scale
 ``symmetries``         the 8 board symmetries on planes and move indices (NumPy and JAX)
 ``game``               a game record as the engine consumes it (``GameRecord``, ``GameInfo``, colours)
+``results``            game results: ``RE`` -> kind, winner, margin; a position's ``outcome``
 ``errors``             the named bad-input errors (``SgfError``, ``IllegalMoveError``)
 *a game*
 ``sgf_io``             read one SGF record (sgfmill, encodings, GoGoD/KGS metadata)

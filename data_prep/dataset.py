@@ -2,7 +2,7 @@
 
 >>> from kifunet.data_prep.dataset import open_split
 >>> r = open_split("data/kgs", "train")                               # doctest: +SKIP
->>> r = open_split("tfds:DATA_DIR/go_moves/kgs_maddison/1.1.0", "train")
+>>> r = open_split("tfds:DATA_DIR/go_moves/kgs_maddison/1.2.0", "train")
 >>> len(r), r.batch([0, 5])["planes"].shape, r.blocks()               # rows, (2, 19, 19, C), grain source
 
 Dataset specs:

@@ -11,8 +11,12 @@ A split is read two ways:
   ``split.read_range(start, stop)``, ``split.iter_batches(batch_size)``. A batch is a dict of NumPy arrays:
   ``planes`` uint8 ``[B, N, N, C]`` (the feature set's full planes, constant planes made from the columns by
   ``FeatureSet.assemble``) or, with ``assemble=False``, ``stored`` ``[B, N, N, Cs]``; every per-row column
-  of the split (:attr:`DatasetSplit.columns`, dtypes of :data:`kifunet.data_prep.shards.COLUMN_DTYPES`); and
-  ``index`` (the row's index in the split, int64). A container may add keys of its own (HDF5: none beyond
+  of the split (:attr:`DatasetSplit.columns`, dtypes of :data:`kifunet.data_prep.shards.COLUMN_DTYPES`:
+  ``target``, ``to_move``, ``move_number``, ``player_rank``, ``opponent_rank``, ``outcome``, and the
+  container's own); and ``index`` (the row's index in the split, int64). ``outcome`` is the value target (+1 the
+  player to move won the game, -1 lost, 0 draw, -128 unknown: :mod:`kifunet.data_prep.results`); a dataset built
+  before it existed has it too, -128 on every row (:data:`kifunet.data_prep.shards.COLUMN_DEFAULTS`), so it
+  loads and trains the policy only. A container may add keys of its own (HDF5: none beyond
   its columns; TFDS: ``game``, the game's ``game_id``). ``symmetries`` (one int 0..7 per row) transform planes
   and targets together (:mod:`kifunet.data_prep.symmetries`).
 * **by blocks** (the training pipeline's fast path): ``split.block_spans(block_rows)`` cuts the split into

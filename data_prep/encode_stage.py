@@ -47,12 +47,18 @@ TFDS)
 ``size`` (games)                   int8      19                      fits; out of int8: ``board_size``
 ``target`` (spill, shards, TFDS)   int16     N * N = 361 (pass)      fits (N <= 19)
 ``to_move``                        int8      2                       fits
+``outcome`` (spill, shards, TFDS)  int8      -1..1, -128 unknown     fits (the rule is in ``results``)
+``result_kind``, ``winner``        int8      7 (``void``), 2         fits (the codes of ``results``); out
+(games)                                      (``WHITE``)             of int8: ``bad_result``
 ``symmetry``                       int8      7                       fits
 ``game`` (spill)                   int32     records in a unit - 1   fits (``unit_games`` < 2**31)
 ``game_index`` (shards)            int32     games in a split - 1    fits (< 2**31 games)
 ``komi`` (games)                   float32   any finite float        metadata only: a komi float32 cannot
                                                                      hold (beyond +-3.4e38) is stored as
                                                                      unknown (NaN), as a non-finite ``KM``
+``margin`` (games)                 float32   any finite float        NaN unless kind ``score``; a score
+                                                                     float32 cannot hold is no score: the
+                                                                     parser reads the result as ``unknown``
 =================================  ========  ======================  ======================================
 
 The checks are :data:`COLUMN_LIMITS` (games-table column -> rejection reason; every integer column of
@@ -79,6 +85,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import inputs as inputs_mod
+from . import results as results_mod
 from . import shards as shards_mod
 from .errors import IllegalMoveError, KifunetInputError
 from .filters import MOVE_REASONS, Filters
@@ -87,18 +94,20 @@ from .worker_pool import WorkerPool, run_isolated
 
 UNIT_GAMES = 256  # records per work unit, by default
 # What a unit's spill holds. Part of the build's fingerprint, so that a build started by a kifunet whose units
-# hold something else is never resumed with them. 2: game dicts carry ``game_id`` (the dedupe key).
-SPILL_VERSION = 2
+# hold something else is never resumed with them. 2: game dicts carry ``game_id`` (the dedupe key). 3: rows
+# carry ``outcome``, game dicts ``result_kind``, ``winner`` and ``margin``.
+SPILL_VERSION = 3
 
 SPILL_DTYPE = np.dtype([("target", np.int16), ("to_move", np.int8), ("move_number", np.int16),
                         ("player_rank", np.int8), ("opponent_rank", np.int8), ("game", np.int32),
-                        ("symmetry", np.int8)])
+                        ("symmetry", np.int8), ("outcome", np.int8)])
 
 
 # Games-table integer columns -> the reason a record whose value does not fit the column's dtype is rejected
 # with (see the module docstring). Checked before the record is replayed.
 COLUMN_LIMITS = {"num_moves": "too_many_moves", "positions": "too_many_moves", "handicap": "bad_handicap",
-                 "black_rank": "bad_rank", "white_rank": "bad_rank", "year": "bad_year", "size": "board_size"}
+                 "black_rank": "bad_rank", "white_rank": "bad_rank", "year": "bad_year", "size": "board_size",
+                 "result_kind": "bad_result", "winner": "bad_result"}
 
 
 def limit_reason(g: dict) -> tuple[str, str] | None:
@@ -144,7 +153,9 @@ def _game_meta(rec) -> dict:
     i = rec.info
     return {"black": i.black, "white": i.white, "black_rank": int(i.black_rank), "white_rank": int(i.white_rank),
             "black_rank_text": i.black_rank_text, "white_rank_text": i.white_rank_text,
-            "komi": _komi(i.komi), "handicap": int(i.handicap or 0), "result": i.result, "date": i.date,
+            "komi": _komi(i.komi), "handicap": int(i.handicap or 0), "result": i.result,
+            "result_kind": results_mod.KIND_CODES[i.result_kind], "winner": int(i.winner),
+            "margin": float(i.margin) if np.isfinite(i.margin) else None, "date": i.date,
             "year": i.year, "rules": i.rules, "size": int(rec.size), "content_hash": i.content_hash,
             "num_moves": int(rec.num_moves)}
 
@@ -214,6 +225,7 @@ def _encode_one(src, fs, filt: Filters, rule, symmetries: str):
     cols["move_number"] = enc.move_number[keep]
     cols["player_rank"] = enc.player_rank[keep]
     cols["opponent_rank"] = enc.opponent_rank[keep]
+    cols["outcome"] = results_mod.outcome(rec.info.result_kind, rec.info.winner, cols["to_move"])
     if symmetries == "all":
         from . import symmetries as sym
 

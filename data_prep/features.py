@@ -1,11 +1,12 @@
 """Feature planes: a registry of small functions that declare their plane counts, and the named sets.
 
-Every plane is 0/1, relative to the player to move ("pla"; "opp" is the other colour), laid out
-``(N, N, C)`` (rows from the top, channels last). Buckets ``a..b, >=c`` mean one plane per value and a last
-plane for everything from ``c`` up; "exactly" buckets have no catch-all plane. *Stored* planes are computed
-from the board and written to the dataset; *constant* planes (ones, zeros, colour to move, rank) are made at
-load time from one stored number per row (a column) and are never stored as planes. The papers' own
-definitions, with their sources, are in docs/features.md; the table below adds this project's choices.
+Every plane is 0/1, relative to the player to move ("pla"; "opp" is the other colour; ``qiqiao`` alone keeps
+black and white absolute, as its reference code does), laid out ``(N, N, C)`` (rows from the top, channels
+last). Buckets ``a..b, >=c`` mean one plane per value and a last plane for everything from ``c`` up; "exactly"
+buckets have no catch-all plane. *Stored* planes are computed from the board and written to the dataset;
+*constant* planes (ones, zeros, colour to move, rank) are made at load time from one stored number per row (a
+column) and are never stored as planes. The papers' own definitions, with their sources, are in
+docs/features.md; the table below adds this project's choices.
 
 =========  ======  =============================================================================
 set (v1)   planes  planes in order (count), meaning and bucket edges
@@ -26,10 +27,32 @@ gonn       26      *on board* (1) | pla stone, opp stone (2) | pla stones in cha
                    GoNN's history dropout is applied at load time, not stored) | ladder: stones of 1-lib
                    chains captured even moving first, stones of 2-lib chains the attacker captures,
                    the attacker's working first moves (3)
+qiqiao     10      black stones as they stood after each of black's last 4 moves, oldest first (4) | white
+                   stones after each of white's last 4 moves, oldest first (4) | *white to move* (1: all 1
+                   when white is to move, all 0 for black: the opposite of agz's plane) | previous move (1:
+                   its point, whichever colour played it; none after a pass or before the first move)
 =========  ======  =============================================================================
 
 Addable group ``nogo_liberties`` (4 planes, NoGoZero+): liberty points of pla chains with 1 and with 2
 liberties, then of opp chains with 1 and 2. Combine with ``+``: ``get("agz+nogo_liberties")`` (21 planes).
+
+The ``qiqiao`` set is our reading of the seed (Qiqiao/CleverGo, 9x9: "4 matrices of black stones over the last 4
+steps, 4 of white, one for the side to move, one for the previous move, all 0 after a pass") and of its reference
+code, CleverGo's ``GoEngine._update_state_step`` (``state_format='separated'``, ``record_step=4``,
+``record_last=True``): after every move, a pass included, the *mover's* 4 planes shift one back (the oldest is
+dropped) and the newest becomes the mover's stones on the board after the move; the other colour's planes do not
+change. So a colour's newest plane still shows its stones captured by the opponent's last move until it moves
+again (the previous-move plane tells where that move was); a pass is a move here too (the passer's planes shift,
+the newest showing its stones as they now stand). Planes
+in the reference's channel order: black oldest..newest (0..3), white (4..7), side to move (8), previous move (9);
+any N. Our choices where the reference (which always starts from an empty board and alternates colours) is
+silent, the agz way: the initial board, setup (handicap) stones included, stands as each colour's state before
+its first move, so at the start of a handicap game black's newest plane shows the handicap stones (with no setup
+this is the reference's all-0 start); setup stones placed later show in a colour's planes from its next move on;
+two moves of one colour in a row shift only that colour's planes; the previous move is marked whichever colour
+played it (``previous_moves_5`` stops where colours stop alternating). History dropout (``history`` below): depth
+d is each colour's (d+1)-th newest state, planes 3-d and 7-d; the newest states and the previous move stay. No
+legality plane (eval replays the game, as for agz).
 
 Notes: "turns since" counts moves (passes included) since the stone on the point was played; setup stones
 count as played long ago (last bucket). Liberties after move and capture size count a legal pla move,
@@ -46,13 +69,15 @@ history     its planes of history depth 1, 2, ...: each group shows the game d m
             dropout (:mod:`kifunet.train.input_pipeline`) zeroes whole groups, keeping depth d only with
             depths 1..d-1. ``previous_moves_5``: depth d = plane d-1 (the move d back); ``history_8``:
             depth d = planes d and 8+d (pla and opp stones at t-d; planes 0 and 8, the stones at t, are the
-            present board and are never dropped). Groups of several features follow in feature order.
+            present board and are never dropped); ``colour_history_4``: depth d = planes 3-d and 7-d (each
+            colour's (d+1)-th newest state). Groups of several features follow in feature order.
 legality    how its planes give legality for pla (eval's mask, :func:`kifunet.eval.metrics.legal_from_planes`):
             ``'plane'``: its one plane is legality (``legal``); ``'buckets'``: one-hot buckets set only on
             legal points, exactly one on each (a legal move keeps at least one liberty; not so for a suicide
             where the rules allow it), so their union is legality (``liberties_after_6``,
             ``liberties_after_8``). A set's legality is its first
-            ``'plane'`` feature, else its first ``'buckets'`` feature, else none (agz, gonn: replay the game).
+            ``'plane'`` feature, else its first ``'buckets'`` feature, else none (agz, gonn, qiqiao: replay the
+            game).
 ==========  ==================================================================================================
 """
 
@@ -66,7 +91,7 @@ from ._jit import njit
 
 from . import analysis
 from .analysis import GameAnalysis
-from .game import BLACK
+from .game import BLACK, WHITE
 
 # ----------------------------------------------------------------------------------------------------------
 # compiled helpers
@@ -154,6 +179,30 @@ def _previous_moves(target, to_move, nn, depth, out, off):
                 break
             if target[s] != nn:
                 out[t, target[s], off + d - 1] = 1
+
+
+@njit(cache=True)
+def _colour_history(stones, to_move, depth, out, off):
+    """Qiqiao: per colour c (black planes ``off..``, then white), c's stones on the board after each of c's last
+    ``depth`` moves, oldest first; before c's first move the initial board (setup included) is c's state."""
+    T, P = stones.shape
+    last = np.full((2, depth), -1, dtype=np.int64)  # per colour: its last moves, most recent first
+    count = np.zeros(2, dtype=np.int64)
+    for t in range(T):
+        for ci in range(2):
+            c = ci + 1
+            n = min(count[ci], depth)
+            for k in range(min(n + 1, depth)):
+                src = last[ci, k] + 1 if k < n else 0  # the board after the move (before the next one)
+                plane = off + ci * depth + depth - 1 - k
+                for p in range(P):
+                    if stones[src, p] == c:
+                        out[t, p, plane] = 1
+        ci = to_move[t] - 1
+        for k in range(depth - 1, 0, -1):
+            last[ci, k] = last[ci, k - 1]
+        last[ci, 0] = t
+        count[ci] += 1
 
 
 @njit(cache=True)
@@ -370,6 +419,20 @@ def _f_nogo(a, out, off):
     _liberty_points(a.stones, a.libs, a.to_move, neighbours_cached(a.size), out, off)
 
 
+@feature("colour_history_4", 8, "black stones after each of black's last 4 moves (oldest first), then white "
+         "stones after each of white's last 4 moves", history=((2, 6), (1, 5), (0, 4)))
+def _f_colour_history4(a, out, off):
+    _colour_history(a.stones, a.to_move, 4, out, off)
+
+
+@feature("previous_move", 1, "location of the previous move, whichever colour played it (after a pass or at the "
+         "start: none)")
+def _f_previous_move(a, out, off):
+    prev = a.target[:-1].astype(np.intp)
+    t = np.nonzero(prev != a.size * a.size)[0]
+    out[t + 1, prev[t], off] = 1
+
+
 # --- constant features ---------------------------------------------------------------------------------------
 @constant("ones", 1, "constant 1 (also GoNN's on-board plane)", column="to_move")
 def _c_ones(v):
@@ -384,6 +447,11 @@ def _c_zeros(v):
 @constant("black_to_move", 1, "1 if black is to move", column="to_move")
 def _c_black(v):
     return (np.asarray(v) == BLACK).astype(np.uint8)[:, None]
+
+
+@constant("white_to_move", 1, "1 if white is to move (Qiqiao's side-to-move plane)", column="to_move")
+def _c_white(v):
+    return (np.asarray(v) == WHITE).astype(np.uint8)[:, None]
 
 
 @constant("rank_dan_9", 9, "one-hot rank of the player 1d..9d (pros as 9d; kyu/unknown all 0)",
@@ -502,9 +570,10 @@ SETS: dict[str, FeatureSet] = {
         _set("gonn", 1, ["ones", "pla_opp_stones", "gonn_liberties", "gonn_liberties_after", "ko_ban",
                          "previous_moves_5", "gonn_ladders"]),
         _set("nogo_liberties", 1, ["nogo_liberties"]),
+        _set("qiqiao", 1, ["colour_history_4", "white_to_move", "previous_move"]),
     ]
 }
-PLANE_COUNTS = {"maddison": 36, "alphago": 48, "agz": 17, "gonn": 26, "nogo_liberties": 4}
+PLANE_COUNTS = {"maddison": 36, "alphago": 48, "agz": 17, "gonn": 26, "nogo_liberties": 4, "qiqiao": 10}
 
 
 def names() -> list[str]:

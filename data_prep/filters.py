@@ -14,6 +14,12 @@ reason              a game is filtered when
 ``no_date``         a date filter or a date split is set and the game has no readable ``DT``
 ``date_range``      its date is before ``date_from`` or after ``date_to`` (inclusive bounds)
 ``too_short``       it has fewer than ``min_moves`` moves (passes included)
+``result_unknown``  ``result`` is ``known`` and the game's result is unknown or void (``RE`` missing, ``?``,
+                    ``Void``, unreadable: kinds ``unknown``, ``void`` of :mod:`kifunet.data_prep.results`), so its
+                    positions would have no value target (``outcome`` -128)
+``ended_other``     ``ended`` is set and the game did not end one of those ways (a kind of
+                    :data:`kifunet.data_prep.results.KINDS`: ``resign``, ``score``, ``time``, ``forfeit``,
+                    ``win``, ``draw``, ``void``, ``unknown``)
 ``no_split``        no split rule takes it (see :mod:`kifunet.data_prep.splits`)
 ``no_positions``    every one of its positions was dropped by the move filters below
 ``duplicate``       ``dedupe`` and an earlier game (in input order) that passed every filter is the same
@@ -48,9 +54,11 @@ import numpy as np
 
 from .game import GameInfo, GameRecord
 from .ranks import UNKNOWN, parse_rank, rank_to_text
+from .results import UNKNOWN_KINDS, kind_names
 
-GAME_REASONS = ("board_size", "handicap", "game_rank", "no_date", "date_range", "too_short", "no_split",
-                "no_positions", "duplicate")
+GAME_REASONS = ("board_size", "handicap", "game_rank", "no_date", "date_range", "too_short", "result_unknown",
+                "ended_other", "no_split", "no_positions", "duplicate")
+RESULT_CHOICES = ("any", "known")  # the ``result`` filter
 MOVE_REASONS = ("pass", "skip_first", "min_rank", "min_opponent_rank")
 
 _DATE_RE = re.compile(r"(\d{4})(?:-(\d{1,2}))?(?:-(\d{1,2}))?")
@@ -107,11 +115,19 @@ class Filters:
     date_from: str | None = None  # YYYY-MM-DD
     date_to: str | None = None
     min_moves: int = 0
+    result: str = "any"  # "known": drop games whose result is unknown or void (result_unknown)
+    ended: tuple[str, ...] | None = None  # result kinds kept (ended_other); None: any
     dedupe: bool = True
     skip_first: int = 0
     include_passes: bool = False
     min_rank: int | None = None
     min_opponent_rank: int | None = None
+
+    def __post_init__(self):
+        if self.result not in RESULT_CHOICES:
+            raise ValueError(f"result must be one of {', '.join(RESULT_CHOICES)}, got {self.result!r}")
+        if self.ended is not None:
+            self.ended = kind_names(self.ended)
 
     # -- game level --------------------------------------------------------------------------------------
     def game_reason(self, record: GameRecord) -> str | None:
@@ -134,6 +150,10 @@ class Filters:
                 return "date_range"
         if record.num_moves < self.min_moves:
             return "too_short"
+        if self.result == "known" and info.result_kind in UNKNOWN_KINDS:
+            return "result_unknown"
+        if self.ended is not None and info.result_kind not in self.ended:
+            return "ended_other"
         return None
 
     def _ranks_ok(self, info: GameInfo) -> bool:
@@ -250,6 +270,13 @@ def filters_from_options(opts: dict) -> Filters:
             v = parse_date_bound(v, upper=False)
         elif k == "date_to":
             v = parse_date_bound(v, upper=True)
+        elif k == "result":
+            v = str(v)
+        elif k == "ended":
+            try:
+                v = kind_names(v)
+            except ValueError as e:
+                raise ValueError(f"ended: {e}") from None
         elif k in ("board_size", "min_moves", "skip_first"):
             v = int(v)
             if v < 0 or (k == "board_size" and not 2 <= v <= 19):

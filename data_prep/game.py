@@ -65,7 +65,12 @@ class GameInfo:
     white_rank_text: str = ""
     komi: float | None = None
     handicap: int = 0
-    result: str = ""
+    result: str = ""  # RE as written
+    # RE read by kifunet.data_prep.results.parse_result: a kind of results.KINDS, the winner (EMPTY: none) and
+    # the margin (points, for kind "score"; else NaN)
+    result_kind: str = "unknown"
+    winner: int = EMPTY
+    margin: float = math.nan
     date: str = ""
     year: int | None = None
     rules: str = ""

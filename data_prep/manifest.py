@@ -13,9 +13,12 @@ manifest's keys:
 ``columns``          the per-row columns of every shard: :data:`BASE_COLUMNS` (+ ``symmetry`` when the eight
                      symmetries are stored)
 ``storage``          plane layout, codec, level, chunk rows (:class:`kifunet.data_prep.shards.Storage`)
-``splits``           per split: ``games``, ``positions``, ``rows``, ``games_table`` and ``shards`` (file, rows,
-                     layout, sha256)
-``counts``           the accounting: ``seen = used + filtered{reason} + rejected{reason}``, and positions
+``splits``           per split: ``games``, ``positions``, ``rows``, ``results`` (games and positions by result
+                     kind), ``games_table`` and ``shards`` (file, rows, layout, sha256)
+``counts``           the accounting: ``seen = used + filtered{reason} + rejected{reason}``, positions, and
+                     ``results``: the used games and their positions by result kind (every kind of
+                     :data:`kifunet.data_prep.results.KINDS`; games sum to ``used``, positions to
+                     ``positions.kept``; :func:`kifunet.data_prep.plan_stage.result_counts`)
 ``inputs``           every input with its hash, record count and damage
 other keys           ``preset``, ``options``, ``filters``, ``split_rule``, ``seed``, ``shuffle``,
                      ``symmetries``, ``shard_rows``, ``unit_games``, ``illegal_moves``, ``dedupe``
@@ -40,8 +43,8 @@ DEDUPE_RULE = ("first copy in input order among games that pass every filter; th
                "(moves, setup and board size; players, date, result and time settings, normalised)")
 
 # Per-row columns of every dataset (see kifunet.data_prep.shards). The feature set's constant planes must be
-# made from these.
-BASE_COLUMNS = ("target", "to_move", "move_number", "player_rank", "opponent_rank", "game_index")
+# made from these. ``outcome`` is new: a manifest written before it lists the others only (the readers fill it).
+BASE_COLUMNS = ("target", "to_move", "move_number", "player_rank", "opponent_rank", "game_index", "outcome")
 
 
 def tool_version() -> str:
@@ -62,7 +65,7 @@ def manifest(cfg, fs, fingerprint, infos, accounting, per_split, split_names, re
         sp = per_split[s]
         files = [results[t["rel"]] for t in tasks if t["rel"].startswith(f"{s}/")]
         splits[s] = {"games": len(sp["games"]), "positions": sp["positions"], "rows": sp["rows"],
-                     "games_table": f"{s}/games.h5", "shards": files}
+                     "results": sp["results"], "games_table": f"{s}/games.h5", "shards": files}
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

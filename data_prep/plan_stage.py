@@ -3,7 +3,8 @@
 :func:`plan` reads the units' game dicts (:func:`kifunet.data_prep.encode_stage.read_unit`) in order: duplicates
 (the same game, ``game_id``: :meth:`kifunet.data_prep.game.GameRecord.game_id`; the first copy that passed
 every filter wins) are dropped, every record is counted (``seen = used +
-filtered{reason} + rejected{reason}``, positions kept and dropped by move filter), each game not used gets a
+filtered{reason} + rejected{reason}``, positions kept and dropped by move filter, and the used games and their
+positions by result kind: :func:`result_counts`), each game not used gets a
 line in ``WORK/rejects.jsonl.part`` (:func:`reject_line`), and each split gets its games table and, per unit,
 the spill rows of its games.
 
@@ -25,6 +26,23 @@ import numpy as np
 
 from . import shards as shards_mod
 from .encode_stage import read_unit, unit_game_column
+from .results import KINDS
+
+
+def result_counts() -> dict[str, dict[str, int]]:
+    """Zero counts of games and positions by result kind, every kind of
+    :data:`kifunet.data_prep.results.KINDS` in its order: ``{kind: {"games": 0, "positions": 0}}``. The
+    manifest's ``counts["results"]`` (the used games of every split) and each split's ``results``: games sum to
+    ``used`` (the split's ``games``), positions to ``positions["kept"]`` (the split's ``positions``)."""
+    return {k: {"games": 0, "positions": 0} for k in KINDS}
+
+
+def add_result(counts: dict, g: dict) -> None:
+    """Count used game ``g`` (its encode-stage dict: ``result_kind`` code, ``positions``) in
+    :func:`result_counts` ``counts``."""
+    c = counts[KINDS[g["result_kind"]]]
+    c["games"] += 1
+    c["positions"] += g["positions"]
 
 
 def reject_line(g: dict) -> dict:
@@ -40,12 +58,14 @@ def plan(work: str, summaries: list[dict], split_names: list[str], infos: list, 
     """Dedupe, games tables, per-split row lists, accounting; writes the rejects log to ``work/``.
 
     Returns ``(per_split, accounting)``: per split, ``games`` (the games table's rows), ``units`` ({unit: (its
-    rows in the split, record index -> game index)}), ``positions`` and ``rows``; ``accounting`` is the
-    manifest's ``counts``."""
+    rows in the split, record index -> game index)}), ``positions``, ``rows`` and ``results``
+    (:func:`result_counts`); ``accounting`` is the manifest's ``counts``."""
     seen_games: dict[str, str] = {}  # game_id -> path of the copy kept
     counts = {"seen": 0, "used": 0, "filtered": Counter(), "rejected": Counter()}
     pos = {"moves": 0, "kept": 0, "filtered": Counter()}
-    per_split = {s: {"games": [], "units": {}, "positions": 0, "rows": 0} for s in split_names}
+    per_split = {s: {"games": [], "units": {}, "positions": 0, "rows": 0, "results": result_counts()}
+                 for s in split_names}
+    results = result_counts()
     examples: dict[str, list[str]] = {}
     with open(os.path.join(work, "rejects.jsonl.part"), "w", encoding="utf-8", errors="backslashreplace") as rejects:
         for s in summaries:
@@ -78,6 +98,8 @@ def plan(work: str, summaries: list[dict], split_names: list[str], infos: list, 
                                     shards_mod.GAME_STR_COLUMNS + tuple(shards_mod.GAME_NUM_COLUMNS)})
                 sp["positions"] += g["positions"]
                 sp["rows"] += g["rows"]
+                add_result(sp["results"], g)
+                add_result(results, g)
                 pos["moves"] += g["pos_moves"]
                 pos["kept"] += g["positions"]
                 pos["filtered"].update(g["pos_filtered"])
@@ -96,6 +118,7 @@ def plan(work: str, summaries: list[dict], split_names: list[str], infos: list, 
         "seen": counts["seen"], "used": counts["used"],
         "filtered": dict(sorted(counts["filtered"].items())), "rejected": dict(sorted(counts["rejected"].items())),
         "positions": {"moves": pos["moves"], "kept": pos["kept"], "filtered": dict(sorted(pos["filtered"].items()))},
+        "results": results,
         "examples": dict(sorted(examples.items())),
     }
     return per_split, accounting

@@ -14,8 +14,10 @@ pieces and errors are described there); :func:`kifunet.data_prep.dataset.open_sp
 container. ``planes`` are the feature set's full planes in its order: the stored planes unpacked, with the
 constant planes (rank, colour to move, ones...) made from the per-row columns by ``FeatureSet.assemble``. Other
 keys: every column of the shards (``target``, ``to_move``, ``move_number``, ``player_rank``, ``opponent_rank``,
-``game_index``, ``symmetry`` when materialised) and ``index`` (the global row index). ``assemble=False``
-returns the stored planes only (``stored`` [B, N, N, Cs]).
+``game_index``, ``outcome``, ``symmetry`` when materialised) and ``index`` (the global row index).
+``assemble=False`` returns the stored planes only (``stored`` [B, N, N, Cs]). A dataset built before a column
+of :data:`kifunet.data_prep.shards.COLUMN_DEFAULTS` existed still has it, with its default on every row
+(``outcome`` -128: unknown, so such a dataset trains the policy only).
 
 Random access (``r[i]``, ``r.batch(indices)``) works on any global row index of the split, which is what
 ``grain.RandomAccessDataSource`` needs (``__len__`` and ``__getitem__(int)``). It decodes whole HDF5 chunks
@@ -75,6 +77,7 @@ class Reader(DatasetSplit):
         self.shard_rows = [int(s["rows"]) for s in info["shards"]]
         self.offsets = np.concatenate([[0], np.cumsum(self.shard_rows)]).astype(np.int64)
         self.columns = list(self.manifest["columns"])
+        self.columns += [k for k in shards_mod.COLUMN_DEFAULTS if k not in self.columns]  # built before them
         self.block_rows = int(self.manifest.get("storage", {}).get("chunk_rows", 256))
         self._shards = [shards_mod.ShardFile(p, cache_bytes=cache_bytes) for p in self.shard_paths]
         self._block_shards = [shards_mod.ShardFile(p, cache_bytes=BLOCK_CACHE_BYTES) for p in self.shard_paths]

@@ -76,6 +76,8 @@ handicap           ``HA`` as an int; 0 if missing, and 0 if not an integer in ``
                    the handicap stones themselves are replayed from ``AB``)
 result, date,      ``RE``, ``DT``, ``RU`` text
 rules
+result_kind,       ``RE`` read by :func:`kifunet.data_prep.results.parse_result` (its table: ``B+R`` -> resign,
+winner, margin     black, NaN; ``W+12.5`` -> score, white, 12.5; missing -> unknown, none, NaN)
 year               the first 4-digit number in ``DT`` (``DT[2015-01-01]`` -> 2015), else ``None``
 size, path         board size; the display name (``path=``, else the source path, else ``'<bytes>'``)
 encoding           the codec used (above)
@@ -127,6 +129,7 @@ from . import coords
 from .errors import SgfError
 from .game import BLACK, EMPTY, MOVE, SETUP, WHITE, GameInfo, GameRecord
 from .ranks import parse_rank
+from .results import parse_result
 
 #: a record may set up at most this many whole boards' worth of points (AB/AW/AE, compressed lists expanded)
 #: over its main line; a handicap or a position copied from a book is one board at most
@@ -417,11 +420,14 @@ def _read_info(root, n: int, path: str, decoded: Decoded, raw: bytes) -> GameInf
             handicap = 0
     date = _text(root, "DT")
     m = _YEAR_RE.search(date)
+    result = _text(root, "RE")
+    res = parse_result(result)
     return GameInfo(
         path=path, size=n, black=_text(root, "PB"), white=_text(root, "PW"),
         black_rank=parse_rank(br, source), white_rank=parse_rank(wr, source),
         black_rank_text=br, white_rank_text=wr, komi=komi, handicap=handicap,
-        result=_text(root, "RE"), date=date, year=int(m.group(1)) if m else None,
+        result=result, result_kind=res.kind, winner=res.winner, margin=res.margin, date=date,
+        year=int(m.group(1)) if m else None,
         rules=_text(root, "RU"), encoding=decoded.codec, encoding_replaced=decoded.replaced,
         time_limit=_raw_text(root, "TM"), overtime=_text(root, "OT"), content_hash=hashlib.sha256(raw).hexdigest(),
     )

@@ -28,8 +28,11 @@ bytes/position, written at 38k rows/s by one thread; ``packbits`` + gzip-4 297 b
 
 Columns, one value per row: ``target`` int16 (flat index row*N + col, pass = N*N), ``to_move`` int8 (1 black,
 2 white), ``move_number`` int16 (1-based), ``player_rank`` / ``opponent_rank`` int8 (ranks scale, -128
-unknown), ``game_index`` int32 (row of the split's ``games.h5``), and with ``--symmetries all`` ``symmetry``
-int8 (0-7, the symmetry applied to the stored planes and target).
+unknown), ``game_index`` int32 (row of the split's ``games.h5``), ``outcome`` int8 (the game's result for the
+player to move: +1 won, -1 lost, 0 draw, -128 unknown or void; :mod:`kifunet.data_prep.results`), and with
+``--symmetries all`` ``symmetry`` int8 (0-7, the symmetry applied to the stored planes and target).
+A shard written before a column existed lacks it; :class:`ShardFile` reads it as :data:`COLUMN_DEFAULTS` says
+(``outcome``: -128 on every row), so such datasets still load.
 
 Narrow columns (here and in ``games.h5``): every value the SGF parser can produce fits, or the build rejects
 the record in its encode stage before any writer sees it: more than 32,767 moves ``too_many_moves`` (so
@@ -60,6 +63,9 @@ import h5py
 import numpy as np
 from numba import njit
 
+from .results import KINDS as RESULT_KINDS
+from .results import OUTCOME_UNKNOWN
+
 FORMAT = "kifunet-shard"
 FORMAT_VERSION = 1
 GAMES_FORMAT = "kifunet-games"
@@ -74,8 +80,11 @@ COLUMN_DTYPES: dict[str, np.dtype] = {
     "player_rank": np.dtype(np.int8),
     "opponent_rank": np.dtype(np.int8),
     "game_index": np.dtype(np.int32),
+    "outcome": np.dtype(np.int8),
     "symmetry": np.dtype(np.int8),
 }
+#: columns a shard written before they existed lacks -> the value every row of such a shard reads as
+COLUMN_DEFAULTS: dict[str, int] = {"outcome": OUTCOME_UNKNOWN}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -335,8 +344,9 @@ def shard_layout(path: str) -> str:
 class ShardFile:
     """Read access to one shard. The HDF5 file opens on first use, and again after a fork (pid changes).
 
-    On opening, the per-row columns (about 11 bytes a row) are read into memory whole, so a read touches
-    only the ``planes`` chunks it needs."""
+    On opening, the per-row columns (about 12 bytes a row) are read into memory whole, so a read touches
+    only the ``planes`` chunks it needs; a column of :data:`COLUMN_DEFAULTS` the file lacks (written before it
+    existed) is its default on every row."""
 
     def __init__(self, path: str, *, cache_bytes: int = 16 << 20):
         self.path = path
@@ -359,12 +369,16 @@ class ShardFile:
             layout = a["planes_layout"]
             ds = f["planes"]
             cs = int(a["num_stored"])
+            columns = {k: f[k][()] for k in f.keys() if k not in ("planes", "plane_codes")}
+            for k, v in COLUMN_DEFAULTS.items():
+                if k not in columns:
+                    columns[k] = np.full(ds.shape[0], v, COLUMN_DTYPES[k])
             self._meta = {
                 "layout": layout.decode() if isinstance(layout, bytes) else str(layout),
                 "n": int(a["board_size"]), "cs": cs, "planes": ds,
                 "table": unpack_points(f["plane_codes"][()], cs) if "plane_codes" in f else None,
                 "chunk": (ds.chunks or (max(1, ds.shape[0]),))[0],
-                "columns": {k: f[k][()] for k in f.keys() if k not in ("planes", "plane_codes")},
+                "columns": columns,
             }
             self._f, self._pid = f, os.getpid()
         return self._f
@@ -452,8 +466,11 @@ class ShardFile:
 
 GAME_STR_COLUMNS = ("path", "black", "white", "black_rank_text", "white_rank_text", "result", "date", "rules",
                     "content_hash", "moves_hash", "game_id")  # game_id: GameRecord.game_id, the dedupe key
+# result_kind: a code of kifunet.data_prep.results.KINDS (the table's ``result_kinds`` attribute lists them),
+# winner: BLACK/WHITE (0: none), margin: points for kind ``score`` (NaN otherwise)
 GAME_NUM_COLUMNS = {"black_rank": np.int8, "white_rank": np.int8, "komi": np.float32, "handicap": np.int8,
-                    "year": np.int16, "size": np.int8, "num_moves": np.int16, "positions": np.int32}
+                    "year": np.int16, "size": np.int8, "num_moves": np.int16, "positions": np.int32,
+                    "result_kind": np.int8, "winner": np.int8, "margin": np.float32}
 
 
 def _utf8(v) -> str:
@@ -464,14 +481,16 @@ def _utf8(v) -> str:
 def write_games_table(path: str, games: list[dict], attrs: dict | None = None) -> None:
     """The split's games, one row per game (its ``game_index``), as 1-D datasets; written atomically.
 
-    Numeric columns: GAME_NUM_COLUMNS (komi NaN when unknown, year 0 when unknown); string columns
-    GAME_STR_COLUMNS (UTF-8). The build checks every value fits before it gets here
-    (:func:`kifunet.data_prep.encode_stage.limit_reason`).
+    Numeric columns: GAME_NUM_COLUMNS (komi and margin NaN when unknown, year 0 when unknown, result_kind 0 =
+    ``unknown`` and winner 0 = none when missing); string columns GAME_STR_COLUMNS (UTF-8). The attribute
+    ``result_kinds`` lists the kind of each ``result_kind`` code (JSON). The build checks every value fits
+    before it gets here (:func:`kifunet.data_prep.encode_stage.limit_reason`).
     """
     tmp = tmp_path(path)
     with h5py.File(tmp, "w") as f:
         f.attrs["format"] = GAMES_FORMAT
         f.attrs["rows"] = len(games)
+        f.attrs["result_kinds"] = json.dumps(RESULT_KINDS)
         for k, v in (attrs or {}).items():
             f.attrs[k] = v
         kw = {"compression": "gzip", "compression_opts": 4} if games else {}

@@ -1,10 +1,11 @@
 """Summaries of a built dataset (``kifunet stats``) and of one position (``kifunet inspect``).
 
-:func:`dataset_stats` reads an HDF5 build's manifest, games tables and the small per-row rank column of every
-shard (never the planes; through :class:`kifunet.data_prep.reader.Reader`) and returns a JSON-able dict: per
-split games, positions, rows, shards and bytes on disk; positions by rank of the player to move; games and
-positions by year; and the build's accounting (seen, used, filtered and rejected by reason, positions by move
-filter). :func:`render_position` draws one row of a split of either container
+:func:`dataset_stats` reads an HDF5 build's manifest, games tables and the small per-row rank column of every shard
+(never the planes; through :class:`kifunet.data_prep.reader.Reader`) and returns a JSON-able dict: per split games,
+positions, rows, shards and bytes on disk; positions by rank of the player to move; games and positions by year and
+by result kind (:mod:`kifunet.data_prep.results`; a games table written before the ``result_kind`` column is read
+from its ``result`` text); and the build's accounting (seen, used, filtered and rejected by reason, positions by
+move filter). :func:`render_position` draws one row of a split of either container
 (:func:`kifunet.data_prep.dataset.open_split`).
 """
 
@@ -19,6 +20,7 @@ from .coords import from_flat, to_gtp
 from .manifest import read_manifest
 from .ranks import UNKNOWN, is_known, rank_to_text
 from .reader import Reader
+from .results import KINDS, parse_result
 
 
 def _rank_key(v: int) -> str:
@@ -44,6 +46,14 @@ def dataset_stats(root: str) -> dict:
             key = str(int(y)) if int(y) else "unknown"
             years_g[key] += 1
             years_p[key] += int(p)
+        if "result_kind" in games:
+            kinds = [KINDS[int(k)] for k in games["result_kind"]]
+        else:  # a games table written before results were read
+            kinds = [parse_result(t).kind for t in games.get("result", [])]
+        res_g, res_p = Counter(), Counter()
+        for k, p in zip(kinds, games.get("positions", [])):
+            res_g[k] += 1
+            res_p[k] += int(p)
         positions = info["positions"]
         out["splits"][split] = {
             "games": info["games"], "positions": positions, "rows": info["rows"], "shards": len(info["shards"]),
@@ -51,6 +61,8 @@ def dataset_stats(root: str) -> dict:
             "positions_by_rank": {_rank_key(k): ranks[k] for k in sorted(ranks, reverse=True)},
             "games_by_year": dict(sorted(years_g.items())),
             "positions_by_year": dict(sorted(years_p.items())),
+            "games_by_result": {k: res_g[k] for k in KINDS if res_g[k]},
+            "positions_by_result": {k: res_p[k] for k in KINDS if res_g[k]},
         }
     return out
 
@@ -85,6 +97,9 @@ def format_stats(st: dict) -> str:
         lines.append(f"[{name}] games (positions) by year")
         lines.append("  " + "  ".join(f"{y}: {g:,} ({s['positions_by_year'][y]:,})"
                                       for y, g in s["games_by_year"].items()))
+        lines.append(f"[{name}] games (positions) by result")
+        lines.append("  " + "  ".join(f"{k}: {g:,} ({s['positions_by_result'][k]:,})"
+                                      for k, g in s["games_by_result"].items()))
     return "\n".join(lines)
 
 

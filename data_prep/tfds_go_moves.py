@@ -48,6 +48,9 @@ feature            type             meaning
 ``move_number``    int16            1-based
 ``player_rank``    int8             rank of the player to move (ranks scale, -128 unknown)
 ``opponent_rank``  int8             rank of the opponent
+``outcome``        int8             the game's result for the player to move: +1 won, -1 lost, 0 draw,
+                                    -128 unknown or void (:mod:`kifunet.data_prep.results`; since 1.2.0:
+                                    a dataset of an earlier version lacks it and reads as -128)
 ``game``           text             the game's ``game_id`` (:meth:`~kifunet.data_prep.game.GameRecord.game_id`,
                                     the ``game_id`` column of the build's games tables)
 =================  ===============  ====================================================================
@@ -67,8 +70,8 @@ serialization orders the map by a hash seeded per process.
 
 Accounting: every input is accounted for as in ``kifunet build``. ``builder.info.metadata["kifunet"]``
 (``metadata.json`` in the dataset directory) holds ``counts`` (the manifest's: records ``seen`` = ``used`` +
-``filtered`` + ``rejected`` by reason, positions kept and dropped by move filter, example paths), ``splits``
-(games and positions), ``inputs`` (records, ignored files, damaged archives), the filters, split rule and
+``filtered`` + ``rejected`` by reason, positions kept and dropped by move filter, games and positions by result
+kind, example paths), ``splits`` (games, positions, and both by result kind), ``inputs`` (records, ignored files, damaged archives), the filters, split rule and
 feature set; ``rejects.jsonl`` beside it has one line per game not used (path, status, reason, detail) and per
 damaged input, like the build's.
 
@@ -129,12 +132,12 @@ from . import shards as shards_mod
 from . import splits as splits_mod
 from .encode_stage import UNIT_GAMES, encode_inputs, encode_record, read_unit, unit_arrays, unit_config
 from .manifest import DEDUPE_RULE, ILLEGAL_MOVE_POLICY, hash_json, summary_lines, tool_version
-from .plan_stage import plan, reject_line
+from .plan_stage import add_result, plan, reject_line, result_counts
 from .worker_pool import WorkerPool
 from .tfds_reader import METADATA, kifunet_metadata
 
 NAME = "go_moves"
-VERSION = "1.1.0"  # 1.1.0: duplicates and example keys by game_id (1.0.0: by moves hash)
+VERSION = "1.2.0"  # see GoMoves.RELEASE_NOTES: 1.2.0 the outcome feature; 1.1.0 duplicates by game_id
 FORMAT = "kifunet-tfds"
 FORMAT_VERSION = 1
 REJECTS = "rejects.jsonl"
@@ -234,6 +237,7 @@ def example_features(board_size: int, num_stored: int) -> tfds.features.Features
         "move_number": tfds.features.Scalar(dtype=np.int16),
         "player_rank": tfds.features.Scalar(dtype=np.int8),
         "opponent_rank": tfds.features.Scalar(dtype=np.int8),
+        "outcome": tfds.features.Scalar(dtype=np.int8),
         "game": tfds.features.Text(),
     })
 
@@ -268,7 +272,7 @@ def _examples_of_game(game_id: str, points: np.ndarray, cols: np.ndarray):
         yield example_key(game_id, c["move_number"]), {
             "planes": np.ascontiguousarray(points[r]), "target": int(c["target"]), "to_move": int(c["to_move"]),
             "move_number": int(c["move_number"]), "player_rank": int(c["player_rank"]),
-            "opponent_rank": int(c["opponent_rank"]), "game": game_id}
+            "opponent_rank": int(c["opponent_rank"]), "outcome": int(c["outcome"]), "game": game_id}
 
 
 class GoMoves(tfds.core.GeneratorBasedBuilder):
@@ -278,7 +282,11 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
     RELEASE_NOTES = {"1.0.0": "kifunet build's positions (feature set v1) in array_record.",
                      "1.1.0": "Duplicates are copies of one game (GameRecord.game_id), no longer every game with "
                               "the same moves; example keys and the game feature are game ids (another record "
-                              "order)."}
+                              "order).",
+                     "1.2.0": "Value targets: the outcome feature (int8: +1 the player to move won the game, -1 "
+                              "lost, 0 draw, -128 unknown or void, from RE); metadata counts games and positions by "
+                              "result kind; filters result and ended. Planes, other features and record order as "
+                              "in 1.1.0."}
     BUILDER_CONFIGS = _configs()
     MANUAL_DOWNLOAD_INSTRUCTIONS = ("Put the SGF archives (.tar.gz, .zip, .sgf files or directories of them) "
                                     "in manual_dir, e.g. the KGS archives from u-go.net or a GoGoD collection.")
@@ -373,8 +381,8 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
                 pool.close()
         names = rule.names()
         per_split, accounting = plan(work, summaries, names, infos, dedupe=filt.dedupe)
-        split_info = {s: {"games": len(per_split[s]["games"]), "positions": per_split[s]["positions"]}
-                      for s in names}
+        split_info = {s: {"games": len(per_split[s]["games"]), "positions": per_split[s]["positions"],
+                          "results": per_split[s]["results"]} for s in names}
         inputs = [{"path": i.path, "records": i.records, "ignored": i.ignored, "errors": i.errors} for i in infos]
         self.info.metadata["kifunet"] = self._kifunet_meta(filt, rule, accounting, split_info, inputs, "generator")
         with open(os.path.join(work, "rejects.jsonl.part"), "rb") as f:
@@ -512,7 +520,7 @@ class _AccountingFn(_CombineFn):
 
     def create_accumulator(self):
         return {"seen": 0, "used": 0, "filtered": {}, "rejected": {}, "moves": 0, "kept": 0, "pos_filtered": {},
-                "examples": {}, "splits": {}}
+                "results": result_counts(), "examples": {}, "splits": {}}
 
     @staticmethod
     def _add(d, k, v):
@@ -534,10 +542,18 @@ class _AccountingFn(_CombineFn):
         acc["kept"] += g["positions"]
         for k, v in g["pos_filtered"].items():
             self._add(acc["pos_filtered"], k, v)
-        sp = acc["splits"].setdefault(g["split"], {"games": 0, "positions": 0})
+        sp = acc["splits"].setdefault(g["split"], {"games": 0, "positions": 0, "results": result_counts()})
         sp["games"] += 1
         sp["positions"] += g["positions"]
+        add_result(sp["results"], g)
+        add_result(acc["results"], g)
         return acc
+
+    @staticmethod
+    def _add_results(into: dict, other: dict) -> None:
+        for kind, c in other.items():
+            for k, v in c.items():
+                into[kind][k] += v
 
     def merge_accumulators(self, accs):
         out = self.create_accumulator()
@@ -549,10 +565,12 @@ class _AccountingFn(_CombineFn):
                     self._add(out[k], r, v)
             for r, ex in a["examples"].items():
                 out["examples"][r] = sorted(out["examples"].get(r, []) + [tuple(x) for x in ex])[:3]
+            self._add_results(out["results"], a["results"])
             for s, v in a["splits"].items():
-                sp = out["splits"].setdefault(s, {"games": 0, "positions": 0})
+                sp = out["splits"].setdefault(s, {"games": 0, "positions": 0, "results": result_counts()})
                 sp["games"] += v["games"]
                 sp["positions"] += v["positions"]
+                self._add_results(sp["results"], v["results"])
         return out
 
     def extract_output(self, acc):
@@ -567,6 +585,7 @@ def _write_summary(acc: dict, rejects: list, inputs: list, *, out_dir: str, meta
         "filtered": dict(sorted(acc["filtered"].items())), "rejected": dict(sorted(acc["rejected"].items())),
         "positions": {"moves": acc["moves"], "kept": acc["kept"],
                       "filtered": dict(sorted(acc["pos_filtered"].items()))},
+        "results": acc["results"],
         "examples": {r: [p for _, p in ex] for r, ex in sorted(acc["examples"].items())},
     }
     inputs = [v for _, v in sorted(inputs, key=lambda x: x[0])]
@@ -577,7 +596,7 @@ def _write_summary(acc: dict, rejects: list, inputs: list, *, out_dir: str, meta
                          ensure_ascii=False) for e in total["errors"]]
     out = epath.Path(out_dir)
     (out / REJECTS).write_bytes("".join(x + "\n" for x in lines).encode("utf-8", "backslashreplace"))
-    splits = {s: acc["splits"].get(s, {"games": 0, "positions": 0}) for s in names}
+    splits = {s: acc["splits"].get(s, {"games": 0, "positions": 0, "results": result_counts()}) for s in names}
     (out / _BEAM_SUMMARY).write_text(json.dumps(dict(meta, counts=counts, splits=splits, inputs=[total])))
 
 

@@ -8,14 +8,15 @@ from its files.
 
 >>> from kifunet.data_prep.tfds_reader import TfdsReader
 >>> r = TfdsReader("go_moves/kgs_maddison", "train", data_dir="~/tfds")      # doctest: +SKIP
->>> r = TfdsReader("DATA_DIR/go_moves/kgs_maddison/1.1.0", "train")          # or a dataset directory
+>>> r = TfdsReader("DATA_DIR/go_moves/kgs_maddison/1.2.0", "train")          # or a dataset directory
 >>> len(r), r.batch([0, 5])["planes"].shape                                 # (B, 19, 19, C) uint8
 
 :class:`TfdsReader` is the TFDS implementation of :class:`kifunet.data_prep.dataset_base.DatasetSplit` (batches,
 pieces and errors are described there), so a batch is the one :class:`kifunet.data_prep.reader.Reader` gives
 for the HDF5 build of the same positions, plus ``game`` (the game's ``game_id``, the games tables' ``game_id`` column; there is no
-``game_index`` nor games table). ``manifest`` is the builder's ``kifunet`` metadata (``metadata.json``: accounting, feature
-set, filters, splits). TFDS wrote the records in hash-of-key order, so consecutive records are already spread
+``game_index`` nor games table). A dataset built by ``go_moves`` 1.1.0 (before the ``outcome`` feature) reads
+with ``outcome`` -128 on every row, as an HDF5 dataset built before the column does. ``manifest`` is the
+builder's ``kifunet`` metadata (``metadata.json``: accounting, feature set, filters, splits). TFDS wrote the records in hash-of-key order, so consecutive records are already spread
 over games, as the HDF5 build's shuffled rows are; a block is ``block_rows`` (256) consecutive records. TFDS
 cannot write an empty split: a split the metadata lists but TFDS left out opens with 0 rows, as an empty
 HDF5 split does.
@@ -37,8 +38,9 @@ from etils import epath
 from . import shards as shards_mod
 from .dataset_base import DEFAULT_BLOCK_ROWS, DatasetSplit, NotADatasetError, UnknownSplitError
 
-#: per-row columns of a ``go_moves`` example (besides ``planes`` and ``game``)
-COLUMNS = ("target", "to_move", "move_number", "player_rank", "opponent_rank")
+#: per-row columns of a ``go_moves`` example (besides ``planes`` and ``game``); a dataset of a version before a
+#: column of :data:`kifunet.data_prep.shards.COLUMN_DEFAULTS` (``outcome``: 1.2.0) reads as its default
+COLUMNS = ("target", "to_move", "move_number", "player_rank", "opponent_rank", "outcome")
 METADATA = "metadata.json"
 
 
@@ -75,7 +77,9 @@ def decode(records, fs, board_size: int | None = None, *, assemble: bool = True)
     else:
         packed = np.stack([np.asarray(r["planes"], np.uint8) for r in recs])
     stored = shards_mod.unpack_points(packed, fs.num_stored)
-    out = {k: np.fromiter((int(r[k]) for r in recs), shards_mod.COLUMN_DTYPES[k], len(recs)) for k in COLUMNS}
+    defaults = shards_mod.COLUMN_DEFAULTS
+    out = {k: np.fromiter((int(r[k]) if k in r else defaults[k] for r in recs), shards_mod.COLUMN_DTYPES[k],
+                          len(recs)) for k in COLUMNS}
     out["game"] = np.array([r["game"].decode() if isinstance(r["game"], bytes) else str(r["game"]) for r in recs],
                            dtype=object)
     if assemble:
@@ -93,10 +97,11 @@ def decode_raw(raw_records, fs, board_size: int, *, assemble: bool = True) -> di
 
     n, w = int(board_size), shards_mod.point_width(fs.num_stored)
     planes, cols, games = [], [], []
+    defaults = shards_mod.COLUMN_DEFAULTS
     for x in raw_records:
         f = tf_example_pb2.Example.FromString(x).features.feature
         planes.append(f["planes"].bytes_list.value[0])
-        cols.append([f[k].int64_list.value[0] for k in COLUMNS])
+        cols.append([f[k].int64_list.value[0] if k in f or k not in defaults else defaults[k] for k in COLUMNS])
         games.append(f["game"].bytes_list.value[0].decode())
     packed = np.frombuffer(b"".join(planes), np.uint8).reshape(len(planes), n, n, w)
     c = np.asarray(cols, np.int64).reshape(len(cols), len(COLUMNS))

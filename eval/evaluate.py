@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 
+from kifunet.data_prep import ranks
 from kifunet.eval import metrics as M
 
 FORMAT = "kifunet-eval"
@@ -225,11 +226,12 @@ def spec_text(spec: dict) -> str:
 # ---------------------------------------------------------------------------------------------- evaluation
 def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: bool = False,
              legal_mask: bool = False, limit: int | None = None, start: int = 0, phase_starts=M.PHASE_STARTS,
-             progress: bool = True) -> dict:
+             progress: bool = True, as_rank: int | None = None) -> dict:
     """Metrics of ``predictor`` on every row of ``reader`` (a dataset split:
     :func:`kifunet.data_prep.dataset.open_split`), or on rows ``start .. start + limit - 1`` (a part of the split:
     parts evaluated apart, on one machine or several, add up with :func:`merge_results`); see the module
-    docstring."""
+    docstring. ``as_rank`` (the :mod:`kifunet.data_prep.ranks` scale) tells the net that every mover has that
+    rank (:func:`with_player_rank`); the breakdown by rank still groups rows by the mover's real rank."""
     from tqdm.auto import tqdm
 
     from kifunet.eval.legality import LegalMasker
@@ -255,6 +257,8 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
             legal = masker(batch) if masker is not None else None
             keys = dict(move_number=batch["move_number"], player_rank=batch["player_rank"], to_move=batch["to_move"])
             target = batch["target"].astype(np.int64)
+            if as_rank is not None:
+                batch = with_player_rank(batch, as_rank, predictor.feature_set)
             if ensemble:
                 passes = predictor.predict_symmetries(batch, pad_to=batch_size)
                 single = passes[0]
@@ -277,7 +281,8 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
         "settings": {"legal_mask": bool(legal_mask), "legal_source": masker.source if masker else None,
                      "tie_rule": M.TIE_RULE, "ensemble_rule": ENSEMBLE_RULE if ensemble else None,
                      "phase_starts": list(acc["single"].phase_starts), "batch_size": int(batch_size),
-                     "limit": None if limit is None else int(limit)},
+                     "limit": None if limit is None else int(limit),
+                     "as_rank": None if as_rank is None else int(as_rank)},
         "results": {m: a.to_dict() for m, a in acc.items()},
         "seconds": seconds,
         "positions_per_second": total / seconds if seconds > 0 else None,
@@ -378,7 +383,9 @@ def format_result(res: dict, *, breakdowns: bool = True) -> str:
                 if ds.get("ranges") and ds["evaluated"] < ds["rows"] else ""),
              f"spec: {ds['spec']['text']}",
              f"legal mask: {'on (' + str(st['legal_source']) + ')' if st['legal_mask'] else 'off'}; "
-             f"ties: {st['tie_rule']}", ""]
+             f"ties: {st['tie_rule']}"
+             + (f"; the net told every mover is {ranks.rank_to_text(st['as_rank'])}"
+                if st.get("as_rank") is not None else ""), ""]
     rows = [_row(MODE_TEXT[m], res["results"][m]) for m in MODES if m in res["results"]]
     lines.append(_table(HEADER, rows))
     if breakdowns:

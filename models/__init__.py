@@ -1,8 +1,10 @@
-"""Policy networks in Flax NNX: the paper architectures and the GoNN experiments.
+"""Policy networks in Flax NNX: the paper architectures and the GoNN experiments, and value heads.
 
 Call contract (every model; training, evaluation and GTP rely on it)
 --------------------------------------------------------------------
-``logits = model(planes, rank=None, to_move=None)``
+``logits = model(planes, rank=None, to_move=None)``, or ``logits, value = model(...)`` for a net with
+``model.has_value`` (the value contract: :mod:`kifunet.models.base`; ``models.policy_and_value(out)`` unpacks
+either)
 
 ==========  ==========================  ===============================================================
 argument    type                        meaning
@@ -17,30 +19,35 @@ to_move     int32 ``[B]`` or ``None``   1 = black, 2 = white; selects Maddison's
                                         plane (``None`` = black); ignored by the other families
 returns     float32 ``[B, N*N + 1]``    move logits; index ``N*N`` is pass. Nets without a pass output
                                         (Clark & Storkey, Maddison, AlphaGo SL, Darkforest, Cazenave,
-                                        GoNN) give pass the constant -1e9; AGZ, GARB and MAO learn it
+                                        GoNN) give pass the constant -1e9; AGZ, GARB, MAO and Qiqiao
+                                        learn it
+value       float32 ``[B]``             only when ``model.has_value``: in [-1, 1], the expected result
+                                        for the side to move (+1 win); :mod:`kifunet.models.base`
 ==========  ==========================  ===============================================================
 
 Modes: ``model.train()`` (BatchNorm uses and updates batch statistics, MAO masks input channels) and
 ``model.eval()`` (running statistics, no masks, deterministic). Models are built in training mode.
 
-Constructors: ``Family(*, board_size=19, in_planes=<family default>, rngs: nnx.Rngs,
+Constructors: ``Family(*, board_size=19 (QiqiaoNet: 9), in_planes=<family default>, rngs: nnx.Rngs,
 dtype=jnp.float32 (compute), param_dtype=jnp.float32, rank_embedding=False, ...)``. Parameters stay in
-``param_dtype``; ``dtype=jnp.bfloat16`` computes in bfloat16; logits are always float32. MAO draws its
+``param_dtype``; ``dtype=jnp.bfloat16`` computes in bfloat16; logits and values are always float32. MAO draws its
 masks from the ``dropout`` stream of the ``rngs`` given at construction (the default stream if absent).
 
-Named sizes: :func:`create` and :func:`names` (:mod:`kifunet.models.registry`). Accounting:
+Named sizes: :func:`create`, :func:`names`, :func:`default_in_planes` and :func:`default_board_size`
+(:mod:`kifunet.models.registry`). Accounting:
 :func:`count_params` (trainable only), :func:`count_macs` (analytic forward MACs per position),
 :func:`lr_multipliers` + :func:`scale_by_lr_multipliers` (GoNN's per-parameter gradient multipliers).
 """
 
-from kifunet.models.base import NO_PASS_LOGIT, PolicyNet
+from kifunet.models.base import NO_PASS_LOGIT, PolicyNet, policy_and_value
 from kifunet.models.cnn import AlphaGoSL, ClarkStorkey, ConvNet, Darkforest, Maddison
 from kifunet.models.flops import count_macs, forward_flops, train_flops
 from kifunet.models.garb import GARBNet
 from kifunet.models.gonn import GoNNResNet
 from kifunet.models.mao import MAONet
 from kifunet.models.params import count_params, lr_multipliers, scale_by_lr_multipliers
-from kifunet.models.registry import create, default_in_planes, names
+from kifunet.models.qiqiao import QiqiaoNet
+from kifunet.models.registry import create, default_board_size, default_in_planes, names
 from kifunet.models.resnet import AGZResNet, CazenaveResNet
 
 __all__ = [
@@ -56,13 +63,16 @@ __all__ = [
     "Maddison",
     "NO_PASS_LOGIT",
     "PolicyNet",
+    "QiqiaoNet",
     "count_macs",
     "count_params",
     "create",
+    "default_board_size",
     "default_in_planes",
     "forward_flops",
     "lr_multipliers",
     "names",
+    "policy_and_value",
     "scale_by_lr_multipliers",
     "train_flops",
 ]

@@ -1,5 +1,29 @@
-"""The call contract shared by every policy network (see :mod:`kifunet.models`), and the tie rule for reading its
-output (:func:`played_move_rank`: the one definition of top-k, used by training and by eval)."""
+"""The call contract shared by every policy network (arguments: :mod:`kifunet.models`), the value head's part of
+it, the tie rule for reading the policy output (:func:`played_move_rank`: the one definition of top-k, used by
+training and by eval) and the rule for scoring the value output against a game's result
+(:func:`value_outcome_stats`: the one definition of the value error and of winner prediction, likewise shared).
+
+The value contract: a net is *two-headed* when ``model.has_value`` is True, and then its call returns a pair.
+
+=========================  ==============================================================================
+item                       contract
+=========================  ==============================================================================
+``model.has_value``        bool, fixed at construction: True when the net was built with a value head
+``model(planes, ...)``     has_value False: ``logits``; True: the tuple ``(logits, value)``
+``logits``                 float32 ``[B, N*N + 1]`` move logits, index ``N*N`` = pass (as for every net)
+``value``                  float32 ``[B]`` in [-1, 1] (a tanh): the expected result of the game for the side
+                           to move (``to_move``): +1 a win, -1 a loss, 0 a draw (or an even game)
+:func:`policy_and_value`   ``(logits, value or None)`` from either kind of output: the one way a caller that
+                           takes any net unpacks it
+=========================  ==============================================================================
+
+Which nets have a value head: ``qiqiao`` / ``qiqiao_tiny`` always (Qiqiao's policy-value net); AlphaGo Zero
+(``AGZResNet``: ``agz_resnet20``, ``agz_tiny``), the GoNN ResNets (``gonn_*``) and GARB (``garb*``) with the
+constructor option ``value_head=True`` (``models.create("agz_resnet20", value_head=True)``; off by default, so
+their published policy-only counts stay the registry's); the CNNs and MAO never. The heads are described in each
+family's module docstring. Families implement :meth:`PolicyNet.logits` (policy only) or, when they can carry a
+value head, :meth:`PolicyNet.heads`, which computes the trunk once for both outputs.
+"""
 
 from __future__ import annotations
 
@@ -16,32 +40,45 @@ BLACK, WHITE = 1, 2
 
 
 class PolicyNet(nnx.Module):
-    """Base class: input checks, compute-dtype cast, float32 ``[B, N*N + 1]`` output.
+    """Base class: input checks, compute-dtype cast, float32 outputs (the module docstring's contract).
 
     Subclasses call :meth:`_setup` in their constructor and implement :meth:`logits`
-    ``(x [B, N, N, C] in the compute dtype, rank, to_move) -> [B, N*N + 1]``.
+    ``(x [B, N, N, C] in the compute dtype, rank, to_move) -> [B, N*N + 1]``, or, if they may have a value
+    head, :meth:`heads` ``-> (logits, value [B] or None)``.
     """
 
     board_size: int
     in_planes: int
+    has_value: bool = False
 
     def _setup(self, *, board_size: int, in_planes: int, dtype, param_dtype, rank_embedding: bool,
-               trunk_features: int, rngs: nnx.Rngs) -> None:
+               trunk_features: int, rngs: nnx.Rngs, has_value: bool = False) -> None:
         if board_size < 2:
             raise ValueError(f"board_size must be >= 2, got {board_size}")
         self.board_size = board_size
         self.in_planes = in_planes
         self.dtype = dtype
         self.param_dtype = param_dtype
+        self.has_value = bool(has_value)
         self.rank_embedding = (RankEmbedding(trunk_features, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
                                if rank_embedding else None)
 
     def __call__(self, planes: jax.Array, rank: jax.Array | None = None,
-                 to_move: jax.Array | None = None) -> jax.Array:
+                 to_move: jax.Array | None = None) -> jax.Array | tuple[jax.Array, jax.Array]:
         expected = (self.board_size, self.board_size, self.in_planes)
         if planes.ndim != 4 or tuple(planes.shape[1:]) != expected:
             raise ValueError(f"planes must be [B, {expected[0]}, {expected[1]}, {expected[2]}], got {planes.shape}")
-        return self.logits(jnp.asarray(planes).astype(self.dtype), rank, to_move).astype(jnp.float32)
+        logits, value = self.heads(jnp.asarray(planes).astype(self.dtype), rank, to_move)
+        if (value is not None) != self.has_value:
+            raise RuntimeError(f"{type(self).__name__}: has_value is {self.has_value} but heads() gave "
+                               f"{'a' if value is not None else 'no'} value")
+        logits = logits.astype(jnp.float32)
+        return logits if value is None else (logits, value.astype(jnp.float32))
+
+    def heads(self, x: jax.Array, rank: jax.Array | None,
+              to_move: jax.Array | None) -> tuple[jax.Array, jax.Array | None]:
+        """``(logits [B, N*N + 1], value [B] in [-1, 1] or None)``; policy-only families keep this default."""
+        return self.logits(x, rank, to_move), None
 
     def logits(self, x: jax.Array, rank: jax.Array | None, to_move: jax.Array | None) -> jax.Array:
         raise NotImplementedError
@@ -53,10 +90,50 @@ class PolicyNet(nnx.Module):
         return h + self.rank_embedding(rank, h.shape[0]).astype(h.dtype)
 
 
+def policy_and_value(out) -> tuple[jax.Array, jax.Array | None]:
+    """``(logits, value)`` of a model's output: ``(logits, None)`` for a policy-only net (see the module table)."""
+    if isinstance(out, tuple):
+        logits, value = out
+        return logits, value
+    return out, None
+
+
 def board_logits_without_pass(board: jax.Array) -> jax.Array:
     """``[B, N, N]`` point logits -> float32 ``[B, N*N + 1]`` with pass fixed at :data:`NO_PASS_LOGIT`."""
     flat = board.reshape(board.shape[0], -1).astype(jnp.float32)
-    return jnp.concatenate([flat, jnp.full((flat.shape[0], 1), NO_PASS_LOGIT, jnp.float32)], axis=-1)
+    # full_like, not full((B, 1)): the ONNX exporter (jax2onnx) traces with a symbolic batch B, which jnp.full's
+    # shape argument cannot take
+    return jnp.concatenate([flat, jnp.full_like(flat[:, :1], NO_PASS_LOGIT)], axis=-1)
+
+
+def value_outcome_stats(value, outcome):
+    """Per row, how a value output scores against the row's ``outcome`` (+1 the mover won, -1 lost, 0 draw,
+    :data:`kifunet.data_prep.results.OUTCOME_UNKNOWN` unknown): ``(known, squared_error, decided, correct)``.
+
+    ``known`` (bool): the outcome is known; ``squared_error``: ``(value - outcome)^2`` there, 0 elsewhere;
+    ``decided`` (bool): known and not a draw (draws count in the squared error, target 0, but name no winner);
+    ``correct`` (bool): decided and ``value * outcome > 0`` -- the value's sign names the winner (a value of
+    exactly 0 names none: wrong). NumPy or JAX arrays (traced ones included), as :func:`played_move_rank`.
+    """
+    from kifunet.data_prep.results import OUTCOME_UNKNOWN
+
+    xp = value.__array_namespace__() if hasattr(value, "__array_namespace__") else np
+    known = outcome != OUTCOME_UNKNOWN
+    z = xp.where(known, outcome, 0).astype(value.dtype)
+    squared_error = xp.where(known, xp.square(value - z), xp.zeros_like(value))
+    decided = known & (z != 0)
+    return known, squared_error, decided, decided & (value * z > 0)
+
+
+def constant_predictor_mse(known, decided, outcome_sum) -> float:
+    """The value MSE of the best constant over rows with these counts: the rows' mean outcome ``m = outcome_sum /
+    known`` scores ``mean(outcome^2) - m^2 = decided / known - m^2`` (outcomes are -1, 0, +1, so
+    ``sum outcome^2 = decided``); NaN when no row is known. A value head must beat it to have learnt anything."""
+    known = float(known)
+    if known <= 0:
+        return float("nan")
+    m = float(outcome_sum) / known
+    return float(decided) / known - m * m
 
 
 def played_move_rank(logits, target):

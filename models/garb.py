@@ -8,7 +8,13 @@
   C3 = ``channels // 2``, so X is as wide as the trunk.
 * stem: 3x3 conv ``in_planes -> channels``; end of trunk BN-ReLU; AlphaGo Zero policy head (1x1 conv to
   2 planes with bias, BN, ReLU, dense to N*N + 1: the pass logit is real). No conv bias elsewhere.
-* The NoGoZero+ dominion/score/value heads and curriculum belong to self-play RL and are not built.
+* The NoGoZero+ dominion/score heads and curriculum belong to self-play RL and are not built. Its value head
+  is not described in the text the project has, so ``value_head=True`` (off by default) adds ours, in the
+  style of the family's global pooling: a :class:`~kifunet.models.layers.PooledValueHead` on the end of the
+  trunk (after the final BN-ReLU): 1x1 conv ``channels``->``value_channels`` (32) -> BN -> ReLU -> channel
+  means and maxes -> dense to ``value_hidden`` (64) -> ReLU -> dense to 1 -> tanh; the net then returns
+  ``(logits, value)`` (:mod:`kifunet.models.base`). ``garb10`` (64 channels): 6,337 parameters (conv 2,048,
+  BN 64, dense 64*64 + 64 = 4,160, dense 65); any board size.
 
 Named sizes follow the paper's curriculum (5 -> 20 blocks, 32 -> 128 channels): ``garb5`` 32 channels,
 ``garb10`` 64 (the middle stage's width is not given; 64 is the reading), ``garb20`` 128. Default planes:
@@ -23,7 +29,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from kifunet.models.base import PolicyNet
-from kifunet.models.layers import GPS, Conv, batch_norm
+from kifunet.models.layers import GPS, Conv, PooledValueHead, batch_norm
 
 
 class PreActBlock(nnx.Module):
@@ -63,10 +69,11 @@ class GARBNet(PolicyNet):
     """Alternating standard / GARB residual tower with an AlphaGo Zero policy head."""
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 21, channels: int = 64, blocks: int = 10,
-                 garb_channels: int | None = None, rank_embedding: bool = False, dtype=jnp.float32,
+                 garb_channels: int | None = None, value_head: bool = False, value_channels: int = 32,
+                 value_hidden: int = 64, rank_embedding: bool = False, dtype=jnp.float32,
                  param_dtype=jnp.float32, rngs: nnx.Rngs):
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
-                    rank_embedding=rank_embedding, trunk_features=channels, rngs=rngs)
+                    rank_embedding=rank_embedding, trunk_features=channels, rngs=rngs, has_value=value_head)
         kw = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         c3 = garb_channels or channels // 2
         self.stem = Conv(in_planes, channels, 3, **kw)
@@ -76,11 +83,13 @@ class GARBNet(PolicyNet):
         self.policy_conv = Conv(channels, 2, 1, use_bias=True, **kw)
         self.policy_bn = batch_norm(2, **kw)
         self.policy_dense = nnx.Linear(2 * board_size * board_size, board_size * board_size + 1, **kw)
+        self.value = (PooledValueHead(channels, channels=value_channels, hidden=value_hidden, **kw)
+                      if value_head else None)
 
-    def logits(self, x, rank, to_move):
+    def heads(self, x, rank, to_move):
         h = self.add_rank(self.stem(x), rank)
         for block in self.blocks:
             h = block(h)
         h = jax.nn.relu(self.final_bn(h))
-        h = jax.nn.relu(self.policy_bn(self.policy_conv(h)))
-        return self.policy_dense(h.reshape(h.shape[0], -1))
+        p = jax.nn.relu(self.policy_bn(self.policy_conv(h)))
+        return self.policy_dense(p.reshape(p.shape[0], -1)), None if self.value is None else self.value(h)

@@ -13,7 +13,13 @@ Structure (docs/gonn.md section 4), C = ``channels`` = 192 by default:
 * end of trunk: BN -> act.
 * policy head: p1 = conv3x3 C->48, biased by g1 = conv3x3 C->32 -> BN -> act -> mean and max -> matmul
   64->48 (init x0.5, i.e. fan-in x4); BN -> CReLU (96 channels) -> conv5x5 96->1 (init x0.5) -> N*N logits.
-  No pass output (pass gets :data:`~kifunet.models.base.NO_PASS_LOGIT`), no value head.
+  No pass output (pass gets :data:`~kifunet.models.base.NO_PASS_LOGIT`).
+* value head (ours, off by default; GoNN had none): ``value_head=True`` adds a
+  :class:`~kifunet.models.layers.PooledValueHead` on the end of the trunk, KataGo's shape: 1x1 conv
+  C->``value_channels`` (32) -> BN -> act -> mean and max over the board (plus the stdev / board-scaled mean
+  when ``pool_stdev`` / ``pool_board_scaling``) -> dense to ``value_hidden`` (64) -> ReLU -> dense to 1 -> tanh;
+  the net then returns ``(logits, value)`` (:mod:`kifunet.models.base`). 10,465 parameters at C = 192 with
+  PReLU: conv 6,144, BN 64, PReLU 32, dense 64*64 + 64 = 4,160, dense 65; any board size.
 * act = PReLU with one slope per channel, init 0 (``activation="relu"`` for the ablation).
 * BN: momentum 0.99, eps 1e-3, scale and offset; no conv has a bias.
 * centre-weight emphasis (``center_emphasis=True``) on every residual-block conv: +0.3 x He(fan_in=C_in)
@@ -48,6 +54,7 @@ from kifunet.models.layers import (
     Conv,
     DilatedGroupConv,
     GlobalPoolBias,
+    PooledValueHead,
     PReLU,
     batch_norm,
     crelu,
@@ -137,7 +144,8 @@ class GoNNResNet(PolicyNet):
 
     Switches: ``dilated_channels=0`` (no dilation), ``global_blocks=()`` (no global trunk blocks),
     ``head_global_pool=False``, ``activation="relu"``, ``center_emphasis=False``; ``pool_stdev`` and
-    ``pool_board_scaling`` add the standard deviation and KataGo's board-size-scaled mean to every pooling.
+    ``pool_board_scaling`` add the standard deviation and KataGo's board-size-scaled mean to every pooling;
+    ``value_head=True`` adds the value head (``value_channels``, ``value_hidden``).
     """
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 26, channels: int = 192, blocks: int = 12,
@@ -145,13 +153,14 @@ class GoNNResNet(PolicyNet):
                  global_blocks: Sequence[int] = (), global_channels: int = 64, head_features: int = 48,
                  head_pooled: int = 32, head_global_pool: bool = True, activation: str = "prelu",
                  prelu_init: float = 0.0, center_emphasis: bool = True, pool_stdev: bool = False,
-                 pool_board_scaling: bool = False, rank_embedding: bool = False, dtype=jnp.float32,
+                 pool_board_scaling: bool = False, value_head: bool = False, value_channels: int = 32,
+                 value_hidden: int = 64, rank_embedding: bool = False, dtype=jnp.float32,
                  param_dtype=jnp.float32, rngs: nnx.Rngs):
         global_blocks = tuple(int(i) for i in global_blocks)
         if any(not 0 < i < blocks for i in global_blocks):
             raise ValueError(f"global_blocks {global_blocks} must be block indices in [1, {blocks})")
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
-                    rank_embedding=rank_embedding, trunk_features=channels, rngs=rngs)
+                    rank_embedding=rank_embedding, trunk_features=channels, rngs=rngs, has_value=value_head)
         act = dict(activation=activation, prelu_init=prelu_init, param_dtype=param_dtype)
         bn = dict(dtype=dtype, param_dtype=param_dtype)
         pool = dict(stdev=pool_stdev, board_scaling=pool_board_scaling)
@@ -176,10 +185,15 @@ class GoNNResNet(PolicyNet):
         self.head = GoNNPolicyHead(channels, head_features=head_features, head_pooled=head_pooled,
                                    global_pool=head_global_pool, pool=pool, act=act, dtype=dtype,
                                    param_dtype=param_dtype, rngs=rngs)
+        self.value = (PooledValueHead(channels, channels=value_channels, hidden=value_hidden,
+                                      act=_Act(value_channels, **act), stdev=pool_stdev,
+                                      board_scaling=pool_board_scaling, dtype=dtype, param_dtype=param_dtype,
+                                      rngs=rngs)
+                      if value_head else None)
 
-    def logits(self, x, rank, to_move):
+    def heads(self, x, rank, to_move):
         h = self.add_rank(self.stem(x), rank)
         for block in self.blocks:
             h = block(h)
         h = self.final_act(self.final_bn(h))
-        return board_logits_without_pass(self.head(h))
+        return board_logits_without_pass(self.head(h)), None if self.value is None else self.value(h)

@@ -16,6 +16,7 @@ module / function          job
 :func:`global_pool`        mean and max (optional stdev, optional KataGo board-size-scaled mean)
 :class:`GlobalPoolBias`    global pool of one tensor -> dense -> per-channel bias added to another
 :class:`GPS`               NoGoZero+ global pooling structure: BN+ReLU on G, pool, FC, add to X
+:class:`PooledValueHead`   KataGo-style value head: 1x1 conv, BN, act, global pool, dense, ReLU, dense, tanh
 :class:`MAOLayer`          maximum-average-out layer (Li et al. 2020)
 :class:`RankEmbedding`     learned vector per player rank, added to the trunk as a per-channel bias
 :func:`symmetrize`         average of a kernel over the 8 symmetries of the square
@@ -266,6 +267,35 @@ class GPS(nnx.Module):
 
     def __call__(self, x: jax.Array, g: jax.Array) -> jax.Array:
         return self.pool_bias(x, jax.nn.relu(self.bn(g)))
+
+
+class PooledValueHead(nnx.Module):
+    """``tanh(dense(relu(dense(global_pool(act(BN(conv1x1(h))))))))``: trunk ``[B, N, N, C]`` -> value ``[B]``.
+
+    The value head the GoNN and GARB families build with ``value_head=True`` (in the AlphaGo Zero / KataGo style:
+    a 1x1 conv of ``channels`` outputs without bias, BN with scale and offset, the family's activation ``act``
+    (ReLU when None), :func:`global_pool` (mean and max, plus ``stdev`` / ``board_scaling`` if asked), a dense
+    layer with bias to ``hidden`` units, ReLU, a dense layer with bias to 1, tanh). Pooling rather than AlphaGo
+    Zero's flatten keeps it the same size on every board. Parameters: ``C*channels + 2*channels`` (+ ``act``'s)
+    ``+ (pooled + 1)*hidden + hidden + 1``, ``pooled`` = :func:`pooled_features` ``(channels)``.
+    """
+
+    def __init__(self, features: int, *, channels: int, hidden: int, act: nnx.Module | None = None,
+                 stdev: bool = False, board_scaling: bool = False, dtype: Dtype = jnp.float32,
+                 param_dtype: Dtype = jnp.float32, rngs: nnx.Rngs):
+        kw = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        self.stdev, self.board_scaling = stdev, board_scaling
+        self.conv = Conv(features, channels, 1, **kw)
+        self.bn = batch_norm(channels, **kw)
+        self.act = act
+        self.hidden = nnx.Linear(pooled_features(channels, stdev=stdev, board_scaling=board_scaling), hidden, **kw)
+        self.out = nnx.Linear(hidden, 1, **kw)
+
+    def __call__(self, h: jax.Array) -> jax.Array:
+        v = self.bn(self.conv(h))
+        v = jax.nn.relu(v) if self.act is None else self.act(v)
+        v = jax.nn.relu(self.hidden(global_pool(v, stdev=self.stdev, board_scaling=self.board_scaling)))
+        return jnp.tanh(self.out(v)[:, 0])
 
 
 def select_by_mean(maps: jax.Array) -> tuple[jax.Array, jax.Array]:

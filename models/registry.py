@@ -1,7 +1,10 @@
 """Named model sizes: ``create(name, ...)`` builds one, ``names()`` lists them.
 
 Each name fixes a family and its size; the family's constructor default gives the input planes
-(``default_in_planes(name)``). ``*_tiny`` names are small variants for tests.
+(``default_in_planes(name)``) and the spec the board (``default_board_size(name)``: 19, but 9 for ``qiqiao``, a
+9x9 net whose dense layers grow with the board). ``*_tiny`` names are small variants for tests. Nets with a value
+head (``model.has_value``; the value contract is in :mod:`kifunet.models.base`): ``qiqiao`` and ``qiqiao_tiny``
+always; ``agz_*``, ``gonn_*`` and ``garb*`` with the override ``value_head=True``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from kifunet.models.cnn import AlphaGoSL, ClarkStorkey, Darkforest, Maddison
 from kifunet.models.garb import GARBNet
 from kifunet.models.gonn import GoNNResNet
 from kifunet.models.mao import MAONet
+from kifunet.models.qiqiao import QiqiaoNet
 from kifunet.models.resnet import AGZResNet, CazenaveResNet
 
 
@@ -26,6 +30,7 @@ class ModelSpec:
     family: type[PolicyNet]
     kwargs: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    board_size: int = 19  # the board it is built for unless create() is told another
 
 
 _SPECS: dict[str, ModelSpec] = {
@@ -40,19 +45,25 @@ _SPECS: dict[str, ModelSpec] = {
     "cazenave_resnet10": ModelSpec(CazenaveResNet, dict(blocks=10), "10 blocks x 256"),
     "cazenave_resnet14": ModelSpec(CazenaveResNet, dict(blocks=14), "14 blocks x 256"),
     "cazenave_tiny": ModelSpec(CazenaveResNet, dict(filters=8, blocks=1)),
-    "agz_resnet20": ModelSpec(AGZResNet, dict(blocks=19), "stem + 19 blocks x 256 (value head off)"),
-    "agz_tiny": ModelSpec(AGZResNet, dict(filters=8, blocks=1, value_head=True, value_hidden=8)),
+    "agz_resnet20": ModelSpec(AGZResNet, dict(blocks=19), "stem + 19 blocks x 256 (value head off; "
+                              "value_head=True adds it)"),
+    "agz_tiny": ModelSpec(AGZResNet, dict(filters=8, blocks=1, value_hidden=8)),
     "gonn_resnet5": ModelSpec(GoNNResNet, dict(blocks=5, dilation_rates=(2, 3)), "README 5 blocks x 192"),
     "gonn_resnet12": ModelSpec(GoNNResNet, dict(blocks=12), "README 12 blocks x 192"),
     "gonn_resnet12_global": ModelSpec(GoNNResNet, dict(blocks=12, global_blocks=(5, 9)),
                                       "a201e46: 12 blocks, global blocks 6 and 10"),
     "gonn_tiny": ModelSpec(GoNNResNet, dict(channels=8, blocks=3, dilated_channels=2, global_blocks=(2,),
-                                            global_channels=4, head_features=8, head_pooled=4)),
+                                            global_channels=4, head_features=8, head_pooled=4, value_channels=4,
+                                            value_hidden=8)),
     "mao": ModelSpec(MAONet, {}, "19 layers, MAO width 40 x 4 candidates"),
     "mao_tiny": ModelSpec(MAONet, dict(stem_width=8, width=8, candidates=2, blocks=1)),
     **{f"garb{b}": ModelSpec(GARBNet, dict(blocks=b, channels=c), f"{b} blocks x {c}")
        for b, c in ((5, 32), (10, 64), (20, 128))},
-    "garb_tiny": ModelSpec(GARBNet, dict(blocks=2, channels=8)),
+    "garb_tiny": ModelSpec(GARBNet, dict(blocks=2, channels=8, value_channels=4, value_hidden=8)),
+    "qiqiao": ModelSpec(QiqiaoNet, {}, "Qiqiao 9x9 policy-value net: 3 convs 32/64/128, two dense heads",
+                        board_size=9),
+    "qiqiao_tiny": ModelSpec(QiqiaoNet, dict(channels=(8, 8, 8), policy_channels=2, policy_hidden=16,
+                                             value_channels=2, value_hidden=(8, 8)), board_size=9),
 }
 
 
@@ -74,11 +85,18 @@ def default_in_planes(name: str) -> int:
     return s.kwargs.get("in_planes", inspect.signature(s.family.__init__).parameters["in_planes"].default)
 
 
-def create(name: str, *, board_size: int = 19, in_planes: int | None = None, rngs: nnx.Rngs | None = None,
-           **overrides: Any) -> PolicyNet:
-    """Build the named model; ``overrides`` replace any constructor argument (``dtype``, ``rank_embedding``...)."""
+def default_board_size(name: str) -> int:
+    """The board the named model is built for unless told otherwise (19; 9 for ``qiqiao``)."""
+    return spec(name).board_size
+
+
+def create(name: str, *, board_size: int | None = None, in_planes: int | None = None,
+           rngs: nnx.Rngs | None = None, **overrides: Any) -> PolicyNet:
+    """Build the named model (on :func:`default_board_size` when ``board_size`` is None); ``overrides`` replace any
+    constructor argument (``dtype``, ``rank_embedding``, ``value_head``...)."""
     s = spec(name)
     kwargs = {**s.kwargs, **overrides}
     if in_planes is not None:
         kwargs["in_planes"] = in_planes
-    return s.family(board_size=board_size, rngs=rngs if rngs is not None else nnx.Rngs(0), **kwargs)
+    return s.family(board_size=s.board_size if board_size is None else board_size,
+                    rngs=rngs if rngs is not None else nnx.Rngs(0), **kwargs)

@@ -19,8 +19,11 @@ running statistics (``nnx.BatchStat``) remain, which no count includes. Cazenave
 (pass gets :data:`~kifunet.models.base.NO_PASS_LOGIT`).
 
 AGZ "20 blocks" is the stem conv block plus 19 residual blocks (``blocks=19``). The published count
-includes the value head; ``value_head=False`` (the default for move prediction) leaves it out
-(22,744,676 parameters). With it, :meth:`AGZResNet.value` gives the tanh value ``[B]``.
+includes the value head; ``value_head=False`` (the default, in the registry too: ``agz_resnet20``, ``agz_tiny``)
+leaves it out (22,744,676 parameters). ``value_head=True`` (``models.create("agz_resnet20", value_head=True)``)
+builds it, 93,188 parameters at 19x19 (1x1 conv 256 + 1, BN 2, dense 361*256 + 256, dense 257), and the net
+returns ``(logits, value)`` (the value contract, :mod:`kifunet.models.base`); both heads read the same trunk.
+``value_hidden`` sets the width of the value head's hidden dense layer (256).
 BatchNorm: momentum 0.99, epsilon 1e-3. ``rank_embedding=True`` adds a rank vector after the stem.
 """
 
@@ -81,7 +84,7 @@ class AGZResNet(PolicyNet):
                  value_head: bool = False, value_hidden: int = 256, rank_embedding: bool = False,
                  dtype=jnp.float32, param_dtype=jnp.float32, rngs: nnx.Rngs):
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
-                    rank_embedding=rank_embedding, trunk_features=filters, rngs=rngs)
+                    rank_embedding=rank_embedding, trunk_features=filters, rngs=rngs, has_value=value_head)
         conv = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         points = board_size * board_size
         self.stem = Conv(in_planes, filters, 3, use_bias=True, **conv)
@@ -99,21 +102,14 @@ class AGZResNet(PolicyNet):
         else:
             self.value_conv = self.value_bn = self.value_hidden = self.value_out = None
 
-    def trunk(self, x, rank):
+    def heads(self, x, rank, to_move):
         h = jax.nn.relu(self.add_rank(self.stem_bn(self.stem(x)), rank))
         for block in self.blocks:
             h = block(h)
-        return h
-
-    def logits(self, x, rank, to_move):
-        h = jax.nn.relu(self.policy_bn(self.policy_conv(self.trunk(x, rank))))
-        return self.policy_dense(h.reshape(h.shape[0], -1))
-
-    def value(self, planes, rank=None, to_move=None):
-        """Value in [-1, 1] for the side to move, float32 ``[B]`` (needs ``value_head=True``)."""
+        p = jax.nn.relu(self.policy_bn(self.policy_conv(h)))
+        logits = self.policy_dense(p.reshape(p.shape[0], -1))
         if self.value_conv is None:
-            raise ValueError("this AGZResNet was built with value_head=False")
-        x = jnp.asarray(planes).astype(self.dtype)
-        h = jax.nn.relu(self.value_bn(self.value_conv(self.trunk(x, rank))))
-        h = jax.nn.relu(self.value_hidden(h.reshape(h.shape[0], -1)))
-        return jnp.tanh(self.value_out(h)[:, 0]).astype(jnp.float32)
+            return logits, None
+        v = jax.nn.relu(self.value_bn(self.value_conv(h)))
+        v = jax.nn.relu(self.value_hidden(v.reshape(v.shape[0], -1)))
+        return logits, jnp.tanh(self.value_out(v)[:, 0])

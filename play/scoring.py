@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kifunet.data_prep import results
 from kifunet.data_prep.board import neighbours_cached
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
 
@@ -68,16 +69,17 @@ def _num(x: float) -> str:
 
 
 def parse_result(text: str) -> tuple[int | None, str]:
-    """SGF/GTP result text -> (winner colour or None for jigo/void, normalised text).
+    """SGF/GTP result text -> (winner colour or None for jigo, normalised text), read by the one result parser
+    (:func:`kifunet.data_prep.results.parse_result`).
 
     Reads ``B+3.5``, ``W+R``, ``W+Resign``, ``B+T``, ``B+F``, ``0`` / ``Draw`` / ``Jigo``; raises ``ValueError``
-    on anything else (including GNU Go's ``?`` for a score it could not decide).
+    on a result without a winner or a draw (``Void``, GNU Go's ``?`` for a score it could not decide, text that
+    is no result).
     """
-    t = text.strip()
-    low = t.lower()
-    if low in ("0", "draw", "jigo", "b+0", "w+0"):
+    r = results.parse_result(text)
+    if r.kind == "draw":
         return None, "0"
-    if len(t) >= 3 and t[0].upper() in "BW" and t[1] == "+":
-        winner = BLACK if t[0].upper() == "B" else WHITE
-        return winner, t[0].upper() + t[1:]
-    raise ValueError(f"not a game result: {text!r}")
+    if r.kind in results.UNKNOWN_KINDS:
+        raise ValueError(f"not a game result: {text!r}")
+    t = text.strip()
+    return r.winner, t[0].upper() + t[1:]

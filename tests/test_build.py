@@ -29,7 +29,8 @@ GTP_COLS = "ABCDEFGHJKLMNOPQRST"
 # avoided here)
 
 def random_game(seed: int, *, n: int = 9, moves: int = 40, br: str = "6d", wr: str = "7d",
-                date: str = "2015-01-01", ha: int = 0, pass_prob: float = 0.05) -> bytes:
+                date: str = "2015-01-01", ha: int = 0, pass_prob: float = 0.05,
+                result: str | None = "B+R") -> bytes:
     rng = np.random.default_rng(seed)
     board = boards.Board(n)
     colour, ko = "b", None
@@ -56,7 +57,8 @@ def random_game(seed: int, *, n: int = 9, moves: int = 40, br: str = "6d", wr: s
         colour = "w" if colour == "b" else "b"
     letters = "abcdefghijklmnopqrs"
     body = "".join(f";{c.upper()}[{'' if p is None else letters[p[1]] + letters[n - 1 - p[0]]}]" for c, p in seq)
-    head = f"(;GM[1]FF[4]CA[UTF-8]SZ[{n}]PB[black{seed}]PW[white{seed}]BR[{br}]WR[{wr}]DT[{date}]KM[6.5]RE[B+R]"
+    re_ = "" if result is None else f"RE[{result}]"  # None: no RE at all
+    head = f"(;GM[1]FF[4]CA[UTF-8]SZ[{n}]PB[black{seed}]PW[white{seed}]BR[{br}]WR[{wr}]DT[{date}]KM[6.5]{re_}"
     if ha:
         head += f"HA[{ha}]"
     return (head + body + ")").encode()
@@ -125,6 +127,7 @@ def test_round_trip_bit_exact_and_shuffled(tmp_path):
         assert np.array_equal(b["stored"][i], enc.planes[t])
         assert b["target"][i] == enc.target[t] and b["to_move"][i] == enc.to_move[t]
         assert b["player_rank"][i] == enc.player_rank[t] and b["opponent_rank"][i] == enc.opponent_rank[t]
+        assert b["outcome"][i] == (1 if b["to_move"][i] == 1 else -1)  # RE[B+R]: black won
         seen.add((path, t))
     # every non-pass move of every game is there exactly once
     want = {(p, t) for p in paths for t in np.flatnonzero(cache[p][1])}
@@ -275,6 +278,82 @@ def test_kill_9_then_resume_is_byte_identical(tmp_path, stage):
     m1, m2 = (json.load(open(p / "manifest.json")) for p in (out, tmp_path / "ref"))
     assert m1["splits"] == m2["splits"] and m1["counts"] == m2["counts"]
     assert not (out / ".work").exists()
+
+
+# (RE, kind, winner, margin, outcome for black to move): one game of each, built into one dataset
+RESULT_GAMES = [
+    ("B+R", "resign", 1, None, 1), ("W+Resign", "resign", 2, None, -1), ("B+12.5", "score", 1, 12.5, 1),
+    ("W+0.5", "score", 2, 0.5, -1), ("W+T", "time", 2, None, -1), ("B+Forfeit", "forfeit", 1, None, 1),
+    ("W+", "win", 2, None, -1), ("B+0.0", "win", 1, None, 1), ("0", "draw", 0, None, 0), ("Jigo", "draw", 0, None, 0),
+    ("Void", "void", 0, None, -128), ("?", "unknown", 0, None, -128), (None, "unknown", 0, None, -128),
+    ("黑中盘胜", "unknown", 0, None, -128),
+]
+
+
+def test_results_outcomes_filters_and_accounting(tmp_path, capsys):
+    """Each game's RE -> the games table's kind, winner and margin, every row's outcome from the mover's side, the
+    manifest's counts by result kind (adding up), ``kifunet stats``, and the filters ``--result known`` and
+    ``--ended`` (``result_unknown`` before ``ended_other``), each game accounted for."""
+    import h5py
+
+    from kifunet.cli import main
+    from kifunet.data_prep import results, stats
+
+    d = tmp_path / "in"
+    d.mkdir()
+    for i, (re_, *_) in enumerate(RESULT_GAMES):
+        (d / f"r{i:02d}.sgf").write_bytes(random_game(300 + i, moves=12 + i, result=re_))
+    out = tmp_path / "all"
+    m = build.build(cfg_for([d], out), log=quiet)
+    r = Reader(str(out), "train", assemble=False)
+    g = r.games()
+    with h5py.File(out / "train" / "games.h5") as f:
+        assert json.loads(f.attrs["result_kinds"]) == list(results.KINDS)
+    b = r.batch(np.arange(len(r)))
+    names = [os.path.basename(p) for p in g["path"]]
+    for i, (re_, kind, winner, margin, black) in enumerate(RESULT_GAMES):
+        gi = names.index(f"r{i:02d}.sgf")
+        assert g["result"][gi] == (re_ or "") and results.KINDS[g["result_kind"][gi]] == kind, re_
+        assert g["winner"][gi] == winner and (np.isnan(g["margin"][gi]) if margin is None
+                                              else g["margin"][gi] == np.float32(margin)), re_
+        mine = b["game_index"] == gi
+        white = -black if black in (1, -1) else black
+        want = np.where(b["to_move"][mine] == 1, black, white)
+        assert mine.sum() == g["positions"][gi] and np.array_equal(b["outcome"][mine], want), re_
+    # the accounting by result kind adds up, per split and over the build
+    c = m["counts"]
+    kinds = {k: v["games"] for k, v in c["results"].items() if v["games"]}
+    assert kinds == {"resign": 2, "score": 2, "time": 1, "forfeit": 1, "win": 2, "draw": 2, "void": 1, "unknown": 3}
+    assert list(c["results"]) == list(results.KINDS)
+    assert m["splits"]["train"]["results"] == c["results"]
+    assert sum(v["games"] for v in c["results"].values()) == c["used"] == len(RESULT_GAMES)
+    assert sum(v["positions"] for v in c["results"].values()) == c["positions"]["kept"] == len(r)
+    st = stats.dataset_stats(str(out))["splits"]["train"]
+    assert st["games_by_result"] == kinds and sum(st["positions_by_result"].values()) == len(r)
+    assert st["positions_by_result"]["void"] == c["results"]["void"]["positions"]
+    # the filters, from the command line: every game accounted for
+    for k, (flags, filtered) in enumerate(((["--result", "known"], {"result_unknown": 4}),
+                                           (["--ended", "resign,score"], {"ended_other": 10}),
+                                           (["--ended", "void,draw"], {"ended_other": 11}),
+                                           (["--result", "known", "--ended", "score,draw,time"],
+                                            {"result_unknown": 4, "ended_other": 5}))):
+        o = tmp_path / f"filtered{k}"
+        assert main(["build", str(d), "--out", str(o), "--board-size", "9", "--workers", "0", "--no-progress",
+                     *flags]) == 0
+        mf = json.load(open(o / "manifest.json"))
+        cf = mf["counts"]
+        assert cf["filtered"] == filtered and cf["seen"] == cf["used"] + sum(filtered.values()), flags
+        assert sum(v["games"] for v in cf["results"].values()) == cf["used"]
+        kept = {k for k, v in cf["results"].items() if v["games"]}
+        if "--ended" in flags:
+            assert kept == set(flags[flags.index("--ended") + 1].split(","))
+        else:
+            assert kept.isdisjoint(results.UNKNOWN_KINDS)
+        outcomes = set(Reader(str(o), "train").column("outcome").tolist())
+        assert (-128 in outcomes) == bool(kept & set(results.UNKNOWN_KINDS)), flags
+    capsys.readouterr()
+    assert main(["build", str(d), "--out", str(tmp_path / "bad"), "--ended", "resign,resin"]) == 2
+    assert "unknown result kind 'resin'" in capsys.readouterr().err
 
 
 def test_rerun_done_refused_changed_and_overwrite(tmp_path):
@@ -741,7 +820,7 @@ def test_values_no_column_holds_are_rejected_not_crashed(tmp_path, monkeypatch):
     from kifunet.data_prep import tfds_go_moves
 
     feats = tfds_go_moves.example_features(19, 27)
-    for k in ("target", "to_move", "move_number", "player_rank", "opponent_rank"):
+    for k in ("target", "to_move", "move_number", "player_rank", "opponent_rank", "outcome"):
         assert np.can_cast(spill[k], np.dtype(feats[k].np_dtype), "safe"), k
 
 

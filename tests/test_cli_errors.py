@@ -11,6 +11,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,9 +29,9 @@ DYING_ENGINE = shlex.join([sys.executable, "-c",
                            "import sys; sys.stderr.write('engine boom: no net in /nowhere\\n'); sys.exit(3)"])
 
 
-def kifunet(*argv, cwd, timeout=180):
+def kifunet(*argv, cwd, timeout=180, env=None):
     return subprocess.run([sys.executable, "-m", "kifunet.cli", *map(str, argv)], capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+                          cwd=cwd, timeout=timeout, env={**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})})
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +77,9 @@ CASES = [
     ("match", ["--engine", "no-such-go-program --gtp", "--referee", "none", "--out", "{tmp}/m2"],
      "--engine: program not found"),
     ("match", ["--engine", DYING_ENGINE, "--games", "0", "--out", "{tmp}/m3"], "--games must be at least 1"),
+    ("export", ["/no/such/run", "--out", "{tmp}/x.onnx"], "/no/such/run"),
+    ("export", [PRETRAINED, "--out", "{tmp}/no/x.onnx"], "does not exist"),
+    ("gtp", ["--model", "{tmp}/missing.onnx"], "missing.onnx: no such file"),
 ]
 
 
@@ -169,3 +173,25 @@ def test_main_in_process_leaves_the_callers_sigpipe_alone():
     out = subprocess.run(f"{sys.executable} -m kifunet.cli features | head -1", shell=True, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0 and "BrokenPipe" not in out.stderr, out.stderr
+
+
+# `kifunet show` checks its inputs before it loads the net (issue 13, item 16)
+@pytest.mark.parametrize("args", [
+    ["/no/such.sgf", "--move", "3", "--out", "x.png", "--checkpoint", PRETRAINED],
+    [GAME, "--move", "3", "--out", "x.png", "--checkpoint", "/no/such/run"],
+    [GAME, "--move", "3", "--out", "/no/such/dir/x.png", "--checkpoint", PRETRAINED],
+    [GAME, "--move", "3", "--out", "x.png", "--rank", "strong", "--checkpoint", PRETRAINED],
+], ids=["missing-sgf", "missing-run", "missing-out-dir", "bad-rank"])
+def test_show_reports_bad_inputs_before_loading_the_net(args, tmp_path):
+    # a jax that cannot be imported: the inputs must be reported before anything loads the net (or JAX)
+    fake = tmp_path / "no_jax"
+    (fake / "jax").mkdir(parents=True)
+    (fake / "jax" / "__init__.py").write_text("raise ImportError('jax imported before the inputs were checked')\n")
+    path = os.pathsep.join([str(fake), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    t0 = time.monotonic()
+    proc = kifunet("show", *args, cwd=tmp_path, env={"PYTHONPATH": path})
+    seconds = time.monotonic() - t0
+    assert proc.returncode == 2 and proc.stderr.startswith("kifunet show: error: "), proc.stderr
+    assert "jax imported" not in proc.stderr, proc.stderr
+    # loading JAX and the checkpoint took 6-9 s here; the inputs are checked in well under 2 s (slack for load)
+    assert seconds < 5.0, f"{seconds:.1f} s: {proc.stderr}"

@@ -25,7 +25,7 @@ from kifunet.data_prep.reader import Reader  # noqa: E402
 from test_tfds_go_moves import make_inputs  # noqa: E402
 
 SPLITS = ["train:2000-2014", "val:1990", "test:2015"]
-COLUMNS = ("target", "to_move", "move_number", "player_rank", "opponent_rank")
+COLUMNS = ("target", "to_move", "move_number", "player_rank", "opponent_rank", "outcome")
 
 
 @pytest.fixture(scope="module")

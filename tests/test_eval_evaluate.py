@@ -278,3 +278,21 @@ def test_replay_legality_reads_games_of_an_sgf_collection(tmp_path):
     assert sorted(Path(p).name for p in gonn.games()["path"]) == ["two.sgf", "two.sgf#2"]
     bm, bg = mad.batch(np.arange(len(mad))), gonn.batch(np.arange(len(gonn)))
     np.testing.assert_array_equal(M.legal_from_planes(bm["planes"], mad.feature_set), ReplayLegality(gonn).mask(bg))
+
+
+def test_as_rank_tells_the_net_one_rank_and_keeps_the_real_ranks_in_the_breakdown(maddison_ds):
+    r, p = _predictor(maddison_ds)
+    plain = evaluate(p, r, batch_size=16, progress=False)
+    told = {rank: evaluate(p, r, batch_size=16, progress=False, as_rank=rank) for rank in (0, 8)}
+    # the plane net weighs Maddison's rank planes: 1d and 9d give different predictions, each its own setting
+    assert told[0]["results"]["single"]["nll_sum"] != told[8]["results"]["single"]["nll_sum"]
+    assert told[8]["settings"]["as_rank"] == 8 and plain["settings"]["as_rank"] is None
+    # the same as rewriting every batch by hand
+    rows = np.arange(len(r))
+    manual = p.predict(with_player_rank(r.batch(rows), 8, r.feature_set))
+    nll = -np.take_along_axis(manual - np.log(np.exp(manual - manual.max(1, keepdims=True)).sum(1, keepdims=True))
+                              - manual.max(1, keepdims=True), r.batch(rows)["target"][:, None].astype(int), 1).sum()
+    assert np.isclose(told[8]["results"]["single"]["nll_sum"], nll, rtol=1e-4)
+    groups = lambda res: {k: v["count"] for k, v in res["results"]["single"]["by_rank"].items()}  # noqa: E731
+    assert groups(told[8]) == groups(plain) and len(groups(plain)) >= 1  # the movers' real ranks
+    assert "told every mover is 9d" in format_result(told[8], breakdowns=False)

@@ -55,6 +55,7 @@ def test_plane_counts_and_registry():
     assert features.get("alphago").num_stored == 46  # ones and zeros are constant
     assert features.get("gonn").num_stored == 25  # on-board is constant
     assert features.get("agz").columns == ("to_move",)
+    assert features.get("qiqiao").num_stored == 9  # the side-to-move plane is constant
     with pytest.raises(KeyError, match="unknown feature set"):
         features.get("nope")
 
@@ -274,7 +275,8 @@ def test_declared_history_and_legality_match_the_old_name_rules(name):
 
 
 def test_every_registered_set_is_covered_by_the_declaration_test():
-    assert set(features.names()) <= {"maddison", "alphago", "agz", "gonn", "nogo_liberties"}
+    # qiqiao came after the name rules: tests/test_features_qiqiao.py::test_set_declarations checks its declarations
+    assert set(features.names()) <= {"maddison", "alphago", "agz", "gonn", "nogo_liberties", "qiqiao"}
 
 
 def test_feature_declarations_are_checked():

@@ -11,11 +11,14 @@ from kifunet.data_prep import filters
 from kifunet.data_prep.filters import Filters
 from kifunet.data_prep.game import GameInfo, GameRecord
 from kifunet.data_prep.ranks import UNKNOWN
+from kifunet.data_prep.results import parse_result
 
 
-def _rec(size=19, moves=10, br=5, wr=5, ha=0, date="2015-03-04"):
+def _rec(size=19, moves=10, br=5, wr=5, ha=0, date="2015-03-04", result="B+R"):
+    r = parse_result(result)
     info = GameInfo(size=size, black_rank=br, white_rank=wr, handicap=ha, date=date,
-                    year=int(date[:4]) if date[:4].isdigit() else None)
+                    year=int(date[:4]) if date[:4].isdigit() else None, result=result, result_kind=r.kind,
+                    winner=r.winner, margin=r.margin)
     mv = [(1 + i % 2, i) for i in range(moves)]
     return GameRecord.from_moves(size, mv, info=info)
 
@@ -57,8 +60,16 @@ def test_game_reason_order_and_each_filter():
     assert f.game_reason(_rec(moves=30, date="")) == "no_date"
     assert f.game_reason(_rec(moves=30, date="2015-01-01")) == "date_range"
     assert f.game_reason(_rec(moves=30, date="2000-12-31")) == "date_range"
-    assert f.game_reason(_rec(moves=19, date="2014-12-31")) == "too_short"
+    assert f.game_reason(_rec(moves=19, date="2014-12-31", result="?")) == "too_short"
     assert f.game_reason(_rec(moves=20, date="2001-01-01")) is None
+    assert f.game_reason(_rec(moves=20, date="2001-01-01", result="?")) is None  # result filters off by default
+    f.result, f.ended = "known", ("score",)
+    assert f.game_reason(_rec(moves=19, date="2014-12-31", result="?")) == "too_short"
+    assert f.game_reason(_rec(moves=20, date="2001-01-01", result="Void")) == "result_unknown"
+    assert f.game_reason(_rec(moves=20, date="2001-01-01", result="B+R")) == "ended_other"
+    assert f.game_reason(_rec(moves=20, date="2001-01-01", result="W+2.5")) is None
+    assert filters.GAME_REASONS.index("too_short") + 1 == filters.GAME_REASONS.index("result_unknown") == \
+        filters.GAME_REASONS.index("ended_other") - 1
 
 
 def test_date_bounds_and_game_dates():
@@ -110,6 +121,12 @@ def test_preset_config_flag_precedence(tmp_path):
     j.write_text(json.dumps({"no_handicap": False, "board_size": 9}))
     f2 = filters.filters_from_options(filters.resolve(preset="gonn-kgs", config=filters.load_config_file(str(j))))
     assert not f2.no_handicap and f2.board_size == 9
+    t = tmp_path / "r.toml"
+    t.write_text('result = "known"\nended = ["score", "resign"]\n')
+    f3 = filters.filters_from_options(filters.resolve(config=filters.load_config_file(str(t)),
+                                                      overrides={"ended": "time"}))
+    assert f3.result == "known" and f3.ended == ("time",)  # the flag beats the file
+    assert filters.filters_from_options(filters.load_config_file(str(t))).ended == ("resign", "score")
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"min_rnak": "6d"}))
     with pytest.raises(ValueError, match="min_rnak"):

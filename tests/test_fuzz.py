@@ -492,6 +492,28 @@ def test_seeds_load_and_replay(i, warm):
 # the reader
 
 
+RE_PIECES = ["B", "W", "b", "w", "+", "-", ".", "0", "5", "12", "R", "Resign", "T", "Time", "F", "Forfeit", "Draw",
+             "Jigo", "D", "Void", "?", " ", "e", "inf", "黑中盘胜", "9" * 40]
+
+
+@settings(max_examples=scaled(300), deadline=10_000, suppress_health_check=SUPPRESS)
+@given(text=st.one_of(st.text(max_size=30), st.lists(st.sampled_from(RE_PIECES), max_size=5).map("".join)))
+def test_any_result_text_reads_as_a_consistent_result(text):
+    """``parse_result`` on any RE text: never raises; a winner exactly for the kinds that have one, a margin exactly
+    for ``score`` (finite, > 0, held by float32); the case of ASCII letters does not matter."""
+    from kifunet.data_prep import results
+
+    r = results.parse_result(text)
+    assert r.kind in results.KINDS
+    assert (r.winner in (1, 2)) == (r.kind in results.WIN_KINDS) and r.winner in (0, 1, 2)
+    if r.kind == "score":
+        assert 0 < r.margin <= float(np.finfo(np.float32).max) and np.isfinite(np.float32(r.margin))
+    else:
+        assert np.isnan(r.margin)
+    if text.isascii():
+        assert results.parse_result(text.upper())[:2] == results.parse_result(text.lower())[:2] == r[:2]
+
+
 @settings(max_examples=scaled(200), deadline=10_000, suppress_health_check=SUPPRESS)
 @given(raw=sgf_inputs())
 def test_reader_returns_a_record_or_raises_sgf_error(raw, warm):
@@ -836,9 +858,9 @@ def _few_moves(files: dict) -> bool:
        board_size=st.sampled_from([19, 19, 9]), unit_games=st.integers(1, 4),
        shard_rows=st.sampled_from([13, 100, 1000, 65536]),
        symmetries=st.sampled_from(["none", "none", "all"]), include_passes=st.booleans(),
-       val_fraction=st.sampled_from([None, 0.5]), dedupe=st.booleans())
+       val_fraction=st.sampled_from([None, 0.5]), dedupe=st.booleans(), result=st.sampled_from(["any", "known"]))
 def test_build_keeps_the_accounting_identity(tree, feature_set, board_size, unit_games, shard_rows, symmetries,
-                                             include_passes, val_fraction, dedupe, warm):
+                                             include_passes, val_fraction, dedupe, result, warm):
     """A real build over random mutated files, archives and odd directory entries never raises, and
     ``seen = used + filtered + rejected``, with every count agreeing: the records the inputs yield, the games
     and positions of the splits, the lines of ``rejects.jsonl``. No record is rejected for a bug
@@ -853,7 +875,8 @@ def test_build_keeps_the_accounting_identity(tree, feature_set, board_size, unit
         out = os.path.join(d, "out")
         cfg = build.BuildConfig(
             inputs=paths, out=out, features=feature_set,
-            filters=filters.Filters(board_size=board_size, include_passes=include_passes, dedupe=dedupe),
+            filters=filters.Filters(board_size=board_size, include_passes=include_passes, dedupe=dedupe,
+                                    result=result),
             splits=splits.make_rule(val_fraction=val_fraction), seed=3, storage=Storage(chunk_rows=32),
             shard_rows=shard_rows, unit_games=unit_games, symmetries=symmetries, workers=0, progress=False)
         try:
@@ -874,6 +897,11 @@ def test_build_keeps_the_accounting_identity(tree, feature_set, board_size, unit
     assert c["seen"] == len(srcs) == sum(i["records"] for i in m["inputs"])
     assert c["used"] == sum(s["games"] for s in m["splits"].values())
     assert c["positions"]["kept"] == sum(s["positions"] for s in m["splits"].values())
+    # by result kind: the used games and their positions, over the build and per split
+    assert sum(v["games"] for v in c["results"].values()) == c["used"]
+    assert sum(v["positions"] for v in c["results"].values()) == c["positions"]["kept"]
+    assert all(sum(v["games"] for v in s["results"].values()) == s["games"] and
+               sum(v["positions"] for v in s["results"].values()) == s["positions"] for s in m["splits"].values())
     per_position = 8 if symmetries == "all" else 1
     assert all(s["rows"] == s["positions"] * per_position for s in m["splits"].values())
     assert all(sum(sh["rows"] for sh in s["shards"]) == s["rows"] for s in m["splits"].values())

@@ -22,8 +22,13 @@ from kifunet.models.garb import GARBBlock, PreActBlock
 from kifunet.models.gonn import GoNNGlobalBlock
 
 TINY = ["clark_storkey_tiny", "maddison_tiny", "alphago_tiny", "darkforest_tiny", "cazenave_tiny", "agz_tiny",
-        "gonn_tiny", "mao_tiny", "garb_tiny"]
-WITH_PASS = {"agz_tiny", "mao_tiny", "garb_tiny"}
+        "gonn_tiny", "mao_tiny", "garb_tiny", "qiqiao_tiny"]
+WITH_PASS = {"agz_tiny", "mao_tiny", "garb_tiny", "qiqiao_tiny"}
+# the two-headed nets: (name, overrides); qiqiao always has its value head, the others by the option (GoNN cut
+# to one plain block: its value head and activation are the same, and its compile is 3x shorter)
+TWO_HEADED = [("agz_tiny", {"value_head": True}),
+              ("gonn_tiny", {"value_head": True, "blocks": 1, "global_blocks": (), "head_global_pool": False}),
+              ("garb_tiny", {"value_head": True}), ("qiqiao_tiny", {})]
 
 
 from model_helpers import _fast_compiles, rngs  # noqa: F401  (autouse fixture)
@@ -186,10 +191,14 @@ def test_registry_names_and_default_planes():
                 "gonn_resnet5", "gonn_resnet12", "mao", "garb5", "garb10", "garb20", *TINY}
     assert required <= set(models.names())
     planes = {"maddison12": 36, "alphago13_192": 48, "cazenave_resnet10": 45, "agz_resnet20": 17,
-              "gonn_resnet12": 26, "mao": 17, "garb10": 21, "clark_storkey8": 48, "darkforest12": 25}
+              "gonn_resnet12": 26, "mao": 17, "garb10": 21, "clark_storkey8": 48, "darkforest12": 25, "qiqiao": 10}
     for name, c in planes.items():
         assert models.default_in_planes(name) == c
         assert abstract(name).in_planes == c
+    boards = {name: models.default_board_size(name) for name in models.names()}
+    assert {n for n, b in boards.items() if b != 19} == {"qiqiao", "qiqiao_tiny"} and boards["qiqiao"] == 9
+    assert abstract("qiqiao").board_size == 9 and abstract("qiqiao", board_size=13).board_size == 13
+    assert abstract("maddison_tiny").board_size == 19
     with pytest.raises(KeyError):
         models.create("no_such_net")
 
@@ -213,9 +222,14 @@ def _call(model, x, rank=None, to_move=None):
 @nnx.jit
 def _value_and_grad(model, x, y):
     def loss(model):
-        return optax.softmax_cross_entropy_with_integer_labels(model(x), y).mean()
+        logits, _ = models.policy_and_value(model(x))
+        return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
     return nnx.value_and_grad(loss)(model)
+
+
+def _logits(out):
+    return np.asarray(models.policy_and_value(out)[0])
 
 
 @pytest.mark.parametrize("name", TINY)
@@ -223,7 +237,9 @@ def test_tiny_forward_19_and_9_and_bf16_close_to_f32(name):
     """19x19 forward in training mode; 9x9 forward in eval mode in float32 and in bfloat16 compute."""
     model = create(name, board_size=19)
     x, _ = batch(model)
-    logits = np.asarray(_call(model, x))
+    out = _call(model, x)
+    assert isinstance(out, tuple) == model.has_value == (name == "qiqiao_tiny")  # the value heads: below
+    logits = _logits(out)
     assert logits.shape == (4, 19 * 19 + 1) and logits.dtype == np.float32
     assert np.isfinite(logits[:, :-1]).all()
     if name in WITH_PASS:
@@ -238,7 +254,11 @@ def test_tiny_forward_19_and_9_and_bf16_close_to_f32(name):
     f32.eval()
     bf16.eval()
     x9, _ = batch(f32)
-    a, b = np.asarray(_call(f32, x9)), np.asarray(_call(bf16, x9))
+    out_a, out_b = _call(f32, x9), _call(bf16, x9)
+    a, b = _logits(out_a), _logits(out_b)
+    if f32.has_value:
+        va, vb = out_a[1], out_b[1]
+        assert vb.dtype == jnp.float32 and float(jnp.abs(va - vb).max()) < 0.05
     assert a.shape == (4, 82) and b.dtype == np.float32 and np.isfinite(a[:, :-1]).all()
     scale = max(1.0, float(np.abs(a[:, :-1]).max()))
     np.testing.assert_allclose(b[:, :-1], a[:, :-1], atol=0.03 * scale, rtol=0.0)
@@ -305,14 +325,47 @@ def test_mao_model_train_masks_and_deterministic_eval():
     assert np.abs(t1 - e1).max() > 1e-6 and np.abs(t1 - t2).max() > 1e-6
 
 
-def test_agz_value_head():
-    m = create("agz_tiny", board_size=9)
-    m.eval()
-    x, _ = batch(m)
-    v = np.asarray(nnx.jit(lambda m, x: m.value(x))(m, x))
-    assert v.shape == (4,) and (np.abs(v) <= 1).all() and np.abs(v).max() > 0
-    with pytest.raises(ValueError):
-        create("agz_tiny", board_size=9, value_head=False).value(x)
+def _names(tree) -> dict[str, object]:
+    """Leaves of a pure-dict state by their path, ``"value/conv/kernel"``."""
+    return {"/".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in path): leaf
+            for path, leaf in jax.tree_util.tree_leaves_with_path(nnx.to_pure_dict(tree))}
+
+
+@nnx.jit
+def _value_loss_and_grad(model, x):
+    def loss(model):
+        logits, value = model(x)
+        return jnp.mean((value - 1.0) ** 2), (logits, value)
+
+    return nnx.value_and_grad(loss, has_aux=True)(model)
+
+
+@pytest.mark.parametrize("name,kw", TWO_HEADED, ids=[n for n, _ in TWO_HEADED])
+def test_value_heads_follow_the_contract(name, kw):
+    """A two-headed net returns ``(logits [B, N*N+1], value [B])``, float32, the value a tanh in [-1, 1] that
+    depends on the position. A value loss trains the value head and the shared trunk, never the policy head.
+    The option only adds the value head's parameters."""
+    m = create(name, board_size=9, **kw)
+    assert m.has_value
+    x, _ = batch(m, b=6)
+    (_, (logits, value)), grads = _value_loss_and_grad(m, x)
+    assert logits.shape == (6, 82) and value.shape == (6,)
+    assert logits.dtype == value.dtype == jnp.float32
+    v = np.asarray(value)
+    assert (np.abs(v) <= 1).all() and np.ptp(v) > 0
+    g = {k: float(jnp.abs(a).sum()) for k, a in _names(grads).items()}
+    assert all(np.isfinite(list(g.values())))
+    value_keys = [k for k in g if k.startswith("value")]
+    policy_keys = [k for k in g if k.startswith(("policy", "head/"))]
+    trunk_keys = [k for k in g if k.startswith(("stem", "blocks", "body"))]
+    assert value_keys and policy_keys and trunk_keys
+    assert any(g[k] > 0 for k in value_keys) and any(g[k] > 0 for k in trunk_keys)
+    assert all(g[k] == 0 for k in policy_keys)
+    if kw:
+        plain = abstract(name, board_size=9, **{k: v for k, v in kw.items() if k != "value_head"})
+        assert not plain.has_value
+        with_head, without = set(_names(nnx.state(m, nnx.Param))), set(_names(nnx.state(plain, nnx.Param)))
+        assert without < with_head and all(k.startswith("value") for k in with_head - without)
 
 
 # ---------------------------------------------------------------------------------- lr multipliers

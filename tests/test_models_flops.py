@@ -90,13 +90,22 @@ def test_conv_count_agrees_with_xla():
     ("clark_storkey_tiny", {}, 3_699_528),
     # stem 3x3 17->8 (1,224) + block 2 x 3x3 8->8 (1,152) + policy 1x1 8->2 (16) = 2,392 x 361 = 863,512,
     # + policy dense 722 x 362 = 261,364 once
-    ("agz_tiny", {"value_head": False}, 1_124_876),
+    ("agz_tiny", {}, 1_124_876),
     # ... + value head: 1x1 8->1 (8 x 361 = 2,888) + dense 361 x 8 (2,888) + dense 8 x 1 (8)
-    ("agz_tiny", {}, 1_124_876 + 5_784),
+    ("agz_tiny", {"value_head": True}, 1_124_876 + 5_784),
     # stem 5x5 26->8 (5,200); ordinary block 2 x 576; dilated block 432 + 144 + 576; global block 3x3 8->8
     # (576) + 3x3 4->8 (288); head p1 3x3 8->8 (576) + g1 3x3 8->4 (288) + p2 5x5 16->1 (400): 9,632 per
     # point x 361 = 3,477,152; + pooled dense layers 8 x 4 (block) and 8 x 8 (head) = 96 once
     ("gonn_tiny", {}, 3_477_248),
+    # ... + value head: 1x1 8->4 (32 x 361 = 11,552) + dense 8 (mean and max of 4) x 8 (64) + dense 8 x 1 (8)
+    ("gonn_tiny", {"value_head": True}, 3_477_248 + 11_624),
+    # Qiqiao on 9x9: convs 3x3 10->32 (2,880), 32->64 (18,432), 64->128 (73,728), policy 1x1 128->8 (1,024),
+    # value 1x1 128->4 (512): 96,576 per point x 81 = 7,822,656; + dense 648 x 256 (165,888) + 256 x 82
+    # (20,992) + 324 x 128 (41,472) + 128 x 64 (8,192) + 64 x 1 (64) = 236,608 once
+    ("qiqiao", {}, 8_059_264),
+    # tiny: 3x3 10->8 (720) + 2 x 3x3 8->8 (1,152) + two 1x1 8->2 (32) = 1,904 x 81 = 154,224; + dense 162 x 16
+    # (2,592) + 16 x 82 (1,312) + 162 x 8 (1,296) + 8 x 8 (64) + 8 x 1 (8) = 5,272
+    ("qiqiao_tiny", {}, 159_496),
     # stem 3x3 17->8 (1,224) + 2 x 1x1 8->8 (128); MAO layer 3x3 8->16 (8 units x 2 candidates, 1,152);
     # 2 mlpconv 3x3 + 1x1 8->8 (1,280); output MAO 3x3 8->362 (26,064): 29,848 per point x 361
     ("mao_tiny", {}, 10_775_128),

@@ -89,6 +89,46 @@ def test_pickle_and_fork_safety(dataset):
     assert got == [want] * 4
 
 
+def test_a_dataset_built_before_the_outcome_column_still_loads(dataset, tmp_path):
+    """A build from before results were read: no ``outcome`` in its shards nor its manifest, no result columns in
+    its games tables. It opens, every way of reading gives ``outcome`` -128 (unknown) and the other columns as
+    before, and ``kifunet stats`` counts its results from the ``RE`` text."""
+    import shutil
+
+    import h5py
+
+    from kifunet.data_prep import stats
+
+    copy = tmp_path / "old"
+    shutil.copytree(dataset, copy)
+    m = json.load(open(copy / "manifest.json"))
+    m["columns"].remove("outcome")
+    json.dump(m, open(copy / "manifest.json", "w"))
+    for split, info in m["splits"].items():
+        for sh in info["shards"]:
+            with h5py.File(copy / sh["file"], "r+") as f:
+                del f["outcome"]
+        with h5py.File(copy / info["games_table"], "r+") as f:
+            for k in ("result_kind", "winner", "margin"):
+                del f[k]
+    new, old = Reader(dataset, "train"), Reader(str(copy), "train")
+    assert old.columns == new.columns and "outcome" in old.columns
+    n = len(old)
+    a, b = new.batch(np.arange(n)), old.batch(np.arange(n))
+    assert set(np.unique(a["outcome"]).tolist()) == {-1, 1}  # RE[B+R]: the new build knows the winner
+    assert b["outcome"].dtype == np.int8 and (b["outcome"] == -128).all()
+    for k in a:
+        if k != "outcome":
+            assert np.array_equal(a[k], b[k]), k
+    assert (old.column("outcome") == -128).all() and len(old.column("outcome")) == n
+    pieces = [p for i in range(len(old.blocks())) for p in old.read_blocks(*old.block_spans()[i])]
+    assert sum(len(p["columns"]["outcome"]) for p in pieces) == n
+    assert all((p["columns"]["outcome"] == -128).all() for p in pieces)
+    st_new, st_old = stats.dataset_stats(dataset), stats.dataset_stats(str(copy))
+    assert st_old["splits"]["train"]["games_by_result"] == st_new["splits"]["train"]["games_by_result"] == {
+        "resign": m["splits"]["train"]["games"]}
+
+
 def test_feature_version_checked(dataset, tmp_path):
     import shutil
 

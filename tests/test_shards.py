@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 
 import h5py
@@ -30,7 +31,8 @@ def _columns(rows, seed=1):
             "move_number": rng.integers(1, 300, rows).astype(np.int16),
             "player_rank": rng.integers(-30, 18, rows).astype(np.int8),
             "opponent_rank": rng.integers(-30, 18, rows).astype(np.int8),
-            "game_index": rng.integers(0, 1000, rows).astype(np.int32)}
+            "game_index": rng.integers(0, 1000, rows).astype(np.int32),
+            "outcome": rng.choice(np.array([1, -1, 0, -128], np.int8), rows)}
 
 
 def _sha(p):
@@ -152,10 +154,13 @@ def test_shard_file_pickles_closed_and_reopens_after_fork(tmp_path):
 
 
 def test_games_table_round_trip(tmp_path):
+    from kifunet.data_prep import results
+
     games = [{"path": "a.tar.gz!x/1.sgf", "black": "Bé", "white": "W", "black_rank": 5, "white_rank": -128,
               "komi": 6.5, "handicap": 0, "year": 2015, "size": 19, "num_moves": 200, "positions": 180,
-              "date": "2015-01-02", "moves_hash": "ab" * 16},
-             {"path": "b.sgf", "komi": None, "year": None}]
+              "date": "2015-01-02", "moves_hash": "ab" * 16, "result": "W+12.5", "result_kind": 2, "winner": 2,
+              "margin": 12.5},
+             {"path": "b.sgf", "komi": None, "year": None, "margin": None}]
     path = str(tmp_path / "games.h5")
     shards.write_games_table(path, games, attrs={"split": "test"})
     t = shards.read_games_table(path)
@@ -163,3 +168,23 @@ def test_games_table_round_trip(tmp_path):
     assert t["komi"][0] == np.float32(6.5) and np.isnan(t["komi"][1])
     assert t["year"].tolist() == [2015, 0] and t["positions"].tolist() == [180, 0]
     assert t["white_rank"][0] == -128
+    # the result: kind code (missing: 0, unknown), winner (missing: 0, none), margin (missing: NaN)
+    assert list(t["result"]) == ["W+12.5", ""] and t["result_kind"].tolist() == [2, 0]
+    assert t["winner"].tolist() == [2, 0] and t["margin"][0] == np.float32(12.5) and np.isnan(t["margin"][1])
+    assert t["result_kind"].dtype == np.int8 and t["margin"].dtype == np.float32
+    with h5py.File(path, "r") as f:
+        assert json.loads(f.attrs["result_kinds"]) == list(results.KINDS)
+
+
+def test_a_shard_written_before_the_outcome_column_reads_it_as_unknown(tmp_path):
+    p, cols = _planes(rows=40), _columns(40)
+    old = {k: v for k, v in cols.items() if k != "outcome"}
+    path = str(tmp_path / "old.h5")
+    shards.write_shard(path, shards.pack_points(p), old, num_stored=27, storage=Storage(chunk_rows=16))
+    sf = shards.ShardFile(path)
+    assert "outcome" in sf.column_names()
+    for got in (sf.read_columns(0, 40), sf.read_range(3, 9)[1], sf.read_rows([5, 0, 39])[1]):
+        assert got["outcome"].dtype == np.int8 and (got["outcome"] == shards.COLUMN_DEFAULTS["outcome"]).all()
+        assert len(got["outcome"]) == len(got["target"])
+    assert shards.COLUMN_DEFAULTS["outcome"] == -128
+    assert np.array_equal(sf.read_columns(0, 40)["target"], cols["target"])  # the other columns as written

@@ -90,15 +90,24 @@ def _add(tf: tarfile.TarFile, name: str, data: bytes) -> None:
     tf.addfile(ti, io.BytesIO(data))
 
 
+#: the RE of the used games of make_inputs (None: no RE); train0 keeps B+R, which its commented copy replaces
+RESULTS = {"train0": "B+R", "train1": "W+3.5", "train2": "Void", "test0": "0", "test1": None}
+#: the outcome of their positions, (black to move, white to move)
+OUTCOMES = {"train0": (1, -1), "train1": (-1, 1), "train2": (-128, -128), "test0": (0, 0), "test1": (-128, -128)}
+COLUMNS = ("target", "to_move", "move_number", "player_rank", "opponent_rank", "outcome")
+
+
 def make_inputs(root: Path) -> Path:
     """A manual_dir: one .tar.gz (train and test games, a duplicate, a weak game, a damaged record, a README) and
-    one loose .sgf file. 19x19 random legal games of 30 moves."""
+    one loose .sgf file. 19x19 random legal games of 30 moves; the used games end every way an outcome can take
+    (:data:`RESULTS`: a black win, a white win, a void game, a draw, no ``RE``)."""
     manual = root / "manual"
     manual.mkdir(parents=True)
     with tarfile.open(manual / "kgs-small.tar.gz", "w:gz") as tf:
         for i in range(3):
-            _add(tf, f"kgs/2014/train{i}.sgf", random_game(i, n=19, moves=30, date=f"2014-0{i + 1}-01"))
-        _add(tf, "kgs/2015/test0.sgf", random_game(10, n=19, moves=30, date="2015-02-01"))
+            _add(tf, f"kgs/2014/train{i}.sgf", random_game(i, n=19, moves=30, date=f"2014-0{i + 1}-01",
+                                                           result=RESULTS[f"train{i}"]))
+        _add(tf, "kgs/2015/test0.sgf", random_game(10, n=19, moves=30, date="2015-02-01", result=RESULTS["test0"]))
         # train0 downloaded twice, one copy commented: the same game (another date would be another game)
         _add(tf, "kgs/2014/copy-of-train0.sgf", random_game(0, n=19, moves=30, date="2014-01-01").replace(
             b"RE[B+R]", b"RE[B+R]C[downloaded twice]"))
@@ -106,7 +115,8 @@ def make_inputs(root: Path) -> Path:
         _add(tf, "kgs/2014/damaged.sgf", b"(;GM[1]FF[4]SZ[19]DT[2014-07-01]BR[7d]WR[7d];B[pd];W[dp];B[")
         _add(tf, "kgs/README.txt", b"not a game")
     (manual / "loose").mkdir()
-    (manual / "loose" / "test1.sgf").write_bytes(random_game(11, n=19, moves=30, date="2015-03-01"))
+    (manual / "loose" / "test1.sgf").write_bytes(random_game(11, n=19, moves=30, date="2015-03-01",
+                                                             result=RESULTS["test1"]))
     return manual
 
 
@@ -143,20 +153,27 @@ def test_same_positions_splits_and_accounting_as_the_hdf5_build(built):
     meta = res["meta"]
     assert meta["features"]["name"] == "maddison" and meta["point_bytes"] == 4 and meta["preset"] == "gonn-kgs"
     assert meta["counts"] == manifest["counts"]
-    assert meta["splits"] == {s: {"games": v["games"], "positions": v["positions"]}
+    assert meta["splits"] == {s: {"games": v["games"], "positions": v["positions"], "results": v["results"]}
                               for s, v in manifest["splits"].items()}
     assert meta["counts"]["used"] == 5 and meta["counts"]["filtered"] == {"duplicate": 1, "game_rank": 1}
+    res_games = {k: v["games"] for k, v in meta["counts"]["results"].items() if v["games"]}
+    assert res_games == {"resign": 1, "score": 1, "void": 1, "draw": 1, "unknown": 1}
     for split in res["splits"]:
         r = Reader(str(h5), split)
         want = r.batch(np.arange(len(r)))
         want_games = r.games()["game_id"][want["game_index"]].astype(str)
+        # the value targets: each game's result, from the side of the player to move
+        names = [os.path.basename(p)[:-4] for p in r.games()["path"][want["game_index"]]]
+        black = want["to_move"] == 1
+        expect = np.array([OUTCOMES[n][0 if b else 1] for n, b in zip(names, black)])
+        assert np.array_equal(want["outcome"], expect) and want["outcome"].dtype == np.int8
         got = dict(np.load(out / f"{split}.npz", allow_pickle=False))
         assert len(got["target"]) == len(r) == manifest["splits"][split]["positions"] > 0
         w, g = _sorted_rows(want, want_games), _sorted_rows(got, got["game"])
         assert np.array_equal(w["game"], g["game"])
         assert g["planes"].shape == (len(r), 19, 19, 36) and g["planes"].dtype == np.uint8
         assert np.array_equal(w["planes"], g["planes"])
-        for k in ("target", "to_move", "move_number", "player_rank", "opponent_rank"):
+        for k in COLUMNS:
             assert g[k].dtype == shards.COLUMN_DTYPES[k]
             assert np.array_equal(w[k], g[k]), k
         # TFDS's record order (hash of the key) already mixes the games
@@ -207,9 +224,37 @@ def test_tfds_source_batches_match_the_reader(built):
     assert np.array_equal(planes, np.load(out / "test.npz")["planes"])  # in record order, unaugmented
     # TfdsReader parses the records itself (decode_raw): the same as tfds.data_source + decode
     got, want = r.batch(np.arange(len(r))), np.load(out / "test.npz")
-    for k in ("planes", "target", "to_move", "move_number", "player_rank", "opponent_rank"):
+    for k in ("planes",) + COLUMNS:
         assert got[k].dtype == want[k].dtype and np.array_equal(got[k], want[k]), k
     assert list(got["game"]) == list(want["game"])
+
+
+def test_records_written_before_the_outcome_feature_read_as_unknown(built):
+    """go_moves 1.1.0 records (no ``outcome`` feature) decode with ``outcome`` -128 and the other columns as
+    written, by both decoders."""
+    from tensorflow_datasets.proto import tf_example_pb2
+
+    from kifunet.data_prep import features, tfds_reader
+
+    _, res, _ = built
+    r = tfds_reader.TfdsReader(res["dir"], "train")
+    idx = np.arange(len(r))
+    new = r.batch(idx)
+    assert set(new["outcome"].tolist()) == {1, -1, -128}  # train: B+R, W+3.5, Void
+    old_records, old_dicts = [], []
+    for raw in r.records(idx):
+        ex = tf_example_pb2.Example.FromString(raw)
+        del ex.features.feature["outcome"]
+        old_records.append(ex.SerializeToString())
+        f = ex.features.feature
+        old_dicts.append({k: f[k].int64_list.value[0] for k in COLUMNS[:-1]} | {
+            "planes": np.frombuffer(f["planes"].bytes_list.value[0], np.uint8).reshape(19, 19, 4),
+            "game": f["game"].bytes_list.value[0]})  # as tfds.data_source gives a 1.1.0 record
+    fs = features.get("maddison")
+    for old in (tfds_reader.decode_raw(old_records, fs, 19), tfds_reader.decode(old_dicts, fs)):
+        assert old["outcome"].dtype == np.int8 and (old["outcome"] == -128).all()
+        for k in ("planes", "game") + COLUMNS[:-1]:
+            assert np.array_equal(old[k], new[k]), k
 
 
 BEAM_MANUAL = ("manual test, not run in CI: apache-beam pins protobuf < 7, so it lives in an environment of its own; "
@@ -246,7 +291,7 @@ def _canon(rec: dict) -> tuple:
     """A decoded record as a comparable tuple (the serialized bytes may order the proto's feature map
     differently from one process to the next)."""
     return (rec["game"], *(int(rec[k]) for k in ("move_number", "target", "to_move", "player_rank",
-                                                  "opponent_rank")), rec["planes"].tobytes())
+                                                  "opponent_rank", "outcome")), rec["planes"].tobytes())
 
 
 def test_gogod_preset():
@@ -354,7 +399,7 @@ def test_command_line_options_give_the_hdf5_builds_positions(cli_built):
         assert meta[k] == manifest[k], k
     assert meta["options"]["splits"] == ["train:rest"] and meta["options"]["val_fraction"] == 0.1
     assert list(meta["splits"]) == list(manifest["splits"]) == ["train", "val"]
-    assert meta["splits"] == {s: {"games": v["games"], "positions": v["positions"]}
+    assert meta["splits"] == {s: {"games": v["games"], "positions": v["positions"], "results": v["results"]}
                               for s, v in manifest["splits"].items()}
     c = meta["counts"]
     assert c["used"] == 24 and c["filtered"] == {"game_rank": 1}  # 2016+ games are used, not no_split
@@ -366,7 +411,7 @@ def test_command_line_options_give_the_hdf5_builds_positions(cli_built):
         g = _sorted_rows(got, got["game"].astype(str))
         assert len(t) == len(r) == manifest["splits"][split]["positions"]
         assert np.array_equal(w["game"], g["game"]) and np.array_equal(w["planes"], g["planes"])
-        for k in ("target", "to_move", "move_number", "player_rank", "opponent_rank"):
+        for k in COLUMNS:
             assert np.array_equal(w[k], g[k]), k
     # one summary formatter: the same lines but for the location and the HDF5 shard counts
     h5_lines = [x.replace(str(h5), "DS").split(", ") for x in h5_out.splitlines()]
@@ -434,6 +479,12 @@ def test_named_configs_are_presets_under_the_options():
     assert config("--split", "train:rest", "--name", "mine").name == "mine"
     with pytest.raises(ValueError, match="named config"):
         config("--split", "train:rest", "--name", "kgs_gonn")
+    v = config("--result", "known", "--ended", "score,resign")  # the result filters: a custom config of their own
+    assert v.name.startswith("kgs_maddison_") and v.name != c.name
+    assert (v.filters().result, v.filters().ended) == ("known", ("resign", "score"))
+    assert config("--ended", "resign,score").name == config("--ended", "score,resign").name  # one order
+    with pytest.raises(ValueError, match="unknown result kind"):
+        config("--ended", "resign,resin")
     g = config("--config", "gogod_gonn", "--min-rank", "5d", "--hash-split", "dev:0.05")
     assert g.preset == "gonn-gogod" and g.features == "gonn" and g.split_rule().names() == ["train", "test", "dev"]
 

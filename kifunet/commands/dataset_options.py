@@ -41,6 +41,14 @@ def add_dataset_options(p: argparse.ArgumentParser, *, options_file_flags=("--op
     f.add_argument("--date-from", metavar="DATE", help="first date kept (YYYY, YYYY-MM or YYYY-MM-DD)")
     f.add_argument("--date-to", metavar="DATE", help="last date kept (inclusive; YYYY covers the whole year)")
     f.add_argument("--min-moves", type=int, metavar="N", help="drop games with fewer than N moves")
+    # the choices and kinds are kifunet.data_prep.filters.RESULT_CHOICES and results.KINDS (not imported here:
+    # see the module docstring; tests/test_results.py checks they agree)
+    f.add_argument("--result", choices=("any", "known"), default=None,
+                   help="known: drop games whose result is unknown or void (no RE, RE[?], Void, unreadable), "
+                        "so every position has a value target (default any)")
+    f.add_argument("--ended", metavar="KINDS",
+                   help="keep games that ended one of these ways, comma-separated: resign, score, time, forfeit, "
+                        "win (a winner, how not said), draw, void, unknown")
     f.add_argument("--dedupe", action=argparse.BooleanOptionalAction, default=None,
                    help="drop later copies of a game: same moves, players, date, result and time settings "
                         "(default on)")

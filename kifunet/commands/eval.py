@@ -32,15 +32,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--phase-starts", default=None, metavar="A,B,...",
                    help="first move number of each game-phase bucket (default 1,21,51,101,151,201,251)")
     p.add_argument("--out", default=None, metavar="FILE.json",
-                   help="result JSON (default RUN/eval/<dataset>_<split>[_legal][_firstN].json; '-' writes none)")
+                   help="result JSON (default RUN/eval/<dataset>_<split>[_legal][_firstN][_asRANK].json; '-' writes "
+                        "none)")
     p.add_argument("--cpu-devices", type=int, default=os.cpu_count() or 1, metavar="N",
                    help="on a CPU, split batches over N JAX devices (default: one per core; 0 leaves JAX's default)")
+    p.add_argument("--as-rank", default=None, metavar="RANK",
+                   help="tell the net every mover has this rank (1d, 5d, 9d, 3k, 9p, unknown): rank planes and rank "
+                        "embeddings see it; the by-rank breakdown keeps the movers' real ranks")
     p.add_argument("--no-breakdowns", action="store_true", help="print the overall table only")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: when stderr is a terminal)")
 
 
-def default_out(run: str, data: str, split: str, legal: bool, limit: int | None = None, start: int = 0) -> str:
+def default_out(run: str, data: str, split: str, legal: bool, limit: int | None = None, start: int = 0,
+                as_rank: str | None = None) -> str:
     from kifunet.eval.runs import find_workdir
 
     try:
@@ -50,7 +55,7 @@ def default_out(run: str, data: str, split: str, legal: bool, limit: int | None 
     name = os.path.basename(os.path.normpath(data)) or "data"
     part = (f"_rows{start}-{start + limit - 1}" if start else f"_first{limit}") if limit is not None else \
         (f"_from{start}" if start else "")
-    tail = ("_legal" if legal else "") + part
+    tail = ("_legal" if legal else "") + part + (f"_as{as_rank}" if as_rank else "")
     return os.path.join(run_dir, "eval", f"{name}_{split}{tail}.json")
 
 
@@ -64,6 +69,11 @@ def _check_options(args) -> tuple[int, ...] | None:
         raise CommandError(f"--start must be at least 0, not {args.start}")
     if args.cpu_devices < 0:
         raise CommandError(f"--cpu-devices must be at least 0, not {args.cpu_devices}")
+    if args.as_rank is not None:
+        from kifunet.data_prep import ranks
+
+        if ranks.parse_rank(args.as_rank) == ranks.UNKNOWN and args.as_rank.strip().lower() not in ("unknown", "?"):
+            raise CommandError(f"--as-rank {args.as_rank!r} is not a rank: give e.g. 1d, 5d, 9d, 3k, 9p or unknown")
     if not args.phase_starts:
         return None
     try:
@@ -74,6 +84,14 @@ def _check_options(args) -> tuple[int, ...] | None:
     if phases[0] != 1 or any(b <= a for a, b in zip(phases, phases[1:])):
         raise CommandError(f"--phase-starts {args.phase_starts!r}: move numbers must start at 1 and increase")
     return phases
+
+
+def _as_rank(text: str | None) -> int | None:
+    if text is None:
+        return None
+    from kifunet.data_prep import ranks
+
+    return ranks.parse_rank(text)
 
 
 def run(args) -> int:
@@ -108,11 +126,12 @@ def run(args) -> int:
         with open_split(args.data, args.split) as reader:
             res = evaluate(predictor, reader, batch_size=args.batch_size, ensemble=args.ensemble,
                            legal_mask=args.legal_mask, limit=args.limit, start=args.start, phase_starts=phases,
-                           progress=progress)
+                           progress=progress, as_rank=_as_rank(args.as_rank))
     except (KeyError, ValueError) as e:  # a checkpoint that does not fit, rows out of range
         raise CommandError(e) from e
     print(format_result(res, breakdowns=not args.no_breakdowns))
-    out = args.out or default_out(args.checkpoint, args.data, args.split, args.legal_mask, args.limit, args.start)
+    out = args.out or default_out(args.checkpoint, args.data, args.split, args.legal_mask, args.limit, args.start,
+                                  args.as_rank)
     if out != "-":
         save_result(res, out)
         print(f"\nwrote {out}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kifunet.errors import CommandError
+from kifunet.play.gtp_client import PACHI_DEFAULT_PLAYOUTS, PACHI_MIN_PLAYOUTS  # standard library only
 
 HELP = ("play N games between two GTP engines (colours alternate, --parallel, resumable), or the rank "
         "experiment (--rank-experiment 1d,5d,9d)")
@@ -17,7 +18,10 @@ def add_arguments(p) -> None:
     p.add_argument("--engine", required=True, metavar="CMD",
                    help='the engine under test, a GTP command line, e.g. "kifunet gtp --checkpoint runs/x"')
     p.add_argument("--opponent", default=DEFAULT_OPPONENT, metavar="CMD",
-                   help=f'the opponent, a GTP command line (default "{DEFAULT_OPPONENT}"; e.g. "pachi -t =5000")')
+                   help=f'the opponent, a GTP command line (default "{DEFAULT_OPPONENT}"), or pachi[:PLAYOUTS]: '
+                        'Pachi 11.99 as built by `python scripts/build_pachi.py`, PLAYOUTS a move (default '
+                        f'{PACHI_DEFAULT_PLAYOUTS}, at least {PACHI_MIN_PLAYOUTS}), one thread, fixed seed, Chinese '
+                        'rules; in a command line, `pachi` is that binary (e.g. "pachi -t =5000 threads=4")')
     p.add_argument("--games", type=int, default=10, help="games in the match (default 10); colours alternate, "
                    "the engine is black in even-numbered games")
     p.add_argument("--board-size", type=int, default=19, help="board size (default 19)")

@@ -1,0 +1,76 @@
+"""Qiqiao (CleverGo) policy-value net: AlphaGo Zero's one-body, two-head layout, shrunk for the 9x9 board.
+
+The structure is the reference code's ``PolicyValueNet`` (PaddlePaddle, its author He Ruizhi, 2021), layer for
+layer; the inputs are the 10 ``qiqiao`` planes (:mod:`kifunet.data_prep.features`):
+
+===========  ==============================================================================  ===========
+part         layers (convs: stride 1, same padding, with biases)                             params, 9x9
+===========  ==============================================================================  ===========
+body         3x3 conv 10->32, ReLU; 3x3 conv 32->64, ReLU; 3x3 conv 64->128, ReLU            95,264
+policy head  1x1 conv 128->8, ReLU; flatten; dense 8*N*N->256, ReLU; dense 256->N*N+1        188,250
+             (the logits of the N*N points and pass; the reference's softmax is the loss's)
+value head   1x1 conv 128->4, ReLU; flatten; dense 4*N*N->128, ReLU; dense 128->64, ReLU;    50,437
+             dense 64->1, tanh
+total                                                                                        333,951
+===========  ==============================================================================  ===========
+
+The arithmetic, by hand (weights + biases): body 10*9*32 + 32 = 2,912; 32*9*64 + 64 = 18,496; 64*9*128 + 128 =
+73,856; sum 95,264. Policy 128*8 + 8 = 1,032; 648*256 + 256 = 166,144; 256*82 + 82 = 21,074; sum 188,250. Value
+128*4 + 4 = 516; 324*128 + 128 = 41,600; 128*64 + 64 = 8,256; 64*1 + 1 = 65; sum 50,437. Total 333,951
+(``tests/test_models_qiqiao.py`` checks every part). The dense layers grow with the board (N*N*8*256 and
+N*N*4*128 weights, and 257 per point in the policy output; the reference writes 9*9 into them), so the registry
+builds ``qiqiao`` on 9x9 unless told otherwise (``board_size=``; 1,122,711 parameters on 19x19).
+
+Readings and choices: the value head always exists, so the net returns ``(logits, value)``, value in [-1, 1]
+for the side to move (:mod:`kifunet.models.base`). The reference flattens NCHW maps (channel-major); ours are
+NHWC, so the dense layers see the same numbers in another order (a port of its weights would permute the rows).
+Initialisation is the project's (He-normal convs, LeCun-normal dense kernels, zero biases), not Paddle's.
+``rank_embedding=True`` (not in Qiqiao) adds a rank vector to the first conv's output. ``qiqiao_tiny`` keeps
+the layout with 8-wide layers, for tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from kifunet.models.base import PolicyNet
+from kifunet.models.layers import Conv
+
+
+class QiqiaoNet(PolicyNet):
+    """Three 3x3 conv layers, then a policy head and a value head (see the module table)."""
+
+    def __init__(self, *, board_size: int = 9, in_planes: int = 10, channels: Sequence[int] = (32, 64, 128),
+                 policy_channels: int = 8, policy_hidden: int = 256, value_channels: int = 4,
+                 value_hidden: Sequence[int] = (128, 64), rank_embedding: bool = False, dtype=jnp.float32,
+                 param_dtype=jnp.float32, rngs: nnx.Rngs):
+        channels = tuple(int(c) for c in channels)
+        self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
+                    rank_embedding=rank_embedding, trunk_features=channels[0], rngs=rngs, has_value=True)
+        kw = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        points = board_size * board_size
+        widths = (in_planes,) + channels
+        self.body = nnx.List([Conv(a, b, 3, use_bias=True, **kw) for a, b in zip(widths, widths[1:])])
+        self.policy_conv = Conv(channels[-1], policy_channels, 1, use_bias=True, **kw)
+        self.policy_hidden = nnx.Linear(policy_channels * points, policy_hidden, **kw)
+        self.policy_out = nnx.Linear(policy_hidden, points + 1, **kw)
+        self.value_conv = Conv(channels[-1], value_channels, 1, use_bias=True, **kw)
+        dims = (value_channels * points,) + tuple(int(v) for v in value_hidden)
+        self.value_hidden = nnx.List([nnx.Linear(a, b, **kw) for a, b in zip(dims, dims[1:])])
+        self.value_out = nnx.Linear(dims[-1], 1, **kw)
+
+    def heads(self, x, rank, to_move):
+        h = x
+        for i, conv in enumerate(self.body):
+            h = conv(h)
+            h = jax.nn.relu(self.add_rank(h, rank) if i == 0 else h)
+        p = jax.nn.relu(self.policy_conv(h))
+        p = jax.nn.relu(self.policy_hidden(p.reshape(p.shape[0], -1)))
+        v = jax.nn.relu(self.value_conv(h)).reshape(h.shape[0], -1)
+        for dense in self.value_hidden:
+            v = jax.nn.relu(dense(v))
+        return self.policy_out(p), jnp.tanh(self.value_out(v)[:, 0])

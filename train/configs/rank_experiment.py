@@ -1,0 +1,41 @@
+"""rank_experiment: Maddison's rank experiment on a 2-core CPU: one net without the rank input, one told the rank.
+
+The two runs differ only in ``model.rank_embedding`` (GoNN's rank vector added to the trunk; the ``gonn``
+feature set has no rank planes, so the baseline sees no rank at all): same data, order, seed and positions.
+The data keeps every move of KGS 2006 (train) and 2015 (test), weaker players' included, so that the ranks
+the net is later told (1d, 5d, 9d) are ranks it saw::
+
+    kifunet build ../shared/data/kgs/KGS-2006-19-10388-.tar.gz ../shared/data/kgs/KGS-2015-19-8133-.tar.gz \\
+        --out data/kgs_rank_gonn --features gonn --no-handicap --split train:2006 --split test:2015
+    kifunet train --config train/configs/rank_experiment.py --workdir runs/rank_base \\
+        --config.dataset=data/kgs_rank_gonn
+    kifunet train --config train/configs/rank_experiment.py --workdir runs/rank_cond \\
+        --config.dataset=data/kgs_rank_gonn --config.model.rank_embedding=True
+    kifunet match --engine "kifunet gtp --checkpoint runs/rank_cond --sample" \\
+        --opponent "kifunet gtp --checkpoint runs/rank_base --sample" --rank-experiment 1d,5d,9d \\
+        --games 100 --parallel 2 --out runs/rank_match
+
+Compare with Maddison et al. (2015): their rank-conditioned 12-layer net, told 1d / 5d / 9d, won 49.2% / 60.1% /
+67.9% against the same net trained without rank (docs/published.md).
+
+Hardware assumed: the project's 2-core CPU, both cores as two JAX devices (``cpu_devices=2``). The result of
+these commands is in the README (Playing: the rank experiment) and ``pretrained/rank_experiment/``.
+"""
+
+from __future__ import annotations
+
+from kifunet.train.configs import cpu_small
+
+
+def get_config():
+    c = cpu_small.get_config()
+    c.expect_features = "gonn"
+    c.train_positions = 1_024_000
+    c.schedule.start_positions = 512_000
+    c.schedule.every_positions = 128_000
+    c.cpu_devices = 2
+    c.eval_every_positions = 256_000
+    c.checkpoint_every_positions = 256_000
+    c.final_eval_positions = 50_000
+    c.time_limit_s = 0.0
+    return c
