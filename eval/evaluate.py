@@ -7,20 +7,28 @@
 
 A :class:`Predictor` is a model plus the feature set its input planes come from; ``predict(batch)`` turns a
 reader batch (``planes`` uint8 ``[B, N, N, C]``, ``player_rank``, ``to_move``) into float32 logits
-``[B, N*N + 1]``. It does not know how the model was trained; :func:`kifunet.eval.runs.load_run` builds one from
-a training run directory.
+``[B, N*N + 1]``, and ``predict_with_value(batch)`` into ``(logits, value)``: the value ``[B]`` of a net with a
+value head (``Predictor.has_value``; the contract is in :mod:`kifunet.models.base`), None for a policy-only net.
+It does not know how the model was trained; :func:`kifunet.eval.runs.load_run` builds one from a training run
+directory.
 
 :func:`evaluate` reads the split once, in order. With ``ensemble=True`` every batch is predicted in the 8
 orientations; the identity pass *is* the single-pass result, so one run of ``kifunet eval --ensemble`` reports
 both, each from its own accumulators. The metric rules (ranks, ties, masking, sums) are in
 :mod:`kifunet.eval.metrics`.
 
-Result JSON (``format = "kifunet-eval"``, ``format_version = 1``): ``run`` (what was evaluated), ``dataset``
+Result JSON (``format = "kifunet-eval"``, ``format_version = 2``): ``run`` (what was evaluated), ``dataset``
 (path, split, fingerprint and the dataset spec printed next to every number), ``settings`` (legal mask and its
-source, tie rule, ensemble rule, phase buckets, batch size, limit), ``results.single`` and, with the ensemble,
-``results.ensemble``: each a :meth:`kifunet.eval.metrics.Breakdown.to_dict` block (``count``, ``nll_sum``,
-``topk_correct``, ``accuracy``, ``cross_entropy_nats``, ``perplexity``, ``rank_histogram``, ``by_phase``,
-``by_rank``, ``by_colour``).
+source, tie rule, ensemble rule, value rules, phase buckets, batch size, limit), ``results.single`` and, with the
+ensemble, ``results.ensemble``: each a :meth:`kifunet.eval.metrics.Breakdown.to_dict` block (``count``,
+``nll_sum``, ``topk_correct``, ``accuracy``, ``cross_entropy_nats``, ``perplexity``, ``rank_histogram``,
+``by_phase``, ``by_rank``, ``by_colour``).
+
+Versions: 2 adds, for a net with a value head, a ``value`` block (:class:`kifunet.eval.metrics.ValueSums`:
+``known``, ``sq_sum``, ``decided``, ``winner_correct``, ``outcome_sum``, ``mse``, ``winner_accuracy``,
+``baseline_mse``) to the whole split and to every group of the breakdowns, and ``settings.value_rule``; a
+policy-only net's result has neither, and is otherwise what version 1 was. Version 1 files load and print as before
+(:func:`load_result` accepts every version up to :data:`FORMAT_VERSION`).
 """
 
 from __future__ import annotations
@@ -37,16 +45,21 @@ from kifunet.data_prep import ranks
 from kifunet.eval import metrics as M
 
 FORMAT = "kifunet-eval"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MODES = ("single", "ensemble")
 MODE_TEXT = {"single": "single pass", "ensemble": "8-symmetry ensemble"}
 ENSEMBLE_RULE = ("mean of the 8 symmetric passes' probabilities (each mapped back with the inverse symmetry; "
-                 "with the legal mask each pass is renormalised over legal moves first)")
+                 "with the legal mask each pass is renormalised over legal moves first); a value head's value: the "
+                 "mean of the 8 passes' values")
+VALUE_RULE = ("value MSE over the positions whose game result is known (draws: target 0); winner accuracy over "
+              "the known positions of games with a winner (draws left out): the value's sign names the winner (0: "
+              "wrong); baseline: the MSE of always predicting the evaluated positions' mean result")
 
 
 # ---------------------------------------------------------------------------------------------- predictor
 class Predictor:
-    """A policy net and the feature set of its inputs: ``predict(batch) -> float32 logits [B, N*N + 1]``.
+    """A policy net and the feature set of its inputs: ``predict(batch) -> float32 logits [B, N*N + 1]``
+    (``predict_with_value``: and the value of a two-headed net).
 
     Batches are split over all local devices (weights replicated): on a CPU, ``kifunet eval`` makes one JAX
     device per core (``jax_num_cpu_devices``), which doubled the forward passes per second on 2 cores.
@@ -97,7 +110,18 @@ class Predictor:
     def num_moves(self) -> int:
         return self.board_size * self.board_size + 1
 
+    @property
+    def has_value(self) -> bool:
+        """The net has a value head (``model.has_value``): :meth:`predict_with_value` gives its value."""
+        return bool(getattr(self.model, "has_value", False))
+
     def predict(self, batch: dict, *, pad_to: int | None = None) -> np.ndarray:
+        """float32 logits ``[B, N*N + 1]`` of a batch (a value head's output is dropped)."""
+        return self.predict_with_value(batch, pad_to=pad_to)[0]
+
+    def predict_with_value(self, batch: dict, *, pad_to: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(logits float32 [B, N*N + 1], value float32 [B] or None)``: the value of the side to move, in [-1, 1]
+        (+1 it wins), for a net with a value head; None for a policy-only net."""
         planes = np.asarray(batch["planes"])
         b = planes.shape[0]
         n = self.board_size
@@ -114,23 +138,33 @@ class Predictor:
             to_move = np.concatenate([to_move, np.full(pad, to_move[-1] if b else 1, np.int32)])
         import jax
 
+        from kifunet.models.base import policy_and_value
+
         planes, rank, to_move = jax.device_put((planes, rank, to_move), self._batch_sharding)
-        out = self._forward(self._state, planes, rank, to_move)
-        return np.asarray(out, dtype=np.float32)[:b]
+        logits, value = policy_and_value(self._forward(self._state, planes, rank, to_move))
+        return (np.asarray(logits, dtype=np.float32)[:b],
+                None if value is None else np.asarray(value, dtype=np.float32)[:b])
 
     def predict_symmetries(self, batch: dict, *, pad_to: int | None = None) -> list[np.ndarray]:
         """The 8 passes, each mapped back to the batch's orientation: ``out[s][:, k]`` is move ``k``'s logit."""
+        return self.predict_symmetries_with_value(batch, pad_to=pad_to)[0]
+
+    def predict_symmetries_with_value(self, batch: dict, *,
+                                      pad_to: int | None = None) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+        """The 8 passes' logits (as :meth:`predict_symmetries`) and values (a value is a number for the whole
+        board, so it needs no mapping back; None for a policy-only net)."""
         from kifunet.data_prep import symmetries as sym
 
         planes = np.asarray(batch["planes"])
         b, n = planes.shape[0], self.board_size
-        outs = []
+        outs, values = [], []
         for s in range(sym.NUM_SYMMETRIES):
             ss = np.full(b, s, dtype=np.int64)
             moved = dict(batch, planes=sym.apply_planes_batch(planes, ss) if s else planes)
-            z = self.predict(moved, pad_to=pad_to)
+            z, v = self.predict_with_value(moved, pad_to=pad_to)
             outs.append(sym.apply_policy_batch(z, np.full(b, sym.INVERSE[s]), n) if s else z)
-        return outs
+            values.append(v)
+        return outs, (None if values[0] is None else values)
 
 
 def with_player_rank(batch: dict, rank: int, feature_set) -> dict:
@@ -260,12 +294,14 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
             if as_rank is not None:
                 batch = with_player_rank(batch, as_rank, predictor.feature_set)
             if ensemble:
-                passes = predictor.predict_symmetries(batch, pad_to=batch_size)
-                single = passes[0]
-                acc["ensemble"].update(*M.example_stats(M.ensemble_log_probs(passes, legal), target), **keys)
+                passes, values = predictor.predict_symmetries_with_value(batch, pad_to=batch_size)
+                single, value = passes[0], (None if values is None else values[0])
+                ens_value = None if values is None else np.mean(np.stack(values).astype(np.float64), axis=0)
+                acc["ensemble"].update(*M.example_stats(M.ensemble_log_probs(passes, legal), target), **keys,
+                                       **_value_keys(ens_value, batch))
             else:
-                single = predictor.predict(batch, pad_to=batch_size)
-            acc["single"].update(*M.example_stats(single, target, legal), **keys)
+                single, value = predictor.predict_with_value(batch, pad_to=batch_size)
+            acc["single"].update(*M.example_stats(single, target, legal), **keys, **_value_keys(value, batch))
             bar.update(len(target))
     finally:
         bar.close()
@@ -280,6 +316,7 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
                     "spec": dataset_spec(reader.manifest, reader.split)},
         "settings": {"legal_mask": bool(legal_mask), "legal_source": masker.source if masker else None,
                      "tie_rule": M.TIE_RULE, "ensemble_rule": ENSEMBLE_RULE if ensemble else None,
+                     **({"value_rule": VALUE_RULE} if predictor.has_value else {}),
                      "phase_starts": list(acc["single"].phase_starts), "batch_size": int(batch_size),
                      "limit": None if limit is None else int(limit),
                      "as_rank": None if as_rank is None else int(as_rank)},
@@ -288,6 +325,19 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
         "positions_per_second": total / seconds if seconds > 0 else None,
         "devices": predictor.devices,
     }
+
+
+def _value_keys(value, batch: dict) -> dict:
+    """The ``value`` / ``outcome`` arguments of :meth:`kifunet.eval.metrics.Breakdown.update` (none for a
+    policy-only net; a split without the ``outcome`` column counts every position unknown)."""
+    if value is None:
+        return {}
+    from kifunet.data_prep.results import OUTCOME_UNKNOWN
+
+    outcome = batch.get("outcome")
+    if outcome is None:
+        outcome = np.full(len(value), OUTCOME_UNKNOWN, np.int64)
+    return {"value": value, "outcome": outcome}
 
 
 def merge_results(results: list[dict]) -> dict:
@@ -346,6 +396,10 @@ def load_result(path: str) -> dict:
     fmt = res.get("format") if isinstance(res, dict) else None
     if fmt != FORMAT:
         raise ValueError(f"{path} is not a kifunet eval result (format {fmt!r})")
+    version = res.get("format_version", 1)
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ValueError(f"{path}: eval result format version {version!r} is newer than this kifunet reads "
+                         f"({FORMAT_VERSION})")
     return res
 
 
@@ -371,6 +425,25 @@ def _row(label: str, d: dict) -> list[str]:
 
 
 HEADER = ["", "positions", "top-1%", "top-2%", "top-3%", "top-4%", "top-5%", "top-10%", "CE nats", "perplexity"]
+VALUE_HEADER = ["", "known results", "value MSE", "constant MSE", "winner %", "decided"]
+
+
+def _num(x, fmt: str = ".4f") -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
+def _value_row(label: str, v: dict) -> list[str]:
+    return [label, str(v["known"]), _num(v["mse"]), _num(v["baseline_mse"]), _pct(v["winner_accuracy"]),
+            str(v["decided"])]
+
+
+def value_summary(v: dict) -> str:
+    """One line for a value block: ``value MSE 0.7012 (constant predictor 0.9973), winner 63.10% of 1,204 decided
+    positions; 1,250 with a known result``."""
+    if not v["known"]:
+        return "value head: no position with a known game result (a dataset built before results were read?)"
+    return (f"value MSE {_num(v['mse'])} (constant predictor {_num(v['baseline_mse'])}), winner "
+            f"{_pct(v['winner_accuracy'])}% of {v['decided']:,} decided positions; {v['known']:,} with a known result")
 
 
 def format_result(res: dict, *, breakdowns: bool = True) -> str:
@@ -388,6 +461,11 @@ def format_result(res: dict, *, breakdowns: bool = True) -> str:
                 if st.get("as_rank") is not None else ""), ""]
     rows = [_row(MODE_TEXT[m], res["results"][m]) for m in MODES if m in res["results"]]
     lines.append(_table(HEADER, rows))
+    valued = [m for m in MODES if m in res["results"] and "value" in res["results"][m]]
+    if valued:
+        lines += ["", "value head (MSE over positions with a known result, draws as 0; winner % over those with a "
+                  "winner; constant: always the mean result):"]
+        lines.append(_table(VALUE_HEADER, [_value_row(MODE_TEXT[m], res["results"][m]["value"]) for m in valued]))
     if breakdowns:
         for m in MODES:
             if m not in res["results"]:
@@ -396,4 +474,8 @@ def format_result(res: dict, *, breakdowns: bool = True) -> str:
             for part, title in (("by_phase", "move number"), ("by_rank", "player rank"), ("by_colour", "colour")):
                 lines += ["", f"{MODE_TEXT[m]}, by {title}:"]
                 lines.append(_table([title] + HEADER[1:], [_row(k, v) for k, v in r[part].items()]))
+            if m in valued:
+                lines += ["", f"{MODE_TEXT[m]}, value head by move number:"]
+                lines.append(_table(["move number"] + VALUE_HEADER[1:],
+                                    [_value_row(k, v["value"]) for k, v in r["by_phase"].items() if "value" in v]))
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""Move-prediction metrics as sums and counts: top-k accuracy, cross-entropy in nats, perplexity.
+"""Move-prediction metrics as sums and counts: top-k accuracy, cross-entropy in nats, perplexity; and, for nets with
+a value head, the value MSE and winner prediction.
 
 Every number is accumulated over the whole split and divided once at the end; nothing is an average of batch
 means, so a ragged last batch (or any batch size) gives the same result. The accumulators hold:
@@ -48,6 +49,30 @@ nothing underflows; with a mask each pass is first renormalised over the legal m
 probabilities then go through the same rank and loss code as single-pass logits (a log-softmax of log
 probabilities is the identity).
 
+Value head (two-headed nets)
+----------------------------
+Each position carries its game's ``outcome`` for the player to move (+1 won, -1 lost, 0 draw, -128 unknown:
+:mod:`kifunet.data_prep.results`). :class:`ValueSums` scores the value output against it with
+:func:`~kifunet.models.base.value_outcome_stats` (the rule training uses too) and holds, as exact integers and an
+exact float sum:
+
+==================  ==========================================================================================
+field               meaning
+==================  ==========================================================================================
+``known``           positions with a known outcome (draws included; unknown and void results left out)
+``sq_sum``          sum over them of ``(value - outcome)^2`` (Shewchuk partials, as ``nll_sum``)
+``decided``         known positions of games with a winner (draws left out: no winner to predict)
+``winner_correct``  decided positions where the value's sign names the winner (a value of exactly 0: wrong)
+``outcome_sum``     sum of the known outcomes
+==================  ==========================================================================================
+
+Derived: ``mse = sq_sum / known``, ``winner_accuracy = winner_correct / decided``, and ``baseline_mse``, the MSE of
+the constant predictor that always says the evaluated positions' mean outcome
+(:func:`~kifunet.models.base.constant_predictor_mse`; it sees the answers' mean, so it is a generous baseline): a
+value head learnt something only where its ``mse`` is below it. Each is NaN when its denominator is 0 (a dataset
+built before results were read has no known position). With the 8-symmetry ensemble the value is the mean of the
+8 passes' values.
+
 Breakdowns
 ----------
 :class:`Breakdown` keeps one accumulator for the whole split and one per group of three partitions: game phase
@@ -62,6 +87,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from kifunet.models.base import constant_predictor_mse, value_outcome_stats
 from kifunet.models.base import played_move_rank  # noqa: F401  (re-exported: the tie rule's one definition)
 
 MAX_K = 10
@@ -180,22 +206,95 @@ class ExactSum:
 
 
 # ------------------------------------------------------------------------------------------------ accumulators
+class ValueSums:
+    """Value-head sums over a set of positions (the module docstring's table)."""
+
+    def __init__(self):
+        self.known = 0
+        self._sq = ExactSum()
+        self.decided = 0
+        self.winner_correct = 0
+        self.outcome_sum = 0
+
+    def update(self, value, outcome) -> None:
+        """``value`` float ``[B]`` (the net's, in [-1, 1]) and ``outcome`` int ``[B]`` (the dataset's column)."""
+        v = np.asarray(value, dtype=np.float64).reshape(-1)
+        o = np.asarray(outcome, dtype=np.int64).reshape(-1)
+        if v.shape != o.shape:
+            raise ValueError("value and outcome must have one entry per position")
+        if np.isnan(v).any():
+            raise ValueError("value contains NaN")
+        known, sq, decided, correct = value_outcome_stats(v, o)
+        self.known += int(known.sum())
+        self._sq.add(sq[known])
+        self.decided += int(decided.sum())
+        self.winner_correct += int(correct.sum())
+        self.outcome_sum += int(o[known].sum())
+
+    def merge(self, other: "ValueSums") -> None:
+        self.known += other.known
+        self._sq.merge(other._sq)
+        self.decided += other.decided
+        self.winner_correct += other.winner_correct
+        self.outcome_sum += other.outcome_sum
+
+    @property
+    def sq_sum(self) -> float:
+        return self._sq.value
+
+    def to_dict(self) -> dict:
+        """JSON-ready: the sums first, then the numbers derived from them (:func:`value_block`)."""
+        return value_block({"known": self.known, "sq_sum": self.sq_sum, "decided": self.decided,
+                            "winner_correct": self.winner_correct, "outcome_sum": self.outcome_sum})
+
+
+def value_block(sums: dict) -> dict:
+    """A :meth:`ValueSums.to_dict` block from its five sums: ``mse``, ``winner_accuracy`` and ``baseline_mse`` added
+    (NaN where a denominator is 0)."""
+    known, decided = int(sums["known"]), int(sums["decided"])
+    nan = float("nan")
+    d = {k: sums[k] for k in ("known", "sq_sum", "decided", "winner_correct", "outcome_sum")}
+    d.update(mse=float(sums["sq_sum"]) / known if known else nan,
+             winner_accuracy=int(sums["winner_correct"]) / decided if decided else nan,
+             baseline_mse=constant_predictor_mse(known, decided, sums["outcome_sum"]))
+    return d
+
+
+def merge_value_dicts(blocks: Sequence[dict]) -> dict:
+    """One value block from several over disjoint positions: the sums added, the derived numbers recomputed."""
+    return value_block({"known": sum(int(b["known"]) for b in blocks),
+                        "sq_sum": math.fsum(float(b["sq_sum"]) for b in blocks),
+                        "decided": sum(int(b["decided"]) for b in blocks),
+                        "winner_correct": sum(int(b["winner_correct"]) for b in blocks),
+                        "outcome_sum": sum(int(b["outcome_sum"]) for b in blocks)})
+
+
 class MetricSums:
-    """Sums and counts for one set of positions; see the module docstring."""
+    """Sums and counts for one set of positions (and its :class:`ValueSums`, ``value``, once a value was given);
+    see the module docstring."""
 
     def __init__(self, num_moves: int):
         self.num_moves = int(num_moves)
         self.count = 0
         self._nll = ExactSum()
         self.rank_hist = np.zeros(self.num_moves, dtype=np.int64)
+        self.value: ValueSums | None = None
 
-    def update(self, ranks, nll) -> None:
+    def update(self, ranks, nll, value=None, outcome=None) -> None:
         ranks = np.asarray(ranks, dtype=np.int64).reshape(-1)
         nll = np.asarray(nll, dtype=np.float64).reshape(-1)
         if ranks.shape != nll.shape:
             raise ValueError("ranks and nll must have one entry per position")
         if ranks.size and (ranks.min() < 0 or ranks.max() >= self.num_moves):
             raise ValueError(f"ranks must be in 0..{self.num_moves - 1}")
+        if value is not None:
+            if outcome is None:
+                raise ValueError("a value needs the positions' outcomes")
+            if np.asarray(value).reshape(-1).shape != ranks.shape:
+                raise ValueError("value must have one entry per position")
+            if self.value is None:
+                self.value = ValueSums()
+            self.value.update(value, outcome)
         self.count += int(ranks.size)
         self._nll.add(nll)
         self.rank_hist += np.bincount(ranks, minlength=self.num_moves)
@@ -206,6 +305,10 @@ class MetricSums:
         self.count += other.count
         self._nll.merge(other._nll)
         self.rank_hist += other.rank_hist
+        if other.value is not None:
+            if self.value is None:
+                self.value = ValueSums()
+            self.value.merge(other.value)
 
     @property
     def nll_sum(self) -> float:
@@ -233,6 +336,8 @@ class MetricSums:
              "cross_entropy_nats": self.cross_entropy, "perplexity": self.perplexity}
         if histogram:
             d["rank_histogram"] = self.rank_hist.tolist()
+        if self.value is not None:
+            d["value"] = self.value.to_dict()
         return d
 
 
@@ -276,10 +381,15 @@ class Breakdown:
         mn = np.asarray(move_number, dtype=np.int64)
         return np.searchsorted(np.asarray(self.phase_starts), mn, side="right") - 1
 
-    def update(self, ranks, nll, *, move_number, player_rank, to_move) -> None:
+    def update(self, ranks, nll, *, move_number, player_rank, to_move, value=None, outcome=None) -> None:
+        """One batch's positions; ``value`` (a two-headed net's, ``[B]``) with their ``outcome`` column adds the
+        value sums to the whole and to every group."""
         ranks = np.asarray(ranks, dtype=np.int64).reshape(-1)
         nll = np.asarray(nll, dtype=np.float64).reshape(-1)
-        self.total.update(ranks, nll)
+        if value is not None:
+            value = np.asarray(value, dtype=np.float64).reshape(-1)
+            outcome = None if outcome is None else np.asarray(outcome, dtype=np.int64).reshape(-1)
+        self.total.update(ranks, nll, value, outcome)
         for table, keys in ((self.by_phase, self.phase_index(move_number)),
                             (self.by_rank, np.asarray(player_rank, dtype=np.int64).reshape(-1)),
                             (self.by_colour, np.asarray(to_move, dtype=np.int64).reshape(-1))):
@@ -287,7 +397,9 @@ class Breakdown:
                 raise ValueError("one key per position")
             for key in np.unique(keys):
                 sel = keys == key
-                self._group(table, int(key)).update(ranks[sel], nll[sel])
+                self._group(table, int(key)).update(ranks[sel], nll[sel],
+                                                    None if value is None else value[sel],
+                                                    None if value is None else outcome[sel])
 
     def merge(self, other: "Breakdown") -> None:
         if other.phase_starts != self.phase_starts:
@@ -308,7 +420,8 @@ class Breakdown:
 
 def merge_block_dicts(blocks: Sequence[dict]) -> dict:
     """One :meth:`MetricSums.to_dict` block from several over disjoint positions: counts, NLL sums, top-k
-    counts (and rank histograms, when every block has one) are added, and the derived numbers recomputed."""
+    counts (and rank histograms, when every block has one; value sums, when any has them) are added, and the
+    derived numbers recomputed."""
     count = sum(int(b["count"]) for b in blocks)
     nll = math.fsum(float(b["nll_sum"]) for b in blocks)
     topk = [int(sum(col)) for col in zip(*(b["topk_correct"] for b in blocks))]
@@ -319,6 +432,9 @@ def merge_block_dicts(blocks: Sequence[dict]) -> dict:
          "perplexity": math.exp(nll / count) if count else nan}
     if blocks and all("rank_histogram" in b for b in blocks):
         d["rank_histogram"] = np.sum([np.asarray(b["rank_histogram"], np.int64) for b in blocks], axis=0).tolist()
+    values = [b["value"] for b in blocks if "value" in b]
+    if values:
+        d["value"] = merge_value_dicts(values)
     return d
 
 

@@ -28,7 +28,7 @@ SECTIONS = (
     ("start here", ("quickstart",)),
     ("datasets", ("build", "tfds", "stats", "inspect", "features")),
     ("training and results", ("train", "eval", "tables", "show")),
-    ("playing", ("gtp", "match")),
+    ("playing", ("gtp", "match", "export")),
 )
 COMMANDS = tuple(name for _, names in SECTIONS for name in names)
 

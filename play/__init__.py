@@ -19,11 +19,15 @@ module                      what it holds
 ``match_sgf``               a match game on disk: ``game_path``, ``write_game``, ``read_game``, ``finished_games``
 ``match_report``            ``GameResult``, ``MatchSummary``, ``summarise``, ``wilson_interval``,
                             ``format_summary``, ``format_rank_table``
+``export_onnx``             ``kifunet export``: a run's net to one ONNX file (jax2onnx) described by its metadata,
+                            checked against JAX before it is written (``export_run``, ``export_model``)
+``onnx_policy``             the exported file's format (inputs, outputs, metadata), ``OnnxNet`` (onnxruntime),
+                            ``OnnxPolicy`` / ``load_onnx_policy``: Policy over the file, without JAX
 ==========================  =====================================================================================
 
 ``kifunet.play`` imports :mod:`kifunet.eval` (``load_policy`` rebuilds a net with :func:`kifunet.eval.runs.load_net`)
 and :mod:`kifunet.data_prep`; neither imports ``kifunet.play``.
 
-Commands: ``kifunet gtp``, ``kifunet match``. Scripts: ``scripts/make_sample_corpus.py`` (GNU Go self-play over
+Commands: ``kifunet gtp``, ``kifunet match``, ``kifunet export``. Scripts: ``scripts/make_sample_corpus.py`` (GNU Go self-play over
 :mod:`~kifunet.play.gtp_client`), ``scripts/build_pachi.py`` (builds the Pachi that ``pachi[:PLAYOUTS]`` runs).
 """

@@ -1,6 +1,7 @@
 """A GTP version 2 engine that plays a policy net's raw moves (no search).
 
-``kifunet gtp --checkpoint RUN`` (or ``--model NAME`` for a randomly initialised net) speaks GTP on
+``kifunet gtp --checkpoint RUN`` (or ``--model NAME`` for a randomly initialised net, ``--model net.onnx`` for an
+exported one: :mod:`kifunet.play.onnx_policy`) speaks GTP on
 stdin/stdout, for GoGui, Sabaki, ``gogui-twogtp`` or ``kifunet match``.
 
 Commands: ``protocol_version name version known_command list_commands quit boardsize clear_board komi play

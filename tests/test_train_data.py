@@ -5,22 +5,33 @@ Session fixtures (imported by tests/test_input_pipeline.py, test_train.py, test_
 * ``ds_maddison``: 60 games, ``maddison`` planes (36), chunks of 32 rows, shards of at most 600 rows,
   test split = a 20% game-hash share;
 * ``ds_maddison_packbits``: the same games with the ``packbits`` plane layout (the pipeline's slow path);
-* ``ds_gonn``: 30 games with the ``gonn`` planes (26, five previous-move planes: history dropout).
+* ``ds_gonn``: 30 games with the ``gonn`` planes (26, five previous-move planes: history dropout);
+* ``ds_qiqiao``: 40 games with the ``qiqiao`` planes (10) whose results vary (:data:`QIQIAO_RESULTS`, in turn:
+  wins of either colour, a draw, an unknown result), for the value head's tests.
 """
 
 from __future__ import annotations
 
 import pytest
 
+import os
+
 from kifunet.cli import main as cli_main
-from test_build import write_corpus
+from test_build import random_game, write_corpus
+
+#: the RE of game i of ``ds_qiqiao`` is QIQIAO_RESULTS[i % 6] (None: no RE, an unknown result)
+QIQIAO_RESULTS = ("B+R", "W+3.5", "W+R", "0", None, "B+T")
 
 
 def build_dataset(root, *, games: int, features: str = "maddison", planes: str = "codes", moves: int = 60,
-                  chunk_rows: int = 32, shard_size: int = 600) -> str:
+                  chunk_rows: int = 32, shard_size: int = 600, results=None) -> str:
     corpus = root / "sgf"
-    if not corpus.exists():
+    if not corpus.exists() and results is None:
         write_corpus(corpus, games, moves=moves)
+    elif not corpus.exists():
+        os.makedirs(corpus)
+        for i in range(games):
+            (corpus / f"g{i:04d}.sgf").write_bytes(random_game(i, moves=moves, result=results[i % len(results)]))
     out = root / f"ds-{features}-{planes}"
     rc = cli_main(["build", str(corpus), "--out", str(out), "--features", features, "--board-size", "9",
                    "--split", "train:rest", "--hash-split", "test:0.2", "--planes", planes, "--chunk-rows",
@@ -42,3 +53,33 @@ def ds_maddison_packbits(tmp_path_factory):
 @pytest.fixture(scope="session")
 def ds_gonn(tmp_path_factory):
     return build_dataset(tmp_path_factory.mktemp("train_ds_gonn"), games=30, features="gonn")
+
+
+@pytest.fixture(scope="session")
+def ds_qiqiao(tmp_path_factory):
+    return build_dataset(tmp_path_factory.mktemp("train_ds_qiqiao"), games=40, features="qiqiao",
+                         results=QIQIAO_RESULTS)
+
+
+@pytest.fixture(scope="session")
+def qiqiao_run(ds_qiqiao, tmp_path_factory):
+    """8 steps of ``qiqiao_tiny`` (the tiny config, value_weight 1) on ``ds_qiqiao``, a final evaluation on the
+    whole test split: ``(run dir, dataset, final metrics, the printed log)``."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    from kifunet.train import configs
+    from kifunet.train.train import train_and_evaluate
+
+    tiny = Path(__file__).resolve().parents[1] / "train" / "configs" / "tiny.py"
+    cfg = configs.load(str(tiny), [("dataset", ds_qiqiao), ("model.name", "qiqiao_tiny"),
+                                   ("expect_features", "qiqiao"), ("value_weight", "1.0"),
+                                   ("train_positions", "256"), ("log_every_steps", "4"),
+                                   ("eval_every_positions", "0"), ("final_eval_positions", "0"),
+                                   ("checkpoint_every_positions", "128"), ("async_checkpoints", "false")])
+    run = tmp_path_factory.mktemp("qiqiao_run") / "run"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        final = train_and_evaluate(cfg, str(run))
+    return run, ds_qiqiao, final, out.getvalue()

@@ -59,6 +59,11 @@ window, since element ``i`` of the window ``MapDataset`` is a pure function of t
 
 Evaluation: :func:`eval_batches` reads a split in order (no symmetry, no dropout), the host's contiguous
 share of rows, padded to whole batches with ``weight`` 0 so sums over the split count every row once.
+
+Batches (:func:`window_batch`) carry ``planes``, ``target``, ``to_move``, ``rank``, ``weight`` and the value
+target ``outcome`` (int8, the dataset's column: the game's result for the player to move, -128 unknown; a
+dataset built before results were read gives -128 on every row). A symmetry moves the target, never the
+outcome.
 """
 
 from __future__ import annotations
@@ -77,6 +82,7 @@ from numba import njit
 
 from kifunet.data_prep import dataset as dataset_mod
 from kifunet.data_prep import symmetries as sym_mod
+from kifunet.data_prep.results import OUTCOME_UNKNOWN
 
 #: GoNN write.exe's conditional keep probabilities of the previous-move planes 1..5 back.
 GONN_KEEP_PROBS = (0.90, 0.95, 0.95, 0.98, 0.98)
@@ -84,7 +90,7 @@ SYMMETRY_MODES = ("example", "batch", "none")
 HISTORY_MODES = ("none", "all", "cascade")
 HOST_DTYPES = ("uint8", "float32", "bfloat16")
 #: per-row columns carried into batches (besides the planes)
-BATCH_COLUMNS = ("target", "to_move", "player_rank")
+BATCH_COLUMNS = ("target", "to_move", "player_rank", "outcome")
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -233,8 +239,11 @@ class WindowBuilder:
         target = cols["target"].astype(np.int64)
         if s is not None:
             target = sym_mod.apply_index_batch(target, s, n)
+        # the game's result for the mover: a symmetry changes neither the game nor the mover
+        outcome = cols["outcome"] if "outcome" in cols else np.full(keep, OUTCOME_UNKNOWN, np.int8)
         out = {"target": target.astype(np.int16), "to_move": cols["to_move"].astype(np.int8),
-               "player_rank": cols["player_rank"].astype(np.int8), "weight": np.ones(keep, np.uint8),
+               "player_rank": cols["player_rank"].astype(np.int8), "outcome": outcome.astype(np.int8),
+               "weight": np.ones(keep, np.uint8),
                # for inspection and tests: the row of the split, its symmetry and history depth kept
                "index": cols["index"], "symmetry": np.zeros(keep, np.int8) if s is None else s.astype(np.int8),
                "history_level": (np.full(keep, lay.history_depth, np.int8) if level is None else level)}
@@ -350,7 +359,7 @@ def _host_cast(planes: np.ndarray, host_dtype: str) -> np.ndarray:
 
 def window_batch(window: dict, a: int, b: int, host_dtype: str = "uint8") -> dict[str, np.ndarray]:
     """Rows a..b of a window as a batch: planes [B, N, N, C] (``host_dtype``), int32 target / to_move / rank,
-    float32 weight."""
+    int8 outcome (the value target: +1 the mover won, -1 lost, 0 draw, -128 unknown), float32 weight."""
     if "idx" in window:
         planes = np.take(window["table"], window["idx"][a:b], axis=0)
     else:  # a copy: windows from worker processes live in shared memory, freed with the window
@@ -359,6 +368,7 @@ def window_batch(window: dict, a: int, b: int, host_dtype: str = "uint8") -> dic
             "target": window["target"][a:b].astype(np.int32),
             "to_move": window["to_move"][a:b].astype(np.int32),
             "rank": window["player_rank"][a:b].astype(np.int32),
+            "outcome": window["outcome"][a:b].astype(np.int8),
             "weight": window["weight"][a:b].astype(np.float32)}
 
 

@@ -21,12 +21,31 @@ Order of business, as in big_vision's trainer:
    copy). A non-finite loss stops the run with ``NonFiniteLoss`` naming the first bad step (the window records
    it; it is checked before every checkpoint, so none holds it). Every ``log_every_steps``: a JSON line and
    TensorBoard scalars (loss, nats, top-1, top-4, positions/s, fraction of wall time waiting for data,
-   gradient / parameter / update norms, learning rate) and a progress line with ETA on stdout. Every
-   ``eval_every_positions``: sums and counts over the evaluation split (prefetched to the devices, summed
-   there, fetched once). Every ``checkpoint_every_positions`` and at the end: a checkpoint. ``time_limit_s``
+   gradient / parameter / update norms, learning rate; a two-headed net adds the value metrics below) and a
+   progress line with ETA on stdout. Every ``eval_every_positions``: sums and counts over the evaluation split
+   (prefetched to the devices, summed there, fetched once). Every ``checkpoint_every_positions`` and at the end: a checkpoint. ``time_limit_s``
    ends the run (checkpoint and final evaluation) after that much training time, counted across restarts:
    checked on the host's clock after every step (:class:`StopClock`), so the run stops within a few step
    times of the limit whatever the logging interval.
+
+Value metrics (nets with a value head, ``model.has_value``; the loss is in :mod:`kifunet.train.parallel`), in
+the training records (over the log window's rows) and the evaluation records (over the evaluated rows):
+
+======================  ==================================================================================
+field                   meaning
+======================  ==================================================================================
+``loss``                the *policy* loss, as for a policy-only net (the value term is logged apart)
+``value_mse``           mean of ``(value - outcome)^2`` over the rows with a known game result (draws: 0)
+``winner_acc``          fraction of known, non-drawn rows where the value's sign names the winner
+                        (:func:`kifunet.models.base.value_outcome_stats`); draws are left out
+``value_known``         the rows with a known result; ``winner_decided``: those of them not drawn
+``value_baseline_mse``  evaluation only: the MSE of the constant predictor, the evaluated rows' mean outcome
+                        (:func:`kifunet.models.base.constant_predictor_mse`): the head learnt something only
+                        below it
+======================  ==================================================================================
+
+``value_mse`` and ``winner_acc`` are left out of a record with no known (decided) row: a dataset built before
+game results were read trains the policy only.
 
 Files in ``WORKDIR``: ``config.json`` (resolved config; written when the run's first checkpoint is on disk, so a
 run that failed before it leaves none), ``checkpoints/``, ``metrics_train.jsonl``, ``metrics_eval.jsonl``,
@@ -175,8 +194,9 @@ class StopClock:
         return bool(decision[0])
 
 
-def evaluate(eval_fn, state, config, mesh, *, limit: int) -> dict:
-    """Top-1, top-4, nats and loss over the evaluation split: sums and counts, divided once.
+def evaluate(eval_fn, state, config, mesh, *, limit: int, value: bool = False) -> dict:
+    """Top-1, top-4, nats and loss over the evaluation split (``value``: and the value metrics of a two-headed
+    net, module docstring): sums and counts, divided once.
 
     ``eval_fn``: ``data_parallel(summed(eval_step(...)), mesh, carry=True)``. Batches are read and put on the
     devices in a background thread (``config.input.prefetch`` ahead), the sums stay on the devices, and one copy
@@ -191,7 +211,7 @@ def evaluate(eval_fn, state, config, mesh, *, limit: int) -> dict:
                                           host_dtype=config.input.host_dtype)
     prefetch = input_pipeline.Prefetcher(batches, fn=lambda b: parallel.shard_batch(b, mesh),
                                          depth=config.input.prefetch)
-    sums = parallel.empty_sums(mesh)
+    sums = parallel.empty_sums(mesh, value=value)
     inflight = _InFlight(config.max_steps_ahead)
     try:
         for batch in prefetch:
@@ -204,7 +224,24 @@ def evaluate(eval_fn, state, config, mesh, *, limit: int) -> dict:
     if n <= 0:
         return {}
     return {"loss": sums["loss_sum"] / n, "nats": sums["nats_sum"] / n, "top1": sums["top1_sum"] / n,
-            "top4": sums["top4_sum"] / n, "eval_positions": n, "seconds": time.perf_counter() - t0}
+            "top4": sums["top4_sum"] / n, "eval_positions": n, **_finite(parallel.value_metrics(sums)),
+            "seconds": time.perf_counter() - t0}
+
+
+def _finite(metrics: dict) -> dict:
+    """The metrics that are numbers (a value MSE over no known row is NaN: left out of the records)."""
+    return {k: v for k, v in metrics.items() if math.isfinite(v)}
+
+
+def _value_text(rec: dict) -> str:
+    """`` value mse 0.8123 (baseline 0.9900) winner 61.20%`` for a record with value metrics, else ``''``."""
+    if "value_known" not in rec:
+        return ""
+    if "value_mse" not in rec:
+        return " value: no known results"
+    base = f" (constant {rec['value_baseline_mse']:.4f})" if "value_baseline_mse" in rec else ""
+    win = f" winner {100 * rec['winner_acc']:.2f}%" if "winner_acc" in rec else ""
+    return f" value mse {rec['value_mse']:.4f}{base}{win}"
 
 
 def _check_config(config, mesh) -> None:
@@ -304,13 +341,15 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None) -> dict:
         writer = metric_writer.MetricWriter(workdir, enabled=pidx == 0)
         if latest is not None:
             writer.truncate_after(latest)
+        head = f", value head: weight {config.value_weight:g}" if model_def.has_value else ""
         _log(f"kifunet train: model {config.model.name} ({nparams:,} parameters, {info['num_planes']} planes"
-             f"{'' if default_planes == info['num_planes'] else f'; its default is {default_planes}'}), "
+             f"{'' if default_planes == info['num_planes'] else f'; its default is {default_planes}'}{head}), "
              f"{mesh.size} device(s) x {pc} process(es), batch {B}, {info['rows']:,} training rows, "
              f"{total_steps:,} steps = {total_steps * B:,} positions")
 
         train_fn = parallel.data_parallel(
-            parallel.windowed(parallel.train_step(model_def, tx, schedule, loss=config.loss)), mesh,
+            parallel.windowed(parallel.train_step(model_def, tx, schedule, loss=config.loss,
+                                                  value_weight=config.value_weight)), mesh,
             donate_state=True, carry=True)
         eval_fn = parallel.data_parallel(parallel.summed(parallel.eval_step(model_def, loss=config.loss)), mesh,
                                          carry=True)
@@ -318,7 +357,7 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None) -> dict:
                                              depth=config.input.prefetch)
         return _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, state, start=start,
                      total_steps=total_steps, log_every=log_every, eval_every=eval_every, ckpt_every=ckpt_every,
-                     elapsed_before=elapsed_before, info=info)
+                     elapsed_before=elapsed_before, info=info, value=model_def.has_value)
     finally:
         if prefetch is not None:
             prefetch.close()
@@ -328,7 +367,7 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None) -> dict:
 
 
 def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, state, *, start, total_steps,
-          log_every, eval_every, ckpt_every, elapsed_before, info) -> dict:
+          log_every, eval_every, ckpt_every, elapsed_before, info, value=False) -> dict:
     """The training loop proper: dispatch steps, fetch a metric window once per interval, evaluate, save."""
     pidx, pc = jax.process_index(), jax.process_count()
     B = config.batch_size
@@ -338,7 +377,7 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
                 "dataset": config.dataset, "feature_set": info["features"], "board_size": int(info["board_size"]),
                 "batch_size": B, "processes": pc, "devices": mesh.size}
 
-    zero_window = parallel.empty_window(mesh)  # never donated: reused at every window start
+    zero_window = parallel.empty_window(mesh, value=value)  # never donated: reused at every window start
     window = zero_window
     host = {"t": time.perf_counter(), "wait": 0.0, "steps": 0, "skip": 0}  # this log window, host side
     inflight = _InFlight(config.max_steps_ahead)
@@ -356,6 +395,9 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
         rec = {"positions": s * B, "loss": float(m["loss_sum"]) / n, "nats": float(m["nats_sum"]) / n,
                "top1": float(m["top1_sum"]) / n, "top4": float(m["top4_sum"]) / n,
                **{k: float(m[k]) for k in parallel.LAST_METRICS}}
+        train_value = _finite(parallel.value_metrics(m))
+        train_value.pop("value_baseline_mse", None)  # the baseline is the evaluation split's (module docstring)
+        rec.update(train_value)
         if timed > 0 and dt > 0:  # (a window holding only the compiling first step has no rate)
             rec["positions_per_s"] = timed * B / dt
             rec["data_wait_fraction"] = wait / dt
@@ -368,17 +410,17 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
         speed = (f"{rate:,.0f} pos/s, data wait {100 * rec['data_wait_fraction']:.1f}%" if rate > 0
                  else "compiling")
         _log(f"step {s:,}/{total_steps:,} ({s * B:,} positions, {100 * s / total_steps:.1f}%) "
-             f"loss {rec['loss']:.4f} top1 {100 * rec['top1']:.2f}% top4 {100 * rec['top4']:.2f}% "
-             f"| {speed} | ETA {_fmt_time(eta) if math.isfinite(eta) else '?'}")
+             f"loss {rec['loss']:.4f} top1 {100 * rec['top1']:.2f}% top4 {100 * rec['top4']:.2f}%"
+             f"{_value_text(rec)} | {speed} | ETA {_fmt_time(eta) if math.isfinite(eta) else '?'}")
         host.update(t=now, wait=prefetch.wait_s, steps=0, skip=0)
 
     def do_eval(s: int, limit: int) -> dict:
-        res = evaluate(eval_fn, state, config, mesh, limit=limit)
+        res = evaluate(eval_fn, state, config, mesh, limit=limit, value=value)
         if res:
             writer.write("eval", s, {"positions": s * B, **res})
             _log(f"eval at step {s:,} on {int(res['eval_positions']):,} {config.eval_split} positions: "
-                 f"top1 {100 * res['top1']:.2f}% top4 {100 * res['top4']:.2f}% nats {res['nats']:.4f} "
-                 f"({res['seconds']:.1f} s)")
+                 f"top1 {100 * res['top1']:.2f}% top4 {100 * res['top4']:.2f}% nats {res['nats']:.4f}"
+                 f"{_value_text(res)} ({res['seconds']:.1f} s)")
         # the evaluation's time is not training time: do not charge it to the log window's rate
         host["t"] += res.get("seconds", 0.0) if res else 0.0
         return res

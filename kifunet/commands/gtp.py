@@ -1,20 +1,27 @@
-"""``kifunet gtp``: a GTP engine playing a policy net's raw moves (see :mod:`kifunet.play.gtp_engine`)."""
+"""``kifunet gtp``: a GTP engine playing a policy net's raw moves (see :mod:`kifunet.play.gtp_engine`).
+
+The net: a training run (``--checkpoint RUN``, JAX), a registered model with random weights (``--model NAME``,
+JAX), or an exported file (``--model FILE.onnx``, from ``kifunet export``): onnxruntime plays it and JAX is never
+imported (:mod:`kifunet.play.onnx_policy`)."""
 
 from __future__ import annotations
 
 from kifunet.errors import CommandError
 
-HELP = "GTP engine that plays a policy net's raw moves (--checkpoint RUN, or --model NAME with random weights)"
+HELP = ("GTP engine that plays a policy net's raw moves (--checkpoint RUN, --model FILE.onnx from "
+        "`kifunet export`, or --model NAME with random weights)")
 
 
 def add_arguments(p) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--checkpoint", metavar="RUN", help="training run directory (its config.json and checkpoints)")
-    src.add_argument("--model", metavar="NAME", help="a registered model name, randomly initialised (--seed): "
-                     "a legitimate opponent for protocol and match tests, not a player")
+    src.add_argument("--model", metavar="NAME|FILE.onnx", help="an exported net (a .onnx file from `kifunet "
+                     "export`: played with onnxruntime, without JAX; the file gives the board size and features), "
+                     "or a registered model name, randomly initialised (--seed): a legitimate opponent for "
+                     "protocol and match tests, not a player")
     p.add_argument("--step", type=int, help="with --checkpoint: this step instead of the latest")
-    p.add_argument("--board-size", type=int, help="board size: with --model (default 19); with --checkpoint only "
-                   "when the run records none")
+    p.add_argument("--board-size", type=int, help="board size: with --model NAME (default 19); with --checkpoint "
+                   "only when the run records none")
     p.add_argument("--features", help="feature set (default: the run's, or the one matching the model's planes)")
     p.add_argument("--seed", type=int, default=0, help="model initialisation (--model) and sampling seed")
     p.add_argument("--rank", default="9d", help="the rank the net imitates: 1d .. 9d, 3k, 9p, or unknown "
@@ -33,8 +40,18 @@ def add_arguments(p) -> None:
     p.add_argument("--verbose", action="store_true", help="log each chosen move and why to stderr")
 
 
+def is_onnx_file(model: str | None) -> bool:
+    """``--model`` names an exported file (a path ending in ``.onnx``, or any existing file), not a model name."""
+    import os
+
+    return bool(model) and (model.lower().endswith(".onnx") or os.path.isfile(model))
+
+
 def _check_inputs(args) -> None:
-    """What can be checked before JAX and the net load (seconds): the run directory, the rank, the numbers."""
+    """What can be checked before JAX and the net load (seconds): the run directory or the ONNX file, the rank,
+    the numbers."""
+    import os
+
     from kifunet.data_prep import ranks
 
     if args.checkpoint:
@@ -43,6 +60,15 @@ def _check_inputs(args) -> None:
         resolve_checkpoint(args.checkpoint, args.step)  # FileNotFoundError: no run, no such step
     elif args.step is not None:
         raise CommandError("--step needs --checkpoint")
+    if is_onnx_file(args.model):
+        if not os.path.isfile(args.model):
+            raise CommandError(f"{args.model}: no such file" if not os.path.exists(args.model)
+                               else f"{args.model}: not a file")
+        import importlib.util
+
+        if importlib.util.find_spec("onnxruntime") is None:
+            raise CommandError(f"{args.model}: playing an ONNX file needs onnxruntime: "
+                               "pip install 'kifunet[export]'")
     text = str(args.rank).strip()
     if text not in ("", "?", "-", "unknown") and not ranks.is_known(ranks.parse_rank(text)):
         raise CommandError(f"--rank {args.rank!r} is not a rank (e.g. 1d, 5d, 9d, 3k, 9p, or unknown)")
@@ -66,13 +92,18 @@ def run(args) -> int:
     # Everything but GTP responses goes to stderr: loading JAX or a checkpoint must not write on stdout.
     with contextlib.redirect_stdout(sys.stderr):
         try:
-            if args.checkpoint:
+            if is_onnx_file(args.model):
+                from kifunet.play.onnx_policy import load_onnx_policy
+
+                pol = load_onnx_policy(args.model, rank=args.rank, feature_set=args.features,
+                                       board_size=args.board_size)
+            elif args.checkpoint:
                 pol = policy_mod.load_policy(args.checkpoint, rank=args.rank, step=args.step,
                                              feature_set=args.features, board_size=args.board_size)
             else:
                 pol = policy_mod.fresh_policy(args.model, args.board_size or 19, feature_set=args.features,
                                               seed=args.seed, rank=args.rank)
-        except (KeyError, ValueError) as e:  # unknown model or feature set, a checkpoint that does not fit
+        except (KeyError, ValueError) as e:  # unknown model or feature set, a checkpoint or file that does not fit
             raise CommandError(e) from e
         settings = gtp_engine.PlaySettings(sample=args.sample, seed=args.seed, max_moves=args.max_moves,
                                            resign_margin=args.resign_margin,

@@ -27,6 +27,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.train_positions = 1_000_000  # length of the run; steps = ceil(train_positions / batch_size)
     c.seed = 0  # model init and data order
     c.loss = "cross_entropy"  # or "l2" (squared error of the softmax: Cazenave, part of GoNN's runs)
+    # nets with a value head (model.has_value): loss = policy loss + value_weight x value MSE over the rows whose
+    # game result is known (train/parallel.py); 0.01 is AlphaGo Zero's supervised setting. Policy-only nets ignore it.
+    c.value_weight = 0.01
     c.batchnorm = "per_device"  # or "sync" (statistics over the global batch); see train/parallel.py
 
     c.optimizer = ml_collections.ConfigDict()

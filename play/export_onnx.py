@@ -1,0 +1,281 @@
+"""Export a trained net to one portable ONNX file that says what it is (``kifunet export RUN --out net.onnx``).
+
+The converter is jax2onnx (``to_onnx``): it traces the net's forward pass to a jaxpr and writes ONNX operators,
+with a dynamic batch dimension ``B``. The file's inputs, outputs and metadata are defined once, in
+:mod:`kifunet.play.onnx_policy` (which plays such a file without JAX). What the exporter decides:
+
+===================  ========================================================================================
+step                 rule
+===================  ========================================================================================
+the net              :func:`kifunet.eval.runs.load_net` (as ``kifunet gtp --checkpoint`` and ``eval`` load it),
+                     computing in float32 whatever dtype it was trained in, BatchNorm in eval mode
+inputs               ``planes``, plus ``rank`` and ``to_move`` only if the forward pass reads them: an input is
+                     kept when an equation of the traced jaxpr takes it (:func:`used_inputs`), so a net without
+                     a rank embedding has no ``rank`` input and only Maddison's nets have ``to_move``
+outputs              ``logits``; ``value`` too when the net returns ``(logits, value)``
+                     (:func:`kifunet.models.base.policy_and_value`: handled generically, not by family)
+check                before writing, onnxruntime and the JAX forward pass run the same
+                     :data:`CHECK_POSITIONS` random 0/1 positions (with ranks and both colours); the largest
+                     ``|logit difference|`` is stored (``export_check``) and must stay below
+                     :data:`CHECK_TOLERANCE` times the largest ``|logit|`` (pass's -1e9 aside; at least 1),
+                     else nothing is written (``ValueError``)
+conversion cost      jax2onnx imports all of its plugins on its first conversion in a process, and some of
+                     them build example models, compiling ~70 small XLA programs: a fixed cost of 5-7 s on
+                     this project's 2 busy CPU cores (0.2-0.3 s per export after it, for kgs_cpu_small). The
+                     plugins are imported with XLA optimisations off (``jax_disable_most_optimizations``: they
+                     only compile their own examples; the net is traced, never compiled, so the file is the
+                     same), which measured 6.6 s against 8.7-12.8 s with them on
+===================  ========================================================================================
+
+Every registered family converts (``tests/test_export.py``); the one change the models needed was in
+:func:`kifunet.models.base.board_logits_without_pass`, which made pass's column with ``jnp.full((B, 1))``, a shape
+jax2onnx cannot take with a symbolic ``B`` (now ``jnp.full_like``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import time
+
+import numpy as np
+
+from kifunet.data_prep import features as features_mod
+from kifunet.play import onnx_policy
+
+#: random positions the exported file is checked on against JAX before it is written
+CHECK_POSITIONS = 8
+#: the largest |logit difference| accepted at that check, relative to the largest |logit| (at least 1): float32
+#: rounding in another operation order; every registered net measured 1e-8 to 1.1e-5 of its scale
+CHECK_TOLERANCE = 1e-4
+RANK_SCALE = ("int32 rank of the player to move (kifunet.data_prep.ranks): 30k..1k = -30..-1, 1d..9d = 0..8, "
+              "1p..9p = 9..17, unknown = -128")
+POLICY_INDEX = ("logits[b, row*N + col], row 0 at the top, col 0 at the left (GTP A19 = 0 at 19x19; "
+                "kifunet.data_prep.coords); index N*N = pass; softmax over the N*N+1 logits gives probabilities")
+VALUE_MEANING = "value[b] in [-1, 1]: expected result for the side to move (+1 a win, -1 a loss)"
+
+
+@dataclasses.dataclass
+class ExportResult:
+    """What :func:`export_model` wrote: the file, its size, inputs, outputs, metadata and the check."""
+
+    path: str
+    bytes: int
+    seconds: float  # loading excluded: conversion, check and writing
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    metadata: dict[str, str]
+    max_abs_logit_diff: float
+
+
+def forward_function(model):
+    """``fn(planes, rank, to_move) -> logits`` or ``(logits, value)``: the net in eval mode as a pure function
+    of its inputs (parameters and BatchNorm statistics closed over)."""
+    from flax import nnx
+
+    from kifunet.models.base import policy_and_value
+
+    model.eval()
+    graphdef, state = nnx.split(model)
+
+    def fn(planes, rank, to_move):
+        logits, value = policy_and_value(nnx.merge(graphdef, state)(planes, rank=rank, to_move=to_move))
+        return logits if value is None else (logits, value)
+
+    return fn
+
+
+def _specs(batch, board_size: int, in_planes: int) -> dict:
+    import jax
+    import jax.numpy as jnp
+
+    return {"planes": jax.ShapeDtypeStruct((batch, board_size, board_size, in_planes), jnp.float32),
+            "rank": jax.ShapeDtypeStruct((batch,), jnp.int32), "to_move": jax.ShapeDtypeStruct((batch,), jnp.int32)}
+
+
+def used_inputs(fn, board_size: int, in_planes: int) -> tuple[str, ...]:
+    """The names of ``fn``'s inputs (``planes``, ``rank``, ``to_move``) that an equation of its jaxpr reads.
+
+    ``planes`` always counts. A nested jaxpr (a ``jit`` inside the net) that receives an input counts as
+    reading it, so the answer can only keep an input it did not need, never drop one it needs."""
+    import jax
+
+    jaxpr = jax.make_jaxpr(fn)(*_specs(1, board_size, in_planes).values()).jaxpr
+    read = {id(v) for eqn in jaxpr.eqns for v in eqn.invars} | {id(v) for v in jaxpr.outvars}
+    return tuple(name for name, var in zip(onnx_policy.INPUTS, jaxpr.invars) if name == "planes" or id(var) in read)
+
+
+@contextlib.contextmanager
+def _converting():
+    """XLA optimisations off (see the module docstring's "conversion cost") and onnx_ir's warnings about the
+    converter's untyped shape constants (notes on its own internals) silenced; both restored after."""
+    import logging
+
+    import jax
+
+    old = jax.config.read("jax_disable_most_optimizations")
+    log = logging.getLogger("onnx_ir")
+    level = log.level
+    jax.config.update("jax_disable_most_optimizations", True)
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_disable_most_optimizations", old)
+        log.setLevel(level)
+
+
+def _converter():
+    try:
+        from jax2onnx import to_onnx
+        import onnx
+    except ImportError as e:
+        raise ImportError(f"exporting needs jax2onnx and onnx: pip install 'kifunet[export]' ({e})") from e
+    return to_onnx, onnx
+
+
+def check_positions(board_size: int, in_planes: int, n: int = CHECK_POSITIONS, seed: int = 0):
+    """``(planes, rank, to_move)`` of ``n`` random positions: 0/1 planes, ranks 9d, 1d, unknown, 3k..., both
+    colours."""
+    rng = np.random.default_rng(seed)
+    planes = rng.integers(0, 2, (n, board_size, board_size, in_planes)).astype(np.float32)
+    rank = np.resize(np.array([8, 0, -128, -3], np.int32), n)
+    to_move = np.resize(np.array([1, 2], np.int32), n)
+    return planes, rank, to_move
+
+
+def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict | None = None) -> ExportResult:
+    """Write ``model`` (a :class:`kifunet.models.PolicyNet`; its feature set named) to ``out`` as ONNX.
+
+    ``info`` adds metadata (strings, or JSON-able values written as JSON), such as :func:`run_metadata` gives;
+    the keys are those of :mod:`kifunet.play.onnx_policy` without the ``kifunet.`` prefix.
+    """
+    import jax
+
+    from kifunet import __version__
+    from kifunet.models import NO_PASS_LOGIT
+
+    to_onnx, onnx = _converter()
+    fs = features_mod.get(feature_set)
+    n, c = int(model.board_size), int(model.in_planes)
+    if c != fs.num_planes:
+        raise ValueError(f"the model wants {c} planes; feature set {fs.name} has {fs.num_planes}")
+    t0 = time.perf_counter()
+    fn = forward_function(model)
+    names = used_inputs(fn, n, c)
+
+    def exported(*args):
+        given = dict(zip(names, args))
+        return fn(given["planes"], given.get("rank"), given.get("to_move"))
+
+    out_names = onnx_policy.OUTPUTS[: 2 if isinstance(jax.eval_shape(fn, *_specs(1, n, c).values()), tuple) else 1]
+    specs = _specs("B", n, c)
+    with _converting():
+        proto = to_onnx(exported, [specs[k] for k in names], model_name=f"kifunet_{type(model).__name__}",
+                        input_names=list(names), output_names=list(out_names))
+    # jax2onnx annotates intermediate values with shapes, some in the wrong layout (NHWC where its convolutions
+    # work in NCHW), which onnxruntime warns about at every load; they are optional, onnxruntime infers its own
+    del proto.graph.value_info[:]
+
+    # the check: the same positions through JAX (all three inputs) and onnxruntime (the file's inputs)
+    planes, rank, to_move = check_positions(n, c)
+    ref = jax.jit(fn)(planes, rank, to_move)
+    ref = tuple(np.asarray(r, np.float32) for r in (ref if isinstance(ref, tuple) else (ref,)))
+    meta = {
+        "format_version": onnx_policy.FORMAT_VERSION, "version": __version__,
+        "model": type(model).__name__, "board_size": n,
+        "feature_set": fs.name, "feature_set_version": fs.version, "plane_names": fs.plane_names(),
+        "features": [[f.name, f.planes, f.constant, f.column if f.constant else "", f.meaning]
+                     for f in fs.features],
+        "inputs": list(names), "rank_input": _rank_input(model, fs), "rank_scale": RANK_SCALE,
+        "to_move": "1 = black, 2 = white", "policy_index": POLICY_INDEX,
+        "has_pass": bool((ref[0][:, -1] > NO_PASS_LOGIT / 2).all()), "value_head": len(out_names) == 2,
+    }
+    if len(out_names) == 2:
+        meta["value"] = VALUE_MEANING
+    meta.update(info or {})
+    meta = {k: _text(v) for k, v in meta.items()}
+    onnx.helper.set_model_props(proto, {onnx_policy.PREFIX + k: v for k, v in meta.items()})
+    got = onnx_policy.OnnxNet(proto.SerializeToString()).run(planes, rank, to_move)
+    diff = max(float(np.abs(g.astype(np.float64) - r).max()) for g, r in zip(got, ref) if g is not None)
+    scale = max(1.0, float(np.abs(ref[0][ref[0] > NO_PASS_LOGIT / 2]).max(initial=0.0)))
+    if not diff <= CHECK_TOLERANCE * scale:
+        raise ValueError(f"onnxruntime and JAX differ by {diff:.3g} on random positions, more than "
+                         f"{CHECK_TOLERANCE:g} x the largest |logit| ({scale:.3g})")
+    meta["export_check"] = json.dumps({"positions": CHECK_POSITIONS, "max_abs_logit_diff": diff,
+                                       "max_abs_logit": scale})
+    onnx.helper.set_model_props(proto, {onnx_policy.PREFIX + k: v for k, v in meta.items()})
+    proto.doc_string = (f"kifunet {__version__}: {meta['model']}, {n}x{n}, {fs.name} features; inputs "
+                        f"{', '.join(names)}; outputs {', '.join(out_names)} (metadata: kifunet.*)")
+    out = os.fspath(out)
+    tmp = out + ".tmp"
+    onnx.save(proto, tmp)
+    os.replace(tmp, out)
+    return ExportResult(out, os.path.getsize(out), time.perf_counter() - t0, names, out_names, meta, diff)
+
+
+def _rank_input(model, fs) -> str:
+    planes = any(f.constant and f.column == "player_rank" for f in fs.features)
+    emb = getattr(model, "rank_embedding", None) is not None
+    return {(True, True): "planes+embedding", (True, False): "planes", (False, True): "embedding"}.get(
+        (planes, emb), "none")
+
+
+def _text(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    return json.dumps(v, sort_keys=True)
+
+
+def manifest_summary(manifest: dict) -> dict:
+    """What a dataset manifest says about the data a net learnt from: its fingerprint, inputs (path, sha256,
+    records), filters, preset and options, split rule, splits (games, positions) and counts (seen, used)."""
+    return {
+        "fingerprint": manifest.get("fingerprint"),
+        "features": (manifest.get("features") or {}).get("name"),
+        "board_size": manifest.get("board_size"),
+        "preset": manifest.get("preset"), "options": manifest.get("options"), "filters": manifest.get("filters"),
+        "split_rule": manifest.get("split_rule"),
+        "inputs": [{k: i.get(k) for k in ("path", "sha256", "records")} for i in manifest.get("inputs", [])],
+        "splits": {name: {k: s.get(k) for k in ("games", "positions")}
+                   for name, s in (manifest.get("splits") or {}).items()},
+        "counts": {k: (manifest.get("counts") or {}).get(k) for k in ("seen", "used")},
+    }
+
+
+def run_metadata(net, raw_config: dict) -> dict:
+    """The metadata of a run's net (:class:`kifunet.eval.runs.TrainedNet` and its ``config.json``): model,
+    config, trained dtype, run, step, and the training data (``config.dataset``'s manifest when it is there)."""
+    from kifunet.data_prep.manifest import MANIFEST
+
+    dataset = raw_config.get("dataset") or net.info.get("train_dataset")
+    summary = None
+    if dataset and os.path.isfile(os.path.join(dataset, MANIFEST)):  # relative to the current directory, as
+        with open(os.path.join(dataset, MANIFEST), encoding="utf-8") as f:  # load_net reads it
+            summary = manifest_summary(json.load(f))
+    model_cfg = raw_config.get("model") or {}
+    return {
+        "model": net.info["model"], "model_config": model_cfg,
+        "trained_dtype": model_cfg.get("dtype", "float32"),
+        "run": net.info["name"], "step": net.info.get("step") if net.info.get("step") is not None else "",
+        "training_data": {"dataset": dataset, "train_split": raw_config.get("train_split"),
+                          "positions_trained": net.info.get("positions"), "manifest": summary},
+    }
+
+
+def export_run(path: str | os.PathLike, out: str | os.PathLike, *, step: int | None = None,
+               feature_set: str | None = None, board_size: int | None = None) -> ExportResult:
+    """Export the net of a training run (its newest checkpoint, or ``step``) to ``out``.
+
+    ``feature_set`` / ``board_size``: only for a run that records neither (as for ``kifunet gtp``)."""
+    from kifunet.eval.runs import load_net, read_config
+
+    net = load_net(os.fspath(path), step=step, feature_set=feature_set, board_size=board_size, dtype="float32")
+    raw = read_config(net.info["workdir"]).to_dict()
+    return export_model(net.model, net.feature_set, out, info=run_metadata(net, raw))

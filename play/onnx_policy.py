@@ -1,0 +1,219 @@
+"""An exported net (``kifunet export``) as a policy, run by onnxruntime: no JAX, no Flax, no checkpoint.
+
+>>> pol = load_onnx_policy("net.onnx", rank="9d")             # doctest: +SKIP
+>>> probs, value = pol.evaluate([(1, 72)], colour=2)          # doctest: +SKIP
+
+:class:`OnnxPolicy` is a :class:`kifunet.play.policy.Policy` whose net is the file: it builds a position's
+planes with the very code the JAX policy uses (``Policy.record`` / ``Policy.planes``, i.e.
+:mod:`kifunet.data_prep` under numba), for the feature set the file names, and replaces only the forward pass.
+``kifunet gtp --model net.onnx`` plays with it.
+
+The file (written by :mod:`kifunet.play.export_onnx`; this table is the format's one definition)
+-------------------------------------------------------------------------------------------------
+
+=============  ========================  ==========================================================================
+graph input    type                      meaning
+=============  ========================  ==========================================================================
+``planes``     float32 ``[B, N, N, C]``  every plane the net sees, 0/1, in the feature set's order (stored and
+                                         constant planes alike: ``kifunet.plane_names``); rows from the top,
+                                         columns from the left (:mod:`kifunet.data_prep.coords`), channels last
+``rank``       int32 ``[B]``             only for nets with a rank embedding: the player's rank on the scale of
+                                         :mod:`kifunet.data_prep.ranks` (1d..9d = 0..8, k kyu = -k, 1p..9p =
+                                         9..17, unknown = -128)
+``to_move``    int32 ``[B]``             only for nets that read it (Maddison's black/white output planes):
+                                         1 = black, 2 = white
+=============  ========================  ==========================================================================
+
+=============  ========================  ==========================================================================
+graph output   type                      meaning
+=============  ========================  ==========================================================================
+``logits``     float32 ``[B, N*N + 1]``  move logits (softmax: probabilities); index ``row*N + col`` (row 0 at
+                                         the top, col 0 at the left: GTP ``A19`` is 0 at 19x19), ``N*N`` = pass;
+                                         nets without a pass output give pass -1e9
+``value``      float32 ``[B]``           only for nets with a value head: expected result in [-1, 1] for the side
+                                         to move (+1 a win)
+=============  ========================  ==========================================================================
+
+``B`` is a dynamic dimension (any batch). Metadata (ONNX ``metadata_props``, all strings; JSON where noted),
+every key prefixed ``kifunet.``:
+
+=======================  ===================================================================================
+key                      value
+=======================  ===================================================================================
+``format_version``       ``1`` (:data:`FORMAT_VERSION`)
+``version``              the kifunet version that exported the file
+``model``                the model's registry name (``maddison3``); ``model_config``: the run's ``model``
+                         section (JSON); ``trained_dtype``: the dtype it was trained in (the file computes
+                         in float32)
+``board_size``           N
+``feature_set``          the feature set's name (``maddison``), ``feature_set_version``
+``plane_names``          JSON list of the C plane names in input order (``stone_colour[0]``, ...)
+``features``             JSON list of ``[name, planes, constant, column, meaning]``: a constant feature is
+                         made from a per-position number (``column``: ``to_move``, ``player_rank``), the
+                         others from the board (:mod:`kifunet.data_prep.features`)
+``inputs``               JSON list of the graph's input names, in order
+``rank_input``           how the rank reaches the net: ``planes`` (the ``rank_dan_9`` planes), ``embedding``
+                         (the ``rank`` input), ``planes+embedding``, or ``none``
+``rank_scale``           the rank scale in words (the ``rank`` input's table entry above)
+``to_move``              ``1 = black, 2 = white``
+``policy_index``         the ``logits`` index convention in words (the table above)
+``has_pass``             ``true`` when the net has a pass output, ``false`` when pass is fixed at -1e9
+``value_head``           ``true`` / ``false``; ``value``: what the value output means, when there is one
+``training_data``        JSON: the run's ``dataset`` and ``train_split``, positions trained on, and a summary
+                         of the dataset's manifest (or ``null`` when it was not found at export time)
+``run``, ``step``        the training run's directory name and the checkpoint's step
+``export_check``         JSON ``{"positions", "max_abs_logit_diff", "max_abs_logit"}``: onnxruntime against
+                         JAX on random positions at export time, and the logits' scale
+=======================  ===================================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from kifunet.data_prep import features as features_mod
+from kifunet.play.policy import HISTORY_WINDOW, Policy, rank_value
+
+#: the version of the file format above
+FORMAT_VERSION = 1
+#: every metadata key starts with this
+PREFIX = "kifunet."
+INPUTS = ("planes", "rank", "to_move")
+OUTPUTS = ("logits", "value")
+#: the metadata a player needs (the rest describes the net)
+REQUIRED = ("format_version", "board_size", "feature_set", "plane_names", "has_pass")
+
+
+def _runtime():
+    try:
+        import onnxruntime
+    except ImportError as e:
+        raise ImportError("onnxruntime is not installed: pip install 'kifunet[export]' (or onnxruntime)") from e
+    return onnxruntime
+
+
+class OnnxNet:
+    """An exported file opened with onnxruntime (CPU): its metadata (``kifunet.`` prefix removed), inputs and
+    :meth:`run`. ``source``: a path or the file's bytes."""
+
+    def __init__(self, source: str | os.PathLike | bytes):
+        ort = _runtime()
+        if not isinstance(source, (bytes, bytearray)):
+            source = os.fspath(source)
+            if not os.path.isfile(source):
+                raise FileNotFoundError(f"{source}: no such file")
+        try:
+            self.session = ort.InferenceSession(source, providers=["CPUExecutionProvider"])
+        except Exception as e:  # noqa: BLE001 -- onnxruntime raises its own classes for unreadable files
+            raise ValueError(f"{source if isinstance(source, str) else 'the model'}: not an ONNX model "
+                             f"onnxruntime can load ({str(e).splitlines()[0][:200]})") from e
+        meta = self.session.get_modelmeta().custom_metadata_map
+        self.metadata = {k[len(PREFIX):]: v for k, v in meta.items() if k.startswith(PREFIX)}
+        name = source if isinstance(source, str) else "the model"
+        if "format_version" not in self.metadata:
+            raise ValueError(f"{name}: not a kifunet export (no {PREFIX}format_version in its metadata)")
+        missing = [k for k in REQUIRED if k not in self.metadata]
+        if missing:
+            raise ValueError(f"{name}: its metadata lacks {', '.join(PREFIX + k for k in missing)}")
+        if int(self.metadata["format_version"]) > FORMAT_VERSION:
+            raise ValueError(f"{name}: format version {self.metadata['format_version']} is newer than this "
+                             f"kifunet reads ({FORMAT_VERSION})")
+        self.inputs = tuple(i.name for i in self.session.get_inputs())
+        self.outputs = tuple(o.name for o in self.session.get_outputs())
+        if "planes" not in self.inputs or self.outputs[0] != "logits":
+            raise ValueError(f"{name}: inputs {self.inputs} / outputs {self.outputs} are not a kifunet export's")
+        self.board_size = int(self.metadata["board_size"])
+        self.feature_set = self.metadata["feature_set"]
+        self.has_value = "value" in self.outputs
+
+    def run(self, planes: np.ndarray, rank: np.ndarray,
+            to_move: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(logits float32 [B, N*N+1], value float32 [B] or None)`` of a batch; ``rank`` and ``to_move``
+        (int32 ``[B]``) are fed only where the file has those inputs."""
+        feed = {"planes": np.asarray(planes, dtype=np.float32),
+                "rank": np.asarray(rank, dtype=np.int32), "to_move": np.asarray(to_move, dtype=np.int32)}
+        out = self.session.run(None, {k: feed[k] for k in self.inputs})
+        return out[0], (out[1] if self.has_value else None)
+
+
+def read_metadata(path: str | os.PathLike) -> dict[str, str]:
+    """The ``kifunet.`` metadata of an exported file, prefix removed (strings; see the module table)."""
+    return dict(OnnxNet(path).metadata)
+
+
+class OnnxPolicy(Policy):
+    """:class:`~kifunet.play.policy.Policy`'s interface (``board_size``, ``description``, ``probabilities``,
+    ``evaluate``, ``logits``, ``planes``, ``has_pass``, ``has_value``, ``with_rank``) over an exported file.
+
+    The positions and planes are Policy's own (inherited ``record`` and ``planes``); the feature set is the
+    file's, and its plane names must equal the ones this kifunet builds (a file from a kifunet whose features
+    differ is refused rather than fed the wrong planes).
+    """
+
+    def __init__(self, net: OnnxNet, rank=None, *, window: int = HISTORY_WINDOW, description: str = ""):
+        # Policy.__init__ builds a JAX forward pass: not called; the attributes its position code reads are set
+        self.net = net
+        self.fs = features_mod.get(net.feature_set)
+        want = json.loads(net.metadata.get("plane_names", "[]"))
+        if want != self.fs.plane_names():
+            raise ValueError(f"the file's planes ({len(want)}) differ from this kifunet's {self.fs.name} planes "
+                             f"({self.fs.num_planes}): export the net again with this version")
+        if window < 8:
+            raise ValueError("window must be at least 8 moves (the deepest feature history)")
+        self.board_size = net.board_size
+        self.rank = rank_value(rank)
+        self.window = window
+        meta = net.metadata
+        step = f" step {meta['step']}" if meta.get("step") else ""
+        self.description = (description
+                            or f"{meta.get('model', 'net')} from {meta.get('run') or 'ONNX'}{step} (ONNX)")
+        self.has_pass = meta.get("has_pass") == "true"
+
+    @property
+    def has_value(self) -> bool:
+        """Whether the file has a ``value`` output."""
+        return self.net.has_value
+
+    def with_rank(self, rank) -> "OnnxPolicy":
+        """The same file and features with another rank (shares the onnxruntime session)."""
+        other = object.__new__(OnnxPolicy)
+        other.__dict__.update(self.__dict__)
+        other.rank = rank_value(rank)
+        return other
+
+    def outputs(self, record_or_moves, colour: int, setup=()) -> tuple[np.ndarray, float | None]:
+        """``(float32 [N*N + 1] logits, value or None)`` of the position with ``colour`` to play."""
+        x = self.planes(record_or_moves, colour, setup)[None].astype(np.float32)
+        logits, value = self.net.run(x, np.array([self.rank], np.int32), np.array([int(colour)], np.int32))
+        return logits[0], (None if value is None else float(value.reshape(-1)[0]))
+
+    def evaluate(self, record_or_moves, colour: int, setup=()) -> tuple[np.ndarray, float | None]:
+        """``(probabilities, value)``: :meth:`probabilities`, and the value head's expected result in [-1, 1] for
+        ``colour`` (the side to play), or None when the file has no value output."""
+        logits, value = self.outputs(record_or_moves, colour, setup)
+        z = logits.astype(np.float64)
+        e = np.exp(z - z.max())
+        return e / e.sum(), value
+
+    def logits(self, record_or_moves, colour: int, setup=()) -> np.ndarray:
+        """float32 [N*N + 1] logits of the position with ``colour`` to play."""
+        return self.outputs(record_or_moves, colour, setup)[0]
+
+    def probabilities(self, record_or_moves, colour: int, setup=()) -> np.ndarray:
+        """float64 [N*N + 1] move probabilities (softmax over every point and pass, legal or not)."""
+        return self.evaluate(record_or_moves, colour, setup)[0]
+
+
+def load_onnx_policy(path: str | os.PathLike, rank=None, *, feature_set: str | None = None,
+                     board_size: int | None = None) -> OnnxPolicy:
+    """The exported net at ``path`` as a policy; ``feature_set`` / ``board_size``, when given, must be the
+    file's (``ValueError`` otherwise: the file decides both)."""
+    net = OnnxNet(path)
+    if feature_set is not None and features_mod.get(feature_set).name != net.feature_set:
+        raise ValueError(f"{path} was exported with the {net.feature_set} features, not {feature_set}")
+    if board_size is not None and int(board_size) != net.board_size:
+        raise ValueError(f"{path} plays {net.board_size}x{net.board_size}, not {board_size}x{board_size}")
+    return OnnxPolicy(net, rank)
