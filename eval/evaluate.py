@@ -90,7 +90,9 @@ class Predictor:
         # data parallel over every local device (the batch split along a 1-D 'data' mesh, the weights
         # replicated): on a CPU with jax_num_cpu_devices = cores this is ~2x one device (kifunet eval sets it)
         self.devices = jax.local_device_count()
-        mesh = jax.make_mesh((self.devices,), ("data",))
+        # Auto axes: the compiler places each op, as inside any jit (JAX's default Explicit axes type every array's
+        # sharding, and a rank embedding's gather of batch-sharded ranks then has no unambiguous output sharding)
+        mesh = jax.make_mesh((self.devices,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
         self._batch_sharding = NamedSharding(mesh, P("data"))
         self._state = jax.device_put(state, NamedSharding(mesh, P()))
 

@@ -8,11 +8,15 @@ from the extension. Inputs are the files a run leaves behind (``metrics_*.jsonl`
 * :func:`learning_curves`: every numeric field of ``metrics_train.jsonl`` / ``metrics_eval.jsonl`` against the
   training positions seen (the first of ``samples``, ``examples``, ``positions``, ``step`` present). Losses
   (fields named ``*loss*``, ``*nll*``, ``*nats*``, ``*cross_entropy*``) go on the left panel, accuracies
-  (``*acc*``, ``*top*``) on the right.
+  (``*acc*``, ``*top*``; a value head's ``winner_acc`` too) in the middle, and, for a run of a net with a value
+  head, squared errors (``*mse*``: ``value_mse``, and the evaluations' ``value_baseline_mse``, the constant
+  predictor's) on a third panel.
 * :func:`topn_curve`: top-n accuracy for n = 1..max_n from each result's rank histogram, as Maddison et al.'s
   Figure 1, with the published top-1 / top-4 / top-10 numbers as points.
 * :func:`accuracy_vs_nats`: top-1 against cross-entropy for our results (single pass and ensemble marked apart)
   beside GoNN's published points.
+* :func:`value_by_phase`: a value head's MSE by game phase beside the constant predictor's, and its winner
+  accuracy by phase, from eval results' ``value`` blocks (:mod:`kifunet.eval.metrics`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 X_KEYS = ("samples", "examples", "positions", "step")
 LOSS_WORDS = ("loss", "nll", "nats", "cross_entropy")
 ACC_WORDS = ("acc", "top")
+VALUE_WORDS = ("mse",)
 
 
 def _figure(ax, ncols=1, size=(6.4, 4.4)):
@@ -103,17 +108,29 @@ def _is(words, key):
 
 
 def learning_curves(metrics: dict[str, list[dict]], *, title: str = "", axes=None):
-    """Loss and accuracy against training positions, train and eval records; see the module docstring."""
-    fig, (ax_l, ax_a) = _figure(axes, ncols=2, size=(11, 4.2)) if axes is None else (axes[0].figure, axes)
+    """Loss and accuracy (and a value head's squared errors) against training positions, train and eval records;
+    see the module docstring. ``axes``: two (or, for the value panel, three) axes to draw into."""
+    series = {kind: _series(metrics.get(kind, [])) for kind in ("train", "eval")}
+    valued = any(_is(VALUE_WORDS, k) for _, ser in series.values() for k in ser)
+    if axes is None:
+        fig, axs = _figure(None, ncols=3 if valued else 2, size=(16, 4.2) if valued else (11, 4.2))
+    else:
+        fig, axs = axes[0].figure, axes
+    ax_l, ax_a = axs[0], axs[1]
+    ax_v = axs[2] if valued and len(axs) > 2 else None
     drawn = 0
     xlabel = None
     for kind, style in (("train", "-"), ("eval", "o-")):
-        xk, ser = _series(metrics.get(kind, []))
+        xk, ser = series[kind]
         if xk is None:
             continue
         xlabel = xlabel or xk
         for k, (x, y) in ser.items():
-            if _is(LOSS_WORDS, k):
+            if _is(VALUE_WORDS, k):
+                if ax_v is not None:
+                    ax_v.plot(x, y, style, ms=3, lw=1.2, label=f"{kind} {k}")
+                    drawn += 1
+            elif _is(LOSS_WORDS, k):
                 ax_l.plot(x, y, style, ms=3, lw=1.2, label=f"{kind} {k}")
                 drawn += 1
             elif _is(ACC_WORDS, k):
@@ -122,7 +139,10 @@ def learning_curves(metrics: dict[str, list[dict]], *, title: str = "", axes=Non
                 drawn += 1
     label = {"step": "training step", "positions": "training positions", None: "?"}.get(
         xlabel, f"training {xlabel} (positions)")
-    for ax, yl in ((ax_l, "loss (nats)"), (ax_a, "accuracy (%)")):
+    panels = [(ax_l, "loss (nats)"), (ax_a, "accuracy (%)")]
+    if ax_v is not None:
+        panels.append((ax_v, "value head: squared error"))
+    for ax, yl in panels:
         ax.set_xlabel(label)
         ax.set_ylabel(yl)
         ax.grid(alpha=0.3)
@@ -188,6 +208,40 @@ def accuracy_vs_nats(ours: list[tuple[str, float, float, str]], *, ax=None):
     ax.invert_xaxis()
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
+    return fig
+
+
+def value_by_phase(blocks: dict[str, dict], *, axes=None):
+    """For each ``{label: result block with a value}`` (:meth:`kifunet.eval.metrics.Breakdown.to_dict` of a net with
+    a value head): value MSE per game phase (solid) beside the constant predictor's on the same positions
+    (dashed; always their mean result), and the winner accuracy per phase (dotted line: 50%). Phases without a
+    known result are left out."""
+    if axes is None:
+        fig, (ax_m, ax_w) = _figure(None, ncols=2, size=(11, 4.2))
+    else:
+        fig, (ax_m, ax_w) = axes[0].figure, axes
+    labels: list[str] = []
+    for block in blocks.values():
+        labels += [k for k, g in block["by_phase"].items() if "value" in g and g["value"]["known"] and k not in labels]
+    labels.sort(key=lambda k: int(k.split("-")[0].rstrip("+")))
+    x = np.arange(len(labels))
+    for i, (label, block) in enumerate(blocks.items()):
+        groups = [block["by_phase"].get(k, {}).get("value") for k in labels]
+        mse = [g["mse"] if g and g["known"] else np.nan for g in groups]
+        base = [g["baseline_mse"] if g and g["known"] else np.nan for g in groups]
+        win = [100 * g["winner_accuracy"] if g and g["decided"] else np.nan for g in groups]
+        line = ax_m.plot(x, mse, "o-", ms=4, label=f"{label}")[0]
+        ax_m.plot(x, base, "s--", ms=3, color=line.get_color(), mfc="none", label=f"{label}: constant predictor")
+        ax_w.plot(x, win, "o-", ms=4, color=line.get_color(), label=label)
+    ax_w.axhline(50, color="grey", lw=0.8, ls=":")
+    for ax, yl in ((ax_m, "value MSE (known results)"), (ax_w, "winner accuracy (%)")):
+        ax.set_xticks(x)
+        ax.set_xticklabels(labels)
+        ax.set_xlabel("move number")
+        ax.set_ylabel(yl)
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     return fig
 
 

@@ -7,6 +7,12 @@ and say whether the legal-move mask was on. ``render(rows, fmt)`` prints them.
 
 Results are eval JSON files (``kifunet eval --out``); :func:`find_results` also accepts run directories and reads
 their ``eval/*.json``.
+
+Results of nets with a value head (eval JSON version 2, a ``value`` block) add a third table, ours only (no
+published value figure is in :mod:`kifunet.eval.published`): per result and mode, the positions with a known
+game result, the value MSE beside the constant predictor's (always the evaluated positions' mean result), and the
+winner accuracy over the positions of games with a winner (:func:`value_rows`); :func:`breakdown_markdown` adds
+the value columns to the by-phase (and other) tables.
 """
 
 from __future__ import annotations
@@ -163,39 +169,77 @@ def render_html(rows: list[dict], columns=COLUMNS) -> str:
 
 
 NATS_COLUMNS = [("result", "result"), ("top1", "top-1 %"), ("ce", "CE (nats)"), ("elo", "relative Elo")]
+VALUE_COLUMNS = [("result", "result"), ("eval", "eval"), ("known", "known results"), ("mse", "value MSE"),
+                 ("baseline", "constant MSE"), ("winner", "winner %"), ("decided", "decided")]
+
+
+def _num(x, digits: int = 4) -> str:
+    return "-" if x is None or x != x else f"{x:.{digits}f}"
+
+
+def _value_cells(v: dict) -> dict:
+    return {"known": f"{v['known']:,}", "mse": _num(v["mse"]), "baseline": _num(v["baseline_mse"]),
+            "winner": _pct(None if v["winner_accuracy"] != v["winner_accuracy"] else v["winner_accuracy"]),
+            "decided": f"{v['decided']:,}"}
+
+
+def value_rows(results: list[tuple[str, dict]]) -> list[dict]:
+    """One row per result and mode that has a value block (a net with a value head; see the module docstring)."""
+    rows = []
+    for path, res in results:
+        for r in our_rows(path, res):
+            v = res["results"][r["mode"]].get("value")
+            if v is not None:
+                rows.append({"ours": True, "result": r["result"], "eval": r["eval"], **_value_cells(v)})
+    return rows
 
 
 def render(results: list[tuple[str, dict]], fmt: str = "markdown", which: str = "all") -> str:
-    """The full comparison: move prediction table, protocol notes, accuracy-vs-nats table."""
+    """The full comparison: move prediction table, protocol notes, accuracy-vs-nats table, and the value-head table
+    when a result has a value block."""
     rows = comparison_rows(results, which)
     nats = accuracy_nats_rows(results)
     notes = protocol_notes(rows)
+    values = value_rows(results)
+    value_title = "Value head (ours): game result from the position"
+    value_note = ("value MSE over the positions whose game result is known (a draw's target is 0); constant MSE: "
+                  "always predicting their mean result; winner %: the value's sign names the winner, over the "
+                  "positions of games with a winner")
     if fmt == "markdown":
         parts = ["## Move prediction (published rows, then ours)", "", render_markdown(rows)]
         if notes:
             parts += [""] + [f"- {n}" for n in notes]
         parts += ["", "## Accuracy and nats (GoNN's GoGoD nets and ours)", "", render_markdown(nats, NATS_COLUMNS)]
+        if values:
+            parts += ["", f"## {value_title}", "", render_markdown(values, VALUE_COLUMNS), "", value_note]
         return "\n".join(parts)
     if fmt == "html":
         parts = ["<h2>Move prediction (published rows, then ours)</h2>", render_html(rows)]
         if notes:
             parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
         parts += ["<h2>Accuracy and nats (GoNN's GoGoD nets and ours)</h2>", render_html(nats, NATS_COLUMNS)]
+        if values:
+            parts += [f"<h2>{html.escape(value_title)}</h2>", render_html(values, VALUE_COLUMNS),
+                      f"<p>{html.escape(value_note)}</p>"]
         return "\n".join(parts)
     raise ValueError(f"unknown format {fmt!r} (markdown or html)")
 
 
 def breakdown_markdown(res: dict, mode: str = "single") -> str:
-    """Per-phase, per-rank and per-colour tables of one result and mode, as Markdown."""
+    """Per-phase, per-rank and per-colour tables of one result and mode, as Markdown (with the value columns of a
+    net with a value head)."""
     block = res["results"][mode]
     cols = [("group", "group"), ("count", "positions"), ("top1", "top-1 %"), ("top4", "top-4 %"),
             ("top10", "top-10 %"), ("ce", "CE (nats)")]
     mask = ", legal mask" if res.get("settings", {}).get("legal_mask") else ""
     parts = [f"**{res.get('run', {}).get('name', '?')}**, {MODE_TEXT[mode]}{mask}, "
              f"{res['dataset']['evaluated']} positions: {res['dataset']['spec']['text']}"]
+    if "value" in block:  # a net with a value head: its columns too
+        cols += [c for c in VALUE_COLUMNS if c[0] in ("known", "mse", "baseline", "winner")]
     for key, title in (("by_phase", "move number"), ("by_rank", "player rank"), ("by_colour", "colour")):
         rows = [{"group": g, "count": str(b["count"]), "top1": _pct(b["accuracy"]["1"]),
                  "top4": _pct(b["accuracy"]["4"]), "top10": _pct(b["accuracy"]["10"]),
-                 "ce": f"{b['cross_entropy_nats']:.3f}"} for g, b in block[key].items()]
+                 "ce": f"{b['cross_entropy_nats']:.3f}", **(_value_cells(b["value"]) if "value" in b else {})}
+                for g, b in block[key].items()]
         parts += ["", f"by {title}:", "", render_markdown(rows, cols)]
     return "\n".join(parts)

@@ -111,3 +111,37 @@ def test_no_pickle_in_checkpoints(tmp_path):
             head = open(os.path.join(root, f), "rb").read(2)
             assert head != b"\x80\x04" and head != b"\x80\x05", f  # pickle protocol 4/5 headers
     assert isinstance(ocp.StandardCheckpointer().restore(str(tmp_path / "ck" / "1" / "state")), dict)
+
+
+def test_a_checkpoint_saved_on_two_devices_loads_in_a_one_device_process(tmp_path):
+    """A run trained with ``cpu_devices=2`` (or on a GPU) is played and exported by one-device processes:
+    ``load_weights`` restores host arrays instead of the saved shardings (orbax: "topology mismatch")."""
+    import subprocess
+    import sys
+    import textwrap
+
+    child = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+        import jax, numpy as np
+        assert jax.device_count() == 2
+        from kifunet.train import checkpointing, configs, parallel, train
+        cfg = configs.load_file({TINY!r})
+        mesh = parallel.make_mesh(2)
+        _, _, _, state, _ = train.setup(cfg, board_size=9, in_planes=36, mesh=mesh)
+        ck = checkpointing.Checkpointer(sys.argv[1])
+        ck.save(3, state, {{"windows": {{}}, "taken": 0}}, {{"step": 3}})
+        ck.close()
+        flat = checkpointing.flatten_state(state)
+        np.savez(sys.argv[2], **{{k.replace("/", "|"): np.asarray(v) for k, v in flat.items()
+                                  if k.startswith(("params/", "extra/"))}})
+    """)
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    p = subprocess.run([sys.executable, "-c", child, str(tmp_path / "wd" / "checkpoints"), str(tmp_path / "w.npz")],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert jax.device_count() == 1
+    w, meta = checkpointing.load_weights(str(tmp_path / "wd"))
+    want = {k.replace("|", "/"): v for k, v in np.load(tmp_path / "w.npz").items()}
+    assert meta["step"] == 3 and w.keys() == want.keys()
+    assert all(isinstance(w[k], np.ndarray) and np.array_equal(w[k], want[k]) for k in want)

@@ -25,6 +25,7 @@ PUBLISHED_PARAMS = {
     "gonn5": (26, {}, 3_597_792),
     "gonn12": (26, {}, 8_250_720),
     "agz20": (17, {"value_head": True}, 22_837_864),
+    "qiqiao": (10, {}, 333_951),  # the seed's network at 9x9, both heads (tests/test_models_qiqiao.py)
 }
 
 
@@ -48,9 +49,11 @@ def test_config_loads_documents_and_builds(name):
     assert cfg.optimizer.name in optim.OPTIMIZERS and cfg.schedule.name in optim.SCHEDULES
     assert cfg.loss in parallel.LOSSES and cfg.batchnorm in parallel.BATCHNORM_MODES
     assert cfg.batch_size > 0 and cfg.train_positions > 0 and cfg.model.name in models.names()
+    assert cfg.value_weight >= 0.0
     feats = cfg.expect_features or "maddison"
     fs = features.get(feats)
-    model = nnx.eval_shape(lambda: model_config.build_model(cfg.model, seed=cfg.seed, board_size=19,
+    board = models.default_board_size(cfg.model.name)  # 19; 9 for qiqiao
+    model = nnx.eval_shape(lambda: model_config.build_model(cfg.model, seed=cfg.seed, board_size=board,
                                                          in_planes=fs.num_planes))
     assert models.count_params(model) > 0
     sched = optim.make_schedule(cfg.schedule, cfg.batch_size, cfg.train_positions)

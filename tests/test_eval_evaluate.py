@@ -296,3 +296,36 @@ def test_as_rank_tells_the_net_one_rank_and_keeps_the_real_ranks_in_the_breakdow
     groups = lambda res: {k: v["count"] for k, v in res["results"]["single"]["by_rank"].items()}  # noqa: E731
     assert groups(told[8]) == groups(plain) and len(groups(plain)) >= 1  # the movers' real ranks
     assert "told every mover is 9d" in format_result(told[8], breakdowns=False)
+
+
+def test_a_rank_embedding_net_evaluates_on_two_devices(maddison_ds):
+    """``kifunet eval`` splits batches over one JAX device per core: a net with a rank embedding (a gather of the
+    batch's ranks) must run there too, and agree with one device."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    child = textwrap.dedent(f"""
+        import jax, numpy as np
+        from flax import nnx
+        from kifunet import models
+        from kifunet.data_prep.reader import Reader
+        from kifunet.eval.evaluate import Predictor
+        r = Reader({str(maddison_ds)!r}, "test")
+        net = models.create("maddison_tiny", in_planes=r.feature_set.num_planes, rank_embedding=True,
+                            rngs=nnx.Rngs(0))
+        p = Predictor(net, r.feature_name)
+        out = p.predict(r.batch(np.arange(6)), pad_to=8)
+        np.save(__import__("sys").argv[1], out)
+        print(p.devices)
+    """)
+    outs = {}
+    for devices in (1, 2):
+        env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+        target = maddison_ds.parent / f"logits{devices}.npy"
+        p = subprocess.run([sys.executable, "-c", child, str(target)], env=env, capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0 and p.stdout.split()[-1] == str(devices), p.stderr[-3000:]
+        outs[devices] = np.load(target)
+    np.testing.assert_allclose(outs[2], outs[1], rtol=1e-5, atol=1e-5)

@@ -1,8 +1,10 @@
-"""Both notebooks run top to bottom (nbclient) against a tiny run made here, and are committed without outputs.
+"""Both notebooks run top to bottom (nbclient) against tiny runs made here, and are committed without outputs.
 
 The run: 5 sample games built with `kifunet build`, 6 steps of the `tiny` training config, then
-`kifunet eval --ensemble` on its test split. The notebooks find it through ``KIFUNET_RUN`` and write their
-PNGs to ``KIFUNET_FIGURES``.
+`kifunet eval --ensemble` on its test split. ``reproduce_tables`` also reads a two-headed run (the 9x9
+``qiqiao_tiny`` run of tests/test_train_data.py, evaluated here) and shows its value-head section;
+``explore_predictions`` runs on the policy-only run. The notebooks find the runs through ``KIFUNET_RUN`` and write
+their PNGs to ``KIFUNET_FIGURES``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 from nbclient import NotebookClient
 
 from kifunet.cli import main
+from test_train_data import ds_qiqiao, qiqiao_run  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ("reproduce_tables.ipynb", "explore_predictions.ipynb")
@@ -43,6 +46,14 @@ def evaluated_run(tmp_path_factory) -> Path:
     return run
 
 
+@pytest.fixture(scope="module")
+def value_run(qiqiao_run) -> Path:
+    run, ds, _, _ = qiqiao_run
+    assert main(["eval", "--checkpoint", str(run), "--data", ds, "--split", "test", "--no-progress",
+                 "--no-breakdowns"]) == 0
+    return run
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_is_committed_without_outputs(name):
     nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
@@ -53,9 +64,10 @@ def test_notebook_is_committed_without_outputs(name):
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_executes(name, evaluated_run, tmp_path, monkeypatch):
+def test_notebook_executes(name, evaluated_run, value_run, tmp_path, monkeypatch):
     figures = tmp_path / "figures"
-    monkeypatch.setenv("KIFUNET_RUN", str(evaluated_run))
+    both = name == "reproduce_tables.ipynb"  # the tables read a policy-only run and a two-headed one
+    monkeypatch.setenv("KIFUNET_RUN", os.pathsep.join([str(evaluated_run)] + ([str(value_run)] if both else [])))
     monkeypatch.setenv("KIFUNET_FIGURES", str(figures))
     monkeypatch.setenv("KIFUNET_MOVE", "40")
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
@@ -67,10 +79,12 @@ def test_notebook_executes(name, evaluated_run, tmp_path, monkeypatch):
     text = json.dumps([o.get("text", "") or o.get("data", {}).get("text/markdown", "") for o in outputs])
     pngs = sorted(p.name for p in figures.glob("*.png"))
     if name == "reproduce_tables.ipynb":
-        assert pngs == ["accuracy_vs_nats.png", "learning_curves_run.png", "topn_accuracy.png"]
-        assert len(images) == 3
+        # both runs' directories are named run: one learning-curves file, drawn twice
+        assert pngs == ["accuracy_vs_nats.png", "learning_curves_run.png", "topn_accuracy.png", "value_by_phase.png"]
+        assert len(images) == 5
         assert "ours: run @ step 6" in text and "8-symmetry ensemble" in text and "Maddison et al. 2015" in text
         assert "by move number" in text and "gnugo-0000.sgf" in text
+        assert "## Value head (ours)" in text and "constant predictor" in text and "run @ step 8" in text
     else:
         assert pngs == ["played_move_probability.png", "position_move40.png", "position_move40_1d.png",
                         "position_move40_9d.png", "position_move40_ensemble.png"]

@@ -18,7 +18,6 @@ pytestmark = pytest.mark.slow  # loads and evaluates the 60-minute net
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / "pretrained" / "kgs_cpu_small"
-MATCH_GAMES = RUN / "match-gnugo10" / "games"
 #: the net's figures on the slice, measured by test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs
 #: itself (KIFUNET_RECORD=1 rewrites the file; the commands are in it)
 RECORDED = RUN / "eval" / "kgs2015_0101_slice.json"
@@ -111,21 +110,34 @@ def test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs(tmp_path):
     assert got["ensemble"]["topk_correct"][0] > got["single"]["topk_correct"][0]
 
 
-def test_the_50_match_games_replay_through_kifunet_build(tmp_path):
-    """README: all 50 SGFs of the match against GNU Go level 10 replay through `kifunet build` with 0 rejected
-    (every move legal under the rules engine), and their moves are the games' move counts."""
+#: every match kept in the repository: a directory of `kifunet match` (games/*.sgf, results.json)
+KEPT_MATCHES = sorted(p.parent for p in (REPO / "pretrained").rglob("results.json") if (p.parent / "games").is_dir())
+
+
+def test_the_kept_matches_are_found():
+    names = {str(d.relative_to(REPO / "pretrained")) for d in KEPT_MATCHES}
+    assert "kgs_cpu_small/match-gnugo10" in names, names
+
+
+@pytest.mark.parametrize("match_dir", KEPT_MATCHES, ids=lambda d: str(d.relative_to(REPO / "pretrained")))
+def test_kept_match_games_replay_through_kifunet_build(match_dir, tmp_path):
+    """README: every SGF of every kept match (the 50 against GNU Go level 10, the Pachi games, the rank
+    experiment's) replays through `kifunet build` with 0 rejected (every move legal under the rules engine); their
+    moves are the games' move counts and their number is the one in results.json."""
     from kifunet.cli import main as cli_main
     from kifunet.play.match_sgf import finished_games
 
-    games = sorted(MATCH_GAMES.glob("*.sgf"))
-    assert len(games) == 50
+    games = sorted((match_dir / "games").glob("*.sgf"))
+    assert len(games) == json.loads((match_dir / "results.json").read_text())["games"] > 0
     out = tmp_path / "match"
-    assert cli_main(["build", str(MATCH_GAMES), "--out", str(out), "--features", "agz", "--split", "train:rest",
-                     "--workers", "0", "--no-progress"]) == 0
+    assert cli_main(["build", str(match_dir / "games"), "--out", str(out), "--features", "agz", "--board-size",
+                     str(json.loads((match_dir / "match.json").read_text())["board_size"]), "--split", "train:rest",
+                     "--no-dedupe", "--workers", "0", "--no-progress"]) == 0
     counts = json.loads((out / "manifest.json").read_text())["counts"]
-    assert (counts["seen"], counts["used"], counts["filtered"], counts["rejected"]) == (50, 50, {}, {})
+    assert (counts["seen"], counts["used"], counts["filtered"], counts["rejected"]) == \
+        (len(games), len(games), {}, {})
     assert (out / "rejects.jsonl").read_text() == ""
-    moves = sum(g.moves for g in finished_games(RUN / "match-gnugo10").values())
+    moves = sum(g.moves for g in finished_games(match_dir).values())
     assert counts["positions"]["moves"] == moves
 
 

@@ -55,16 +55,29 @@ def ds_gonn(tmp_path_factory):
     return build_dataset(tmp_path_factory.mktemp("train_ds_gonn"), games=30, features="gonn")
 
 
+#: one instance per session of the fixtures below, however many test modules import them (pytest makes a session
+#: fixture imported into two modules twice)
+_ONCE: dict = {}
+
+
 @pytest.fixture(scope="session")
 def ds_qiqiao(tmp_path_factory):
-    return build_dataset(tmp_path_factory.mktemp("train_ds_qiqiao"), games=40, features="qiqiao",
-                         results=QIQIAO_RESULTS)
+    if "ds_qiqiao" not in _ONCE:
+        _ONCE["ds_qiqiao"] = build_dataset(tmp_path_factory.mktemp("train_ds_qiqiao"), games=40, features="qiqiao",
+                                           results=QIQIAO_RESULTS)
+    return _ONCE["ds_qiqiao"]
 
 
 @pytest.fixture(scope="session")
 def qiqiao_run(ds_qiqiao, tmp_path_factory):
     """8 steps of ``qiqiao_tiny`` (the tiny config, value_weight 1) on ``ds_qiqiao``, a final evaluation on the
     whole test split: ``(run dir, dataset, final metrics, the printed log)``."""
+    if "qiqiao_run" not in _ONCE:
+        _ONCE["qiqiao_run"] = _train_qiqiao(ds_qiqiao, tmp_path_factory)
+    return _ONCE["qiqiao_run"]
+
+
+def _train_qiqiao(ds_qiqiao, tmp_path_factory):
     import contextlib
     import io
     from pathlib import Path
@@ -77,9 +90,16 @@ def qiqiao_run(ds_qiqiao, tmp_path_factory):
                                    ("expect_features", "qiqiao"), ("value_weight", "1.0"),
                                    ("train_positions", "256"), ("log_every_steps", "4"),
                                    ("eval_every_positions", "0"), ("final_eval_positions", "0"),
-                                   ("checkpoint_every_positions", "128"), ("async_checkpoints", "false")])
+                                   ("checkpoint_every_positions", "0"), ("async_checkpoints", "false")])
     run = tmp_path_factory.mktemp("qiqiao_run") / "run"
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        final = train_and_evaluate(cfg, str(run))
+    import jax
+
+    old = jax.config.read("jax_disable_most_optimizations")
+    jax.config.update("jax_disable_most_optimizations", True)  # it compiles more than it computes
+    try:
+        with contextlib.redirect_stdout(out):
+            final = train_and_evaluate(cfg, str(run))
+    finally:
+        jax.config.update("jax_disable_most_optimizations", old)
     return run, ds_qiqiao, final, out.getvalue()

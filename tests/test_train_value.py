@@ -18,8 +18,8 @@ import pytest
 from flax import nnx
 from jax.sharding import PartitionSpec as P
 
-from kifunet import models
 from kifunet.train import input_pipeline, metric_writer, parallel
+from model_helpers import _fast_compiles  # noqa: F401 (fixture: unoptimised compiles)
 from test_train import _env
 from test_train_data import ds_qiqiao, qiqiao_run  # noqa: F401 (fixtures)
 
@@ -34,6 +34,23 @@ HAND_MSE = 2.78 / 4
 HAND_WINNER = 1 / 3
 # the constant predictor: mean outcome (1 + 1 - 1 + 0) / 4 = 0.25; mean outcome^2 = 3 / 4; 0.75 - 0.0625
 HAND_BASELINE = 0.75 - 0.25 ** 2
+
+
+class TwoHeads(nnx.Module):
+    """Testing only: the smallest two-headed net (``has_value``): a dense layer from the planes to the logits and
+    another to the value's tanh; it compiles in a fraction of a conv net's time. ``value=False``: policy only."""
+
+    def __init__(self, n: int = 9, planes: int = 10, seed: int = 0, value: bool = True):
+        r = nnx.Rngs(seed)
+        self.has_value = value
+        self.policy = nnx.Linear(n * n * planes, n * n + 1, rngs=r)
+        self.value_out = nnx.Linear(n * n * planes, 1, rngs=r) if value else None
+
+    def __call__(self, planes, rank=None, to_move=None):
+        x = jnp.asarray(planes).astype(jnp.float32).reshape(planes.shape[0], -1)
+        if self.value_out is None:
+            return self.policy(x)
+        return self.policy(x), jnp.tanh(self.value_out(x)[:, 0])
 
 
 def _mapped(fn, mesh):
@@ -80,7 +97,7 @@ def test_the_step_descends_policy_plus_weighted_masked_value_mse():
     """One SGD step at lr 1 moves the parameters by minus the gradient of the hand-written loss: mean cross-entropy
     over the rows with weight + value_weight x the MSE over the known rows of :data:`OUTCOME` (padding and the
     unknown row out)."""
-    model = models.create("qiqiao_tiny", rngs=nnx.Rngs(0))
+    model = TwoHeads()
     md = parallel.ModelDef(model)
     assert md.has_value
     mesh = parallel.make_mesh(1)
@@ -96,7 +113,7 @@ def test_the_step_descends_policy_plus_weighted_masked_value_mse():
         z = np.where(OUTCOME == -128, 0, OUTCOME).astype(np.float32)
         return jnp.sum(ce * WEIGHT) / WEIGHT.sum() + 0.5 * jnp.sum(known * (value - z) ** 2) / known.sum()
 
-    want = jax.tree.map(lambda p, g: p - g, md.params, jax.grad(hand_loss)(md.params))
+    want = jax.tree.map(lambda p, g: p - g, md.params, jax.jit(jax.grad(hand_loss))(md.params))
     step = parallel.data_parallel(parallel.train_step(md, tx, lambda s: 1.0, value_weight=0.5), mesh)
     new, metrics = step(_state(md, tx, mesh), parallel.shard_batch(batch, mesh))
     got, want = jax.tree.leaves(jax.device_get(new["params"])), jax.tree.leaves(want)
@@ -107,12 +124,11 @@ def test_the_step_descends_policy_plus_weighted_masked_value_mse():
 def test_a_policy_only_step_ignores_outcomes_and_value_weight():
     """A net without a value head: the same parameters and metrics to the bit with or without an ``outcome``
     column and whatever ``value_weight``; its metrics have no value sums."""
-    model = models.create("maddison_tiny", board_size=9, rngs=nnx.Rngs(0))
-    md = parallel.ModelDef(model)
+    md = parallel.ModelDef(TwoHeads(value=False))
     assert not md.has_value
     mesh = parallel.make_mesh(1)
     tx = optax.sgd(0.1, momentum=0.9)
-    batch = _toy_batch(np.random.default_rng(2), 16, planes=36)
+    batch = _toy_batch(np.random.default_rng(2), 16)
     plain = {k: v for k, v in batch.items() if k != "outcome"}
     outs = []
     for b, w in ((batch, 0.01), (plain, 7.0)):
@@ -129,51 +145,54 @@ def test_a_policy_only_step_ignores_outcomes_and_value_weight():
     assert parallel.value_metrics(w1) == {}
 
 
-def _learn(value_weight: float, steps: int = 150) -> dict:
-    model = models.create("qiqiao_tiny", rngs=nnx.Rngs(0))
-    md = parallel.ModelDef(model)
+def _learn(value_weight: float, steps: int) -> tuple[dict, list, list]:
+    """``steps`` Adam steps of :class:`TwoHeads` on fresh toy batches: (held-out value metrics, the value head's
+    parameters before, after)."""
+    md = parallel.ModelDef(TwoHeads())
     mesh = parallel.make_mesh(1)
     tx = optax.adam(1e-2)
-    step = parallel.data_parallel(parallel.train_step(md, tx, lambda s: 1e-2, value_weight=value_weight), mesh,
-                                  donate_state=True)
+    step = parallel.data_parallel(parallel.train_step(md, tx, lambda s: 1e-2, value_weight=value_weight), mesh)
     evaluate = parallel.data_parallel(parallel.eval_step(md), mesh)
     rng = np.random.default_rng(0)
     test = parallel.shard_batch(_toy_batch(np.random.default_rng(99), 512), mesh)
     state = _state(md, tx, mesh)
+    def head(st):  # the value head's own parameters
+        leaves = jax.tree_util.tree_flatten_with_path(jax.device_get(st["params"]))[0]
+        return [np.asarray(v) for p, v in leaves if "['value_out']" in jax.tree_util.keystr(p)]
+
+    before = head(state)
     for _ in range(steps):
         state, _ = step(state, parallel.shard_batch(_toy_batch(rng, 64), mesh))
-    return parallel.value_metrics(jax.device_get(evaluate(state, test)))
+    return parallel.value_metrics(jax.device_get(evaluate(state, test))), before, head(state)
 
 
 def test_the_step_learns_the_value_on_a_toy_problem():
-    """The denser colour wins (:func:`_toy_batch`): 150 steps of batch 64 bring the held-out value MSE well below
+    """The denser colour wins (:func:`_toy_batch`): 100 steps of batch 64 bring the held-out value MSE well below
     the constant predictor's (about 1: the classes are balanced) and the winner right on most rows; with
-    ``value_weight`` 0 the head stays where it started."""
-    got = _learn(1.0)
+    ``value_weight`` 0 the value head's own parameters never move (only the policy trains)."""
+    got, before, after = _learn(1.0, 100)
     print(got)
     assert got["value_known"] == 438 and got["value_baseline_mse"] > 0.99  # 512 rows less every 7th
-    assert got["value_mse"] < 0.5 * got["value_baseline_mse"] and got["winner_acc"] > 0.85
-    untrained = _learn(0.0)
-    print(untrained)
-    assert untrained["value_mse"] > 0.95 and untrained["winner_acc"] < 0.7
+    assert got["value_mse"] < 0.6 * got["value_baseline_mse"] and got["winner_acc"] > 0.75  # measured 0.39, 0.86
+    assert before and not all(np.array_equal(a, b) for a, b in zip(before, after))
+    _, before, after = _learn(0.0, 3)
+    assert before and all(np.array_equal(a, b) for a, b in zip(before, after))
 
 
 # the global masked mean whatever the shards: every known row on the first of four devices
 FOUR_DEVICES = textwrap.dedent("""
     import json, sys
-    import jax, jax.numpy as jnp, numpy as np, optax
-    from flax import nnx
-    from kifunet import models
+    import jax, numpy as np, optax
     from kifunet.train import parallel
     sys.path.insert(0, sys.argv[1])
-    from test_train_value import _toy_batch, _state
+    from test_train_value import TwoHeads, _toy_batch, _state
     assert len(jax.devices()) == 4
     batch = _toy_batch(np.random.default_rng(3), 16)
     batch["outcome"][4:] = -128  # the first device's 4 rows only are known
     batch["outcome"][:4] = [1, -1, 1, 0]
     out = {}
     for n in (1, 4):
-        md = parallel.ModelDef(models.create("qiqiao_tiny", rngs=nnx.Rngs(0)))
+        md = parallel.ModelDef(TwoHeads())
         mesh = parallel.make_mesh(n)
         tx = optax.sgd(1.0)
         step = parallel.data_parallel(parallel.train_step(md, tx, lambda s: 1.0, value_weight=10.0), mesh)

@@ -128,6 +128,20 @@ class Checkpointer:
         self.manager.close()
 
 
+def _restore_as_numpy(state_dir: str) -> dict:
+    """Every array of a saved state as a host ``np.ndarray``, whatever devices saved it: a run trained on two JAX
+    devices (``cpu_devices=2``, or a GPU) loads in a one-device process (``kifunet gtp``, ``export``), where
+    restoring the saved shardings fails with orbax's "topology mismatch"."""
+    import jax
+
+    ckptr = ocp.PyTreeCheckpointer()
+    meta = ckptr.metadata(state_dir)
+    tree = getattr(meta, "item_metadata", meta)  # orbax >= 0.11 wraps the tree
+    tree = getattr(tree, "tree", tree)
+    args = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), tree)
+    return ckptr.restore(state_dir, args=ocp.args.PyTreeRestore(restore_args=args))
+
+
 def load_weights(path: str) -> tuple[dict[str, np.ndarray], dict]:
     """``params/...`` and ``extra/...`` arrays of a checkpoint, for ``init_from`` (weights only).
 
@@ -147,7 +161,7 @@ def load_weights(path: str) -> tuple[dict[str, np.ndarray], dict]:
             raise FileNotFoundError(f"{path}: no checkpoint")
         step_dir = str(mngr.directory / str(step))
         mngr.close()
-    flat = ocp.StandardCheckpointer().restore(os.path.join(step_dir, "state"))
+    flat = _restore_as_numpy(os.path.join(step_dir, "state"))
     meta = {}
     meta_path = os.path.join(step_dir, "meta", "metadata")
     if os.path.exists(meta_path):

@@ -23,10 +23,10 @@ Order of business, as in big_vision's trainer:
    TensorBoard scalars (loss, nats, top-1, top-4, positions/s, fraction of wall time waiting for data,
    gradient / parameter / update norms, learning rate; a two-headed net adds the value metrics below) and a
    progress line with ETA on stdout. Every ``eval_every_positions``: sums and counts over the evaluation split
-   (prefetched to the devices, summed there, fetched once). Every ``checkpoint_every_positions`` and at the end: a checkpoint. ``time_limit_s``
-   ends the run (checkpoint and final evaluation) after that much training time, counted across restarts:
-   checked on the host's clock after every step (:class:`StopClock`), so the run stops within a few step
-   times of the limit whatever the logging interval.
+   (prefetched to the devices, summed there, fetched once). Every ``checkpoint_every_positions`` and at the end:
+   a checkpoint. ``time_limit_s`` ends the run (checkpoint and final evaluation) after that much training
+   time, counted across restarts: checked on the host's clock after every step (:class:`StopClock`), so the run
+   stops within a few step times of the limit whatever the logging interval.
 
 Value metrics (nets with a value head, ``model.has_value``; the loss is in :mod:`kifunet.train.parallel`), in
 the training records (over the log window's rows) and the evaluation records (over the evaluated rows):

@@ -1,4 +1,6 @@
-"""``kifunet eval --checkpoint RUN --data DATASET --split test``: top-k, nats and perplexity of a trained net."""
+"""``kifunet eval --checkpoint RUN --data DATASET --split test``: top-k, nats and perplexity of a trained net; for a
+net with a value head also its value MSE (beside the constant predictor's) and winner accuracy, overall and by
+game phase (the rules: :mod:`kifunet.eval.metrics`)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ import sys
 
 from kifunet.errors import CommandError
 
-HELP = "evaluate a training run on a dataset split: top-1..10, nats, perplexity; single pass and ensemble"
+HELP = ("evaluate a training run on a dataset split: top-1..10, nats, perplexity (value MSE and winner accuracy "
+        "for a net with a value head); single pass and ensemble")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,7 +1,10 @@
 """``kifunet show GAME.sgf --move N --checkpoint RUN --out board.png``: a position with the net's policy.
 
 Every input is checked before the net loads (which takes seconds): the SGF exists and replays to move N, the
-output's folder exists, ``--rank`` is a rank, ``--checkpoint`` is a run directory."""
+output's folder exists, ``--rank`` is a rank, ``--checkpoint`` is a run directory. The stones are drawn from the
+game's replay, whatever the net's feature set (9x9 ``qiqiao`` nets included); a net with a value head adds its
+value of the position for the side to move (in [-1, 1], +1 a win; with ``--ensemble`` the mean of the 8 passes')
+to the title."""
 
 from __future__ import annotations
 
@@ -72,7 +75,7 @@ def run(args) -> int:
         except (ValueError, KeyError) as e:
             raise CommandError(e) from e
     pos = board_image.load_position(args.sgf, args.move, predictor.feature_set if predictor else None)
-    logits = None
+    logits = value = None
     title = None
     if predictor is not None:
         from kifunet.eval import metrics
@@ -85,15 +88,21 @@ def run(args) -> int:
         else:
             batch = with_player_rank(batch, rank, predictor.feature_set)
         if args.ensemble:
-            logits = metrics.ensemble_log_probs(predictor.predict_symmetries(batch))[0]
+            passes, values = predictor.predict_symmetries_with_value(batch)
+            logits = metrics.ensemble_log_probs(passes)[0]
+            value = None if values is None else float(np.mean([v[0] for v in values]))
         else:
-            logits = predictor.predict(batch)[0]
+            z, v = predictor.predict_with_value(batch)
+            logits, value = z[0], (None if v is None else float(v[0]))
         who = "Black" if pos.to_move == 1 else "White"
         name = predictor.info.get("name") or predictor.info.get("model", "")
         title = (f"{os.path.basename(args.sgf)}: before move {args.move}, {who} to play as "
                  f"{ranks.rank_to_text(rank) if ranks.is_known(rank) else 'unknown rank'}\n"
-                 f"{name}{' (8-symmetry ensemble)' if args.ensemble else ''}")
+                 f"{name}{' (8-symmetry ensemble)' if args.ensemble else ''}"
+                 + ("" if value is None else f"; value {value:+.3f} for {who}"))
     fig = board_image.draw_position(pos, logits, top_k=args.top_k, title=title)
     fig.savefig(args.out)
+    if predictor is not None and value is not None:
+        print(f"value of the position for {who} (the side to move; +1 a win, -1 a loss): {value:+.3f}")
     print(f"wrote {args.out}")
     return 0

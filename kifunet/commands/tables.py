@@ -1,4 +1,5 @@
-"""``kifunet tables RUN...``: our eval results beside the published rows, with the dataset spec of each."""
+"""``kifunet tables RUN...``: our eval results beside the published rows, with the dataset spec of each; results of
+nets with a value head add a table of their value MSE, the constant predictor's and the winner accuracy."""
 
 from __future__ import annotations
 
