@@ -172,3 +172,43 @@ def test_readme_tables_are_the_committed_records():
     assert table["test top-4 %"] == [f"{100 * e['top4']:.2f}" for e in evals]
     assert table["test nats"] == [f"{e['nats']:.3f}" for e in evals]
     assert [e["eval_positions"] for e in evals] == [10_000] * 9 + [100_000]
+
+
+def test_readme_rank_experiment_tables_are_the_committed_records():
+    """The README's rank-experiment tables (Playing) are pretrained/rank_experiment's results.json and eval files."""
+    rank_dir = REPO / "pretrained" / "rank_experiment"
+    head, *rows = _readme_rows("| told to play as | games |")
+    assert [r[0] for r in rows] == ["1d", "5d", "9d"]
+    for row in rows:
+        res = json.loads((rank_dir / "match" / f"rank-{row[0]}" / "results.json").read_text())
+        lo, hi = res["ci_low"], res["ci_high"]
+        want = [str(res["games"]), f"{res['engine_wins']:g}", f"{100 * res['win_rate']:.1f}%",
+                f"{100 * lo:.1f}-{100 * hi:.1f}%", f"{res['as_black'][0]:g}/{res['as_black'][1]}",
+                f"{res['as_white'][0]:g}/{res['as_white'][1]}"]
+        assert row[1:7] == want, (row, want)
+
+    def figures(name):
+        r = json.loads((rank_dir / "eval" / f"{name}.json").read_text())
+        assert r["dataset"]["evaluated"] == 50_000
+        s = r["results"]["single"]
+        return f"{100 * s['accuracy']['1']:.2f}", f"{100 * s['accuracy']['4']:.2f}", f"{s['cross_entropy_nats']:.4f}"
+
+    head, *rows = _readme_rows("| net | told | top-1 % |")
+    assert rows[0][2:] == list(figures("base")) and rows[1][2:] == list(figures("cond"))
+    for row in rows[2:]:
+        told = row[1].split(" / ")
+        got = [figures(f"cond_as_{t}") for t in told]
+        assert row[2:] == [" / ".join(g[i] for g in got) for i in range(3)], row
+
+
+def test_readme_strength_table_is_the_committed_records():
+    """The README's strength table (Playing) is the kept matches' results.json, at the digits printed."""
+    head, *rows = _readme_rows("| opponent (19x19, komi 7.5) | the net |")
+    dirs = {"GNU Go 3.8 level 10": "match-gnugo10", "Pachi 11.99, 500 playouts (`pachi:500`)": "match-pachi500"}
+    assert [r[0] for r in rows] == list(dirs)
+    for row in rows:
+        res = json.loads((RUN / dirs[row[0]] / "results.json").read_text())
+        want = [str(res["games"]), f"{res['engine_wins']:g}", f"{100 * res['win_rate']:.1f}%",
+                f"{100 * res['ci_low']:.1f}-{100 * res['ci_high']:.1f}%",
+                f"{res['as_black'][0]:g}/{res['as_black'][1]}", f"{res['as_white'][0]:g}/{res['as_white'][1]}"]
+        assert row[2:8] == want, (row, want)
