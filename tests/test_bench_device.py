@@ -1,6 +1,6 @@
 """benchmarks/device/: the GPU-machine scripts, run here on the CPU in quick mode so that they cannot rot.
 
-``measure.py --quick`` (every config's train step with its family's ``*_tiny`` model, the loader, a real
+``measure.py --quick`` (the train step of one config per family with its ``*_tiny`` model, the loader, a real
 ``kifunet train`` run, the evaluator) and ``train_eval.py --quick`` on the sample corpus, each in its own
 process with ``JAX_PLATFORMS=cpu`` and unoptimised XLA compiles (the numbers are not the point, the plumbing
 and the JSON are), without the install step. The helpers' arithmetic is checked without JAX.
@@ -23,7 +23,10 @@ sys.path.insert(0, str(DEVICE))
 import common  # noqa: E402
 import measure  # noqa: E402
 
-CONFIGS = ["maddison12", "alphago13_192", "cazenave10", "gonn5", "gonn12", "agz20", "mao", "garb10"]
+#: the configs the quick run times: one per family of step code (plain CNN, GoNN ResNet with global pooling and
+#: dilations, AGZ ResNet, MAO); every config's name -> tiny model mapping is checked by test_tiny_models, and
+#: every family's train step by tests/test_models.py and tests/test_train.py
+CONFIGS = ["maddison12", "gonn5", "agz20", "mao"]
 ENV = {"JAX_PLATFORMS": "cpu", "JAX_DISABLE_MOST_OPTIMIZATIONS": "1", "PYTHONUNBUFFERED": "1"}
 
 
@@ -88,7 +91,8 @@ def test_train_metrics_summary(tmp_path):
 def quick_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("device")
     out, work = root / "out", root / "work"
-    _run([str(DEVICE / "measure.py"), "--out", str(out), "--work", str(work), "--quick", "--no-install"])
+    _run([str(DEVICE / "measure.py"), "--out", str(out), "--work", str(work), "--quick", "--no-install",
+          "--configs", *CONFIGS])
     return out, work
 
 
