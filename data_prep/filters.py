@@ -38,8 +38,31 @@ Unknown ranks are below every threshold.
 Ranks are written as on KGS (``6d``, ``3k``, ``1p``) and read with :func:`kifunet.data_prep.ranks.parse_rank`
 (1d = 0 .. 9d = 8, k kyu = -k, pros 9..17).
 
-Presets: ``gonn-kgs`` is the GoNN KGS protocol, ``gonn-gogod`` the GoNN GoGoD one (see :data:`PRESETS`). A
-config file (``.json`` or ``.toml``) holds the same keys as :class:`Filters` plus ``preset``, ``splits`` and
+Presets: ``gonn-kgs`` is the GoNN KGS protocol, ``gonn-gogod`` the GoNN GoGoD one, ``fox-pro`` a test domain of
+professional games from the Fox server (see :data:`PRESETS`). ``fox-pro`` is made for the Fox archive
+(``../shared/data/fox/fox-pro-2012-2019.tar.gz``: 10,348 games, each with a professional as White; Fox ranks
+``P9段`` = 9p, ``9段`` = amateur 9d, read by :mod:`kifunet.data_prep.ranks`; komi in hundredths, read by
+:func:`kifunet.data_prep.sgf_io.komi_points`) and sets:
+
+===================  ==========  ====================================================================================
+key                  value       why
+===================  ==========  ====================================================================================
+``board_size``       19          every Fox record is 19x19, and the nets it tests are
+``no_handicap``      true        6,330 of the archive's games are handicap games (``HA[2]`` .. ``HA[9]``, most with
+                                 ``AB`` stones), Fox amateurs taking stones from a pro; an even game is the
+                                 professional domain (``HA[1]``, no komi, is kept)
+``min_either_rank``  ``1p``      a game needs a professional (``P1段`` .. ``P9段``); a game with none is counted
+                                 under ``game_rank`` (in the archive: 18 records without ranks, the variations of
+                                 9 files that lack their opening ``(``)
+``min_rank``         ``1p``      only a professional's moves are test positions: in 2,602 of the 3,992 even games
+                                 kept Black is a Fox amateur (2,528 of them ``9段``), whose 250,583 moves are dropped
+                                 (``min_rank``); ``--min-rank 9d`` keeps the Fox 9d amateurs' moves too
+``splits``           test:rest   every dated game goes to ``test`` (a test domain, nothing to train on); a game
+                                 without ``DT`` is counted under ``no_date`` (none in the archive)
+===================  ==========  ====================================================================================
+
+Everything else stays at its default: duplicates dropped, passes dropped, any result (a policy test needs no
+result). A config file (``.json`` or ``.toml``) holds the same keys as :class:`Filters` plus ``preset``, ``splits`` and
 ``val_fraction``; precedence is preset < config file < command-line flags.
 """
 
@@ -215,6 +238,14 @@ PRESETS: dict[str, dict] = {
     "gonn-gogod": {
         "board_size": 19,
         "splits": ["train:1900-2014", "test:2015-2016"],
+    },
+    # Fox professional games as a test domain (the table in the module docstring says why each key).
+    "fox-pro": {
+        "board_size": 19,
+        "no_handicap": True,
+        "min_either_rank": "1p",
+        "min_rank": "1p",
+        "splits": ["test:rest"],
     },
 }
 

@@ -71,7 +71,8 @@ black, white       ``PB``, ``PW`` text, stripped ("" if missing); likewise every
 *_rank_text        ``BR``, ``WR`` text ("" if missing)
 *_rank             :func:`kifunet.data_prep.ranks.parse_rank` of that text, ``source='gogod'`` when the root's
                    ``CP``, ``SO``, ``GC``, ``US`` or ``AN`` contains ``GoGoD`` (any case), else ``'kgs'``
-komi               ``KM`` as a float; ``None`` if missing or not a finite number
+komi               ``KM`` in points (:func:`komi_points`: Fox's hundredths, ``KM[650]`` -> 6.5, ``KM[375]`` under
+                   ``RU[Chinese]`` -> 7.5); ``None`` if missing or not a finite number
 handicap           ``HA`` as an int; 0 if missing, and 0 if not an integer in ``0..N*N`` (no flag is kept:
                    the handicap stones themselves are replayed from ``AB``)
 result, date,      ``RE``, ``DT``, ``RU`` text
@@ -397,6 +398,17 @@ def _raw_text(node, ident: str) -> str:
         return ""
 
 
+def komi_points(km: float | None, rules: str = "") -> float | None:
+    """``KM`` as read -> komi in points. Fox writes komi in hundredths: of a point (``KM[650]`` = 6.5), and under
+    Chinese rules of a stone (``KM[375]`` = 3.75 stones = 7.5 points; its Chinese results count stones too,
+    ``B+0.75``). A whole number of magnitude >= 100 is read so (no real komi is 100 points); every other value
+    is points as written, Fox's ``KM[0]`` included (the Fox archive also writes 0 for games whose results,
+    ``B+0.5``, show a fractional komi: read it as "not recorded" there)."""
+    if km is None or not 100 <= abs(km) < 1e6 or km % 1:
+        return km
+    return km / 50.0 if "chinese" in rules.lower() else km / 100.0
+
+
 def _read_info(root, n: int, path: str, decoded: Decoded, raw: bytes) -> GameInfo:
     source = "kgs"
     for ident in GOGOD_PROPERTIES:
@@ -407,7 +419,7 @@ def _read_info(root, n: int, path: str, decoded: Decoded, raw: bytes) -> GameInf
     komi = None
     if root.has_property("KM"):
         try:
-            komi = float(root.get("KM"))
+            komi = komi_points(float(root.get("KM")), _text(root, "RU"))
         except ValueError:
             komi = None
     handicap = 0

@@ -108,6 +108,36 @@ def format_stats(st: dict) -> str:
 
 _STONE_PLANES = (("stone_colour[0]", "stone_colour[1]"), ("pla_opp_stones[0]", "pla_opp_stones[1]"),
                  ("history_8[0]", "history_8[8]"))
+#: absolute colours (black, white), each as it stood after that colour's own last move (``qiqiao``)
+_COLOUR_PLANES = (("colour_history_4[3]", "colour_history_4[7]"),)
+
+
+def _without_captured(last: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """``other``'s stones less the groups with no liberty beside ``last``'s stones: the board after ``last``'s
+    colour moved, when ``other`` is as it stood before that move (the ``qiqiao`` planes)."""
+    n = other.shape[0]
+    keep = other.copy()
+    seen = np.zeros_like(other, dtype=bool)
+    for r0 in range(n):
+        for c0 in range(n):
+            if not other[r0, c0] or seen[r0, c0]:
+                continue
+            group, stack, free = [], [(r0, c0)], False
+            seen[r0, c0] = True
+            while stack:
+                r, c = stack.pop()
+                group.append((r, c))
+                for rr, cc in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)):
+                    if 0 <= rr < n and 0 <= cc < n:
+                        if other[rr, cc] and not seen[rr, cc]:
+                            seen[rr, cc] = True
+                            stack.append((rr, cc))
+                        elif not other[rr, cc] and not last[rr, cc]:
+                            free = True
+            if not free:
+                for r, c in group:
+                    keep[r, c] = 0
+    return keep
 
 
 def render_position(reader, index: int) -> str:
@@ -126,7 +156,18 @@ def render_position(reader, index: int) -> str:
         if a in names and o in names:
             stones_from = (names.index(a), names.index(o))
             break
-    if stones_from is not None:
+    for b_name, w_name in _COLOUR_PLANES:
+        if stones_from is None and b_name in names and w_name in names:
+            black, white = planes[:, :, names.index(b_name)], planes[:, :, names.index(w_name)]
+            if to_move == 1:  # white moved last: black as it stood before white's move, less what it captured
+                black = _without_captured(white, black)
+            else:
+                white = _without_captured(black, white)
+            for r in range(n):
+                for c in range(n):
+                    board[r][c] = "X" if black[r, c] else "O" if white[r, c] else "."
+            stones_from = ()
+    if stones_from:
         for r in range(n):
             for c in range(n):
                 if planes[r, c, stones_from[0]]:

@@ -17,6 +17,11 @@ from the extension. Inputs are the files a run leaves behind (``metrics_*.jsonl`
   beside GoNN's published points.
 * :func:`value_by_phase`: a value head's MSE by game phase beside the constant predictor's, and its winner
   accuracy by phase, from eval results' ``value`` blocks (:mod:`kifunet.eval.metrics`).
+* :func:`learning_vs_published`: a run's test top-1 (``metrics_eval.jsonl``) against training positions seen, on a
+  log axis, beside each published row's final top-1 at the training positions it saw (``steps`` in
+  ``eval/published.toml``: positions, i.e. samples, not batches; GoNN's 201M-329M are samples, its "epoch" being
+  1,000,000 samples, docs/gonn.md section 5). Rows without a training length are left out and named in the
+  figure's caption (:func:`published_end_points`). ``kifunet tables RUN --learning-figure FILE`` draws it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import textwrap
 
 import numpy as np
 
@@ -242,6 +248,71 @@ def value_by_phase(blocks: dict[str, dict], *, axes=None):
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
+    return fig
+
+
+def published_end_points(rows=None) -> tuple[list, list]:
+    """``(placed, left_out)``: the published move-prediction rows with a training length (``steps``, in positions)
+    and a top-1, and the rest. ``rows``: :func:`kifunet.eval.published.move_prediction` by default."""
+    from kifunet.eval import published as P
+
+    rows = P.move_prediction() if rows is None else rows
+    placed = [r for r in rows if r.steps is not None and r.top1 is not None]
+    return placed, [r for r in rows if r not in placed]
+
+
+def _left_out_caption(left_out) -> str:
+    counts: dict[str, int] = {}
+    for r in left_out:
+        counts[r.source] = counts.get(r.source, 0) + 1
+    names = ", ".join(f"{s} ({n})" for s, n in counts.items())
+    return f"left out, no training length published: {names}" if names else ""
+
+
+def learning_vs_published(eval_records: list[dict], *, finals=(), label: str = "ours", rows=None, ax=None):
+    """Test top-1 (%) against training positions seen (log axis): ``eval_records`` (``metrics_eval.jsonl``: ``top1``
+    against the first of ``samples``, ``examples``, ``positions``) as a line; ``finals`` as stars, ``[(label,
+    positions, top1 fraction)]`` (whole-split evaluations); each published row with a training length as one point
+    (KGS filled circles, other datasets open squares; a published range as its midpoint with an error bar), its
+    legend entry giving how many times our last positions it saw; the rows left out named in a caption box."""
+    from kifunet.eval import published as P
+
+    fig, ax = _figure(ax, size=(10, 6))
+    flat = [_flatten(r) for r in eval_records]
+    xk = next((k for k in X_KEYS[:3] if any(k in r for r in flat)), None)
+    if xk is None:
+        raise ValueError("eval records hold no positions seen (samples, examples or positions)")
+    pts = np.asarray([(r[xk], r["top1"]) for r in flat if xk in r and "top1" in r], dtype=np.float64)
+    if not len(pts):
+        raise ValueError("eval records hold no top1")
+    pts = pts[np.argsort(pts[:, 0], kind="stable")]
+    y = pts[:, 1] * 100 if np.nanmax(pts[:, 1]) <= 1.0 else pts[:, 1]
+    ax.plot(pts[:, 0], y, "o-", ms=4, lw=1.5, color="black", label=f"{label}: test top-1 during training")
+    last = pts[-1, 0]
+    for flabel, positions, top1 in finals:
+        ax.plot([positions], [100 * top1], "*", ms=12, label=f"{flabel}: {100 * top1:.1f}% (whole split)")
+    placed, left_out = published_end_points(rows)
+    for r in placed:
+        lo, hi = (r.top1 if isinstance(r.top1, tuple) else (r.top1, r.top1))
+        mid = (lo + hi) / 2
+        kgs = r.dataset.name == "KGS"
+        sec = " (secondary)" if r.secondary or r.steps_secondary else ""
+        text = (f"{r.source}{sec}, {r.net}, {r.dataset.name}: {P.fmt_pct(r.top1)}% at {r.steps / 1e6:.4g}M "
+                f"({r.steps / last:.0f}x ours)")
+        ax.errorbar([r.steps], [mid], yerr=[[mid - lo], [hi - mid]] if hi > lo else None, fmt="o" if kgs else "s",
+                    ms=7, mfc=None if kgs else "none", capsize=3, label=text)
+    ax.set_xscale("log")
+    ax.set_xlabel("training positions seen (samples, log scale)")
+    ax.set_ylabel("test top-1 accuracy (%)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="upper left")
+    caption = _left_out_caption(left_out)
+    if caption:
+        from matplotlib.offsetbox import AnchoredText
+
+        box = AnchoredText(textwrap.fill(caption, 60), loc="lower right", prop={"fontsize": 7}, frameon=True)
+        box.patch.set_alpha(0.8)
+        ax.add_artist(box)
     return fig
 
 

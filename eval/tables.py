@@ -8,6 +8,22 @@ and say whether the legal-move mask was on. ``render(rows, fmt)`` prints them.
 Results are eval JSON files (``kifunet eval --out``); :func:`find_results` also accepts run directories and reads
 their ``eval/*.json``.
 
+**Two domains** (:func:`two_domain_rows`): one net's top-1 on KGS amateur games beside its top-1 on professional
+games, as AlphaGo Zero's supervised net reported them (60.4% / 54.3%). A result's domain comes from the build
+preset of the split it was measured on, a published row's from its dataset's name in ``eval/published.toml``:
+
+==============  ======================================  ===========================================================
+domain          our results (build preset)              published rows (dataset name)
+==============  ======================================  ===========================================================
+``kgs``         ``gonn-kgs``                            ``KGS``
+``pro``         ``fox-pro``, ``gonn-gogod``             ``professional games``
+==============  ======================================  ===========================================================
+
+A published pair is two rows of the same source, net and evaluation mode, one per domain (today only AlphaGo
+Zero's; GoNN's and Cazenave's GoGoD rows are other nets, trained on GoGoD, so they are no pair). Ours: one row per
+run (name and step) and mode that has a result in both domains; where a run has several results in a domain, the
+one with the most positions evaluated. The section is printed when one of ours has both domains.
+
 Results of nets with a value head (eval JSON version 2, a ``value`` block) add a third table, ours only (no
 published value figure is in :mod:`kifunet.eval.published`): per result and mode, the positions with a known
 game result, the value MSE beside the constant predictor's (always the evaluated positions' mean result), and the
@@ -131,6 +147,56 @@ def protocol_notes(rows: list[dict]) -> list[str]:
     return notes
 
 
+OUR_DOMAINS = {"gonn-kgs": "kgs", "fox-pro": "pro", "gonn-gogod": "pro"}  # build preset -> domain (docstring)
+PUBLISHED_DOMAINS = {"KGS": "kgs", "professional games": "pro"}  # published dataset name -> domain
+TWO_DOMAIN_COLUMNS = [("result", "result"), ("net", "net"), ("eval", "eval"), ("kgs", "KGS top-1 %"),
+                      ("pro", "pro top-1 %"), ("gap", "pro - KGS (points)"), ("kgs_ce", "KGS CE (nats)"),
+                      ("pro_ce", "pro CE (nats)"), ("tests", "test sets")]
+
+
+def _gap(kgs, pro) -> str:
+    return "-" if kgs is None or pro is None else f"{pro - kgs:+.1f}"
+
+
+def two_domain_rows(results: list[tuple[str, dict]]) -> list[dict]:
+    """Published pairs, then ours: top-1 on KGS and on professional games side by side (module docstring)."""
+    rows = []
+    by_key: dict = {}
+    for r in P.move_prediction():
+        dom = PUBLISHED_DOMAINS.get(r.dataset.name)
+        if dom is not None and isinstance(r.top1, float):
+            by_key.setdefault((r.source, r.net, r.eval), {})[dom] = r
+    for (source, net, mode), pair in by_key.items():
+        if set(pair) != {"kgs", "pro"}:
+            continue
+        k, p = pair["kgs"], pair["pro"]
+        rows.append({"ours": False, "result": source, "net": net, "eval": MODE_TEXT[mode],
+                     "kgs": P.fmt_pct(k.top1), "pro": P.fmt_pct(p.top1), "gap": _gap(k.top1, p.top1),
+                     "kgs_ce": "-" if k.ce is None else f"{k.ce:.3f}", "pro_ce": "-" if p.ce is None else f"{p.ce:.3f}",
+                     "tests": f"KGS: {k.dataset.spec}; pro: {p.dataset.spec}", "kgs_value": k.top1, "pro_value": p.top1})
+    ours: dict = {}
+    for path, res in results:
+        dom = OUR_DOMAINS.get(res["dataset"]["spec"].get("preset"))
+        if dom is None:
+            continue
+        for r in our_rows(path, res):
+            slot = ours.setdefault((r["result"], r["mode"]), {})
+            old = slot.get(dom)
+            if old is None or res["dataset"]["evaluated"] > old[1]["dataset"]["evaluated"]:
+                slot[dom] = (r, res)
+    for (name, mode), pair in ours.items():
+        if set(pair) != {"kgs", "pro"}:
+            continue
+        (k, kres), (p, pres) = pair["kgs"], pair["pro"]
+        kv, pv = 100 * k["top1_value"], 100 * p["top1_value"]
+        tests = "; ".join(f"{d}: preset {x['dataset']['spec']['preset']}, split {x['dataset']['split']}, "
+                          f"{x['dataset']['evaluated']:,} positions" for d, x in (("KGS", kres), ("pro", pres)))
+        rows.append({"ours": True, "result": name, "net": f"{k['net']}, {k['params']} params", "eval": k["eval"],
+                     "kgs": k["top1"], "pro": p["top1"], "gap": _gap(kv, pv), "kgs_ce": k["ce"], "pro_ce": p["ce"],
+                     "tests": tests, "kgs_value": kv, "pro_value": pv})
+    return rows
+
+
 def accuracy_nats_rows(results: list[tuple[str, dict]]) -> list[dict]:
     rows = [{"ours": False, "result": "GoNN (GoGoD nets)", "top1": f"{p['top1']:.0f}", "ce": f"{p['ce']:.2f}",
              "elo": ("~" if p.get("elo_approx") else "") + str(p["elo"]), "sort": p["top1"] / 100}
@@ -195,12 +261,16 @@ def value_rows(results: list[tuple[str, dict]]) -> list[dict]:
 
 
 def render(results: list[tuple[str, dict]], fmt: str = "markdown", which: str = "all") -> str:
-    """The full comparison: move prediction table, protocol notes, accuracy-vs-nats table, and the value-head table
-    when a result has a value block."""
+    """The full comparison: move prediction table, protocol notes, the two-domain table when one of ours has
+    results on both domains (:func:`two_domain_rows`), accuracy-vs-nats table, and the value-head table when a
+    result has a value block."""
     rows = comparison_rows(results, which)
     nats = accuracy_nats_rows(results)
     notes = protocol_notes(rows)
     values = value_rows(results)
+    domains = two_domain_rows(results)
+    domains = domains if any(r["ours"] for r in domains) else []
+    domain_title = "Two domains: KGS and professional games, one net each (published pair, then ours)"
     value_title = "Value head (ours): game result from the position"
     value_note = ("value MSE over the positions whose game result is known (a draw's target is 0); constant MSE: "
                   "always predicting their mean result; winner %: the value's sign names the winner, over the "
@@ -209,6 +279,8 @@ def render(results: list[tuple[str, dict]], fmt: str = "markdown", which: str = 
         parts = ["## Move prediction (published rows, then ours)", "", render_markdown(rows)]
         if notes:
             parts += [""] + [f"- {n}" for n in notes]
+        if domains:
+            parts += ["", f"## {domain_title}", "", render_markdown(domains, TWO_DOMAIN_COLUMNS)]
         parts += ["", "## Accuracy and nats (GoNN's GoGoD nets and ours)", "", render_markdown(nats, NATS_COLUMNS)]
         if values:
             parts += ["", f"## {value_title}", "", render_markdown(values, VALUE_COLUMNS), "", value_note]
@@ -217,6 +289,8 @@ def render(results: list[tuple[str, dict]], fmt: str = "markdown", which: str = 
         parts = ["<h2>Move prediction (published rows, then ours)</h2>", render_html(rows)]
         if notes:
             parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+        if domains:
+            parts += [f"<h2>{html.escape(domain_title)}</h2>", render_html(domains, TWO_DOMAIN_COLUMNS)]
         parts += ["<h2>Accuracy and nats (GoNN's GoGoD nets and ours)</h2>", render_html(nats, NATS_COLUMNS)]
         if values:
             parts += [f"<h2>{html.escape(value_title)}</h2>", render_html(values, VALUE_COLUMNS),

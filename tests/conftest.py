@@ -6,13 +6,15 @@ which ``.ci/run`` exports), because CI provides everything and a skip there woul
 that, in CI any skip at all -- a ``pytest.skip``/``importorskip`` written without ``require`` -- is reported as a
 failure, except tests marked ``@pytest.mark.manual("how to run it")`` (the Beam build: its own environment).
 
-Helpers: :func:`require`, :func:`require_module`, :func:`require_gnugo`, :func:`require_path`; fixtures
+Helpers: :func:`require`, :func:`require_module`, :func:`require_gnugo`, :func:`require_path`,
+:func:`load_script` (a ``scripts/*.py`` file as a module); fixtures
 ``kgs_dir`` and ``kgs_2017_01`` (the real KGS archives in ``../shared/data/kgs``).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import shutil
 from pathlib import Path
@@ -25,6 +27,19 @@ REPO = Path(__file__).resolve().parents[1]
 KGS_DIR = REPO.parent / "shared" / "data" / "kgs"
 KGS_2017_01 = KGS_DIR / "KGS-2017_01-19-733-.tar.gz"
 KGS_2015 = KGS_DIR / "KGS-2015-19-8133-.tar.gz"
+
+
+def load_script(name: str):
+    """``scripts/NAME.py`` imported as the module ``NAME`` (once; later calls return the same module)."""
+    import sys
+
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def in_ci() -> bool:

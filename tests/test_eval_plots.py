@@ -148,3 +148,68 @@ def test_topn_and_accuracy_vs_nats():
     gonn = [ln for ln in ax.get_lines() if ln.get_label() == "GoNN GoGoD nets (published)"][0]
     assert list(gonn.get_xdata()) == [2.73, 2.31, 1.95, 1.77, 1.67, 1.55]
     assert ax.xaxis_inverted()
+
+
+def _published_rows():
+    """Three published rows: two with a training length (one a range), one without."""
+    from kifunet.eval import published as P
+
+    ds = {"KGS": P.Dataset("k", "KGS", "KGS x"), "GoGoD": P.Dataset("g", "GoGoD", "GoGoD x")}
+    return [P.Result(id="a", source="Src A", dataset=ds["KGS"], inputs="i", net="net a", eval="single", top1=56.8,
+                     steps=205_000_000),
+            P.Result(id="b", source="Src B", dataset=ds["GoGoD"], inputs="i", net="net b", eval="single",
+                     top1=(57.1, 57.6), steps=128_000_000),
+            P.Result(id="c", source="Src C", dataset=ds["KGS"], inputs="i", net="net c", eval="single", top1=60.4)]
+
+
+def test_learning_vs_published_places_our_curve_and_the_published_end_points():
+    recs = [{"step": 2, "positions": 500.0, "top1": 0.30}, {"step": 1, "positions": 250.0, "top1": 0.25},
+            {"step": 3, "positions": 1000.0, "top1": 0.35, "nats": 2.0}]
+    fig = plots.learning_vs_published(recs, finals=[("whole", 1000, 0.36)], label="run", rows=_published_rows())
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    by_label = {ln.get_label(): ln for ln in ax.lines}
+    ours = by_label["run: test top-1 during training"]
+    np.testing.assert_allclose(ours.get_xdata(), [250, 500, 1000])  # sorted by positions
+    np.testing.assert_allclose(ours.get_ydata(), [25, 30, 35])  # fractions drawn as percent
+    star = by_label["whole: 36.0% (whole split)"]
+    assert (list(star.get_xdata()), list(star.get_ydata())) == ([1000], [pytest.approx(36)])
+    published = {c.get_label(): c.lines[0] for c in ax.containers}  # one errorbar container per row
+    a_label, a = next((k, ln) for k, ln in published.items() if k.startswith("Src A"))
+    assert (list(a.get_xdata()), list(a.get_ydata())) == ([205_000_000], [56.8])
+    assert a_label == "Src A, net a, KGS: 56.8% at 205M (205000x ours)"  # times our last positions (1000)
+    b = next(ln for k, ln in published.items() if k.startswith("Src B"))
+    assert list(b.get_xdata()) == [128_000_000] and b.get_ydata()[0] == pytest.approx(57.35)  # range: midpoint
+    assert len(published) == 2  # Src C has no training length: left out, named in the caption
+    from matplotlib.text import Text
+
+    texts = [t.get_text() for t in fig.findobj(Text)]
+    assert "left out, no training length published: Src C (1)" in texts
+    placed, left_out = plots.published_end_points()  # the real data: GoNN's samples, AlphaGo Zero's none
+    assert {r.id for r in placed} >= {"gonn_mar2018_kgs_12x192", "darkforest_kgs"}
+    assert {"agz_sl_kgs", "agz_sl_pro"} <= {r.id for r in left_out}
+    with pytest.raises(ValueError, match="positions seen"):
+        plots.learning_vs_published([{"step": 1, "top1": 0.3}], rows=[])
+
+
+def test_tables_command_draws_the_learning_figure(tmp_path, capsys):
+    from kifunet.cli import main
+
+    from kifunet.eval import metrics as M
+
+    run = tmp_path / "run"
+    (run / "eval").mkdir(parents=True)
+    (run / "metrics_eval.jsonl").write_text(json.dumps({"step": 1, "positions": 1000, "top1": 0.3}) + "\n")
+    bd = M.Breakdown(362)
+    bd.update(np.array([0, 3]), np.array([0.5, 1.5]), move_number=[1, 30], player_rank=[8, 8], to_move=[1, 2])
+    (run / "eval" / "fox_test.json").write_text(json.dumps({
+        "format": "kifunet-eval", "format_version": 1, "run": {"name": "run", "positions": 1000},
+        "dataset": {"split": "test", "evaluated": 2, "spec": {"text": "x", "preset": "fox-pro"}},
+        "settings": {}, "results": {"single": bd.to_dict()}}))
+    assert main(["tables", "--learning-figure", str(tmp_path / "lc.png"), str(run)]) == 0
+    assert (tmp_path / "lc.png").read_bytes()[:4] == b"\x89PNG"
+    assert "wrote " in capsys.readouterr().err
+    assert main(["tables", "--learning-figure", str(tmp_path / "lc.pdf"), str(run)]) == 2
+    assert "lc.pdf: --learning-figure must end in .png or .svg" in capsys.readouterr().err
+    assert main(["tables", "--learning-figure", str(tmp_path / "x.png"), str(run / "eval" / "fox_test.json")]) == 2
+    assert "needs a RUN directory holding metrics_eval.jsonl" in capsys.readouterr().err

@@ -178,3 +178,22 @@ def test_eval_show_and_tables_commands_on_a_9x9_two_headed_run(qiqiao_run, tmp_p
     assert png.stat().st_size > 1000 and "value of the position for" in shown
     assert main(["tables", str(out)]) == 0
     assert "## Value head (ours)" in capsys.readouterr().out
+
+
+def test_gtp_plays_a_9x9_two_headed_net_and_reports_its_value(qiqiao_run):
+    """The trained 9x9 run as a GTP engine: 9x9 only, legal moves, an analysis winrate from its value head."""
+    from kifunet.play.gtp_engine import Engine
+    from kifunet.play.policy import load_policy
+
+    run = qiqiao_run[0]
+    policy = load_policy(run)
+    assert policy.board_size == 9
+    e = Engine(policy, komi=7.0)
+    assert e.handle("boardsize 19").startswith("? unacceptable size")
+    assert e.handle("boardsize 9") == "=\n\n" and e.handle("play B E5") == "=\n\n"
+    reply = e.handle("genmove W")
+    vertex = reply[2:].strip()
+    assert reply.startswith("= ") and vertex != "E5" and (vertex == "pass" or (vertex[0] in "ABCDEFGHJ" and 1 <= int(vertex[1:]) <= 9))
+    analysis = e.handle("lz-genmove_analyze B 0")
+    rates = [float(t.split()[0]) for t in analysis.split(" winrate ")[1:]]
+    assert rates and len(set(rates)) > 1  # the value head's estimates, not the 0.5 of a policy-only net

@@ -139,3 +139,42 @@ def test_to_json_writes_ranks_as_text():
     d = filters.filters_from_options(filters.resolve(preset="gonn-kgs")).to_json()
     assert d["min_rank"] == "6d" and d["min_both_rank"] == "6d" and d["min_either_rank"] == "7d"
     assert d["no_handicap"] is True and d["dedupe"] is True and d["include_passes"] is False
+
+
+FOX_GAMES = {  # Fox records as the server writes them (ranks P9段 / 9段, komi in hundredths), 19x19
+    "a_pro_pro.sgf": "DT[2017-11-12]PB[A]PW[B]BR[P9段]WR[P7段]KM[650]HA[0]RU[Japanese]RE[B+R]",
+    "b_ama_pro.sgf": "DT[2016-03-01]PB[C]PW[D]BR[9段]WR[P9段]KM[0]HA[0]RU[Japanese]RE[W+R]",
+    "c_chinese.sgf": "DT[2015-05-05]PB[E]PW[F]BR[P5段]WR[P3段]KM[375]HA[0]RU[Chinese]RE[B+0.75]",
+    "d_handicap.sgf": "DT[2017-01-01]PB[G]PW[H]BR[9段]WR[P9段]KM[0]HA[2]RU[Japanese]RE[W+R]AB[pd][dp]",
+    "e_no_pro.sgf": "DT[2017-01-02]PB[I]PW[J]BR[9段]WR[8段]KM[650]HA[0]RU[Japanese]RE[B+R]",
+    "f_undated.sgf": "PB[K]PW[L]BR[P9段]WR[P9段]KM[750]HA[0]RU[Japanese]RE[B+R]",
+    "g_copy_of_a.sgf": "DT[2017-11-12]PB[A]PW[B]BR[P9段]WR[P7段]KM[650]HA[0]RU[Japanese]RE[B+R]AP[foxwq]",
+}
+FOX_MOVES = {"d_handicap.sgf": ";W[dd];B[pq];W[qc]"}
+
+
+def test_fox_pro_preset_builds_the_pro_moves_of_even_games(tmp_path):
+    """``--preset fox-pro`` on Fox-style records: even games with a professional, only the pros' moves, every
+    dated game to ``test``; komi stored in points (KM[650] -> 6.5, KM[375] under Chinese rules -> 7.5)."""
+    from kifunet.cli import main
+    from kifunet.data_prep.shards import read_games_table
+
+    src = tmp_path / "fox"
+    src.mkdir()
+    for name, props in FOX_GAMES.items():
+        moves = FOX_MOVES.get(name, ";B[pd];W[dd];B[pq];W[dp];B[fc];W[cf]")
+        (src / name).write_bytes(f"(;GM[1]FF[4]SZ[19]{props}{moves})".encode("utf-8"))
+    out = tmp_path / "out"
+    assert main(["build", str(src), "--out", str(out), "--preset", "fox-pro", "--features", "maddison",
+                 "--workers", "0", "--no-progress"]) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    c = m["counts"]
+    assert (c["seen"], c["used"]) == (7, 3)
+    assert c["filtered"] == {"handicap": 1, "game_rank": 1, "no_date": 1, "duplicate": 1}
+    # pro-pro 6 + Chinese pro-pro 6 + the pro's 3 of the amateur-pro game; the amateur's 3 dropped
+    assert c["positions"]["kept"] == 15 and c["positions"]["filtered"] == {"min_rank": 3}
+    assert list(m["splits"]) == ["test"] and m["splits"]["test"]["positions"] == 15
+    g = read_games_table(str(out / "test" / "games.h5"))
+    by_black = dict(zip(g["black"], g["komi"].tolist()))
+    assert by_black == {"A": 6.5, "C": 0.0, "E": 7.5}
+    assert sorted(g["black_rank"].tolist()) == [8, 13, 17]  # 9段 = 9d (8), P5段 = 5p (13), P9段 = 9p (17)

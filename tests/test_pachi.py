@@ -7,7 +7,6 @@ last test plays the committed net against the real Pachi 11.99 at 19x19; its ses
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import stat
@@ -16,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import require
+from conftest import load_script, require
 
 from kifunet.data_prep import replay, sgf_io
 from kifunet.play import match
@@ -75,14 +74,6 @@ def clean_env(tmp_path, monkeypatch):
     keep = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "pachi").exists()]
     monkeypatch.setenv("PATH", os.pathsep.join([str(bin_dir), *keep]))
     return tmp_path
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("build_pachi", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("build_pachi", module)
-    spec.loader.exec_module(module)
-    return module
 
 
 # --- the spec and the command line -------------------------------------------------------------------------
@@ -188,7 +179,7 @@ def test_match_reports_a_missing_pachi_or_bad_playouts_in_one_line(clean_env):
 
 # --- the build script, without building --------------------------------------------------------------------
 def test_build_script_options(clean_env, monkeypatch):
-    bp = load_script()
+    bp = load_script("build_pachi")
     tmp = clean_env
     args = bp.parse_args([])
     assert args.prefix == tmp / "cache" and args.jobs == (os.cpu_count() or 1) and not args.force
@@ -202,7 +193,7 @@ def test_build_script_options(clean_env, monkeypatch):
 
 
 def test_build_script_reads_pachis_genmove_speed_lines():
-    bp = load_script()
+    bp = load_script("build_pachi")
     stderr = ("*** WINNER is M15 (12,15) with score 0.5176 (510/2001:2001/2001 games), extra komi 0.000000\n"
               "genmove in 1.12s (1785 games/s, 1785 games/s/thread)\n[2001] best 0.517647 xkomi 0.0\n"
               "genmove in 0.83s (6040 games/s, 6040 games/s/thread)\n")
@@ -211,7 +202,7 @@ def test_build_script_reads_pachis_genmove_speed_lines():
 
 
 def test_build_script_does_nothing_when_pachi_is_there(clean_env, monkeypatch, capsys):
-    bp = load_script()
+    bp = load_script("build_pachi")
     tmp = clean_env
     fake_pachi(tmp / "cache" / "pachi")
 
@@ -230,7 +221,7 @@ def test_build_script_does_nothing_when_pachi_is_there(clean_env, monkeypatch, c
 
 
 def test_build_script_failures_are_one_line(clean_env, monkeypatch, capsys):
-    bp = load_script()
+    bp = load_script("build_pachi")
     tmp = clean_env
     monkeypatch.setenv("PATH", str(tmp / "bin"))  # no gcc, no make
     assert bp.main(["--prefix", str(tmp / "p")]) == 1

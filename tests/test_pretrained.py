@@ -212,3 +212,46 @@ def test_readme_strength_table_is_the_committed_records():
                 f"{100 * res['ci_low']:.1f}-{100 * res['ci_high']:.1f}%",
                 f"{res['as_black'][0]:g}/{res['as_black'][1]}", f"{res['as_white'][0]:g}/{res['as_white'][1]}"]
         assert row[2:8] == want, (row, want)
+
+
+QIQIAO = REPO / "pretrained" / "qiqiao9x9"
+
+
+def test_the_pretrained_9x9_net_loads_and_plays_with_its_value_head():
+    """pretrained/qiqiao9x9 (the Qiqiao net trained on corpora/engine9x9) loads in a clone and plays 9x9 moves;
+    its value head says who is ahead in a position where black has the whole board."""
+    from kifunet.models import count_params
+    from kifunet.play.policy import load_policy
+
+    pol = load_policy(QIQIAO)
+    assert pol.board_size == 9 and count_params(pol.model) == 333_951 and pol.has_value
+    probs = pol.probabilities([(1, 40)], colour=2)  # white to move after black's E5
+    assert probs.shape == (82,) and probs[40] < 0.01 and abs(float(probs.sum()) - 1) < 1e-5
+    # a black wall on the third line and a white one on the second: black has 63 points by area, white 18
+    setup = [(1, 6 * 9 + c) for c in range(9)] + [(2, 7 * 9 + c) for c in range(9)]
+    _, v_black = pol.evaluate([], colour=1, setup=setup)
+    _, v_white = pol.evaluate([], colour=2, setup=setup)
+    assert v_black > 0 > v_white and v_black - v_white > 0.3, (v_black, v_white)  # measured: 0.137, -0.343
+
+
+def test_readme_qiqiao_tables_are_the_committed_records():
+    """The README's 9x9 tables (Training: Qiqiao; Playing: Strength at 9x9) are pretrained/qiqiao9x9's eval JSON
+    and its kept matches' results.json, at the digits printed."""
+    res = json.loads((QIQIAO / "eval" / "engine9x9_test.json").read_text())
+    head, *rows = _readme_rows("| `qiqiao` on corpora/engine9x9 |")
+    assert [r[0] for r in rows] == ["single pass", "8-symmetry ensemble"]
+    for row, kind in zip(rows, ("single", "ensemble")):
+        r = res["results"][kind]
+        v = r["value"]
+        want = [f"{100 * r['accuracy']['1']:.2f}", f"{100 * r['accuracy']['4']:.2f}", f"{r['cross_entropy_nats']:.4f}",
+                f"{v['mse']:.4f}", f"{v['baseline_mse']:.4f}", f"{100 * v['winner_accuracy']:.2f}"]
+        assert row[1:] == want, (kind, row, want)
+    head, *rows = _readme_rows("| opponent (9x9, komi 7) | the net |")
+    assert rows
+    for row in rows:
+        level = row[0].rsplit(" ", 1)[-1]
+        res = json.loads((QIQIAO / f"match-gnugo{level}" / "results.json").read_text())
+        want = [str(res["games"]), f"{res['engine_wins']:g}", f"{100 * res['win_rate']:.1f}%",
+                f"{100 * res['ci_low']:.1f}-{100 * res['ci_high']:.1f}%",
+                f"{res['as_black'][0]:g}/{res['as_black'][1]}", f"{res['as_white'][0]:g}/{res['as_white'][1]}"]
+        assert row[2:8] == want, (row, want)

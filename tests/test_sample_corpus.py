@@ -7,13 +7,12 @@ games, and replay legally on sgfmill's own board.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import require_gnugo
+from conftest import load_script, require_gnugo
 from sgfmill import boards, sgf
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,14 +25,6 @@ MAX_TOTAL_BYTES = 400_000  # "a few hundred KB at most"
 DATE_BOUNDARY = "2015-01-01"
 
 FILES = sorted(SAMPLES.glob("*.sgf"))
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("make_sample_corpus", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_sample_corpus", module)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +56,7 @@ def test_every_file_parses_19x19_and_long_enough(games):
 
 
 def test_metadata(games):
-    script = load_script()
+    script = load_script("make_sample_corpus")
     ranks = set(script.LEVEL_RANKS.values())
     for name, game in games.items():
         root = game.get_root()
@@ -139,7 +130,7 @@ def test_every_game_replays_legally(games):
 
 
 def test_plan_is_deterministic_and_covers_dates():
-    script = load_script()
+    script = load_script("make_sample_corpus")
     levels = list(range(11))
     plans = [script.plan_game(i, levels, 7) for i in range(40)]
     assert plans == [script.plan_game(i, levels, 7) for i in range(40)]
@@ -157,7 +148,7 @@ def test_plan_is_deterministic_and_covers_dates():
 
 
 def test_level_parsing():
-    script = load_script()
+    script = load_script("make_sample_corpus")
     assert script.parse_levels("0..10") == list(range(11))
     assert script.parse_levels("0..2,8,10") == [0, 1, 2, 8, 10]
     with pytest.raises(Exception):
@@ -169,7 +160,7 @@ def test_level_parsing():
 def test_script_plays_a_short_game(tmp_path):
     """End to end on a 9x9 board at level 0, capped at a few moves (about a second of CPU)."""
     GNUGO = require_gnugo()
-    script = load_script()
+    script = load_script("make_sample_corpus")
     argv = ["--out", str(tmp_path), "--games", "1", "--start", "9", "--size", "9", "--levels", "0,1",
             "--max-moves", "12", "--seed", "3", "--gnugo", GNUGO]
     assert script.main(argv) == 0

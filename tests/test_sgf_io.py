@@ -386,7 +386,10 @@ def test_metadata():
     "props,komi,handicap,year",
     [("KM[7.5]HA[3]DT[1846]", 7.5, 3, 1846), ("KM[-3]HA[ 4 ]DT[15-01-01]", -3.0, 4, None),
      ("KM[6,5]HA[-2]DT[2003-01-01,02]", None, 0, 2003), ("KM[nan]HA[9999]DT[about 1700?]", None, 0, 1700),
-     ("KM[inf]HA[2.5]DT[20150131]", None, 0, None)])
+     ("KM[inf]HA[2.5]DT[20150131]", None, 0, None),
+     # Fox: hundredths of a point, and of a stone under Chinese rules (3.75 stones = 7.5 points); KM[0] as written
+     ("KM[650]HA[0]DT[2017-11-12]", 6.5, 0, 2017), ("KM[450]HA[4]", 4.5, 4, None),
+     ("KM[375]HA[0]RU[Chinese]", 7.5, 0, None), ("KM[0]HA[3]RU[Japanese]", 0.0, 3, None)])
 def test_komi_handicap_year_parsing(props, komi, handicap, year):
     i = load_game(f"(;SZ[19]{props};B[pd])".encode()).info
     assert (i.komi, i.handicap, i.year) == (komi, handicap, year)

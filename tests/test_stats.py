@@ -80,3 +80,30 @@ def test_inspect_board_matches_planes(dataset, capsys):
     assert main(["inspect", dataset, "--split", "test", "--index", "3"]) == 0
     assert "played" in capsys.readouterr().out
     assert main(["inspect", dataset, "--split", "test", "--index", "100000"]) == 2
+
+
+def _board_lines(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln[:3].strip().isdigit()]
+
+
+def test_inspect_draws_the_qiqiao_colour_planes_as_the_board(tmp_path):
+    """``qiqiao`` keeps each colour as it stood after its own last move: the board shown takes off what the last
+    move captured, and equals the board of the same position built with ``stone_colour`` planes."""
+    write_corpus(tmp_path / "in", 6, moves=90)
+    for fs in ("maddison", "qiqiao"):
+        build.build(cfg_for([tmp_path / "in"], tmp_path / fs, features=fs), log=quiet)
+    ref, qq = Reader(str(tmp_path / "maddison"), "train"), Reader(str(tmp_path / "qiqiao"), "train")
+    key = lambda b, i: (int(b["game_index"][i]), int(b["move_number"][i]))  # noqa: E731
+    rb = ref.batch(np.arange(len(ref)))
+    where = {key(rb, i): i for i in range(len(ref))}
+    qb = qq.batch(np.arange(len(qq)))
+    names = qq.feature_set.plane_names()
+    captured = 0
+    assert len(qq) == len(ref) > 300
+    for i in range(len(qq)):
+        shown = _board_lines(stats.render_position(qq, i))
+        assert shown == _board_lines(stats.render_position(ref, where[key(qb, i)]))
+        stones = int(qb["planes"][i][:, :, [names.index("colour_history_4[3]"),
+                                            names.index("colour_history_4[7]")]].sum())
+        captured += stones > sum(row[4:].count("X") + row[4:].count("O") for row in shown)
+    assert captured > 0  # some positions follow a capture

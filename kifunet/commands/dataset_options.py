@@ -23,7 +23,7 @@ def add_dataset_options(p: argparse.ArgumentParser, *, options_file_flags=("--op
     ``kifunet tfds`` keeps ``--config`` for its named configs)."""
     p.add_argument("--features", default=None, metavar="NAME",
                    help="feature set (see `kifunet features`; default maddison, or the named config's)")
-    p.add_argument("--preset", metavar="NAME", help="filter/split preset: gonn-kgs, gonn-gogod")
+    p.add_argument("--preset", metavar="NAME", help="filter/split preset: gonn-kgs, gonn-gogod, fox-pro")
     p.add_argument(*options_file_flags, dest="options_file", metavar="FILE",
                    help="JSON or TOML file of filter/split options (preset < file < flags)")
     p.add_argument("--allow-empty", action="store_true",

@@ -1,9 +1,12 @@
 """``kifunet tables RUN...``: our eval results beside the published rows, with the dataset spec of each; results of
-nets with a value head add a table of their value MSE, the constant predictor's and the winner accuracy."""
+nets with a value head add a table of their value MSE, the constant predictor's and the winner accuracy.
+``--learning-figure FILE`` also draws a RUN directory's learning curve beside the published end points
+(:func:`kifunet.eval.plots.learning_vs_published`)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from kifunet.errors import CommandError
 
@@ -17,11 +20,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--published", default="all", metavar="WHICH",
                    help="published rows to show: all (default), kgs, gogod, or a dataset id of eval/published.toml")
     p.add_argument("--out", default=None, metavar="FILE", help="write to FILE instead of standard output")
+    p.add_argument("--learning-figure", default=None, metavar="FILE",
+                   help="also draw the first RUN directory's test top-1 (metrics_eval.jsonl) against positions seen, "
+                        "with its eval/*.json results as stars, beside the published rows' end points (log axis) "
+                        "into FILE (.png or .svg)")
 
 
 def run(args) -> int:
     from kifunet.eval import tables
 
+    if args.learning_figure and not args.learning_figure.lower().endswith((".png", ".svg")):
+        raise CommandError(f"{args.learning_figure}: --learning-figure must end in .png or .svg")
     try:
         text = tables.render(tables.find_results(args.runs), args.format, args.published)
     except ValueError as e:  # a file that is not an eval result, an unknown --published
@@ -31,4 +40,34 @@ def run(args) -> int:
             f.write(text + "\n")
     else:
         print(text)
+    if args.learning_figure:
+        learning_figure(args.runs, args.learning_figure)
     return 0
+
+
+def learning_figure(runs: list[str], out: str) -> None:
+    """Draw the first of ``runs`` that is a run directory with ``metrics_eval.jsonl`` (and its eval results) into
+    ``out``."""
+    import os
+
+    from kifunet.eval import plots, tables
+
+    run = next((r for r in runs if os.path.isfile(os.path.join(r, "metrics_eval.jsonl"))), None)
+    if run is None:
+        raise CommandError("--learning-figure needs a RUN directory holding metrics_eval.jsonl")
+    finals = []
+    for path, res in tables.find_results([run]):
+        positions, single = res.get("run", {}).get("positions"), res["results"].get("single")
+        if positions and single:
+            label = os.path.splitext(os.path.basename(path))[0]
+            preset = res["dataset"]["spec"].get("preset")
+            finals.append((f"{label} ({preset})" if preset else label, positions, single["accuracy"]["1"]))
+    metrics = os.path.join(run, "metrics_eval.jsonl")
+    try:
+        fig = plots.learning_vs_published(plots.read_jsonl(metrics), finals=finals,
+                                          label=os.path.basename(os.path.normpath(run)))
+    except ValueError as e:
+        raise CommandError(f"{metrics}: {e}") from e
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    fig.savefig(out)
+    print(f"wrote {out}", file=sys.stderr)
