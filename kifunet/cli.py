@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import select
 import shutil
-import signal
 import sys
 import textwrap
 
@@ -102,12 +103,35 @@ def build_parser(modules=None) -> argparse.ArgumentParser:
 def console_main() -> int:
     """The ``kifunet`` program: :func:`main` on ``sys.argv``, ending quietly when its output pipe closes.
 
-    Only the program itself restores the default SIGPIPE action (``kifunet ... | head`` ends like other Unix
-    tools); :func:`main`, which tests, notebooks and ``quickstart`` call in-process, leaves the caller's alone.
+    ``kifunet ... | head`` ends like other Unix tools: when the reader of standard output goes away, the program
+    stops without a traceback (status 0). SIGPIPE itself stays ignored, as Python sets it: with the default action
+    a write to *any* closed pipe would kill the process silently, and ``build`` writes to pipes of its own (the
+    process pool's queue, which ``concurrent.futures`` closes when a worker crashes); there a closed pipe must be
+    an exception that the build handles, never a death by signal. A ``BrokenPipeError`` from a pipe other than
+    standard output keeps its traceback.
     """
-    if hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    return main()
+    try:
+        status = main()
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        # Python flushes stdout again at exit: point it at /dev/null so that flush has nowhere to fail.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone (``poll`` reports POLLERR on it)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(ev & select.POLLERR for _, ev in poller.poll(0))
 
 
 def main(argv=None) -> int:

@@ -161,8 +161,8 @@ def test_a_bug_keeps_its_traceback(monkeypatch, capsys):
 
 
 def test_main_in_process_leaves_the_callers_sigpipe_alone():
-    """Only the ``kifunet`` program restores the default SIGPIPE action; ``cli.main`` called by a test runner or a
-    notebook must not, or the caller dies the next time it writes to a closed pipe."""
+    """``cli.main`` called by a test runner or a notebook must not change the caller's SIGPIPE action, or the
+    caller dies the next time it writes to a closed pipe."""
     import signal
 
     from kifunet import cli
@@ -170,9 +170,24 @@ def test_main_in_process_leaves_the_callers_sigpipe_alone():
     before = signal.getsignal(signal.SIGPIPE)
     assert cli.main(["features"]) == 0
     assert signal.getsignal(signal.SIGPIPE) == before
-    out = subprocess.run(f"{sys.executable} -m kifunet.cli features | head -1", shell=True, capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode == 0 and "BrokenPipe" not in out.stderr, out.stderr
+
+
+def test_program_ends_quietly_when_its_reader_goes():
+    """``kifunet ... | head`` ends like a Unix tool: status 0, no traceback, even when most of the output is left."""
+    script = "from kifunet import cli; cli.main = lambda argv=None: [print('x' * 99) for _ in range(10**5)] and 0; " \
+             "raise SystemExit(cli.console_main())"
+    out = subprocess.run(f"{sys.executable} -c \"{script}\" | head -1; echo \"status ${{PIPESTATUS[0]}}\"",
+                         shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=120)
+    assert out.stdout.splitlines() == ["x" * 99, "status 0"] and out.stderr == "", out
+
+
+def test_program_is_not_killed_by_a_closed_pipe_that_is_not_stdout():
+    """A write to a closed pipe of the program's own (the build's worker queue after a worker crash) is an
+    exception, never a silent death by SIGPIPE (exit -13): that killed ``kifunet build`` when a worker crashed."""
+    script = ("import os; from kifunet import cli; r, w = os.pipe(); os.close(r); "
+              "cli.main = lambda argv=None: os.write(w, b'x') and 0; raise SystemExit(cli.console_main())")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "BrokenPipeError" in out.stderr, out
 
 
 # `kifunet show` checks its inputs before it loads the net (issue 13, item 16)
