@@ -1,0 +1,156 @@
+"""The ingredient table (issue 16): runs of ``train/configs/ingredients.py`` with one change each, and their table.
+
+    python scripts/ingredients.py list                     # the rows: name, change, command
+    python scripts/ingredients.py run base base_seed1 relu # train each row (15 min) and keep its metrics
+    python scripts/ingredients.py table                    # the markdown table of the kept rows
+
+A row trains in ``runs/ingredients/ROW`` on ``data/kgs_FEATURES`` (``kifunet build ../shared/data/kgs/*.tar.gz
+--out data/kgs_gonn --features gonn --preset gonn-kgs``, likewise ``maddison`` and ``alphago``), then keeps its
+``config.json``, ``metrics_train.jsonl``, ``metrics_eval.jsonl`` and ``row.json`` (the command, the wall time
+and the load average before and after) in ``benchmarks/results/ingredients/ROW/``: a few kB each, committed. A
+row already kept is not run again (delete its folder to redo it). The table compares each row's final
+evaluation (the first 100,000 test rows) with the mean of the baseline's seeds and prints the seeds' spread
+beside every difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+KEPT = REPO / "benchmarks" / "results" / "ingredients"
+CONFIG = "train/configs/ingredients.py"
+BASELINE_ROWS = ("base", "base_seed1")
+SEED_ROWS = (BASELINE_ROWS, ("constant", "constant_seed1"))  # pairs that differ only in the seed
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    change: str  # what differs from the baseline, as the table prints it
+    features: str = "gonn"
+    overrides: tuple[str, ...] = ()
+
+
+# the schedule rows: the first two runs of the table, a constant rate under a time limit
+CONSTANT = ("--config.schedule.name=constant", "--config.train_positions=1300000", "--config.time_limit_s=900")
+
+ROWS = {
+    "base": Row("baseline (seed 0)"),
+    "base_seed1": Row("baseline, seed 1", overrides=("--config.seed=1",)),
+    "no_global_pool": Row("no global pooling (trunk block and policy head)",
+                          overrides=("--config.model.kwargs.global_blocks=()",
+                                     "--config.model.kwargs.head_global_pool=False")),
+    "relu": Row("ReLU instead of PReLU", overrides=("--config.model.kwargs.activation=relu",)),
+    "no_dilation": Row("no dilated channels", overrides=("--config.model.kwargs.dilated_channels=0",)),
+    "features_maddison": Row("`maddison` planes (36, rank planes) instead of `gonn`", features="maddison"),
+    "features_alphago": Row("`alphago` planes (48) instead of `gonn`", features="alphago"),
+    "rank_vector": Row("rank vector (learned, added to the trunk)", overrides=("--config.model.rank_embedding=True",)),
+    "no_history_dropout": Row("no history dropout", overrides=("--config.input.history_dropout=none",)),
+    "wide_shallow": Row("48 channels x 2 blocks (global block 2)",
+                        overrides=("--config.model.kwargs.channels=48", "--config.model.kwargs.blocks=2",
+                                   "--config.model.kwargs.global_blocks=(1,)")),
+    "deep_narrow": Row("24 channels x 6 blocks (global block 4)",
+                       overrides=("--config.model.kwargs.channels=24", "--config.model.kwargs.blocks=6",
+                                  "--config.model.kwargs.global_blocks=(3,)")),
+    "batch256": Row("batch 256 (same learning rate)", overrides=("--config.batch_size=256",)),
+    "constant": Row("constant rate, 900 s of training instead of 600k positions (seed 0)",
+                    overrides=CONSTANT),
+    "constant_seed1": Row("constant rate, 900 s of training (seed 1)", overrides=(*CONSTANT, "--config.seed=1")),
+}
+
+
+def command(name: str, row: Row, data_root: Path) -> list[str]:
+    return ["kifunet", "train", "--config", CONFIG, "--workdir", f"runs/ingredients/{name}",
+            f"--config.dataset={data_root}/kgs_{row.features}", *row.overrides]
+
+
+def run(name: str, data_root: Path) -> Path:
+    row = ROWS[name]
+    kept = KEPT / name
+    if (kept / "row.json").exists():
+        print(f"ingredients: {name} is kept already ({kept}); delete it to run again", file=sys.stderr)
+        return kept
+    cmd = command(name, row, data_root)
+    print("ingredients: " + " ".join(cmd), file=sys.stderr, flush=True)
+    load_before, t0 = os.getloadavg(), time.time()
+    subprocess.run(cmd, cwd=REPO, check=True)
+    wall, load_after = time.time() - t0, os.getloadavg()
+    work = REPO / "runs" / "ingredients" / name
+    kept.mkdir(parents=True, exist_ok=True)
+    for f in ("config.json", "metrics_train.jsonl", "metrics_eval.jsonl"):
+        shutil.copy2(work / f, kept / f)
+    record = dict(row=name, change=row.change, features=row.features, command=" ".join(cmd),
+                  wall_s=round(wall, 1), loadavg_before=[round(x, 2) for x in load_before],
+                  loadavg_after=[round(x, 2) for x in load_after],
+                  date=time.strftime("%Y-%m-%d %H:%M", time.gmtime()))
+    (kept / "row.json").write_text(json.dumps(record, indent=1) + "\n")
+    return kept
+
+
+def summary(kept: Path) -> dict:
+    """One kept row: its final evaluation and training figures."""
+    row = json.loads((kept / "row.json").read_text())
+    evals = [json.loads(line) for line in (kept / "metrics_eval.jsonl").read_text().splitlines() if line]
+    train = [json.loads(line) for line in (kept / "metrics_train.jsonl").read_text().splitlines() if line]
+    final = evals[-1]
+    rates = sorted(r["positions_per_s"] for r in train if "positions_per_s" in r)
+    return dict(row, top1=100 * final["top1"], nats=final["nats"], eval_rows=int(final["eval_positions"]),
+                positions=int(final["positions"]), rate=rates[len(rates) // 2])
+
+
+def table(rows: dict[str, dict]) -> str:
+    """Markdown: each row against the baseline seeds' mean, the seed spread (max - min) beside every difference."""
+    base = [rows[b] for b in BASELINE_ROWS if b in rows]
+    if not base:
+        raise SystemExit("ingredients: no baseline row kept yet (run `base` first)")
+    b1 = sum(r["top1"] for r in base) / len(base)
+    bn = sum(r["nats"] for r in base) / len(base)
+    s1 = max(r["top1"] for r in base) - min(r["top1"] for r in base)
+    sn = max(r["nats"] for r in base) - min(r["nats"] for r in base)
+    out = ["| row | change | positions | pos/s (median) | top-1 % | Δ top-1 (seed spread) | nats | Δ nats (seed spread) |",
+           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for name in ROWS:
+        if name not in rows:
+            continue
+        r = rows[name]
+        out.append(f"| `{name}` | {r['change']} | {r['positions']:,} | {r['rate']:,.0f} | {r['top1']:.2f} | "
+                   f"{r['top1'] - b1:+.2f} ({s1:.2f}) | {r['nats']:.4f} | {r['nats'] - bn:+.4f} ({sn:.4f}) |")
+    for pair in SEED_ROWS:
+        if all(n in rows for n in pair):
+            a, b = (rows[n] for n in pair)
+            out.append(f"\nSeed spread of `{pair[0]}` / `{pair[1]}`: {abs(a['top1'] - b['top1']):.2f} points top-1, "
+                       f"{abs(a['nats'] - b['nats']):.4f} nats.")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="ingredients", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    sub.add_parser("list", help="the rows and their commands")
+    r = sub.add_parser("run", help="train rows and keep their metrics")
+    r.add_argument("rows", nargs="+", choices=sorted(ROWS))
+    r.add_argument("--data-root", type=Path, default=Path("data"), help="where data/kgs_FEATURES are (default data)")
+    sub.add_parser("table", help="the markdown table of the kept rows")
+    args = p.parse_args(argv)
+    if args.what == "list":
+        for name, row in ROWS.items():
+            print(f"{name}: {row.change}\n    {' '.join(command(name, row, Path('data')))}")
+    elif args.what == "run":
+        for name in args.rows:
+            run(name, args.data_root)
+    else:
+        kept = {d.name: summary(d) for d in sorted(KEPT.iterdir()) if (d / "row.json").exists()} if KEPT.is_dir() else {}
+        print(table(kept))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""scripts/ingredients.py: every row changes the baseline in exactly the keys it names, builds its net, and the
+table compares each row with the baseline seeds' mean and prints their spread."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import load_script
+
+ing = load_script("ingredients")
+
+
+def _flat(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _config(row):
+    from kifunet.train import configs
+
+    overrides, rest = configs.parse_overrides(list(row.overrides))
+    assert not rest
+    return configs.load(str(ing.REPO / ing.CONFIG), overrides)
+
+
+# the keys each row changes; the feature-set rows change the dataset only
+CHANGED = {
+    "base": set(), "base_seed1": {"seed"}, "relu": {"model.kwargs.activation"},
+    "no_global_pool": {"model.kwargs.global_blocks", "model.kwargs.head_global_pool"},
+    "no_dilation": {"model.kwargs.dilated_channels"}, "features_maddison": set(), "features_alphago": set(),
+    "rank_vector": {"model.rank_embedding"}, "no_history_dropout": {"input.history_dropout"},
+    "wide_shallow": {"model.kwargs.channels", "model.kwargs.blocks", "model.kwargs.global_blocks"},
+    "deep_narrow": {"model.kwargs.channels", "model.kwargs.blocks", "model.kwargs.global_blocks"},
+    "batch256": {"batch_size"},
+    "constant": {"schedule.name", "train_positions", "time_limit_s"},
+    "constant_seed1": {"schedule.name", "train_positions", "time_limit_s", "seed"},
+}
+
+
+def test_every_row_is_listed_here():
+    assert set(ing.ROWS) == set(CHANGED)
+
+
+@pytest.mark.parametrize("name", sorted(CHANGED))
+def test_each_row_changes_exactly_its_keys_and_builds(name):
+    from kifunet.data_prep import features
+    from kifunet.train import model_config
+
+    base = _flat(_config(ing.ROWS["base"]).to_dict())
+    cfg = _config(ing.ROWS[name])
+    got = _flat(cfg.to_dict())
+    assert {k for k in got if got[k] != base[k]} == CHANGED[name]
+    cmd, ov = ing.command(name, ing.ROWS[name], ing.Path("data")), list(ing.ROWS[name].overrides)
+    assert cmd[len(cmd) - len(ov):] == ov and f"--config.dataset=data/kgs_{ing.ROWS[name].features}" in cmd
+    fs = features.get(ing.ROWS[name].features)
+    model_config.build_model(cfg.model, seed=0, board_size=19, in_planes=fs.num_planes)
+
+
+def test_each_kept_row_ran_the_config_its_command_gives_today():
+    """A kept row's ``config.json`` is what its row's command resolves to now (the dataset and the runtime
+    fields aside): editing the baseline config or a row without rerunning it fails here."""
+    kept = sorted(d for d in ing.KEPT.iterdir() if (d / "row.json").exists())
+    assert {"constant", "constant_seed1"} <= {d.name for d in kept}
+    for d in kept:
+        ran = _flat(json.loads((d / "config.json").read_text()))
+        now = _flat(_config(ing.ROWS[d.name]).to_dict())
+        ran = {k: (tuple(v) if isinstance(v, list) else v) for k, v in ran.items()}
+        now = {k: (tuple(v) if isinstance(v, list) else v) for k, v in now.items()}
+        diff = {k for k in set(ran) | set(now) if ran.get(k) != now.get(k)} - {"dataset"}
+        assert not diff, (d.name, {k: (ran.get(k), now.get(k)) for k in diff})
+        assert json.loads((d / "row.json").read_text())["command"] == " ".join(
+            ing.command(d.name, ing.ROWS[d.name], ing.Path("data")))
+
+
+def _kept(tmp_path, name, top1, nats, rate):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "row.json").write_text(json.dumps(dict(row=name, change=ing.ROWS[name].change)))
+    (d / "metrics_eval.jsonl").write_text(
+        json.dumps(dict(positions=1000.0, top1=0.30, nats=3.0, eval_positions=10000.0)) + "\n"
+        + json.dumps(dict(positions=640000.0, top1=top1, nats=nats, eval_positions=100000.0)) + "\n")
+    (d / "metrics_train.jsonl").write_text("".join(json.dumps(dict(positions_per_s=r)) + "\n" for r in rate))
+    return ing.summary(d)
+
+
+def test_table_against_the_mean_of_the_seeds_with_their_spread(tmp_path):
+    rows = {"base": _kept(tmp_path, "base", 0.40, 2.40, [700, 710, 720]),
+            "base_seed1": _kept(tmp_path, "base_seed1", 0.41, 2.38, [690]),
+            "relu": _kept(tmp_path, "relu", 0.395, 2.42, [800, 900])}
+    assert rows["base"]["positions"] == 640000 and rows["base"]["eval_rows"] == 100000
+    lines = ing.table(rows).splitlines()
+    assert len(lines) == 7 and lines[5] == ""
+    assert lines[6] == "Seed spread of `base` / `base_seed1`: 1.00 points top-1, 0.0200 nats."
+    assert lines[4] == ("| `relu` | ReLU instead of PReLU | 640,000 | 900 | 39.50 | -1.00 (1.00) | 2.4200 | "
+                        "+0.0300 (0.0200) |")
+    assert "| 710 | 40.00 | -0.50 (1.00) | 2.4000 | +0.0100 (0.0200) |" in lines[2]
+    rows["constant"] = _kept(tmp_path, "constant", 0.38, 2.5, [650])
+    rows["constant_seed1"] = _kept(tmp_path, "constant_seed1", 0.3925, 2.45, [650])
+    assert ing.table(rows).splitlines()[-1] == ("Seed spread of `constant` / `constant_seed1`: 1.25 points top-1, "
+                                                "0.0500 nats.")
+    with pytest.raises(SystemExit, match="no baseline"):
+        ing.table({"relu": rows["relu"]})
+
+
+def test_readme_table_is_the_kept_runs():
+    kept = {d.name: ing.summary(d) for d in ing.KEPT.iterdir() if (d / "row.json").exists()}
+    assert ing.table(kept) in (ing.REPO / "README.md").read_text()
