@@ -98,8 +98,9 @@ def run(name: str, data_root: Path) -> Path:
 def summary(kept: Path) -> dict:
     """One kept row: its final evaluation and training figures."""
     row = json.loads((kept / "row.json").read_text())
-    evals = [json.loads(line) for line in (kept / "metrics_eval.jsonl").read_text().splitlines() if line]
-    train = [json.loads(line) for line in (kept / "metrics_train.jsonl").read_text().splitlines() if line]
+    from kifunet.train.metric_writer import read_jsonl
+
+    evals, train = read_jsonl(str(kept / "metrics_eval.jsonl")), read_jsonl(str(kept / "metrics_train.jsonl"))
     final = evals[-1]
     rates = sorted(r["positions_per_s"] for r in train if "positions_per_s" in r)
     return dict(row, top1=100 * final["top1"], nats=final["nats"], eval_rows=int(final["eval_positions"]),
