@@ -12,8 +12,11 @@ Notebook settings (environment variables, read by :func:`run_dirs_from_env`):
                        directory under ``runs/`` at any depth (``runs/x``, the quickstart's
                        ``runs/quickstart/run``, ``runs/a/b/c``; :func:`find_run_dirs`), newest first, ``runs/``
                        being that of the current directory or of its nearest parent with one
-                       (:func:`kifunet.paths.runs_dir`)
-``KIFUNET_FIGURES``    where notebooks write their PNGs; default ``figures/`` in the first run directory
+                       (:func:`kifunet.paths.runs_dir`), then the default net
+                       (:func:`kifunet.paths.default_net`); the net one studies (:func:`net_from_env`) is
+                       the first run it names, else the default net
+``KIFUNET_FIGURES``    where notebooks write their PNGs; default ``figures/`` in the first run directory,
+                       ``runs/figures`` when that is the default net (its folder is package data)
 =====================  =================================================================================
 """
 
@@ -60,25 +63,37 @@ def find_run_dirs(root: str | os.PathLike) -> list[str]:
     return sorted(found, key=lambda d: (-run_mtime(d), d))
 
 
-def run_dirs_from_env(*, newest_only: bool = False) -> list[str]:
-    """Run directories named by ``KIFUNET_RUN``, else every run under ``runs/``, at any depth (newest first)."""
+def run_dirs_from_env() -> list[str]:
+    """Run directories named by ``KIFUNET_RUN``, else every run under ``runs/``, at any depth (newest first),
+    then the default net."""
+    named = _named_runs()
+    if named:
+        return named
+    return [*find_run_dirs(paths.runs_dir()), str(paths.default_net())]
+
+
+def net_from_env() -> str:
+    """The one net to study: the first run ``KIFUNET_RUN`` names, else the default net (not the newest run:
+    set ``KIFUNET_RUN`` to study your own)."""
+    named = _named_runs()
+    return named[0] if named else str(paths.default_net())
+
+
+def _named_runs() -> list[str]:
     env = os.environ.get("KIFUNET_RUN", "").strip()
-    if env:
-        dirs = [d for d in env.split(os.pathsep) if d]
-        missing = [d for d in dirs if not os.path.isdir(d)]
-        if missing:
-            raise FileNotFoundError(f"KIFUNET_RUN names missing directories: {', '.join(missing)}")
-    else:
-        root = paths.runs_dir()
-        dirs = find_run_dirs(root)
-        if not dirs:
-            raise FileNotFoundError(f"no training runs under {root} (at any depth); train one "
-                                    "(`kifunet quickstart`) or set KIFUNET_RUN")
-    return dirs[:1] if newest_only else dirs
+    dirs = [d for d in env.split(os.pathsep) if d]
+    missing = [d for d in dirs if not os.path.isdir(d)]
+    if missing:
+        raise FileNotFoundError(f"KIFUNET_RUN names missing directories: {', '.join(missing)}")
+    return dirs
 
 
 def figures_dir(run_dirs: list[str]) -> str:
-    out = os.environ.get("KIFUNET_FIGURES") or os.path.join(run_dirs[0], "figures")
+    out = os.environ.get("KIFUNET_FIGURES")
+    if not out:
+        first = os.path.realpath(run_dirs[0])
+        default = first == os.path.realpath(paths.default_net())
+        out = str(paths.runs_dir() / "figures") if default else os.path.join(first, "figures")
     os.makedirs(out, exist_ok=True)
     return out
 

@@ -8,6 +8,10 @@ sample corpus      package data ``kifunet.samples`` (``samples/`` of the source 
 runs               ``runs/`` of the current working directory, else of the nearest parent directory that
                    has one (a notebook's kernel starts in ``notebooks/`` and finds the checkout's ``runs/``);
                    ``./runs`` when none does. Never the source tree's location.
+default net        package data ``kifunet.pretrained`` (``pretrained/`` of the source tree), run
+                   ``DEFAULT_NET``: its ``config.json``, final checkpoint, metrics and ``eval/*.json`` ship in
+                   the wheel; ``kifunet gtp`` and ``kifunet show`` play/draw it when no net is named, and the
+                   notebooks read it when ``KIFUNET_RUN`` names none (:func:`default_net`)
 =================  ==========================================================================================
 """
 
@@ -35,6 +39,27 @@ def sample_games() -> Path:
     return samples_dir() / "gnugo"
 
 
+#: the run under ``pretrained/`` that kifunet reaches for when no net is named (one place to change it)
+DEFAULT_NET = "kgs_cpu_small"
+
+
+def default_net() -> Path:
+    """The default net's run directory (``pretrained/DEFAULT_NET``, found as package data like the samples)."""
+    from importlib import resources
+
+    try:
+        root = Path(str(resources.files("kifunet.pretrained")))
+    except ModuleNotFoundError:  # an editable install made before the mapping existed (see samples_dir)
+        import kifunet
+
+        root = Path(kifunet.__file__).resolve().parents[1] / "pretrained"
+    net = root / DEFAULT_NET
+    if not (net / "config.json").is_file():
+        raise FileNotFoundError(f"the default net {net} is missing (a damaged install?); name a run with "
+                                "--checkpoint RUN")
+    return net
+
+
 def runs_dir(start: str | Path | None = None) -> Path:
     """``runs/`` of ``start`` (default: the current directory) or of its nearest parent that has one; else
     ``start/runs`` (which may not exist yet)."""
@@ -45,4 +70,4 @@ def runs_dir(start: str | Path | None = None) -> Path:
     return here / "runs"
 
 
-__all__ = ["runs_dir", "sample_games", "samples_dir"]
+__all__ = ["DEFAULT_NET", "default_net", "runs_dir", "sample_games", "samples_dir"]

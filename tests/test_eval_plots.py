@@ -105,11 +105,34 @@ def test_board_svg_and_png(tmp_path, ko_sgf):
 def test_show_command_without_checkpoint(tmp_path, ko_sgf, capsys):
     from kifunet.cli import main
 
-    assert main(["show", ko_sgf, "--move", "2", "--out", str(tmp_path / "x.png")]) == 0
+    assert main(["show", ko_sgf, "--move", "2", "--out", str(tmp_path / "x.png"), "--no-net"]) == 0
     assert (tmp_path / "x.png").stat().st_size > 1000
+    with pytest.raises(SystemExit):  # one or the other
+        main(["show", ko_sgf, "--move", "2", "--out", str(tmp_path / "x.png"), "--no-net", "--checkpoint", "r"])
+    capsys.readouterr()
+    # the default net plays 19x19: a 9x9 game is drawn without its policy, and stderr says why
+    assert main(["show", ko_sgf, "--move", "2", "--out", str(tmp_path / "y.png")]) == 0
+    assert "drawn without a policy" in capsys.readouterr().err and (tmp_path / "y.png").stat().st_size > 1000
     assert main(["show", ko_sgf, "--move", "9", "--out", str(tmp_path / "x.png")]) == 2
     assert "moves 1..3" in capsys.readouterr().err
     assert main(["show", ko_sgf, "--move", "1", "--out", str(tmp_path / "x.jpg")]) == 2
+
+
+def test_show_draws_the_default_net_s_policy_when_none_is_named(tmp_path, monkeypatch):
+    from kifunet import paths
+    from kifunet.cli import main
+    from kifunet.eval.runs import sample_sgf
+
+    drawn = []
+    draw = bi.draw_position
+    monkeypatch.setattr(bi, "draw_position", lambda pos, logits, **kw: drawn.append((logits, kw)) or draw(pos, logits,
+                                                                                                        **kw))
+    assert main(["show", sample_sgf(), "--move", "30", "--out", str(tmp_path / "d.png")]) == 0
+    assert main(["show", sample_sgf(), "--move", "30", "--out", str(tmp_path / "n.png"), "--checkpoint",
+                 str(paths.default_net())]) == 0
+    (default, kw), (named, _) = drawn
+    assert default is not None and default.shape == (19 * 19 + 1,) and np.array_equal(default, named)
+    assert "before move 30" in kw["title"], kw["title"]
 
 
 def test_learning_curves_plot_every_metric(tmp_path):

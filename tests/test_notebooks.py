@@ -90,3 +90,30 @@ def test_notebook_executes(name, evaluated_run, value_run, tmp_path, monkeypatch
                         "position_move40_9d.png", "position_move40_ensemble.png"]
         assert len(images) == 5
         assert "| 1d |" in text and "| 9d |" in text and "total variation distance" in text
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_reaches_for_the_default_net(name, tmp_path, monkeypatch):
+    """KIFUNET_RUN unset and no runs/ here: explore_predictions studies the default net that ships with the
+    package and reproduce_tables reads its evaluations; the figures go to runs/figures, not into the net's
+    folder (package data)."""
+    from kifunet import paths
+
+    monkeypatch.delenv("KIFUNET_RUN", raising=False)
+    monkeypatch.delenv("KIFUNET_FIGURES", raising=False)
+    monkeypatch.setenv("KIFUNET_MOVE", "30")
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    monkeypatch.chdir(tmp_path)
+    net = paths.default_net()
+    before = sorted(p.name for p in (net / "figures").glob("*.png"))
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    text = json.dumps([o.get("text", "") or o.get("data", {}).get("text/markdown", "") for o in outputs])
+    if name == "reproduce_tables.ipynb":  # the net's whole-split evaluations, both passes
+        assert f"**{paths.DEFAULT_NET}**, single pass" in text and f"**{paths.DEFAULT_NET}**, 8-symmetry" in text
+    else:
+        assert str(net) in text, text[:2000]
+    assert list((tmp_path / "runs" / "figures").glob("*.png"))
+    assert sorted(p.name for p in (net / "figures").glob("*.png")) == before

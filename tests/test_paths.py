@@ -1,11 +1,16 @@
-"""kifunet/paths.py: the packaged sample corpus and the cwd's runs/."""
+"""kifunet/paths.py: the packaged sample corpus, the packaged default net and the cwd's runs/."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
+
+import pytest
 
 from kifunet import paths
 from kifunet.eval import runs
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_sample_corpus_is_found_as_package_data():
@@ -22,7 +27,7 @@ def test_runs_dir_is_the_cwd_s_or_the_nearest_parent_s(tmp_path, monkeypatch):
     for cwd in (tmp_path, tmp_path / "notebooks"):  # a notebook's kernel starts in notebooks/
         monkeypatch.chdir(cwd)
         assert paths.runs_dir() == tmp_path / "runs"
-        assert runs.run_dirs_from_env() == [str(tmp_path / "runs" / "a")]
+        assert runs.run_dirs_from_env() == [str(tmp_path / "runs" / "a"), str(paths.default_net())]
     assert paths.runs_dir(tmp_path / "notebooks") == tmp_path / "runs"
     elsewhere = tmp_path / "x" / "y"
     elsewhere.mkdir(parents=True)
@@ -52,8 +57,57 @@ def test_runs_are_found_at_any_depth_newest_first(tmp_path, monkeypatch):
     monkeypatch.delenv("KIFUNET_RUN", raising=False)
     monkeypatch.chdir(tmp_path / "runs" / "quickstart")  # any folder below the checkout finds its runs/
     want = [made["a/b/c"], made["quickstart/run"], made["x"]]
-    assert runs.run_dirs_from_env() == want
-    assert runs.run_dirs_from_env(newest_only=True) == want[:1]
+    assert runs.run_dirs_from_env() == [*want, str(paths.default_net())]  # the default net comes last
+    assert runs.net_from_env() == str(paths.default_net())  # the net to study is the default, not the newest
     assert runs.find_run_dirs(root) == want
     os.utime(root / "x" / "config.json")  # touched now: the newest
     assert runs.run_dirs_from_env()[0] == made["x"]
+
+
+def test_kifunet_run_names_the_runs_and_the_net(tmp_path, monkeypatch):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+        (d / "config.json").write_text("{}")
+    monkeypatch.setenv("KIFUNET_RUN", os.pathsep.join([str(a), str(b)]))
+    assert runs.run_dirs_from_env() == [str(a), str(b)] and runs.net_from_env() == str(a)
+    monkeypatch.setenv("KIFUNET_RUN", str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError, match="missing"):
+        runs.net_from_env()
+
+
+def test_the_default_net_is_package_data_and_a_trained_run():
+    """DEFAULT_NET names a kept run; pyproject ships its config, checkpoint, metrics and evaluations (and nothing
+    of another run), so a wheel install plays it (tests/test_wheel_install.py installs one)."""
+    import tomllib
+
+    net = paths.default_net()
+    assert net == REPO / "pretrained" / paths.DEFAULT_NET  # an editable install: the checkout's folder
+    assert runs.is_run_dir(str(net)) and list((net / "checkpoints").glob("*/state"))
+    shipped = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    globs = shipped["kifunet.pretrained"]
+    assert {g.split("/")[0] for g in globs} == {"README.md", paths.DEFAULT_NET}
+    assert {f"{paths.DEFAULT_NET}/config.json", f"{paths.DEFAULT_NET}/checkpoints/**/*"} <= set(globs)
+    assert runs.read_config(str(net))  # the config loads
+
+
+def test_notebook_figures_of_the_default_net_go_to_runs(tmp_path, monkeypatch):
+    """The default net's folder is package data: figures drawn for it go to runs/figures, a run's to its own."""
+    monkeypatch.delenv("KIFUNET_FIGURES", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert runs.figures_dir([str(paths.default_net())]) == str(tmp_path / "runs" / "figures")
+    run = tmp_path / "r"
+    run.mkdir()
+    assert runs.figures_dir([str(run)]) == str(run / "figures") and (run / "figures").is_dir()
+
+
+def test_gtp_plays_the_default_net_when_none_is_named(monkeypatch, capsys):
+    import io
+    import sys
+
+    from kifunet.cli import main
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("name\nplay b Q16\ngenmove w\nquit\n"))
+    assert main(["gtp"]) == 0
+    replies = [r.strip() for r in capsys.readouterr().out.split("\n\n") if r.strip()]
+    assert replies[:2] == ["= kifunet", "="] and replies[2].startswith("= ") and replies[2] != "= PASS", replies

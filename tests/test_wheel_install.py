@@ -1,4 +1,5 @@
-"""A wheel install works outside the source tree: quickstart on the packaged samples, then `kifunet gtp`.
+"""A wheel install works outside the source tree: quickstart on the packaged samples, then `kifunet gtp` with the
+quickstart run and with the default net (package data).
 
 The wheel is built from a copy of the packaged folders (so the checkout gets no ``build/``), installed into a fresh
 venv that sees the system site-packages (the dependencies) but imports its own ``kifunet``, not the editable
@@ -81,3 +82,13 @@ def test_wheel_runs_quickstart_and_gtp_from_any_directory(installed, tmp_path):
     move = replies[0].removeprefix("= ").strip()
     assert replies[0].startswith("= ") and (move.lower() == "pass" or (move[0] in "ABCDEFGHJKLMNOPQRST"
                                                                        and 1 <= int(move[1:]) <= 19)), gtp
+
+    # the default net ships in the wheel (package data) and plays when no net is named
+    net = Path(_sh([py, "-c", "from kifunet import paths; print(paths.default_net())"], cwd=work, env=env).strip())
+    assert net.resolve().is_relative_to(site.resolve()) and (net / "config.json").is_file(), net
+    assert list((net / "checkpoints").glob("*/state")) and list((net / "eval").glob("*.json")), net
+    assert not (net / "match-gnugo10").exists()  # its match games stay in the checkout
+    gtp = _sh([bin_dir / "kifunet", "gtp"], cwd=work, env=env, stdin="play b D4\ngenmove w\nquit\n")
+    replies = [r.strip() for r in gtp.split("\n\n") if r.strip()]
+    assert replies[0] == "=" and replies[1].startswith("= ") and replies[1] != "= PASS", gtp
+

@@ -2,19 +2,21 @@
 
 The net: a training run (``--checkpoint RUN``, JAX), a registered model with random weights (``--model NAME``,
 JAX), or an exported file (``--model FILE.onnx``, from ``kifunet export``): onnxruntime plays it and JAX is never
-imported (:mod:`kifunet.play.onnx_policy`)."""
+imported (:mod:`kifunet.play.onnx_policy`). Naming none plays the default net (:func:`kifunet.paths.default_net`,
+shipped with the package)."""
 
 from __future__ import annotations
 
 from kifunet.errors import CommandError
 
-HELP = ("GTP engine that plays a policy net's raw moves (--checkpoint RUN, --model FILE.onnx from "
-        "`kifunet export`, or --model NAME with random weights)")
+HELP = ("GTP engine that plays a policy net's raw moves (the default net, --checkpoint RUN, --model FILE.onnx "
+        "from `kifunet export`, or --model NAME with random weights)")
 
 
 def add_arguments(p) -> None:
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--checkpoint", metavar="RUN", help="training run directory (its config.json and checkpoints)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--checkpoint", metavar="RUN", help="training run directory (its config.json and "
+                     "checkpoints); default, with no --model: the default net (kifunet.paths.DEFAULT_NET)")
     src.add_argument("--model", metavar="NAME|FILE.onnx", help="an exported net (a .onnx file from `kifunet "
                      "export`: played with onnxruntime, without JAX; the file gives the board size and features), "
                      "or a registered model name, randomly initialised (--seed): a legitimate opponent for "
@@ -54,6 +56,10 @@ def _check_inputs(args) -> None:
 
     from kifunet.data_prep import ranks
 
+    if not args.checkpoint and not args.model:
+        from kifunet import paths
+
+        args.checkpoint = str(paths.default_net())
     if args.checkpoint:
         from kifunet.eval.runs import resolve_checkpoint
 

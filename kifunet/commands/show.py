@@ -1,4 +1,7 @@
-"""``kifunet show GAME.sgf --move N --checkpoint RUN --out board.png``: a position with the net's policy.
+"""``kifunet show GAME.sgf --move N [--checkpoint RUN] --out board.png``: a position with the net's policy.
+
+Without ``--checkpoint`` the default net draws the policy (:func:`kifunet.paths.default_net`); ``--no-net`` draws
+the board alone.
 
 Every input is checked before the net loads (which takes seconds): the SGF exists and replays to move N, the
 output's folder exists, ``--rank`` is a rank, ``--checkpoint`` is a run directory. The stones are drawn from the
@@ -18,8 +21,11 @@ HELP = "draw a position of an SGF with the policy as a heatmap over legal points
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("sgf", metavar="GAME.sgf", help="an SGF file (main line)")
     p.add_argument("--move", type=int, required=True, metavar="N", help="draw the board before move N (1-based)")
-    p.add_argument("--checkpoint", metavar="RUN", default=None,
-                   help="training run directory; without it the board is drawn without a policy")
+    net = p.add_mutually_exclusive_group()
+    net.add_argument("--checkpoint", metavar="RUN", default=None,
+                     help="training run directory (default: the default net, kifunet.paths.DEFAULT_NET; "
+                          "a game on another board size is then drawn without a policy)")
+    net.add_argument("--no-net", action="store_true", help="draw the board without a policy")
     p.add_argument("--out", required=True, metavar="FILE", help="image file; .png or .svg (format by extension)")
     p.add_argument("--top-k", type=int, default=5, metavar="K", help="label the K most likely legal moves (5)")
     p.add_argument("--rank", default=None, metavar="RANK",
@@ -29,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     import os
+    import sys
 
     from kifunet.data_prep import ranks
 
@@ -53,13 +60,18 @@ def run(args) -> int:
         from kifunet.eval.runs import find_workdir
 
         find_workdir(args.checkpoint)  # FileNotFoundError: not a run directory
+    named = bool(args.checkpoint)
     import numpy as np
 
     from kifunet.data_prep._jit import announce_compile
     from kifunet.data_prep.replay import load
     from kifunet.eval import board_image
 
-    load(args.sgf)  # an unreadable SGF is reported now (SgfError)
+    record = load(args.sgf)  # an unreadable SGF is reported now (SgfError)
+    if not args.no_net and not named:
+        from kifunet import paths
+
+        args.checkpoint = str(paths.default_net())
     announce_compile()
     try:
         board_image.load_position(args.sgf, args.move, None)  # the move number is checked by replaying
@@ -74,6 +86,11 @@ def run(args) -> int:
             predictor = load_run(args.checkpoint)
         except (ValueError, KeyError) as e:
             raise CommandError(e) from e
+        if not named and predictor.board_size != record.size:
+            print(f"{args.sgf}: a {record.size}x{record.size} game; the default net plays "
+                  f"{predictor.board_size}x{predictor.board_size}, so the board is drawn without a policy "
+                  "(--checkpoint RUN names a net of this size)", file=sys.stderr)
+            predictor = None
     pos = board_image.load_position(args.sgf, args.move, predictor.feature_set if predictor else None)
     logits = value = None
     title = None
