@@ -4,7 +4,8 @@ Every row of the table is this config with one change (``scripts/ingredients.py`
 them; the README's "What each ingredient is worth" has the table)::
 
     kifunet build ../shared/data/kgs/*.tar.gz --out data/kgs_gonn --features gonn --preset gonn-kgs
-    python scripts/ingredients.py run base base_seed1 no_global_pool relu no_dilation   # ~15 min each
+    python scripts/ingredients.py list            # the 14 rows and their commands
+    python scripts/ingredients.py run base base_seed1 relu   # any rows; 15-19 min each
     python scripts/ingredients.py table
 
 The baseline row alone is ``kifunet train --config train/configs/ingredients.py --workdir runs/ingredients/base
