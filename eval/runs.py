@@ -92,7 +92,7 @@ def figures_dir(run_dirs: list[str]) -> str:
     out = os.environ.get("KIFUNET_FIGURES")
     if not out:
         first = os.path.realpath(run_dirs[0])
-        default = first == os.path.realpath(paths.default_net())
+        default = first == os.path.realpath(paths.default_net(must_exist=False))
         out = str(paths.runs_dir() / "figures") if default else os.path.join(first, "figures")
     os.makedirs(out, exist_ok=True)
     return out

@@ -43,8 +43,9 @@ def sample_games() -> Path:
 DEFAULT_NET = "kgs_cpu_small"
 
 
-def default_net() -> Path:
-    """The default net's run directory (``pretrained/DEFAULT_NET``, found as package data like the samples)."""
+def default_net(*, must_exist: bool = True) -> Path:
+    """The default net's run directory (``pretrained/DEFAULT_NET``, found as package data like the samples);
+    ``must_exist=False`` only locates it (no error when an install lacks it)."""
     from importlib import resources
 
     try:
@@ -54,7 +55,7 @@ def default_net() -> Path:
 
         root = Path(kifunet.__file__).resolve().parents[1] / "pretrained"
     net = root / DEFAULT_NET
-    if not (net / "config.json").is_file():
+    if must_exist and not (net / "config.json").is_file():
         raise FileNotFoundError(f"the default net {net} is missing (a damaged install?); name a run with "
                                 "--checkpoint RUN")
     return net
