@@ -40,7 +40,7 @@ def sample_games() -> Path:
 
 
 #: the run under ``pretrained/`` that kifunet reaches for when no net is named (one place to change it)
-DEFAULT_NET = "kgs_cpu_small"
+DEFAULT_NET = "kgs_cpu_default"
 
 
 def default_net(*, must_exist: bool = True) -> Path:

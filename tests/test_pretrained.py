@@ -1,6 +1,7 @@
-"""pretrained/kgs_cpu_small (the 60-minute KGS run kept in the repository) loads in a fresh clone and is trained;
-it scores exactly its recorded figures on a fixed slice of real KGS positions; its 50 match games replay through
-``kifunet build``."""
+"""The 60-minute KGS runs kept in the repository (pretrained/kgs_cpu_small, the first; pretrained/kgs_cpu_default,
+the default net) load in a fresh clone and are trained; each scores exactly its recorded figures on a fixed slice
+of real KGS positions; their match games replay through ``kifunet build``; the README's tables are their
+records."""
 
 from __future__ import annotations
 
@@ -18,12 +19,16 @@ pytestmark = pytest.mark.slow  # loads and evaluates the 60-minute net
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / "pretrained" / "kgs_cpu_small"
-#: the net's figures on the slice, measured by test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs
-#: itself (KIFUNET_RECORD=1 rewrites the file; the commands are in it)
-RECORDED = RUN / "eval" / "kgs2015_0101_slice.json"
+DEFAULT = REPO / "pretrained" / "kgs_cpu_default"
+#: the hour-long KGS nets and their feature sets
+HOUR_NETS = {"kgs_cpu_small": "maddison", "kgs_cpu_default": "gonn"}
+#: a net's figures on the slice (``RUN/eval/kgs2015_0101_slice.json``), measured by
+#: test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs itself (KIFUNET_RECORD=1 rewrites the file; the
+#: commands are in it)
+RECORDED = "kgs2015_0101_slice.json"
 # the slice: every position of the KGS 2015 archive's games dated 2015-01-01 that the GoNN protocol keeps (the
-# pretrained run's test year); all of it is evaluated, so the sums do not depend on the build's row order
-SLICE_BUILD = ["--features", "maddison", "--preset", "gonn-kgs", "--split", "test:2015", "--date-from", "2015-01-01",
+# pretrained runs' test year); all of it is evaluated, so the sums do not depend on the build's row order
+SLICE_BUILD = ["--preset", "gonn-kgs", "--split", "test:2015", "--date-from", "2015-01-01",
                "--date-to", "2015-01-01", "--workers", "0", "--no-progress"]
 SLICE_EVAL = ["--split", "test", "--ensemble", "--batch-size", "256", "--cpu-devices", "1", "--no-breakdowns",
               "--no-progress"]
@@ -74,30 +79,35 @@ def _figures(res: dict) -> dict:
     return out
 
 
-def test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs(tmp_path):
-    """`kifunet build` of the slice, then `kifunet eval` of the committed net on all of it (single pass and the
-    8-symmetry ensemble, one CPU device): the top-1..10 counts equal the recorded ones, the nats within 1e-6."""
+@pytest.mark.parametrize("net", HOUR_NETS)
+def test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs(net, tmp_path):
+    """`kifunet build` of the slice with the net's feature set, then `kifunet eval` of the committed net on all of
+    it (single pass and the 8-symmetry ensemble, one CPU device): the top-1..10 counts equal the recorded ones, the
+    nats within 1e-6."""
     from kifunet.cli import main as cli_main
 
     archive = require_path(KGS_2015, "the real KGS 2015 archive")
+    run = REPO / "pretrained" / net
+    build = ["--features", HOUR_NETS[net], *SLICE_BUILD]
     ds = tmp_path / "slice"
-    assert cli_main(["build", str(archive), "--out", str(ds), *SLICE_BUILD]) == 0
+    assert cli_main(["build", str(archive), "--out", str(ds), *build]) == 0
     out = tmp_path / "eval.json"
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
-    p = subprocess.run([sys.executable, "-m", "kifunet.cli", "eval", "--checkpoint", str(RUN), "--data", str(ds),
+    p = subprocess.run([sys.executable, "-m", "kifunet.cli", "eval", "--checkpoint", str(run), "--data", str(ds),
                         *SLICE_EVAL, "--out", str(out)], capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     got = _figures(json.loads(out.read_text()))
+    recorded = run / "eval" / RECORDED
     if os.environ.get("KIFUNET_RECORD") == "1":
-        RECORDED.write_text(json.dumps({
-            "what": "kifunet eval of pretrained/kgs_cpu_small on every position of the KGS 2015 archive's games "
+        recorded.write_text(json.dumps({
+            "what": f"kifunet eval of pretrained/{net} on every position of the KGS 2015 archive's games "
                     "dated 2015-01-01 kept by the GoNN protocol; checked by tests/test_pretrained.py::"
                     "test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs",
-            "build": "kifunet build ../shared/data/kgs/KGS-2015-19-8133-.tar.gz --out SLICE " + " ".join(SLICE_BUILD),
-            "eval": "kifunet eval --checkpoint pretrained/kgs_cpu_small --data SLICE " + " ".join(SLICE_EVAL),
+            "build": "kifunet build ../shared/data/kgs/KGS-2015-19-8133-.tar.gz --out SLICE " + " ".join(build),
+            "eval": f"kifunet eval --checkpoint pretrained/{net} --data SLICE " + " ".join(SLICE_EVAL),
             **got}, indent=1) + "\n")
-    want = json.loads(RECORDED.read_text())
+    want = json.loads(recorded.read_text())
     assert (got["games"], got["positions"]) == (want["games"], want["positions"])
     for kind in ("single", "ensemble"):
         g, w = got[kind], want[kind]
@@ -116,7 +126,7 @@ KEPT_MATCHES = sorted(p.parent for p in (REPO / "pretrained").rglob("results.jso
 
 def test_the_kept_matches_are_found():
     names = {str(d.relative_to(REPO / "pretrained")) for d in KEPT_MATCHES}
-    assert "kgs_cpu_small/match-gnugo10" in names, names
+    assert {"kgs_cpu_small/match-gnugo10", "kgs_cpu_default/match-gnugo10"} <= names, names
 
 
 @pytest.mark.parametrize("match_dir", KEPT_MATCHES, ids=lambda d: str(d.relative_to(REPO / "pretrained")))
@@ -202,16 +212,67 @@ def test_readme_rank_experiment_tables_are_the_committed_records():
 
 
 def test_readme_strength_table_is_the_committed_records():
-    """The README's strength table (Playing) is the kept matches' results.json, at the digits printed."""
+    """The README's strength table (Playing) is the kept matches' results.json, at the digits printed; its second
+    column names the net (a run under pretrained/) and how it played."""
     head, *rows = _readme_rows("| opponent (19x19, komi 7.5) | the net |")
     dirs = {"GNU Go 3.8 level 10": "match-gnugo10", "Pachi 11.99, 500 playouts (`pachi:500`)": "match-pachi500"}
-    assert [r[0] for r in rows] == list(dirs)
-    for row in rows:
-        res = json.loads((RUN / dirs[row[0]] / "results.json").read_text())
+    assert {r[0] for r in rows} == set(dirs)
+    nets = [r[1].split("`")[1] for r in rows]
+    assert {"kgs_cpu_small", "kgs_cpu_default"} <= set(nets), nets
+    for row, net in zip(rows, nets):
+        res = json.loads((REPO / "pretrained" / net / dirs[row[0]] / "results.json").read_text())
         want = [str(res["games"]), f"{res['engine_wins']:g}", f"{100 * res['win_rate']:.1f}%",
                 f"{100 * res['ci_low']:.1f}-{100 * res['ci_high']:.1f}%",
                 f"{res['as_black'][0]:g}/{res['as_black'][1]}", f"{res['as_white'][0]:g}/{res['as_white'][1]}"]
         assert row[2:8] == want, (row, want)
+
+
+def test_the_default_net_loads_without_its_dataset_and_plays():
+    """pretrained/kgs_cpu_default (the default net: 3 x 48 GoNN ResNet, gonn planes) loads from its checkpoint's
+    metadata alone, at its final step, and predicts real moves."""
+    from kifunet import paths
+    from kifunet.eval.runs import load_run
+    from kifunet.models import count_params
+    from kifunet.play.policy import load_policy
+
+    assert paths.default_net() == DEFAULT
+    pred = load_run(str(DEFAULT))  # config.dataset (data/kgs_gonn) is not in a clone
+    cfg = json.loads((DEFAULT / "config.json").read_text())
+    steps = -(-cfg["train_positions"] // cfg["batch_size"])
+    assert (pred.feature_set, pred.board_size, pred.info["step"]) == ("gonn", 19, steps)
+    assert count_params(pred.model) == 166_536
+    pol = load_policy(DEFAULT, rank="9d")
+    p = pol.probabilities([(1, 3 * 19 + 15), (2, 15 * 19 + 3)], colour=1)  # black to move after Q16, D4
+    assert p.shape == (362,) and abs(float(p.sum()) - 1) < 1e-5
+    assert max(p[3 * 19 + 15], p[15 * 19 + 3]) < 1e-6
+    # a trained net opens on the 3-4 and 4-4 points of the empty corners, not in the centre
+    top = int(np.argmax(p))
+    assert min(top // 19, 18 - top // 19) in (2, 3) and min(top % 19, 18 - top % 19) in (2, 3), top
+
+
+def test_readme_default_net_tables_are_its_committed_records():
+    """The README's figures of the default net (Training: An hour on this CPU) are its committed records at the
+    digits printed: the whole-split single pass and the ensemble on the split's first 100,000 rows (both
+    ``kifunet eval`` JSON), and the learning curve (metrics_eval.jsonl)."""
+    whole = json.loads((DEFAULT / "eval" / "kgs_gonn_test.json").read_text())
+    first = json.loads((DEFAULT / "eval" / "kgs_gonn_test_first100000.json").read_text())
+    assert whole["results"]["single"]["count"] == 954_190 and "ensemble" not in whole["results"]
+    assert first["results"]["single"]["count"] == first["results"]["ensemble"]["count"] == 100_000
+    head, *rows = _readme_rows("| `cpu_default`, 60 min on 2 CPU cores |")
+    cases = [("single pass, whole split", whole, "single"), ("single pass, first 100,000 rows", first, "single"),
+             ("8-symmetry ensemble, first 100,000 rows", first, "ensemble")]
+    assert [r[0] for r in rows] == [c[0] for c in cases]
+    for row, (_, res, kind) in zip(rows, cases):
+        r = res["results"][kind]
+        want = [f"{100 * r['accuracy'][k]:.2f}" for k in ("1", "2", "4", "10")]
+        want += [f"{r['cross_entropy_nats']:.4f}", f"{r['perplexity']:.2f}"]
+        assert row[1:] == want, (kind, row, want)
+    evals = [json.loads(x) for x in (DEFAULT / "metrics_eval.jsonl").read_text().splitlines() if x.strip()]
+    table = {r[0]: r[1:] for r in _readme_rows("| positions (`cpu_default`) |")}
+    assert len(table["positions (`cpu_default`)"]) == len(evals) == 6
+    assert table["test top-1 %"] == [f"{100 * e['top1']:.2f}" for e in evals]
+    assert table["test nats"] == [f"{e['nats']:.3f}" for e in evals]
+    assert [e["eval_positions"] for e in evals] == [10_000] * 5 + [100_000]
 
 
 QIQIAO = REPO / "pretrained" / "qiqiao9x9"
