@@ -162,6 +162,31 @@ def _readme_rows(header: str) -> list[list[str]]:
     return [rows[0]] + rows[2:]
 
 
+def _eval_cells(r: dict) -> list[str]:
+    """One ``kifunet eval`` result as the README's eval tables print it: top-1, 2, 4, 10 %, nats, perplexity."""
+    return [f"{100 * r['accuracy'][k]:.2f}" for k in ("1", "2", "4", "10")] + \
+        [f"{r['cross_entropy_nats']:.4f}", f"{r['perplexity']:.2f}"]
+
+
+def _match_cells(res: dict) -> list[str]:
+    """A match's results.json as the README's match tables print it: games .. as white."""
+    return [str(res["games"]), f"{res['engine_wins']:g}", f"{100 * res['win_rate']:.1f}%",
+            f"{100 * res['ci_low']:.1f}-{100 * res['ci_high']:.1f}%",
+            f"{res['as_black'][0]:g}/{res['as_black'][1]}", f"{res['as_white'][0]:g}/{res['as_white'][1]}"]
+
+
+def _check_curve_table(run: Path, header: str, n: int) -> None:
+    """The README's learning-curve table starting at ``header`` is the run's metrics_eval.jsonl (n evaluations,
+    10,000 test rows each and 100,000 at the end)."""
+    evals = [json.loads(x) for x in (run / "metrics_eval.jsonl").read_text().splitlines() if x.strip()]
+    table = {r[0]: r[1:] for r in _readme_rows(header)}
+    assert len(table[header.strip("| ").split(" | ")[0]]) == len(evals) == n
+    assert table["test top-1 %"] == [f"{100 * e['top1']:.2f}" for e in evals]
+    assert table["test top-4 %"] == [f"{100 * e['top4']:.2f}" for e in evals]
+    assert table["test nats"] == [f"{e['nats']:.3f}" for e in evals]
+    assert [e["eval_positions"] for e in evals] == [10_000] * (n - 1) + [100_000]
+
+
 def test_readme_tables_are_the_committed_records():
     """The README's figures of the hour-long run are its committed records, at the digits printed: the whole-split
     evaluation (eval/kgs_maddison_test.json, the net itself is measured above) and the learning curve
@@ -171,17 +196,8 @@ def test_readme_tables_are_the_committed_records():
     head, *rows = _readme_rows("| `cpu_small`, 60 min on 2 CPU cores |")
     assert [r[0] for r in rows] == ["single pass", "8-symmetry ensemble"]
     for row, kind in zip(rows, ("single", "ensemble")):
-        r = res["results"][kind]
-        want = [f"{100 * r['accuracy'][k]:.2f}" for k in ("1", "2", "4", "10")]
-        want += [f"{r['cross_entropy_nats']:.4f}", f"{r['perplexity']:.2f}"]
-        assert row[1:] == want, (kind, row, want)
-    evals = [json.loads(x) for x in (RUN / "metrics_eval.jsonl").read_text().splitlines() if x.strip()]
-    table = {r[0]: r[1:] for r in _readme_rows("| positions | 250k |")}
-    assert len(table["positions"]) == len(evals) == 10
-    assert table["test top-1 %"] == [f"{100 * e['top1']:.2f}" for e in evals]
-    assert table["test top-4 %"] == [f"{100 * e['top4']:.2f}" for e in evals]
-    assert table["test nats"] == [f"{e['nats']:.3f}" for e in evals]
-    assert [e["eval_positions"] for e in evals] == [10_000] * 9 + [100_000]
+        assert row[1:] == _eval_cells(res["results"][kind]), (kind, row)
+    _check_curve_table(RUN, "| positions | 250k |", 10)
 
 
 def test_readme_rank_experiment_tables_are_the_committed_records():
@@ -191,11 +207,7 @@ def test_readme_rank_experiment_tables_are_the_committed_records():
     assert [r[0] for r in rows] == ["1d", "5d", "9d"]
     for row in rows:
         res = json.loads((rank_dir / "match" / f"rank-{row[0]}" / "results.json").read_text())
-        lo, hi = res["ci_low"], res["ci_high"]
-        want = [str(res["games"]), f"{res['engine_wins']:g}", f"{100 * res['win_rate']:.1f}%",
-                f"{100 * lo:.1f}-{100 * hi:.1f}%", f"{res['as_black'][0]:g}/{res['as_black'][1]}",
-                f"{res['as_white'][0]:g}/{res['as_white'][1]}"]
-        assert row[1:7] == want, (row, want)
+        assert row[1:7] == _match_cells(res), row
 
     def figures(name):
         r = json.loads((rank_dir / "eval" / f"{name}.json").read_text())
@@ -221,10 +233,7 @@ def test_readme_strength_table_is_the_committed_records():
     assert {"kgs_cpu_small", "kgs_cpu_default"} <= set(nets), nets
     for row, net in zip(rows, nets):
         res = json.loads((REPO / "pretrained" / net / dirs[row[0]] / "results.json").read_text())
-        want = [str(res["games"]), f"{res['engine_wins']:g}", f"{100 * res['win_rate']:.1f}%",
-                f"{100 * res['ci_low']:.1f}-{100 * res['ci_high']:.1f}%",
-                f"{res['as_black'][0]:g}/{res['as_black'][1]}", f"{res['as_white'][0]:g}/{res['as_white'][1]}"]
-        assert row[2:8] == want, (row, want)
+        assert row[2:8] == _match_cells(res), row
 
 
 def test_the_default_net_loads_without_its_dataset_and_plays():
@@ -263,16 +272,8 @@ def test_readme_default_net_tables_are_its_committed_records():
              ("8-symmetry ensemble, first 100,000 rows", first, "ensemble")]
     assert [r[0] for r in rows] == [c[0] for c in cases]
     for row, (_, res, kind) in zip(rows, cases):
-        r = res["results"][kind]
-        want = [f"{100 * r['accuracy'][k]:.2f}" for k in ("1", "2", "4", "10")]
-        want += [f"{r['cross_entropy_nats']:.4f}", f"{r['perplexity']:.2f}"]
-        assert row[1:] == want, (kind, row, want)
-    evals = [json.loads(x) for x in (DEFAULT / "metrics_eval.jsonl").read_text().splitlines() if x.strip()]
-    table = {r[0]: r[1:] for r in _readme_rows("| positions (`cpu_default`) |")}
-    assert len(table["positions (`cpu_default`)"]) == len(evals) == 6
-    assert table["test top-1 %"] == [f"{100 * e['top1']:.2f}" for e in evals]
-    assert table["test nats"] == [f"{e['nats']:.3f}" for e in evals]
-    assert [e["eval_positions"] for e in evals] == [10_000] * 5 + [100_000]
+        assert row[1:] == _eval_cells(res["results"][kind]), (kind, row)
+    _check_curve_table(DEFAULT, "| positions (`cpu_default`) |", 6)
 
 
 QIQIAO = REPO / "pretrained" / "qiqiao9x9"
