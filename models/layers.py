@@ -122,7 +122,7 @@ class Conv(nnx.Module):
 
     def effective_kernel(self) -> jax.Array:
         """The kernel actually convolved (after the centre weight and the symmetrisation)."""
-        k = self.kernel[...]
+        k = jnp.asarray(self.kernel[...])  # weights restored as NumPy arrays (export, gtp) have no ``.at``
         if self.center is not None:
             c = self.kernel_size // 2
             k = k.at[c, c].add(self.center[...])

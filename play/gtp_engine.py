@@ -12,8 +12,9 @@ net answers in milliseconds), ``set_random_seed N`` (the sampling seed; ``kifune
 ``kifunet-policy COLOUR [K]`` (the K most probable legal moves with their probabilities), and the analysis
 commands of Sabaki and Lizzie, ``lz-analyze``, ``kata-analyze``, ``lz-genmove_analyze``, ``kata-genmove_analyze``
 (formats, arguments and what "visits" and "winrate" mean without a search: :mod:`kifunet.play.gtp_analysis`).
-Errors follow the spec: ``? unknown command``, ``? illegal move``, ``? unacceptable size``, ``? syntax error``,
-``? cannot undo``. Ids are echoed; every response ends with a blank line.
+Errors follow the spec: ``? unknown command``, ``? illegal move``, ``? unacceptable size``, ``? syntax error``
+(also for ``undo`` with arguments and a ``komi`` that is not one finite number), ``? cannot undo``, and
+``? komi ... is out of range`` for ``|komi| > N*N`` (:func:`kifunet.play.scoring.komi_problem`). Ids are echoed; every response ends with a blank line.
 
 Streaming: :meth:`Engine.serve` reads stdin on a thread into a queue, so an analysis can wait for the next
 line with a timeout (a block every interval) on every platform; ``select()`` on stdin would not see lines
@@ -361,10 +362,17 @@ class Engine:
         return ""
 
     def _komi(self, a):
+        """``komi K``: one finite number with ``|K| <= N*N`` (no score on an N x N board can exceed that)."""
+        if len(a) != 1:
+            raise GtpError("syntax error")
         try:
-            self.komi = float(a[0])
-        except (IndexError, ValueError):
+            komi = float(a[0])
+        except ValueError:
             raise GtpError("syntax error") from None
+        problem = scoring.komi_problem(komi, self.size)
+        if problem:
+            raise GtpError(("syntax error: " if not math.isfinite(komi) else "") + problem)
+        self.komi = komi
         return ""
 
     def _vertex(self, s: str) -> int:
@@ -418,6 +426,8 @@ class Engine:
         return vertex
 
     def _undo(self, a):
+        if a:
+            raise GtpError("syntax error")
         if not self.history or not self.state.moves:
             raise GtpError("cannot undo")
         self.state = self.history.pop()

@@ -18,6 +18,16 @@ from kifunet.data_prep.board import neighbours_cached
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
 
 
+def komi_problem(komi: float, board_size: int) -> str | None:
+    """Why ``komi`` cannot be a komi on a ``board_size`` board (``None`` when it can): it must be a finite number
+    with ``|komi| <= board_size**2`` (no score on the board can exceed the number of its points)."""
+    if not np.isfinite(komi):
+        return f"komi must be a finite number, not {komi}"
+    if abs(komi) > board_size * board_size:
+        return f"komi {komi:g} is out of range: at most {board_size * board_size} in size on {board_size}x{board_size}"
+    return None
+
+
 def area_owner(stones: np.ndarray) -> np.ndarray:
     """int8 [N, N]: BLACK / WHITE for points each colour owns by area, EMPTY for dame and neutral points."""
     st = np.asarray(stones, dtype=np.int8)

@@ -111,6 +111,38 @@ def test_scripted_conversation(tiny_policy):
     assert e.handle("30 quit") == "=30\n\n" and e.quit
 
 
+@pytest.mark.parametrize("line, reply", [
+    ("komi nan", "? syntax error: komi must be a finite number, not nan"),
+    ("7 komi inf", "?7 syntax error: komi must be a finite number, not inf"),
+    ("komi -inf", "? syntax error: komi must be a finite number, not -inf"),
+    ("komi 1e9", "? komi 1e+09 is out of range: at most 81 in size on 9x9"),
+    ("komi -81.5", "? komi -81.5 is out of range: at most 81 in size on 9x9"),
+    ("komi", "? syntax error"),
+    ("komi 6.5 7", "? syntax error"),
+    ("undo 3", "? syntax error"),
+])
+def test_komi_and_undo_reject_bad_arguments(tiny_policy, line, reply):
+    """Issue 29 item 6: a komi that is no finite number or no possible score, and ``undo`` with arguments, are
+    errors; the engine's komi and position stay as they were."""
+    e = Engine(tiny_policy, komi=6.5)
+    assert e.handle("play b E5") == "=\n\n"
+    assert e.handle(line) == reply + "\n\n"
+    assert e.komi == 6.5 and e.state.moves == [(BLACK, flat("E5"))]
+    assert e.handle("komi 81") == "=\n\n" and e.komi == 81.0  # the largest komi 9x9 admits
+
+
+@pytest.mark.parametrize("argv", [["gtp", "--model", "maddison_tiny", "--board-size", "9", "--komi", "nan"],
+                                  ["match", "--engine", "gnugo --mode gtp", "--komi", "inf", "--out", "unused"],
+                                  ["match", "--engine", "gnugo --mode gtp", "--komi", "400", "--board-size", "19",
+                                   "--out", "unused"]])
+def test_commands_reject_a_komi_that_is_no_score(argv, capsys):
+    from kifunet.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"kifunet {argv[0]}: error: --komi: ") and len(err.splitlines()) == 1, err
+
+
 def test_final_score_on_a_known_position(tiny_policy):
     # black wall on column D plus E5, white wall on column F, and one white stone at B2 inside black's side:
     # A-C (26 empty points) touch both colours -> dame; E1-E4, E6-E9 are dame; black 10, white 1 + 9 + 27 = 37

@@ -86,6 +86,18 @@ def test_center_param_is_added_into_the_kernel_centre():
 
 # ------------------------------------------------------------------------------ biases and activations
 
+def test_center_param_works_on_weights_restored_as_numpy():
+    """Checkpoints load as NumPy arrays (``kifunet export`` and ``gtp`` put them into the model as they are): the
+    centre weight must still be added (issue 30: ``'numpy.ndarray' object has no attribute 'at'``)."""
+    conv = L.Conv(4, 5, 3, center_param=True, rngs=rngs(0))
+    conv.kernel.value = np.asarray(conv.kernel[...])
+    conv.center.value = np.full((4, 5), 0.25, np.float32)
+    eff = np.asarray(conv.effective_kernel())
+    np.testing.assert_allclose(eff[1, 1], np.asarray(conv.kernel[...])[1, 1] + 0.25, atol=1e-7)
+    x = jnp.ones((1, 5, 5, 4))
+    jax.make_jaxpr(conv)(x)  # the trace ``kifunet export`` makes
+
+
 def test_position_bias_and_prelu():
     pb = L.PositionBias(3, 2)
     pb.bias[...] = jnp.arange(18, dtype=jnp.float32).reshape(3, 3, 2)

@@ -92,7 +92,7 @@ def run(args) -> int:
 
     _check_inputs(args)
     from kifunet.data_prep._jit import announce_compile
-    from kifunet.play import gtp_engine
+    from kifunet.play import gtp_engine, scoring
     from kifunet.play import policy as policy_mod
 
     # Everything but GTP responses goes to stderr: loading JAX or a checkpoint must not write on stdout.
@@ -111,6 +111,9 @@ def run(args) -> int:
                                               seed=args.seed, rank=args.rank)
         except (KeyError, ValueError) as e:  # unknown model or feature set, a checkpoint or file that does not fit
             raise CommandError(e) from e
+        problem = scoring.komi_problem(args.komi, pol.board_size)
+        if problem:
+            raise CommandError(f"--komi: {problem}")
         settings = gtp_engine.PlaySettings(sample=args.sample, seed=args.seed, max_moves=args.max_moves,
                                            resign_margin=args.resign_margin,
                                            pass_threshold=(gtp_engine.DEFAULT_PASS_THRESHOLD

@@ -51,6 +51,11 @@ def _check_options(args) -> None:
         raise CommandError(f"--board-size must be at most 25 (GTP's largest board), not {args.board_size}")
     if not args.move_timeout > 0:
         raise CommandError(f"--move-timeout must be a positive number of seconds, not {args.move_timeout}")
+    from kifunet.play.scoring import komi_problem
+
+    problem = komi_problem(args.komi, args.board_size)
+    if problem:
+        raise CommandError(f"--komi: {problem}")
     if args.rank_experiment is not None and not [r for r in args.rank_experiment.split(",") if r.strip()]:
         raise CommandError("--rank-experiment needs ranks separated by commas, e.g. 1d,5d,9d")
 
