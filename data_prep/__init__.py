@@ -22,6 +22,7 @@ module                 what it holds
 ``filters``            game and position filters, presets, config files
 ``splits``             which split a game lands in
 ``build``              the command's orchestration: options, fingerprint and lock, ``build()``
+``build_space``        the disk space a build needs: the estimate before it starts, the check before a write
 ``encode_stage``       stage 1: records -> encoded work units (spill files)
 ``plan_stage``         stage 2: dedupe, accounting, games tables, shuffle, shard plan
 ``write_stage``        stage 3: spill -> HDF5 shards
@@ -35,6 +36,7 @@ module                 what it holds
 ``dataset_base``       the contract every container implements (``DatasetSplit``, blocks, errors)
 ``reader``             the HDF5 container (``Reader``)
 ``tfds_reader``        the TFDS container (``TfdsReader``)
+``verify``             files checked against the sha256 and rows their dataset recorded (once per process)
 ``stats``              ``kifunet stats`` / ``kifunet inspect``
 =====================  ==================================================================================
 

@@ -1,8 +1,8 @@
 """``kifunet build``: SGF inputs -> filtered, encoded, shuffled, sharded HDF5 with a manifest.
 
 This module is the command's orchestration: the options (:class:`BuildConfig`), the fingerprint and lock of the
-output directory, and :func:`build`, which runs the stages. Pipeline (every stage deterministic; see the README
-section "Building a dataset"):
+output directory, the disk space check (:mod:`kifunet.data_prep.build_space`), and :func:`build`, which runs the
+stages. Pipeline (every stage deterministic; see the README section "Building a dataset"):
 
 1. **Encode** (parallel, :mod:`kifunet.data_prep.encode_stage`). The game records of the inputs are cut into
    fixed *work units* of ``unit_games`` records; a worker process filters, splits and replays each record
@@ -29,6 +29,19 @@ uninterrupted build. ``DIR/.work/fingerprint.json`` records the options, the inp
 spill version (:data:`kifunet.data_prep.encode_stage.SPILL_VERSION`); a rerun with different options or
 changed inputs, or by a kifunet whose work units differ, is refused (``--overwrite`` starts over).
 
+**Lock.** A build holds ``DIR/.lock`` (an exclusive ``flock``; the file holds its pid) from before it looks at
+``DIR`` until it is done, so a second build of ``DIR`` -- ``--overwrite`` included -- is refused before it touches
+anything (:func:`_acquire_lock`). The lock file is outside ``DIR/.work``, which ``--overwrite`` clears; the holder
+removes it as it finishes, while still holding it. A ``DIR`` that cannot be written (read-only) takes no lock: a
+finished build of the same settings there is found as usual, anything else is the file system's error.
+
+**Space.** Before the encode stage the build prints its estimated spill and shards and the free space
+(``spill: about X MB needed in DIR/.work and Y MB for the shards (Z MB free in DIR; ...)``) and refuses to start
+when the free space is less than the estimate (less what an interrupted run already wrote); the spill of the
+default storage is 9.7 times the final shards (measured; the figures are in :mod:`kifunet.data_prep.build_space`).
+A full disk during the build is reported in one line (``PATH: No space left on device; ...``) and leaves the
+build resumable: rerun it when there is space.
+
 **Crashes.** If a worker process dies (a crash in compiled code), the units it had in flight are rerun one
 at a time in *isolation* mode (:func:`kifunet.data_prep.worker_pool.run_isolated`), which notes the record in
 progress before each one: a record that kills the worker again is rejected (``worker_crash``) and its unit
@@ -37,7 +50,9 @@ finishes without it.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import dataclasses
+import errno
 import fcntl
 import json
 import os
@@ -46,9 +61,10 @@ import sys
 import time
 from collections.abc import Callable
 
+from . import build_space
 from . import inputs as inputs_mod
 from . import shards as shards_mod
-from .encode_stage import SPILL_VERSION, UNIT_GAMES, encode_inputs, unit_config
+from .encode_stage import SPILL_VERSION, UNIT_GAMES, encode_inputs, sample_kept, spill_row_bytes, unit_config
 from .filters import Filters
 from .manifest import BASE_COLUMNS, FORMAT_VERSION, MANIFEST, REJECTS, hash_json, tool_version
 from .manifest import manifest as make_manifest
@@ -60,6 +76,8 @@ from .worker_pool import WorkerPool
 from .write_stage import write_shards
 
 WORK = ".work"
+LOCK = ".lock"  # DIR/.lock: the build lock, outside WORK (which --overwrite clears)
+READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)  # DIR cannot be written: no lock, only a finished build
 SYMMETRY_MODES = ("none", "all")
 
 
@@ -80,6 +98,7 @@ class BuildConfig:
     options: dict = dataclasses.field(default_factory=dict)  # resolved options, recorded in the manifest
     overwrite: bool = False
     keep_work: bool = False
+    space_check: bool = True  # refuse to start when the estimated space exceeds the free space
     progress: bool | None = None  # None: a progress bar when stderr is a terminal
 
     def __post_init__(self):
@@ -89,7 +108,7 @@ class BuildConfig:
             raise ValueError("shard_rows and unit_games must be positive")
 
     def fingerprint(self) -> dict:
-        """Everything the output depends on (not workers, progress or keep_work)."""
+        """Everything the output depends on (not workers, progress, keep_work or space_check)."""
         from . import features
 
         fs = features.get(self.features)
@@ -119,15 +138,59 @@ def _check_features(fs) -> None:
         raise BuildError(f"feature set {fs.name} needs per-row columns {missing} that the build does not write")
 
 
-def _acquire_lock(work: str):
-    os.makedirs(work, exist_ok=True)
-    fd = os.open(os.path.join(work, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+def _make_out(out: str) -> None:
+    """Create the output directory; ``NotADirectoryError`` naming ``out`` if a file is there."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), out)
+    os.makedirs(out, exist_ok=True)
+
+
+def _open_lock(out: str) -> int:
+    """Open (create) ``out``'s lock file; a fault creating it (read-only, not writable) names ``out``."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise BuildError(f"another build is running on {os.path.dirname(work)}") from None
+        return os.open(os.path.join(out, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, out) from None
+
+
+def _holder(fd: int) -> str:
+    """The pid written in a held lock file ('unknown' if its holder has not written it yet)."""
+    text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    return text if text.isdigit() else "unknown"
+
+
+def _acquire_lock(out: str) -> int:
+    """Take ``out``'s build lock (``DIR/.lock``, see the module docstring) and write this pid in it; returns its
+    fd. ``BuildError`` naming the holder's pid if another build holds it."""
+    path = os.path.join(out, LOCK)
+    while True:
+        fd = _open_lock(out)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _holder(fd)
+            os.close(fd)
+            raise BuildError(f"{out} is being built by another kifunet build (pid {pid}); wait for it, or stop it "
+                             "first") from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # its holder removed the file as it finished, after we opened it: lock the new one
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
     return fd
+
+
+def _release_lock(out: str, fd: int) -> None:
+    """Remove the lock file while still holding it, then release it."""
+    try:
+        os.remove(os.path.join(out, LOCK))
+    except FileNotFoundError:
+        pass
+    os.close(fd)
 
 
 def _prepare_out(cfg: BuildConfig, fingerprint: dict) -> str | None:
@@ -136,7 +199,7 @@ def _prepare_out(cfg: BuildConfig, fingerprint: dict) -> str | None:
     fp_path = os.path.join(work, "fingerprint.json")
     man_path = os.path.join(out, MANIFEST)
     fp_hash = hash_json(fingerprint)
-    if os.path.isdir(out) and os.listdir(out):
+    if os.path.isdir(out) and set(os.listdir(out)) - {LOCK}:
         if os.path.exists(man_path):
             with open(man_path, encoding="utf-8") as f:
                 old = json.load(f).get("fingerprint")
@@ -165,6 +228,8 @@ def _clear_out(out: str) -> None:
     """Remove what a previous build wrote (only kifunet's own files)."""
     for name in os.listdir(out):
         p = os.path.join(out, name)
+        if name == LOCK:  # held by this build
+            continue
         if name in (MANIFEST, REJECTS, WORK) or name.endswith(".tmp"):
             shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
         elif os.path.isdir(p) and os.path.exists(os.path.join(p, "games.h5")) or (
@@ -183,25 +248,78 @@ def build(cfg: BuildConfig, log: Callable[[str], None] | None = None, timings: d
     fs = features.get(cfg.features)
     _check_features(fs)
     fingerprint = cfg.fingerprint()
-    os.makedirs(cfg.out, exist_ok=True)
-    state = _prepare_out(cfg, fingerprint)
-    if state == "done":
-        log(f"{cfg.out}: already built with these settings (manifest.json); nothing to do")
-        with open(os.path.join(cfg.out, MANIFEST), encoding="utf-8") as f:
-            return json.load(f)
-    work = os.path.join(cfg.out, WORK)
-    lock = _acquire_lock(work)
-    pool = None
+    _make_out(cfg.out)
     try:
+        lock = _acquire_lock(cfg.out)
+    except OSError as e:  # a read-only DIR: fine if it holds this very dataset, finished (nothing to write)
+        if e.errno not in READ_ONLY or cfg.overwrite or _prepare_out(cfg, fingerprint) != "done":
+            raise
+        return _finished(cfg, log)
+    try:
+        with build_space.naming(cfg.out):  # a write to an open file names none: name DIR
+            return _build_locked(cfg, fs, fingerprint, log, timings, t0)
+    finally:
+        _release_lock(cfg.out, lock)
+
+
+def _kept_share(cfg: BuildConfig, step: int, pool: WorkerPool | None, log: Callable[[str], None]) -> float | None:
+    """:func:`kifunet.data_prep.encode_stage.sample_kept`, in a worker when there are workers (loading a record
+    could crash the process; the build's crash isolation covers the sample too); None if it crashed one."""
+    args = (cfg.inputs, step, cfg.filters, cfg.splits)
+    if pool is None:
+        kept, total = sample_kept(*args)
+    else:
+        try:
+            kept, total = pool.submit(sample_kept, *args).result()
+        except cf.process.BrokenProcessPool:
+            pool.restart()
+            log("spill: a sampled record crashed its worker; the estimate counts every move as kept")
+            return None
+    return kept / total if total else 1.0
+
+
+def _check_space(cfg: BuildConfig, fs, work: str, pool: WorkerPool | None, log: Callable[[str], None]) -> int | None:
+    """Print the estimated space (:mod:`kifunet.data_prep.build_space`); ``BuildError`` if the disk has less.
+    Returns the inputs' record count (the encode stage's progress total), or None when not checked."""
+    if not cfg.space_check:
+        return None
+    per_record = build_space.count_moves(cfg.inputs)
+    step = build_space.sample_step(len(per_record))
+    seen = build_space.Scan(records=len(per_record), moves=sum(per_record),
+                            kept=_kept_share(cfg, step, pool, log), sampled=len(per_record[::step]))
+    est = build_space.estimate(cfg, fs, seen, spill_row_bytes(cfg.filters.board_size, fs.num_stored))
+    free = build_space.free_bytes(cfg.out)
+    log(build_space.summary(est, cfg.out, work, free))
+    why = build_space.shortfall(est, cfg.out, free)
+    if why is not None:
+        raise BuildError(why)
+    return seen.records
+
+
+def _finished(cfg: BuildConfig, log: Callable[[str], None]) -> dict:
+    """The manifest of the dataset already built in DIR with these settings."""
+    log(f"{cfg.out}: already built with these settings (manifest.json); nothing to do")
+    with open(os.path.join(cfg.out, MANIFEST), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _build_locked(cfg: BuildConfig, fs, fingerprint: dict, log, timings, t0: float) -> dict:
+    """:func:`build` once the lock is held."""
+    if _prepare_out(cfg, fingerprint) == "done":
+        return _finished(cfg, log)
+    work = os.path.join(cfg.out, WORK)
+    pool = WorkerPool(cfg.workers) if cfg.workers >= 1 else None
+    try:
+        records = _check_space(cfg, fs, work, pool, log)
+        os.makedirs(work, exist_ok=True)
         fp_path = os.path.join(work, "fingerprint.json")
         if not os.path.exists(fp_path):
             shards_mod.write_json_atomic(fp_path, fingerprint)
         split_names = cfg.splits.names()
         ucfg = unit_config(cfg.features, cfg.filters, cfg.splits, cfg.symmetries)
         infos: list = []
-        pool = WorkerPool(cfg.workers) if cfg.workers >= 1 else None
         summaries = encode_inputs(cfg.inputs, ucfg, work, infos, unit_games=cfg.unit_games, pool=pool,
-                                  progress=cfg.progress, log=log)
+                                  progress=cfg.progress, log=log, total=records)
         t_encode = time.time()
         per_split, accounting = plan(work, summaries, split_names, infos, dedupe=cfg.filters.dedupe)
         tasks = []
@@ -220,15 +338,15 @@ def build(cfg: BuildConfig, log: Callable[[str], None] | None = None, timings: d
         t_write = time.time()
         for split in split_names:
             sp = per_split[split]
-            shards_mod.write_games_table(os.path.join(cfg.out, split, "games.h5"), sp["games"],
-                                         attrs={"split": split})
+            path = os.path.join(cfg.out, split, "games.h5")
+            build_space.ensure_free(path, build_space.GAME_BYTES * len(sp["games"]))
+            shards_mod.write_games_table(path, sp["games"], attrs={"split": split})
         manifest = make_manifest(cfg, fs, fingerprint, infos, accounting, per_split, split_names, results, tasks)
         os.replace(os.path.join(work, "rejects.jsonl.part"), os.path.join(cfg.out, REJECTS))
         write_manifest(cfg.out, manifest)
     finally:
         if pool is not None:
             pool.close()
-        os.close(lock)
     if not cfg.keep_work:
         shutil.rmtree(work, ignore_errors=True)
     t_end = time.time()

@@ -17,23 +17,25 @@ Dataset specs:
 =========================================  =============================================================
 
 Both readers implement :class:`kifunet.data_prep.dataset_base.DatasetSplit` (rows and blocks) and raise its
-errors, re-exported here: :class:`NotADatasetError`, :class:`UnknownSplitError`, :class:`EmptySplitError`.
+errors, re-exported here: :class:`NotADatasetError`, :class:`UnknownSplitError`, :class:`EmptySplitError`,
+:class:`CorruptDatasetError`. :func:`verify_dataset` checks every file of a dataset (``kifunet verify``).
 TFDS is imported only for a TFDS spec.
 """
 
 from __future__ import annotations
 
 import os
+import time
 
-from .dataset_base import (DatasetError, DatasetSplit, EmptySplitError, NotADatasetError,  # noqa: F401
-                           UnknownSplitError)
-from .manifest import MANIFEST
+from .dataset_base import (CorruptDatasetError, DatasetError, DatasetSplit, EmptySplitError,  # noqa: F401
+                           NotADatasetError, UnknownSplitError)
+from .manifest import MANIFEST, check_manifest, read_manifest
 from .reader import Reader
 
 TFDS_PREFIX = "tfds:"
 
-__all__ = ["DatasetError", "DatasetSplit", "EmptySplitError", "NotADatasetError", "TFDS_PREFIX",
-           "UnknownSplitError", "describe", "is_tfds", "open_split", "parse_tfds"]
+__all__ = ["CorruptDatasetError", "DatasetError", "DatasetSplit", "EmptySplitError", "NotADatasetError",
+           "TFDS_PREFIX", "UnknownSplitError", "describe", "is_tfds", "open_split", "parse_tfds", "verify_dataset"]
 
 
 def is_tfds(spec) -> bool:
@@ -74,6 +76,52 @@ def open_split(spec, split: str = "train", *, assemble: bool = True, require_row
     return out
 
 
+def verify_dataset(spec) -> list:
+    """Check every file of every split of the dataset ``spec`` against what it recorded, hashing afresh: one
+    :class:`kifunet.data_prep.verify.SplitReport` per split (``kifunet verify`` prints them). A spec that is no
+    dataset raises :class:`NotADatasetError`, a damaged manifest :class:`CorruptDatasetError`; a damaged file
+    is a problem of its split's report."""
+    from . import verify
+
+    verify.forget()
+    if is_tfds(spec):
+        from .tfds_reader import TfdsReader, kifunet_metadata, open_builder
+
+        name, data_dir = parse_tfds(spec)
+        builder = open_builder(name, data_dir)
+        names = list(kifunet_metadata(builder).get("splits") or builder.info.splits)
+        splits = (TfdsReader(os.fspath(builder.data_dir), s) for s in names)
+    else:
+        root = os.fspath(spec)
+        if not os.path.isfile(os.path.join(root, MANIFEST)):
+            raise NotADatasetError.at(root, f"no {MANIFEST}")
+        m = read_manifest(root)
+        check_manifest(m, root)
+        splits = (Reader(root, s) for s in m["splits"])
+    out = []
+    for r in splits:
+        t0 = time.perf_counter()
+        rep = verify.SplitReport(r.split, rows=len(r))
+        for path, check, note in r.file_checks():
+            if note and note not in rep.notes:
+                rep.notes.append(note)
+            if check is None:
+                continue
+            rep.files += 1
+            rep.bytes += os.path.getsize(path) if os.path.isfile(path) else 0
+            try:
+                check()
+            except CorruptDatasetError as e:
+                rep.problems.append(str(e))
+        rep.seconds = time.perf_counter() - t0
+        out.append(rep)
+    return out
+
+
 def describe(spec, split: str) -> dict:
-    """Shape facts of a split: ``rows``, ``board_size``, ``features``, ``num_planes``, ``shards``."""
-    return open_split(spec, split).describe()
+    """Shape facts of a split: ``rows``, ``board_size``, ``features``, ``num_planes``, ``shards``; its files are
+    checked first (:meth:`DatasetSplit.verify`; what the trainer sets a run up from, so a damaged file is reported
+    before the model is built, and the training pipeline's own check in this process is then free)."""
+    with open_split(spec, split) as s:
+        s.verify()
+        return s.describe()

@@ -37,13 +37,15 @@ grain or multiprocessing workers before any file is open.
 
 Errors, raised alike by both containers (and subclassing the built-in exceptions callers already catch):
 :class:`NotADatasetError` (``FileNotFoundError``), :class:`UnknownSplitError` (``KeyError``),
-:class:`EmptySplitError` (``ValueError``: raised by readers that need rows, e.g. the training pipeline).
+:class:`EmptySplitError` (``ValueError``: raised by readers that need rows, e.g. the training pipeline),
+:class:`CorruptDatasetError` (a file of the dataset differs from what its manifest recorded, cannot be read, or the
+manifest itself is damaged; :mod:`kifunet.data_prep.verify` checks the files).
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -80,6 +82,21 @@ class EmptySplitError(DatasetError, ValueError):
     @classmethod
     def at(cls, spec: str, split: str) -> "EmptySplitError":
         return cls(f"{spec}: split {split!r} has no rows")
+
+
+class CorruptDatasetError(DatasetError):
+    """A file of the dataset is damaged: its bytes or row count differ from what the manifest recorded, it is
+    missing, HDF5 cannot read it, or the manifest itself is not valid. The message is one line: the file, what
+    was expected and what was found, and the fix."""
+
+    #: the fix, for an HDF5 build and a TFDS dataset
+    REBUILD = "rebuild the dataset (kifunet build ... --overwrite) or copy it again"
+    REBUILD_TFDS = "rebuild the dataset (kifunet tfds ...) or copy it again"
+
+    @classmethod
+    def at(cls, path: str, what: str, fix: str = REBUILD) -> "CorruptDatasetError":
+        """``PATH: WHAT; FIX`` on one line."""
+        return cls(" ".join(f"{path}: {what}; {fix}".splitlines()))
 
 
 class DatasetSplit(abc.ABC):
@@ -124,6 +141,20 @@ class DatasetSplit(abc.ABC):
     @abc.abstractmethod
     def read_blocks(self, start: int, stop: int) -> list[dict]:
         """Global rows start..stop as pieces (see the module docstring)."""
+
+    @abc.abstractmethod
+    def file_checks(self) -> list[tuple[str, Callable[[], None] | None, str]]:
+        """``(path, check, note)`` for every file of the split: ``check()`` raises :class:`CorruptDatasetError`
+        when the file differs from the sha256 and row count the dataset recorded (None: nothing was recorded to
+        check it against); ``note`` says what is not checked ("" when everything is)."""
+
+    def verify(self) -> None:
+        """Check every file of the split now (each file is also checked when it first opens); raises
+        :class:`CorruptDatasetError`. Cheap when repeated in a process: :mod:`kifunet.data_prep.verify`
+        remembers what it checked."""
+        for _, check, _ in self.file_checks():
+            if check is not None:
+                check()
 
     def read_stored_range(self, start: int, stop: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """As :meth:`read_stored` for consecutive rows start..stop (a container may do it faster)."""
@@ -219,9 +250,13 @@ class DatasetSplit(abc.ABC):
 
 class Blocks:
     """grain ``RandomAccessDataSource`` over a split: element ``i`` = block ``i`` (consecutive rows), as the
-    one piece :meth:`DatasetSplit.read_blocks` returns for it. Pickles as the split and the block size."""
+    one piece :meth:`DatasetSplit.read_blocks` returns for it. Pickles as the split and the block size.
+
+    Creating it checks every file of the split (:meth:`DatasetSplit.verify`), so a damaged file is reported by
+    the process that builds the pipeline, before grain starts worker processes (which then reuse that check)."""
 
     def __init__(self, split: DatasetSplit, block_rows: int = 0):
+        split.verify()
         self.split = split
         self.block_rows = int(block_rows) if block_rows else int(split.block_rows)
         if self.block_rows < 1:

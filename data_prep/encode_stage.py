@@ -75,6 +75,7 @@ again is rejected (``worker_crash``) and its unit finishes without it.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import dataclasses
 import json
 import os
@@ -87,6 +88,7 @@ import numpy as np
 from . import inputs as inputs_mod
 from . import results as results_mod
 from . import shards as shards_mod
+from .build_space import count_moves_in, naming
 from .errors import IllegalMoveError, KifunetInputError
 from .filters import MOVE_REASONS, Filters
 from .progress import Progress
@@ -139,6 +141,12 @@ def unit_config(features: str, filters: Filters, rule, symmetries: str = "none")
             "symmetries": symmetries, "board_size": filters.board_size}
 
 
+def spill_row_bytes(n: int, num_stored: int) -> int:
+    """Bytes a position takes in the spill on an ``n`` x ``n`` board with ``num_stored`` stored planes: its packed
+    points in ``planes.bin`` and its :data:`SPILL_DTYPE` row in ``cols.npy``."""
+    return n * n * shards_mod.point_width(num_stored) + SPILL_DTYPE.itemsize
+
+
 def unit_dir(work: str, u: int) -> str:
     """The spill directory of work unit ``u``."""
     return os.path.join(work, "units", f"unit-{u:05d}")
@@ -160,37 +168,82 @@ def _game_meta(rec) -> dict:
             "num_moves": int(rec.num_moves)}
 
 
-def _encode_one(src, fs, filt: Filters, rule, symmetries: str):
-    """(game dict, planes uint8[R, N, N, Cs] | None, spill columns | None) for one record."""
-    from . import replay, sgf_io
+def admit(src, filt: Filters, rule):
+    """The first half of encoding a record (an :class:`kifunet.data_prep.inputs.Source`): load it, check its
+    columns' limits, apply the game filters and the split rule. Returns ``(game dict, record)`` for a game to
+    replay (the dict has its ``split``), else ``(game dict, None)`` with ``status`` and ``reason``. Never raises
+    for a bad record."""
+    from . import sgf_io
 
     g = {"path": src.path}
     if src.error is not None:
         g.update(status="rejected", reason=src.error, detail=src.detail)
-        return g, None, None
+        return g, None
     try:
         rec = sgf_io.load_game(src.data, path=src.path)
     except KifunetInputError as e:
         g.update(status="rejected", reason=e.reason, detail=str(e))
-        return g, None, None
+        return g, None
     except Exception as e:  # noqa: BLE001 - a bug on one record must not stop the build
         g.update(status="rejected", reason="internal_error", detail=f"load: {type(e).__name__}: {e}")
-        return g, None, None
+        return g, None
     g.update(_game_meta(rec))
     g["moves_hash"] = rec.moves_hash()  # the hash splits' key
     g["game_id"] = rec.game_id()  # the dedupe key (copies of one game share it; games sharing moves do not)
     over = limit_reason(g)
     if over is not None:  # a value its column cannot hold: rejected before any writer sees it
         g.update(status="rejected", reason=over[0], detail=over[1])
-        return g, None, None
+        return g, None
     reason = filt.game_reason(rec)
     split = None
     if reason is None:
         split, reason = rule.assign(rec.info, g["moves_hash"])
     if reason is not None:
         g.update(status="filtered", reason=reason)
-        return g, None, None
+        return g, None
     g["split"] = split
+    return g, rec
+
+
+def kept_positions(src, filt: Filters, rule) -> int:
+    """How many positions of a record (an :class:`kifunet.data_prep.inputs.Source`) the build keeps, without
+    replaying it: 0 unless :func:`admit` admits the game, else its moves that pass the move filters (the columns
+    those read are :func:`kifunet.data_prep.replay.encode_game`'s, derived from the record alone). A game that
+    turns out to hold an illegal move is counted; the build rejects it."""
+    from .game import BLACK, MOVE
+
+    _, rec = admit(src, filt, rule)
+    if rec is None:
+        return 0
+    is_move = rec.kinds == MOVE
+    black = rec.colours[is_move] == BLACK
+    info = rec.info
+    player = np.where(black, info.black_rank, info.white_rank)
+    opponent = np.where(black, info.white_rank, info.black_rank)
+    number = np.arange(1, len(black) + 1)
+    return int(np.count_nonzero(filt.move_reasons(rec.points[is_move], number, player, opponent,
+                                                  rec.size * rec.size) == 0))
+
+
+def sample_kept(inputs: list[str], step: int, filt: Filters, rule) -> tuple[int, int]:
+    """(positions kept, moves) of every ``step``-th record of ``inputs`` (:func:`kept_positions`; moves as
+    :func:`kifunet.data_prep.build_space.count_moves_in` counts them): the sample of the build's space estimate.
+    Loads records: run in a worker process where there are workers."""
+    kept = moves = 0
+    for i, src in enumerate(inputs_mod.iter_sources(inputs)):
+        if i % step == 0:
+            kept += kept_positions(src, filt, rule)
+            moves += count_moves_in(src.data)
+    return kept, moves
+
+
+def _encode_one(src, fs, filt: Filters, rule, symmetries: str):
+    """(game dict, planes uint8[R, N, N, Cs] | None, spill columns | None) for one record."""
+    from . import replay
+
+    g, rec = admit(src, filt, rule)
+    if rec is None:
+        return g, None, None
     try:
         enc = replay.encode_game(rec, fs, path=src.path)
     except IllegalMoveError as e:
@@ -250,6 +303,18 @@ def encode_record(src, fs, filt: Filters, rule, symmetries: str = "none"):
     return g, packed, cols
 
 
+@contextlib.contextmanager
+def _naming(tmp: str):
+    """Writes into a unit's temporary directory ``tmp``: on an ``OSError`` (a full disk) ``tmp`` is removed, giving
+    its space back, and an error that names no file (a write to an open file) is raised naming ``tmp``."""
+    try:
+        with naming(tmp):
+            yield
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def encode_unit(u: int, sources: list, cfg: dict, work: str, isolate: bool = False,
                 skip: tuple[int, ...] = ()) -> dict:
     """Encode work unit ``u`` into :func:`unit_dir` (atomic); returns its summary. ``cfg``: :func:`unit_config`.
@@ -269,32 +334,33 @@ def encode_unit(u: int, sources: list, cfg: dict, work: str, isolate: bool = Fal
     os.makedirs(tmp)
     marker = _marker(work, u)
     games, cols_parts, rows = [], [], 0
-    with open(os.path.join(tmp, "planes.bin"), "wb") as pf:
-        for i, src in enumerate(sources):
-            if i in skip:
-                games.append({"path": src.path, "status": "rejected", "reason": "worker_crash",
-                              "detail": "the worker process died while encoding this record"})
-                continue
-            if isolate:
-                with open(marker, "w") as m:
-                    m.write(str(i))
-            g, packed, cols = encode_record(src, fs, filt, rule, cfg["symmetries"])
-            if packed is not None:
-                cols["game"] = i
-                pf.write(packed.tobytes())
-                cols_parts.append(cols)
-                g["rows"] = int(len(cols))
-                rows += len(cols)
-            games.append(g)
-    cols_all = np.concatenate(cols_parts) if cols_parts else np.zeros(0, SPILL_DTYPE)
-    np.save(os.path.join(tmp, "cols.npy"), cols_all)
-    summary = {"unit": u, "records": len(sources), "rows": int(rows),
-               "positions": int(sum(g.get("positions", 0) for g in games if g["status"] == "ok")),
-               "width": cfg["board_size"] ** 2 * shards_mod.point_width(fs.num_stored)}
-    with open(os.path.join(tmp, "games.json"), "w", encoding="ascii") as f:
-        json.dump(games, f)  # ASCII escapes: paths from the file system may hold undecodable bytes
-    with open(os.path.join(tmp, "summary.json"), "w") as f:
-        json.dump(summary, f)
+    with _naming(tmp):
+        with open(os.path.join(tmp, "planes.bin"), "wb") as pf:
+            for i, src in enumerate(sources):
+                if i in skip:
+                    games.append({"path": src.path, "status": "rejected", "reason": "worker_crash",
+                                  "detail": "the worker process died while encoding this record"})
+                    continue
+                if isolate:
+                    with open(marker, "w") as m:
+                        m.write(str(i))
+                g, packed, cols = encode_record(src, fs, filt, rule, cfg["symmetries"])
+                if packed is not None:
+                    cols["game"] = i
+                    pf.write(packed.tobytes())
+                    cols_parts.append(cols)
+                    g["rows"] = int(len(cols))
+                    rows += len(cols)
+                games.append(g)
+        cols_all = np.concatenate(cols_parts) if cols_parts else np.zeros(0, SPILL_DTYPE)
+        np.save(os.path.join(tmp, "cols.npy"), cols_all)
+        summary = {"unit": u, "records": len(sources), "rows": int(rows),
+                   "positions": int(sum(g.get("positions", 0) for g in games if g["status"] == "ok")),
+                   "width": cfg["board_size"] ** 2 * shards_mod.point_width(fs.num_stored)}
+        with open(os.path.join(tmp, "games.json"), "w", encoding="ascii") as f:
+            json.dump(games, f)  # ASCII escapes: paths from the file system may hold undecodable bytes
+        with open(os.path.join(tmp, "summary.json"), "w") as f:
+            json.dump(summary, f)
     if os.path.exists(final):
         shutil.rmtree(final)
     os.replace(tmp, final)
@@ -346,11 +412,13 @@ def _is_done(work: str, u: int) -> bool:
 
 
 def encode_inputs(inputs: list[str], ucfg: dict, work: str, infos: list, *, unit_games: int,
-                  pool: WorkerPool | None, progress: bool | None, log: Callable[[str], None]) -> list[dict]:
+                  pool: WorkerPool | None, progress: bool | None, log: Callable[[str], None],
+                  total: int | None = None) -> list[dict]:
     """Stage 1 over all units of ``inputs`` (finished units of an earlier run are reused); returns the unit
     summaries in order. ``ucfg``: :func:`unit_config`; ``infos`` receives one ``InputInfo`` per input;
     ``pool``: None encodes in this process (no crash isolation); ``progress``: None shows a bar when stderr is a
-    terminal."""
+    terminal; ``total``: the inputs' record count when the caller has it (else the bar counts them: one more
+    read)."""
     units_dir = os.path.join(work, "units")
     os.makedirs(units_dir, exist_ok=True)
     for name in os.listdir(units_dir):  # leftovers of an interrupted run
@@ -361,7 +429,8 @@ def encode_inputs(inputs: list[str], ucfg: dict, work: str, infos: list, *, unit
 
     announce_compile()  # before the bar, which would sit at 0% while the first unit compiles the kernels
     show = sys.stderr.isatty() if progress is None else progress
-    total = inputs_mod.count_sources(inputs) if show else None  # one extra read, for the ETA
+    if show and total is None:
+        total = inputs_mod.count_sources(inputs)  # one extra read, for the ETA
     prog = Progress(show, total, "encode")
     summaries: dict[int, dict] = {}
     sources = inputs_mod.iter_sources(inputs, infos)

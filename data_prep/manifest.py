@@ -14,7 +14,8 @@ manifest's keys:
                      symmetries are stored)
 ``storage``          plane layout, codec, level, chunk rows (:class:`kifunet.data_prep.shards.Storage`)
 ``splits``           per split: ``games``, ``positions``, ``rows``, ``results`` (games and positions by result
-                     kind), ``games_table`` and ``shards`` (file, rows, layout, sha256)
+                     kind), ``games_table``, ``games_table_sha256`` (recorded since kifunet checks it; older
+                     manifests lack it) and ``shards`` (file, rows, layout, sha256)
 ``counts``           the accounting: ``seen = used + filtered{reason} + rejected{reason}``, positions, and
                      ``results``: the used games and their positions by result kind (every kind of
                      :data:`kifunet.data_prep.results.KINDS`; games sum to ``used``, positions to
@@ -25,6 +26,10 @@ other keys           ``preset``, ``options``, ``filters``, ``split_rule``, ``see
 ===================  =========================================================================================
 
 ``rejects.jsonl`` (:data:`REJECTS`) beside it holds one JSON line per record not used.
+
+:func:`read_manifest` reports a manifest that is not JSON, and :func:`check_manifest` one that lacks what the
+readers need, as :class:`kifunet.data_prep.dataset_base.CorruptDatasetError` (one line, naming the file);
+:mod:`kifunet.data_prep.verify` checks the files against it.
 """
 
 from __future__ import annotations
@@ -66,6 +71,11 @@ def manifest(cfg, fs, fingerprint, infos, accounting, per_split, split_names, re
         files = [results[t["rel"]] for t in tasks if t["rel"].startswith(f"{s}/")]
         splits[s] = {"games": len(sp["games"]), "positions": sp["positions"], "rows": sp["rows"],
                      "results": sp["results"], "games_table": f"{s}/games.h5", "shards": files}
+        games = os.path.join(cfg.out, s, "games.h5")
+        if os.path.isfile(games):  # written before the manifest
+            from .shards import sha256_file
+
+            splits[s]["games_table_sha256"] = sha256_file(games)
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -102,12 +112,58 @@ def write_manifest(root: str, m: dict) -> None:
 
 
 def read_manifest(root: str) -> dict:
-    """The manifest of the dataset at ``root``; ``FileNotFoundError`` if it is not a finished dataset."""
+    """The manifest of the dataset at ``root``; ``FileNotFoundError`` if it is not a finished dataset,
+    :class:`~kifunet.data_prep.dataset_base.CorruptDatasetError` if it is not a JSON object."""
+    from .dataset_base import CorruptDatasetError
+
     path = os.path.join(root, MANIFEST)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{root}: no {MANIFEST}; not a finished kifunet dataset")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            m = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CorruptDatasetError.at(path, f"not valid JSON ({e}); the manifest is damaged") from None
+    if not isinstance(m, dict):
+        raise CorruptDatasetError.at(path, f"holds a JSON {type(m).__name__}, not an object; the manifest is damaged")
+    return m
+
+
+#: what a reader needs of a manifest: (key path, type); ``*`` is every entry of a dict or list
+_REQUIRED = (
+    (("features", "name"), str), (("features", "version"), int), (("features", "num_planes"), int),
+    (("features", "num_stored"), int), (("board_size",), int), (("columns",), list), (("splits",), dict),
+    (("splits", "*", "games_table"), str), (("splits", "*", "shards"), list),
+    (("splits", "*", "shards", "*", "file"), str), (("splits", "*", "shards", "*", "rows"), int),
+    (("splits", "*", "shards", "*", "sha256"), str),
+)
+
+
+def check_manifest(m: dict, root: str, extra: tuple = ()) -> None:
+    """Raise :class:`~kifunet.data_prep.dataset_base.CorruptDatasetError` naming ``root``'s manifest and the
+    first key a reader needs that is missing or of the wrong type (``extra``: more top-level keys required)."""
+    from .dataset_base import CorruptDatasetError
+
+    def walk(node, keys, typ, where):
+        if not keys:
+            ok = isinstance(node, typ) and not (typ is int and isinstance(node, bool))
+            return None if ok else f"{where} is {type(node).__name__}, not {typ.__name__}"
+        k, rest = keys[0], keys[1:]
+        if k == "*":
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            for name, sub in items:
+                why = walk(sub, rest, typ, f"{where}[{name!r}]" if isinstance(node, dict) else f"{where}[{name}]")
+                if why:
+                    return why
+            return None
+        if not isinstance(node, dict) or k not in node:
+            return f"no key {where + '.' if where else ''}{k}"
+        return walk(node[k], rest, typ, f"{where}.{k}" if where else k)
+
+    for keys, typ in _REQUIRED + tuple(((k,), object) for k in extra):
+        why = walk(m, keys, typ, "")
+        if why:
+            raise CorruptDatasetError.at(os.path.join(root, MANIFEST), f"{why}; the manifest is damaged")
 
 
 def summary_lines(out: str, m: dict, details: tuple[str, str]) -> list[str]:

@@ -34,6 +34,13 @@ Files open lazily, on first access in each process: a Reader can be built, pickl
 processes (grain, multiprocessing) before any file is opened, and one opened before a fork is reopened in
 the child.
 
+Integrity: every shard is checked against the manifest (sha256 of its bytes, rows it holds) when it first opens
+in a process, the games table when first read (when the manifest records its sha256), and all of them by
+:meth:`Reader.verify` (the training pipeline's :class:`~kifunet.data_prep.dataset_base.Blocks` calls it before
+workers start); a pickled Reader carries what this process already checked, so workers do not hash it again
+(:mod:`kifunet.data_prep.verify`). A damaged, cut or missing file, or a manifest that is not valid, raises
+:class:`~kifunet.data_prep.dataset_base.CorruptDatasetError` with a one-line message naming the file.
+
 Symmetries: ``symmetries`` arrays (ints 0-7 per example, see :mod:`kifunet.data_prep.symmetries`) passed to
 ``batch`` apply to planes and targets together; ``iter_batches(augment=True, seed=...)`` draws them
 deterministically. Datasets built with ``--symmetries all`` already hold the 8 copies.
@@ -42,13 +49,15 @@ deterministically. Datasets built with ``--symmetries all`` already hold the 8 c
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 
 import numpy as np
 
 from . import shards as shards_mod
-from .dataset_base import DatasetSplit, NotADatasetError, UnknownSplitError
-from .manifest import MANIFEST, read_manifest
+from . import verify as verify_mod
+from .dataset_base import CorruptDatasetError, DatasetSplit, NotADatasetError, UnknownSplitError
+from .manifest import MANIFEST, check_manifest, read_manifest
 
 #: HDF5 chunk cache of the block handles: a block read touches each chunk once
 BLOCK_CACHE_BYTES = 4 << 20
@@ -64,6 +73,7 @@ class Reader(DatasetSplit):
         if not os.path.isfile(os.path.join(root, MANIFEST)):
             raise NotADatasetError.at(root, f"no {MANIFEST}")
         self.manifest = read_manifest(root)
+        check_manifest(self.manifest, root)
         if split not in self.manifest["splits"]:
             raise UnknownSplitError.at(root, split, self.manifest["splits"])
         feats = self.manifest["features"]
@@ -79,18 +89,43 @@ class Reader(DatasetSplit):
         self.columns = list(self.manifest["columns"])
         self.columns += [k for k in shards_mod.COLUMN_DEFAULTS if k not in self.columns]  # built before them
         self.block_rows = int(self.manifest.get("storage", {}).get("chunk_rows", 256))
-        self._shards = [shards_mod.ShardFile(p, cache_bytes=cache_bytes) for p in self.shard_paths]
-        self._block_shards = [shards_mod.ShardFile(p, cache_bytes=BLOCK_CACHE_BYTES) for p in self.shard_paths]
+        entries = info["shards"]
+        self._shards = [shards_mod.ShardFile(p, cache_bytes=cache_bytes, expect=e)
+                        for p, e in zip(self.shard_paths, entries)]
+        self._block_shards = [shards_mod.ShardFile(p, cache_bytes=BLOCK_CACHE_BYTES, expect=e)
+                              for p, e in zip(self.shard_paths, entries)]
+        self.games_path = os.path.join(root, info["games_table"])
         self._games = None
 
-    # -- pickling: no open files travel -------------------------------------------------------------------
+    # -- pickling: no open files travel (what this process verified does) ----------------------------------
     def __getstate__(self):
         return {"root": self.root, "split": self.split, "assemble": self.assemble, "cache_bytes": self.cache_bytes,
-                "check_version": self.check_version}
+                "check_version": self.check_version,
+                "verified": verify_mod.found_entries(self.shard_paths + [self.games_path])}
 
     def __setstate__(self, st):
+        verify_mod.adopt(st.get("verified"))
         self.__init__(st["root"], st["split"], assemble=st["assemble"], cache_bytes=st["cache_bytes"],
                       check_version=st["check_version"])
+
+    def file_checks(self) -> list:
+        """Every shard against its manifest entry (sha256, rows) and the games table against its sha256 (when
+        the manifest records one: builds before did not)."""
+        info = self.manifest["splits"][self.split]
+        out = [(p, functools.partial(verify_mod.check_shard, p, e), "")
+               for p, e in zip(self.shard_paths, info["shards"])]
+        if info.get("games_table_sha256"):
+            out.append((self.games_path, functools.partial(verify_mod.check_bytes, self.games_path,
+                                                           info["games_table_sha256"]), ""))
+        else:
+            out.append((self.games_path, None, "no sha256 recorded for the games table (built before kifunet "
+                                               "recorded it); not checked"))
+        return out
+
+    def _check_games_table(self) -> None:
+        check = self.file_checks()[-1][1]
+        if check is not None:
+            check()
 
     def close(self) -> None:
         for s in self._shards + self._block_shards:
@@ -186,8 +221,15 @@ class Reader(DatasetSplit):
     def games(self) -> dict[str, np.ndarray]:
         """The split's games table (all columns); ``game_index`` of a row indexes it."""
         if self._games is None:
-            info = self.manifest["splits"][self.split]
-            self._games = shards_mod.read_games_table(os.path.join(self.root, info["games_table"]))
+            self._check_games_table()
+            try:
+                self._games = shards_mod.read_games_table(self.games_path)
+            except FileNotFoundError:
+                raise CorruptDatasetError.at(self.games_path, "missing (the manifest lists it)") from None
+            except (OSError, KeyError) as e:
+                why = (str(e).splitlines() or [type(e).__name__])[0]
+                raise CorruptDatasetError.at(self.games_path, f"HDF5 cannot read it ({why}); the file is damaged "
+                                                              "or cut") from None
         return self._games
 
     def game(self, game_index: int) -> dict:

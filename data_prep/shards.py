@@ -346,42 +346,68 @@ class ShardFile:
 
     On opening, the per-row columns (about 12 bytes a row) are read into memory whole, so a read touches
     only the ``planes`` chunks it needs; a column of :data:`COLUMN_DEFAULTS` the file lacks (written before it
-    existed) is its default on every row."""
+    existed) is its default on every row.
 
-    def __init__(self, path: str, *, cache_bytes: int = 16 << 20):
+    ``expect``: the shard's manifest entry (``sha256``, ``rows``); given, the file is checked against it before
+    it first opens in a process (:func:`kifunet.data_prep.verify.check_shard`). A file that is damaged, cut or
+    missing raises :class:`kifunet.data_prep.dataset_base.CorruptDatasetError` naming it, on opening or on a
+    read that fails."""
+
+    def __init__(self, path: str, *, cache_bytes: int = 16 << 20, expect: dict | None = None):
         self.path = path
         self.cache_bytes = cache_bytes
+        self.expect = expect
         self._f = None
         self._pid = None
         self._meta = None
 
     def __getstate__(self):
-        return {"path": self.path, "cache_bytes": self.cache_bytes}
+        return {"path": self.path, "cache_bytes": self.cache_bytes, "expect": self.expect}
 
     def __setstate__(self, state):
-        self.__init__(state["path"], cache_bytes=state["cache_bytes"])
+        self.__init__(state["path"], cache_bytes=state["cache_bytes"], expect=state.get("expect"))
+
+    def _damaged(self, e: BaseException):
+        from .dataset_base import CorruptDatasetError
+
+        why = (str(e).splitlines() or [type(e).__name__])[0]
+        return CorruptDatasetError.at(self.path, f"HDF5 cannot read it ({why}); the file is damaged or cut")
 
     @property
     def file(self) -> h5py.File:
         if self._f is None or self._pid != os.getpid():
-            f = h5py.File(self.path, "r", rdcc_nbytes=self.cache_bytes)
-            a = f.attrs
-            layout = a["planes_layout"]
-            ds = f["planes"]
-            cs = int(a["num_stored"])
-            columns = {k: f[k][()] for k in f.keys() if k not in ("planes", "plane_codes")}
-            for k, v in COLUMN_DEFAULTS.items():
-                if k not in columns:
-                    columns[k] = np.full(ds.shape[0], v, COLUMN_DTYPES[k])
-            self._meta = {
-                "layout": layout.decode() if isinstance(layout, bytes) else str(layout),
-                "n": int(a["board_size"]), "cs": cs, "planes": ds,
-                "table": unpack_points(f["plane_codes"][()], cs) if "plane_codes" in f else None,
-                "chunk": (ds.chunks or (max(1, ds.shape[0]),))[0],
-                "columns": columns,
-            }
-            self._f, self._pid = f, os.getpid()
+            if self.expect is not None:
+                from . import verify
+
+                verify.check_shard(self.path, self.expect)
+            try:
+                self._open()
+            except FileNotFoundError:
+                from .dataset_base import CorruptDatasetError
+
+                raise CorruptDatasetError.at(self.path, "missing") from None
+            except (OSError, KeyError) as e:
+                raise self._damaged(e) from None
         return self._f
+
+    def _open(self) -> None:
+        f = h5py.File(self.path, "r", rdcc_nbytes=self.cache_bytes)
+        a = f.attrs
+        layout = a["planes_layout"]
+        ds = f["planes"]
+        cs = int(a["num_stored"])
+        columns = {k: f[k][()] for k in f.keys() if k not in ("planes", "plane_codes")}
+        for k, v in COLUMN_DEFAULTS.items():
+            if k not in columns:
+                columns[k] = np.full(ds.shape[0], v, COLUMN_DTYPES[k])
+        self._meta = {
+            "layout": layout.decode() if isinstance(layout, bytes) else str(layout),
+            "n": int(a["board_size"]), "cs": cs, "planes": ds,
+            "table": unpack_points(f["plane_codes"][()], cs) if "plane_codes" in f else None,
+            "chunk": (ds.chunks or (max(1, ds.shape[0]),))[0],
+            "columns": columns,
+        }
+        self._f, self._pid = f, os.getpid()
 
     def close(self) -> None:
         if self._f is not None and self._pid == os.getpid():
@@ -425,7 +451,14 @@ class ShardFile:
         """Rows start..stop undecoded (the ``planes`` values as stored: point codes [r, N, N] in the ``codes``
         layout; :meth:`decode` unpacks them) and the columns."""
         self.file  # noqa: B018
-        return self._meta["planes"][start:stop], self.read_columns(start, stop, columns)
+        return self._planes(slice(start, stop)), self.read_columns(start, stop, columns)
+
+    def _planes(self, rows: slice) -> np.ndarray:
+        """``planes`` rows as stored (a chunk that cannot be read or decoded: :class:`CorruptDatasetError`)."""
+        try:
+            return self._meta["planes"][rows]
+        except OSError as e:
+            raise self._damaged(e) from None
 
     def decode(self, raw: np.ndarray) -> np.ndarray:
         m = self._meta
@@ -438,7 +471,7 @@ class ShardFile:
         self.file  # noqa: B018
         cols = self._meta["columns"]
         names = list(cols) if columns is None else columns
-        return self.decode(self._meta["planes"][start:stop]), {k: cols[k][start:stop] for k in names}
+        return self.decode(self._planes(slice(start, stop))), {k: cols[k][start:stop] for k in names}
 
     def read_rows(self, rows, columns=None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Rows by index (any order, repeats allowed), reading each touched chunk once."""
@@ -457,7 +490,7 @@ class ShardFile:
             cuts = np.flatnonzero(np.diff(srt // chunk)) + 1
             for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [srt.size]])):
                 lo, hi = int(srt[a]), int(srt[b - 1]) + 1
-                raw[order[a:b]] = ds[lo:hi][srt[a:b] - lo]
+                raw[order[a:b]] = self._planes(slice(lo, hi))[srt[a:b] - lo]
         return self.decode(raw), {k: cols[k][rows] for k in names}
 
 

@@ -17,7 +17,7 @@ from collections import Counter
 import numpy as np
 
 from .coords import from_flat, to_gtp
-from .manifest import read_manifest
+from .manifest import check_manifest, read_manifest
 from .ranks import UNKNOWN, is_known, rank_to_text
 from .reader import Reader
 from .results import KINDS, parse_result
@@ -29,11 +29,13 @@ def _rank_key(v: int) -> str:
 
 def dataset_stats(root: str) -> dict:
     m = read_manifest(root)
+    check_manifest(m, root, extra=("storage", "symmetries", "counts"))
     out = {"root": root, "features": {k: m["features"][k] for k in ("name", "version", "num_planes", "num_stored")},
            "board_size": m["board_size"], "storage": m["storage"], "symmetries": m["symmetries"],
            "counts": m["counts"], "splits": {}}
     for split, info in m["splits"].items():
         with Reader(root, split) as r:
+            r.verify()  # every shard's columns are read below: check them all first (a missing one included)
             nbytes = sum(os.path.getsize(p) for p in r.shard_paths)
             col = r.column("player_rank")
             if "symmetry" in r.columns:

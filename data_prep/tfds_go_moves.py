@@ -72,8 +72,9 @@ Accounting: every input is accounted for as in ``kifunet build``. ``builder.info
 (``metadata.json`` in the dataset directory) holds ``counts`` (the manifest's: records ``seen`` = ``used`` +
 ``filtered`` + ``rejected`` by reason, positions kept and dropped by move filter, games and positions by result
 kind, example paths), ``splits`` (games, positions, and both by result kind), ``inputs`` (records, ignored files, damaged archives), the filters, split rule and
-feature set; ``rejects.jsonl`` beside it has one line per game not used (path, status, reason, detail) and per
-damaged input, like the build's.
+feature set, and ``files`` (per split, each array_record file's name, records and sha256, which the reader checks:
+:mod:`kifunet.data_prep.verify`); ``rejects.jsonl`` beside it has one line per game not used (path, status,
+reason, detail) and per damaged input, like the build's.
 
 Scale-out (Apache Beam, ``pip install 'kifunet[beam]'``): give ``download_and_prepare`` a ``DownloadConfig``
 with ``beam_options`` (or ``beam_runner``) and the same dataset is built by a Beam pipeline, one element per
@@ -349,6 +350,15 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
     def _manual(self, dl_manager) -> str:
         return os.path.normpath(os.fspath(dl_manager.manual_dir))
 
+    def _file_checksums(self) -> dict:
+        """``{split: [{"file", "rows", "sha256"}, ...]}`` of the array_record files just written, recorded in the
+        metadata as ``files`` (:mod:`kifunet.data_prep.verify` checks them when the dataset is read)."""
+        from .verify import sha256
+
+        return {name: [{"file": os.path.basename(os.fspath(p)), "rows": int(n), "sha256": sha256(os.fspath(p))}
+                       for p, n in zip(info.filepaths, info.shard_lengths)]
+                for name, info in self.info.splits.items()}
+
     # -- one machine: the build's encode and plan stages, then one generator per split ---------------------
     def _download_and_prepare(self, dl_manager, download_config):
         beam = download_config.beam_runner is not None or download_config.beam_options is not None
@@ -358,6 +368,7 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
             self._split_generators = self._beam_split_generators
         try:
             super()._download_and_prepare(dl_manager, download_config)
+            self.info.metadata["kifunet"]["files"] = self._file_checksums()
         finally:
             self.__dict__.pop("_split_generators", None)
             if self._work is not None:

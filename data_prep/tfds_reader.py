@@ -21,6 +21,13 @@ over games, as the HDF5 build's shuffled rows are; a block is ``block_rows`` (25
 cannot write an empty split: a split the metadata lists but TFDS left out opens with 0 rows, as an empty
 HDF5 split does.
 
+Integrity: each array_record file of the split is checked when the split's data source first opens in a process
+(and by :meth:`TfdsReader.verify`): its records against ``dataset_info.json``'s shard lengths and, where the
+metadata records them (``files``: written by ``go_moves`` builds since kifunet checks them), its sha256. A dataset
+built before has no checksums and is checked by its record counts only, without a warning (``kifunet verify``
+says so). A difference raises :class:`~kifunet.data_prep.dataset_base.CorruptDatasetError`
+(:mod:`kifunet.data_prep.verify`).
+
 :func:`decode` and :func:`decode_raw` turn records into a batch (``tfds.data_source`` dicts, or serialized
 ``tf.Example`` bytes, about 3x faster); :func:`open_builder` and :func:`kifunet_metadata` open a prepared
 dataset and its metadata.
@@ -28,6 +35,7 @@ dataset and its metadata.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 
@@ -36,7 +44,8 @@ import tensorflow_datasets as tfds
 from etils import epath
 
 from . import shards as shards_mod
-from .dataset_base import DEFAULT_BLOCK_ROWS, DatasetSplit, NotADatasetError, UnknownSplitError
+from . import verify as verify_mod
+from .dataset_base import DEFAULT_BLOCK_ROWS, CorruptDatasetError, DatasetSplit, NotADatasetError, UnknownSplitError
 
 #: per-row columns of a ``go_moves`` example (besides ``planes`` and ``game``); a dataset of a version before a
 #: column of :data:`kifunet.data_prep.shards.COLUMN_DEFAULTS` (``outcome``: 1.2.0) reads as its default
@@ -64,7 +73,15 @@ def kifunet_metadata(builder) -> dict:
     path = epath.Path(builder.data_dir) / METADATA
     if not path.exists():
         raise NotADatasetError.at(os.fspath(builder.data_dir), f"no {METADATA} (not a go_moves dataset)")
-    return json.loads(path.read_text())["kifunet"]
+    try:
+        meta = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CorruptDatasetError.at(os.fspath(path), f"not valid JSON ({e}); the metadata is damaged",
+                                     CorruptDatasetError.REBUILD_TFDS) from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("kifunet"), dict):
+        raise CorruptDatasetError.at(os.fspath(path), "no 'kifunet' object; the metadata is damaged",
+                                     CorruptDatasetError.REBUILD_TFDS)
+    return meta["kifunet"]
 
 
 def decode(records, fs, board_size: int | None = None, *, assemble: bool = True) -> dict[str, np.ndarray]:
@@ -130,8 +147,12 @@ class TfdsReader(DatasetSplit):
         self.builder_dir = self.root = os.fspath(builder.data_dir)
         self.manifest = self.meta = kifunet_metadata(builder)
         written = builder.info.splits
+        recorded = {f["file"]: f.get("sha256") for f in (self.meta.get("files") or {}).get(split, [])}
+        self._files = []
         if split in written:
             self._len = int(written[split].num_examples)
+            self._files = [(os.fspath(p), int(n), recorded.get(os.path.basename(os.fspath(p))))
+                           for p, n in zip(written[split].filepaths, written[split].shard_lengths)]
         elif split in self.meta.get("splits", {}):  # a split that received no position: TFDS left it out
             self._len = 0
         else:
@@ -149,10 +170,18 @@ class TfdsReader(DatasetSplit):
 
     def __getstate__(self):
         return {"dataset": self.builder_dir, "split": self.split, "assemble": self.assemble,
-                "check_version": self.check_version}
+                "check_version": self.check_version,
+                "verified": verify_mod.found_entries([p for p, _, _ in self._files])}
 
     def __setstate__(self, st):
+        verify_mod.adopt(st.get("verified"))
         self.__init__(st["dataset"], st["split"], assemble=st["assemble"], check_version=st["check_version"])
+
+    def file_checks(self) -> list:
+        """Every array_record file of the split: its records and, where the metadata records it, its sha256."""
+        note = "no sha256 recorded (built before go_moves recorded them); record counts checked only"
+        return [(path, functools.partial(verify_mod.check_tfds_file, path, rows, sha), "" if sha else note)
+                for path, rows, sha in self._files]
 
     def close(self) -> None:
         self._source = None
@@ -161,6 +190,7 @@ class TfdsReader(DatasetSplit):
     def source(self):
         """The split's data source of serialized records (opened once per process)."""
         if self._source is None or self._pid != os.getpid():
+            self.verify()
             self._source = tfds.builder_from_directory(self.builder_dir).as_data_source(
                 split=self.split, deserialize_method=tfds.decode.DeserializeMethod.RAW_BYTES)
             self._pid = os.getpid()

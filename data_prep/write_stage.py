@@ -4,7 +4,8 @@
 (:func:`kifunet.data_prep.plan_stage.shard_tasks`) from the spill files, memory-mapped one unit at a time
 (:func:`kifunet.data_prep.encode_stage.unit_arrays`), so a worker holds one shard's rows, about 100 MB for
 65,536 maddison rows, whatever the dataset size; the shard is written to ``shard-NNNNN.h5.tmp`` and renamed
-(:func:`kifunet.data_prep.shards.write_shard`). :func:`write_shards` writes the shards of a build, reusing
+(:func:`kifunet.data_prep.shards.write_shard`), once :func:`kifunet.data_prep.build_space.ensure_free` finds room
+for it (HDF5 fails badly on a full disk). :func:`write_shards` writes the shards of a build, reusing
 the shards an interrupted run finished.
 """
 
@@ -14,6 +15,7 @@ import os
 
 import numpy as np
 
+from . import build_space
 from . import shards as shards_mod
 from .encode_stage import unit_arrays
 from .manifest import BASE_COLUMNS
@@ -44,6 +46,7 @@ def write_one_shard(task: dict) -> dict:
         del planes, spill
         for k in names:
             cols[k][sel] = game_index[str(int(u))][c["game"]] if k == "game_index" else c[k]
+    build_space.ensure_free(shards_mod.tmp_path(task["path"]), rows * build_space.raw_row_bytes(storage, n, cs))
     layout = shards_mod.write_shard(task["path"], points.reshape(rows, n, n, w), cols, num_stored=cs,
                                     storage=storage, attrs=task["attrs"])
     return {"file": task["rel"], "rows": rows, "layout": layout, "sha256": shards_mod.sha256_file(task["path"])}

@@ -41,7 +41,7 @@ import time
 
 import numpy as np
 
-from kifunet.data_prep import ranks
+from kifunet.data_prep import build_space, ranks
 from kifunet.eval import metrics as M
 
 FORMAT = "kifunet-eval"
@@ -382,9 +382,14 @@ def save_result(result: dict, path: str) -> None:
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=1, allow_nan=True)
-        f.write("\n")
+    try:
+        with build_space.naming(tmp), open(tmp, "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=1, allow_nan=True)
+            f.write("\n")
+    except OSError:  # a full disk: no half-written temporary left behind
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
     os.replace(tmp, path)
 
 

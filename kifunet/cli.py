@@ -27,7 +27,7 @@ from kifunet import __version__, errors
 # The top-level help lists the commands in these sections, in this order. Name -> module under kifunet.commands.
 SECTIONS = (
     ("start here", ("quickstart",)),
-    ("datasets", ("build", "tfds", "stats", "inspect", "features")),
+    ("datasets", ("build", "tfds", "stats", "inspect", "features", "verify")),
     ("training and results", ("train", "eval", "tables", "show")),
     ("playing", ("gtp", "match", "export")),
 )

@@ -9,10 +9,35 @@ What counts as bad input (:func:`is_user_error`):
 * ``FileNotFoundError``, ``NotADirectoryError``, ``IsADirectoryError``, ``PermissionError``: a path the user
   named (an ``OSError`` that carries a file name is printed as ``PATH: reason``);
 * ``KifunetInputError`` (:mod:`kifunet.data_prep.errors`): an SGF that cannot be read or replayed;
-* ``DatasetError`` (:mod:`kifunet.data_prep.dataset_base`): no dataset, no such split, an empty split;
+* ``DatasetError`` (:mod:`kifunet.data_prep.dataset_base`): no dataset, no such split, an empty split, a file
+  that does not match its manifest (``CorruptDatasetError``);
+* ``CheckpointError`` (:mod:`kifunet.train.checkpointing`): a checkpoint step that does not match its recorded
+  checksums, or a run with no intact step; ``RunInUse`` (:mod:`kifunet.train.run_lock`): a workdir another
+  ``kifunet train`` holds;
 * ``BuildError`` (:mod:`kifunet.data_prep.build`): an output directory ``kifunet build`` may not use;
 * ``MatchConfigError``, ``EngineError`` (:mod:`kifunet.play.match`, :mod:`kifunet.play.gtp_client`): a match
-  directory of another match, a GTP program that cannot be found or does not start.
+  directory of another match, a GTP program that cannot be found or does not start;
+* a *fault of the place written to or read from* (:func:`fault_errno`): any ``OSError`` whose errno is one of
+  the table below, wherever it was raised (a build's worker process sends its ``OSError`` back whole, errno and
+  file name included; h5py's ``OSError`` carries the errno, and its message names the file, ``filename =
+  '...'``). It is printed as ``PATH: REASON; WHAT TO DO`` (:data:`FAULT_HINTS`):
+
+  ==========  ==========================  ===========================================================
+  errno       reason                      what to do
+  ==========  ==========================  ===========================================================
+  ENOSPC      No space left on device     free space there, or write somewhere else
+  EDQUOT      Disk quota exceeded         free space within your quota, or write somewhere else
+  EROFS       Read-only file system       write somewhere else: that file system is read-only
+  EACCES      Permission denied           check its permissions, or write somewhere else
+  EPERM       Operation not permitted     check its permissions and attributes, or write somewhere else
+  EEXIST      File exists                 a file is in the way: remove it, or choose another path
+  ENOTDIR     Not a directory             a file is in the way of a directory: remove it, or choose
+                                          another path
+  EISDIR      Is a directory              name a file, not a directory
+  ==========  ==========================  ===========================================================
+
+  A write to an open file fails with an error that names no file: the writer names it
+  (:func:`kifunet.data_prep.build_space.naming`, for instance).
 
 Anything else is a bug and keeps its traceback. The project's exception classes are looked up only in modules
 already imported (an exception of a module that was never imported cannot have been raised), so this module
@@ -21,6 +46,9 @@ imports nothing heavy.
 
 from __future__ import annotations
 
+import errno
+import os
+import re
 import sys
 
 #: the project's bad-input exceptions: (module, class name)
@@ -30,18 +58,62 @@ PROJECT_ERRORS = (
     ("kifunet.data_prep.build", "BuildError"),
     ("kifunet.play.match", "MatchConfigError"),
     ("kifunet.play.gtp_client", "EngineError"),
+    ("kifunet.train.checkpointing", "CheckpointError"),
+    ("kifunet.train.run_lock", "RunInUse"),
 )
 
 OS_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+
+#: errno -> what to do: the faults of a place written to or read from (the module docstring's table)
+FAULT_HINTS = {
+    errno.ENOSPC: "free space there, or write somewhere else",
+    errno.EDQUOT: "free space within your quota, or write somewhere else",
+    errno.EROFS: "write somewhere else: that file system is read-only",
+    errno.EACCES: "check its permissions, or write somewhere else",
+    errno.EPERM: "check its permissions and attributes, or write somewhere else",
+    errno.EEXIST: "a file is in the way: remove it, or choose another path",
+    errno.ENOTDIR: "a file is in the way of a directory: remove it, or choose another path",
+    errno.EISDIR: "name a file, not a directory",
+}
+
+_H5_ERRNO = re.compile(r"\berrno = (\d+)")
+_H5_FILENAME = re.compile(r"\bfilename = '([^']*)'")
+
+
+def fault_errno(exc: BaseException) -> int | None:
+    """The errno of ``exc`` if it is an ``OSError`` with one of :data:`FAULT_HINTS`' errnos, else None. The errno
+    is the exception's own, or (an h5py error that lacks it) the ``errno = N`` of its message."""
+    if not isinstance(exc, OSError):
+        return None
+    code = exc.errno
+    if code is None:
+        m = _H5_ERRNO.search(str(exc))
+        code = int(m.group(1)) if m else None
+    return code if code in FAULT_HINTS else None
+
+
+def _fault_text(exc: OSError, code: int) -> str:
+    """``PATH: REASON; WHAT TO DO`` for a fault (:func:`fault_errno`); PATH is the exception's file name, or the
+    ``filename = '...'`` of an h5py message; left out when neither is known."""
+    path = exc.filename
+    if path is None:
+        m = _H5_FILENAME.search(str(exc))
+        path = m.group(1) if m else None
+    text = f"{os.strerror(code)}; {FAULT_HINTS[code]}"
+    return text if path is None else f"{os.fsdecode(path)}: {text}"
 
 EXIT_STATUS = 2
 
 
 def describe(exc: BaseException) -> str:
-    """The message of ``exc`` for a user: ``PATH: reason`` for an ``OSError`` with a file name, a ``KeyError``'s
-    text without quotes, else ``str(exc)`` (the class name when that is empty)."""
+    """The message of ``exc`` for a user: ``PATH: REASON; WHAT TO DO`` for a fault (:func:`fault_errno`),
+    ``PATH: reason`` for another ``OSError`` with a file name, a ``KeyError``'s text without quotes, else
+    ``str(exc)`` (the class name when that is empty)."""
     if isinstance(exc, CommandError):
         return str(exc)
+    code = fault_errno(exc)
+    if code is not None:
+        return _fault_text(exc, code)
     if isinstance(exc, OSError) and exc.strerror:
         if exc.filename is not None:
             return f"{exc.filename}: {exc.strerror}"
@@ -72,7 +144,7 @@ def user_error_types() -> tuple[type, ...]:
 
 
 def is_user_error(exc: BaseException) -> bool:
-    return isinstance(exc, user_error_types())
+    return isinstance(exc, user_error_types()) or fault_errno(exc) is not None
 
 
 def report(command: str, what: str | BaseException, file=None) -> int:
@@ -82,4 +154,5 @@ def report(command: str, what: str | BaseException, file=None) -> int:
     return EXIT_STATUS
 
 
-__all__ = ["CommandError", "EXIT_STATUS", "describe", "is_user_error", "report", "user_error_types"]
+__all__ = ["CommandError", "EXIT_STATUS", "FAULT_HINTS", "describe", "fault_errno", "is_user_error", "report",
+           "user_error_types"]

@@ -80,6 +80,7 @@ CASES = [
     ("export", ["/no/such/run", "--out", "{tmp}/x.onnx"], "/no/such/run"),
     ("export", [PRETRAINED, "--out", "{tmp}/no/x.onnx"], "does not exist"),
     ("gtp", ["--model", "{tmp}/missing.onnx"], "missing.onnx: no such file"),
+    ("verify", ["/no/such/dataset"], "/no/such/dataset"),
 ]
 
 

@@ -6,13 +6,20 @@ printed, then ``kifunet build: error: no positions written (...)`` on stderr. Th
 tables and ``rejects.jsonl`` are still written, so the accounting can be inspected (``kifunet stats DIR``);
 a rerun finds the finished build and fails the same way. ``--allow-empty`` accepts an empty result (exit 0).
 A split left empty while another has positions is not an error.
+
+Faults of the output directory are one line, exit 2 (:mod:`kifunet.errors`): a file or a read-only file system
+at ``--out``, a full disk (the line adds that a rerun resumes the build), another build running on ``--out``
+(``DIR is being built by another kifunet build (pid N); ...``), and an estimated need of space above what the
+disk has free (``--no-space-check`` builds anyway; :mod:`kifunet.data_prep.build_space`).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 
+from kifunet import errors
 from kifunet.errors import CommandError
 
 from .dataset_options import add_dataset_options, dataset_options, report
@@ -44,6 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--unit-games", type=int, default=256, metavar="N", help="records per work unit (256)")
     r.add_argument("--overwrite", action="store_true", help="replace a different dataset or unfinished build in DIR")
     r.add_argument("--keep-work", action="store_true", help="keep DIR/.work (spill files) after the build")
+    r.add_argument("--no-space-check", dest="space_check", action="store_false",
+                   help="build even when the estimated disk space needed exceeds the free space")
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: when stderr is a terminal)")
 
@@ -59,7 +68,7 @@ def config_from_args(args):
         inputs=list(args.inputs), out=args.out, features=d.features, filters=d.filters, splits=d.splits,
         seed=args.seed, storage=storage, shard_rows=args.shard_size, unit_games=args.unit_games,
         symmetries=args.symmetries, workers=workers, preset=d.preset, options=d.options, overwrite=args.overwrite,
-        keep_work=args.keep_work, progress=args.progress)
+        keep_work=args.keep_work, progress=args.progress, space_check=args.space_check)
 
 
 def run(args) -> int:
@@ -71,5 +80,10 @@ def run(args) -> int:
         manifest = build.build(cfg)
     except (build.BuildError, ValueError, KeyError, FileNotFoundError) as e:
         raise CommandError(e) from e
+    except OSError as e:
+        if errors.fault_errno(e) not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise CommandError(f"{errors.describe(e)}; then rerun the same command: the build resumes where it "
+                           "stopped") from e
     return report("kifunet build", args.out, manifest,
                   (os.path.join(args.out, MANIFEST), os.path.join(args.out, REJECTS)), allow_empty=args.allow_empty)

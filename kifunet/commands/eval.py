@@ -118,7 +118,8 @@ def run(args) -> int:
     phases = _check_options(args) or metrics.PHASE_STARTS
     # the inputs before the net (loading JAX and a checkpoint takes seconds): the run, the dataset and its split
     find_workdir(args.checkpoint)
-    open_split(args.data, args.split).close()
+    with open_split(args.data, args.split) as split:
+        split.verify()  # a damaged file is reported now, not after the net has loaded
     from kifunet.train.parallel import use_cpu_devices
 
     use_cpu_devices(args.cpu_devices)

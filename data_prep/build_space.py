@@ -1,0 +1,198 @@
+"""The disk space a build needs: an estimate made before it starts, checks before each HDF5 write, and the
+naming of the file a failed write was writing (:func:`naming`).
+
+**Estimate** (:func:`estimate`). The build reads its inputs twice before it starts: every record's moves
+(:func:`count_moves`: each ``;B[`` or ``;W[``; the same count gives the encode stage's progress total), then
+:data:`SAMPLE` records spread evenly over them, loaded and filtered without a replay, in a worker process where
+there are workers (:func:`kifunet.data_prep.encode_stage.sample_kept`: the game filters, the split rule, the move
+filters), which gives the share of moves the build keeps as positions. A position's spill row
+(:func:`kifunet.data_prep.encode_stage.spill_row_bytes`) is its packed points, ``N * N * ceil(Cs / 8)`` bytes
+for the feature set's ``Cs`` stored planes, and one :data:`~kifunet.data_prep.encode_stage.SPILL_DTYPE` row,
+eight rows with ``--symmetries all``; every record adds its ``games.json`` entry (:data:`GAME_BYTES`). The
+shards are estimated from the same rows: for gzip-compressed ``codes`` (the default storage)
+:data:`SHARD_RATIO_GZIP_CODES` of the spill, for any other storage the rows' uncompressed size in that layout (a
+bound, not a calibration), and every record adds :data:`RECORD_BYTES`. The build's peak is the spill plus the shards (the spill is removed only after the last shard is written).
+
+Calibration (``kifunet build INPUT [OPTIONS] --out DIR --keep-work``, maddison planes, default storage; the real
+spill is ``DIR/.work`` after the build, the real peak the largest size of ``DIR`` sampled every 0.2 s during
+it, which is the spill plus the shards; MB = 10^6 bytes; the scan took 0.3-3.7 s on a loaded 2-core machine):
+
+=================================  =======  =======  =========  =========  =========  =========  =========
+input (options)                    records  moves    positions  est.       real       est.       real
+                                                                spill      spill      peak       peak
+=================================  =======  =======  =========  =========  =========  =========  =========
+``samples/gnugo`` (35 .sgf)        35       7,420    7,368      10.76 MB   10.76 MB   11.89 MB   11.88 MB
+KGS-2017_01 (.tar.gz, 0.33 MB)     733      154,091  153,800    224.54 MB  224.60 MB  248.20 MB  247.66 MB
+KGS-2001 (.tar.gz, 0.85 MB)        2,298    434,858  433,374    633.26 MB  632.99 MB  700.02 MB  698.14 MB
+KGS-2017_01 ``--min-rank 7d``      733      154,091  65,425     100.01 MB  95.85 MB   110.60 MB  105.76 MB
+KGS-2017_01 ``--preset gonn-kgs``  733      154,091  0          0.53 MB    0.46 MB    0.67 MB    0.60 MB
+=================================  =======  =======  =========  =========  =========  =========  =========
+
+The spill estimates are within -0.04% and +4.4% of the real spill (+14% when nothing is kept: the games'
+entries alone), the peak estimates 0.2-11% above the real peak; the spill is 9.7 times the final shards
+(default storage). The sampled share is a measurement, not a bound: inputs whose kept share varies in runs
+longer than the sampling step can be estimated less well.
+
+**Checks.** The build refuses to start when its estimated need (the peak less what an interrupted run already
+left in ``DIR``) exceeds the free space of ``DIR``'s file system (:func:`shortfall` says so; ``--no-space-check``
+skips the check). :func:`ensure_free` is called before each HDF5 file is written: HDF5 fails badly on a full
+disk (h5py 3.16 / HDF5 2.0: a flush that fails with ENOSPC while the file closes can crash the process with a
+segmentation fault), so a write that may not fit raises a plain ``OSError(ENOSPC)`` naming the file instead,
+before HDF5 starts; ``kifunet build`` reports it in one line, and a rerun with more space resumes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import os
+import re
+import shutil
+
+import numpy as np
+
+from . import inputs as inputs_mod
+from . import shards as shards_mod
+
+MB = 1_000_000
+#: bytes of a record's ``games.json`` entry in the spill, measured: 670 a record (samples/gnugo), 691
+#: (KGS-2017_01), 677 (KGS-2001), 709 (KGS-2017_01 ``--min-rank 7d``), 630 (``--preset gonn-kgs``)
+GAME_BYTES = 720
+#: final gzip ``codes`` shards / spill, measured: 0.1032 (samples/gnugo), 0.1027 (KGS-2017_01), 0.1029 (KGS-2001)
+SHARD_RATIO_GZIP_CODES = 0.105
+#: bytes a record adds to the final files besides the shards (its ``rejects.jsonl`` line or games-table row),
+#: measured: 187 (KGS-2017_01 with ``--preset gonn-kgs``, which filters every record)
+RECORD_BYTES = 190
+#: what an HDF5 file adds to its data (superblock, object headers, chunk index): slack of :func:`ensure_free`
+HDF5_SLACK = 1 << 20
+
+#: records :func:`scan` loads and filters to measure the share of moves the build keeps
+SAMPLE = 400
+
+_MOVE = re.compile(rb";\s*[BW]\[")
+
+
+@dataclasses.dataclass(frozen=True)
+class Scan:
+    """What the build read of its inputs before it starts: ``records``, ``moves`` (of all records, from
+    :func:`count_moves`), and ``kept``, the share of moves the build keeps as positions (its game and move
+    filters), measured on ``sampled`` records (:func:`kifunet.data_prep.encode_stage.sample_kept`); None when the
+    sample could not be measured (every move is then counted as kept)."""
+    records: int
+    moves: int
+    kept: float | None
+    sampled: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """A build's disk needs, in bytes: ``spill`` in ``DIR/.work``, ``shards`` in ``DIR/<split>/``; ``scan``: what
+    they were estimated from."""
+    scan: Scan
+    spill: int
+    shards: int
+
+    @property
+    def peak(self) -> int:
+        return self.spill + self.shards
+
+
+def count_moves(inputs: list[str]) -> list[int]:
+    """The moves of every record of ``inputs`` (:func:`count_moves_in`), in order: one read, bytes only."""
+    return [count_moves_in(src.data) for src in inputs_mod.iter_sources(inputs)]
+
+
+def sample_step(records: int) -> int:
+    """Every how many records the sample takes one: at most :data:`SAMPLE` records, spread evenly."""
+    return max(1, -(-records // SAMPLE))
+
+
+def count_moves_in(data: bytes | None) -> int:
+    """The moves of one record's text (each ``;B[`` or ``;W[``)."""
+    return len(_MOVE.findall(data)) if data is not None else 0
+
+
+def raw_row_bytes(storage, n: int, num_stored: int) -> int:
+    """A row's uncompressed bytes in a shard of ``storage``'s layout (``codes``: a code a point; ``packbits``: the
+    packed planes; ``uint8``: a byte a plane) with its per-row columns: what a shard holds at most, about."""
+    planes = {"codes": n * n, "packbits": -(-n * n * num_stored // 8), "uint8": n * n * num_stored}[storage.planes]
+    return planes + sum(np.dtype(dt).itemsize for dt in shards_mod.COLUMN_DTYPES.values())
+
+
+def shard_row_bytes(storage, n: int, num_stored: int, spill_row: int) -> float:
+    """Estimated bytes a row takes in the shards: :data:`SHARD_RATIO_GZIP_CODES` of its spill row for gzip
+    ``codes``, else :func:`raw_row_bytes`."""
+    if storage.planes == "codes" and storage.compression == "gzip":
+        return spill_row * SHARD_RATIO_GZIP_CODES
+    return raw_row_bytes(storage, n, num_stored)
+
+
+def estimate(cfg, fs, seen: Scan, spill_row: int) -> Estimate:
+    """The disk needs of the build ``cfg`` (a :class:`~kifunet.data_prep.build.BuildConfig`) with feature set
+    ``fs``, from :func:`scan`'s ``seen`` and the bytes of a position in the spill
+    (:func:`kifunet.data_prep.encode_stage.spill_row_bytes`); see the module docstring."""
+    kept = 1.0 if seen.kept is None else seen.kept
+    rows = round(seen.moves * kept) * (8 if cfg.symmetries == "all" else 1)
+    spill = rows * spill_row + seen.records * GAME_BYTES
+    shards = int(rows * shard_row_bytes(cfg.storage, cfg.filters.board_size, fs.num_stored, spill_row))
+    shards += seen.records * RECORD_BYTES
+    return Estimate(scan=seen, spill=spill, shards=shards)
+
+
+def used_bytes(path: str) -> int:
+    """Bytes of the files under ``path`` (0 if it does not exist)."""
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_size
+            except FileNotFoundError:
+                pass
+    return total
+
+
+def free_bytes(path: str) -> int:
+    """Free bytes for this user on ``path``'s file system."""
+    return shutil.disk_usage(path).free
+
+
+def summary(est: Estimate, out: str, work: str, free: int) -> str:
+    """The line the build prints before it starts."""
+    sc = est.scan
+    return (f"spill: about {est.spill / MB:,.1f} MB needed in {work} and {est.shards / MB:,.1f} MB for the shards "
+            f"({free / MB:,.1f} MB free in {out}; {sc.records:,} records, {sc.moves:,} moves, "
+            + ("all counted as kept)" if sc.kept is None else
+               f"{sc.kept:.0%} of them kept by the filters in {sc.sampled:,} records sampled)"))
+
+
+def shortfall(est: Estimate, out: str, free: int) -> str | None:
+    """Why ``free`` bytes are not enough for ``est`` in ``out`` (what an interrupted run left there counts as
+    written), or None when they are."""
+    need = max(0, est.peak - used_bytes(out))
+    if need <= free:
+        return None
+    return (f"{out}: not enough space for this build: it needs about {need / MB:,.1f} MB more (spill "
+            f"{est.spill / MB:,.1f} MB, shards {est.shards / MB:,.1f} MB) and {free / MB:,.1f} MB are free; free "
+            "space, or choose another --out (--no-space-check builds anyway)")
+
+
+def ensure_free(path: str, need: int) -> None:
+    """Raise ``OSError(ENOSPC)`` naming ``path`` unless its directory's file system has ``need`` +
+    :data:`HDF5_SLACK` bytes free (called before HDF5 writes ``path``; see the module docstring)."""
+    if free_bytes(os.path.dirname(path) or ".") < need + HDF5_SLACK:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+
+@contextlib.contextmanager
+def naming(path: str):
+    """Around writes to ``path``: the system's plain ``OSError`` that names no file (a write to, or the close of,
+    an open file: a full disk) is raised again naming ``path``, so that the command line reports it as ``PATH:
+    REASON; WHAT TO DO`` (:mod:`kifunet.errors`). Other exceptions pass unchanged (h5py's name the file in their
+    message)."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is not None or e.errno is None or e.strerror != os.strerror(e.errno):
+            raise
+        raise OSError(e.errno, e.strerror, path) from None
