@@ -13,12 +13,39 @@ Atomicity is orbax's: a step is written under a temporary name and committed by 
 on object stores), so after a crash -- ``kill -9`` included -- only whole checkpoints are listed; unfinished
 temporaries are deleted when the manager opens (``cleanup_tmp_directories``). ``max_to_keep`` keeps the
 newest N. No pickle anywhere: arrays go to tensorstore (OCDBT), the rest is JSON.
+
+**Verified checkpoints.** orbax-checkpoint (0.11) has no checksum of the files it writes (OCDBT data files are
+read back unchecked; its "tree verity" hook is not in the open-source package), so a byte flipped on disk loads
+without a word. Each step therefore records the size and sha256 of every file under its directory in a sidecar,
+``<step>/kifunet_checksums.json`` (:func:`write_checksums`; dot-files are left out), and every path that loads a
+step checks it first, before a byte is deserialized (:func:`verify_step`): :meth:`Checkpointer.restore`
+(training resume), :func:`load_weights` (``init_from``, and :mod:`kifunet.eval.runs`: eval, gtp, show, export,
+notebooks). A damaged step raises :class:`CheckpointError` naming the file, what was expected and found, and the
+intact steps. The sidecar is written once orbax has *committed* the step (renamed it to its final name), by a
+thread per save that waits for orbax's (possibly asynchronous) save to finish and then hashes the step
+(:class:`_Sealer`); the next save, :meth:`Checkpointer.wait` and :meth:`Checkpointer.close` wait for it. A step
+whose save was killed is never committed and has no sidecar; one committed just before a kill (while its files
+were being hashed) has none either.
+
+A step without a sidecar -- saved before kifunet wrote them, or committed just before a kill -- is *unverified*:
+its JSON files must still parse, and it loads with one warning line on stderr (never silently). The pretrained
+nets under ``pretrained/`` ship their sidecars, so they are verified like any run. :func:`verify_checkpoints`
+reports every step of a run (``kifunet verify``). Resuming training (:meth:`Checkpointer.newest_intact_step`)
+sets a damaged newest step aside -- renamed ``<step>.damaged-<time>``, a name orbax does not take for a step --
+says so, and resumes from the newest intact one.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import fnmatch
+import hashlib
+import json
 import os
-from typing import Any
+import sys
+import threading
+from typing import Any, Callable
 
 import grain
 import jax
@@ -28,6 +55,14 @@ import orbax.checkpoint as ocp
 from kifunet.train.parallel import path_tuple
 
 ITEMS = ("state", "data", "meta")
+
+#: the sidecar of a step directory: size and sha256 of every other file in it
+CHECKSUMS = "kifunet_checksums.json"
+CHECKSUMS_FORMAT = "kifunet-checksums/1"
+#: the step's JSON files, which must parse even in a step without a sidecar (an unverified step)
+JSON_FILES = ("_CHECKPOINT_METADATA", "meta/metadata", "data/*.json", "state/_METADATA", "state/_sharding",
+              "state/array_metadatas/*")
+INTACT, DAMAGED, UNVERIFIED = "intact", "damaged", "unverified"
 
 
 def _key(path) -> str:
@@ -65,6 +100,243 @@ def abstract_flat(template) -> dict[str, jax.ShapeDtypeStruct]:
                         flatten_state(template))
 
 
+# ------------------------------------------------------------------------------------------------------------
+# checksums: written when a step is committed, checked before a step is loaded
+
+
+class CheckpointError(Exception):
+    """A checkpoint step that must not be loaded (damaged), or a run with no step that may. One line, naming the
+    step directory, the file, what was expected and found, and the intact steps (the command line prints it as
+    ``kifunet CMD: error: MESSAGE``, exit 2)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StepCheck:
+    """One step's verdict (:func:`verify_step`).
+
+    ``status``: :data:`INTACT` (every file as its sidecar records), :data:`DAMAGED` or :data:`UNVERIFIED` (no
+    sidecar). ``reason``: ``''`` when intact; else one line, the first problem as ``FILE: what`` (``state/d/ab12:
+    sha256 mismatch (expected 3f2a9c01d4e5, found 77b0e1c2a9f3)``, ``... size 1,024 bytes, expected 2,048``,
+    ``... missing``, ``... not in kifunet_checksums.json``, ``meta/metadata: not valid JSON (...)``), followed by
+    ``(and N more)`` when there are more. ``files``, ``bytes``: what the sidecar covers (0 without one)."""
+
+    step: int | None
+    path: str
+    status: str
+    reason: str = ""
+    files: int = 0
+    bytes: int = 0
+
+    @property
+    def loadable(self) -> bool:
+        """Intact, or unverified (loaded with a warning)."""
+        return self.status != DAMAGED
+
+
+def _step_files(step_dir: str) -> list[str]:
+    """Relative paths (``/``-separated, sorted) of the files a sidecar covers: all but the sidecar (and its
+    temporary) and dot-files."""
+    out = []
+    for root, dirs, files in os.walk(step_dir):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for f in files:
+            if f.startswith(".") or f.startswith(CHECKSUMS):
+                continue
+            out.append(os.path.relpath(os.path.join(root, f), step_dir).replace(os.sep, "/"))
+    return sorted(out)
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_checksums(step_dir: str) -> str:
+    """Record size and sha256 of every file of a committed step in ``step_dir/kifunet_checksums.json``, written
+    atomically (temporary file, then rename); returns its path. Only for a step known to be whole: the
+    checkpointer calls it once orbax has committed the step (module docstring)."""
+    files = {}
+    for rel in _step_files(step_dir):
+        path = os.path.join(step_dir, rel)
+        files[rel] = {"size": os.path.getsize(path), "sha256": _sha256(path)}
+    out = os.path.join(step_dir, CHECKSUMS)
+    tmp = f"{out}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump({"format": CHECKSUMS_FORMAT, "algorithm": "sha256", "files": files}, f, indent=1, sort_keys=True)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, out)
+    return out
+
+
+def _step_number(step_dir: str) -> int | None:
+    name = os.path.basename(os.path.normpath(step_dir))
+    return int(name) if name.isdigit() else None
+
+
+def _json_problems(step_dir: str) -> list[str]:
+    """``FILE: not valid JSON (...)`` for each of the step's JSON files (:data:`JSON_FILES`) that does not parse."""
+    out = []
+    for rel in _step_files(step_dir):
+        if any(fnmatch.fnmatchcase(rel, pat) for pat in JSON_FILES):
+            try:
+                with open(os.path.join(step_dir, rel), encoding="utf-8") as f:
+                    json.load(f)
+            except (ValueError, UnicodeDecodeError) as e:
+                out.append(f"{rel}: not valid JSON ({str(e).splitlines()[0][:80]})")
+    return out
+
+
+def _read_sidecar(step_dir: str) -> dict:
+    """The sidecar's ``files`` table; ``ValueError`` (its message says why) when it cannot be used."""
+    with open(os.path.join(step_dir, CHECKSUMS), encoding="utf-8") as f:
+        try:
+            doc = json.load(f)
+        except ValueError as e:
+            raise ValueError(f"{CHECKSUMS}: not valid JSON ({str(e).splitlines()[0][:80]})") from e
+    files = doc.get("files") if isinstance(doc, dict) else None
+    if not isinstance(files, dict) or doc.get("format") != CHECKSUMS_FORMAT or not all(
+            isinstance(v, dict) and isinstance(v.get("size"), int) and isinstance(v.get("sha256"), str)
+            for v in files.values()):
+        raise ValueError(f"{CHECKSUMS}: not a {CHECKSUMS_FORMAT} table")
+    return files
+
+
+def _file_problems(step_dir: str, files: dict) -> list[str]:
+    """Each difference between ``step_dir`` and its sidecar's table, one ``FILE: what`` each; sizes are checked
+    before any file is hashed."""
+    problems, to_hash = [], []
+    for rel, want in sorted(files.items()):
+        path = os.path.join(step_dir, rel)
+        if not os.path.isfile(path):
+            problems.append(f"{rel}: missing")
+        elif (size := os.path.getsize(path)) != want["size"]:
+            problems.append(f"{rel}: size {size:,} bytes, expected {want['size']:,}"
+                            f"{' (truncated)' if size < want['size'] else ''}")
+        else:
+            to_hash.append((rel, path, want["sha256"]))
+    problems += [f"{rel}: not in {CHECKSUMS}" for rel in _step_files(step_dir) if rel not in files]
+    for rel, path, want in to_hash:
+        found = _sha256(path)
+        if found != want:
+            problems.append(f"{rel}: sha256 mismatch (expected {want[:12]}, found {found[:12]})")
+    return problems
+
+
+def verify_step(step_dir: str) -> StepCheck:
+    """Check one step directory against its sidecar (every file present, of its size and sha256, no other file);
+    without a sidecar, :data:`UNVERIFIED` unless one of its JSON files does not parse (then :data:`DAMAGED`)."""
+    step_dir = os.path.abspath(step_dir)
+    step = _step_number(step_dir)
+    if not os.path.isdir(step_dir):
+        return StepCheck(step, step_dir, DAMAGED, "not a directory")
+    if not os.path.isfile(os.path.join(step_dir, CHECKSUMS)):
+        bad = _json_problems(step_dir)
+        if bad:
+            return StepCheck(step, step_dir, DAMAGED, _first(bad))
+        return StepCheck(step, step_dir, UNVERIFIED, f"no {CHECKSUMS} (saved before kifunet checked checkpoints, "
+                                                     f"or its save was cut short after orbax committed it)")
+    try:
+        files = _read_sidecar(step_dir)
+    except ValueError as e:  # (UnicodeDecodeError included)
+        return StepCheck(step, step_dir, DAMAGED, str(e))
+    problems = _file_problems(step_dir, files)
+    size = sum(v["size"] for v in files.values())
+    if problems:
+        return StepCheck(step, step_dir, DAMAGED, _first(problems), len(files), size)
+    return StepCheck(step, step_dir, INTACT, "", len(files), size)
+
+
+def _first(problems: list[str]) -> str:
+    return problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+
+
+def _step_dirs(checkpoints_dir: str) -> list[str]:
+    """The committed step directories of a ``checkpoints`` directory (names that are step numbers; orbax's
+    unfinished temporaries and steps set aside as damaged are not), oldest first."""
+    if not os.path.isdir(checkpoints_dir):
+        return []
+    names = [d for d in os.listdir(checkpoints_dir) if d.isdigit() and os.path.isdir(os.path.join(checkpoints_dir, d))]
+    return [os.path.join(checkpoints_dir, d) for d in sorted(names, key=int)]
+
+
+def verify_checkpoints(directory: str) -> list[StepCheck]:
+    """Verify every step of a run: ``directory`` is a run directory (``WORKDIR``), its ``checkpoints`` directory,
+    or one step's directory (then the list has that step only).
+
+    Returns ``list[StepCheck]``, oldest step first, one per committed step directory (:func:`verify_step`):
+    ``StepCheck(step: int, path: str, status: 'intact' | 'damaged' | 'unverified', reason: str, files: int,
+    bytes: int)``; empty when there is no step. ``FileNotFoundError`` when ``directory`` does not exist."""
+    directory = os.path.abspath(directory)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(2, "No such directory", directory)
+    if os.path.isdir(os.path.join(directory, "checkpoints")):
+        directory = os.path.join(directory, "checkpoints")
+    if os.path.isdir(os.path.join(directory, "state")) or os.path.isfile(os.path.join(directory, CHECKSUMS)):
+        return [verify_step(directory)]
+    return [verify_step(d) for d in _step_dirs(directory)]
+
+
+#: the unverified steps this process has warned about
+_WARNED: set[str] = set()
+
+
+def _warn_unverified(check: StepCheck, log: Callable[[str], None] | None = None) -> None:
+    """One warning line (on stderr, or ``log``) per unverified step and process."""
+    if check.path in _WARNED:
+        return
+    _WARNED.add(check.path)
+    msg = f"warning: {check.path}: {check.reason}: loading it unverified"
+    if log is None:
+        print(f"kifunet: {msg}", file=sys.stderr, flush=True)
+    else:
+        log(msg)
+
+
+def _damaged_error(check: StepCheck) -> CheckpointError:
+    """The one-line error for a damaged step, with the steps of the same run that may be loaded instead."""
+    ck_dir = os.path.dirname(check.path)
+    others = [c for c in (verify_step(d) for d in _step_dirs(ck_dir)) if c.path != check.path and c.loadable]
+    intact = [str(c.step) for c in others if c.status == INTACT]
+    unverified = [str(c.step) for c in others if c.status == UNVERIFIED]
+    if others:
+        steps = f"intact steps: {', '.join(intact) or 'none'}" + \
+                (f" (unverified: {', '.join(unverified)})" if unverified else "")
+        fix = f"use {os.path.join(ck_dir, str(others[-1].step))} instead (or delete the damaged step)"
+    else:
+        steps = "no intact step in this run"
+        fix = "train again (or restore the run from a backup)"
+    return CheckpointError(f"{check.path}: {check.reason} (damaged); {steps}; {fix}")
+
+
+def require_loadable(step_dir: str) -> StepCheck:
+    """Verify ``step_dir`` before it is loaded: :class:`CheckpointError` if damaged, a warning line if unverified
+    (:func:`verify_step`); returns the verdict."""
+    check = verify_step(step_dir)
+    if check.status == DAMAGED:
+        raise _damaged_error(check)
+    if check.status == UNVERIFIED:
+        _warn_unverified(check)
+    return check
+
+
+def _set_aside(step_dir: str) -> str:
+    """Rename a damaged step to ``<step>.damaged-<UTC time>`` (a name orbax does not take for a step, nor for
+    one of its temporaries): kept for inspection, out of the way of the resumed run's own save of that step."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    base = f"{step_dir}.damaged-{stamp}"
+    target, n = base, 1
+    while os.path.exists(target):
+        n += 1
+        target = f"{base}-{n}"
+    os.rename(step_dir, target)
+    return target
+
+
 class _PipelineState(grain.DatasetIterator):
     """A frozen iterator state handed to grain's checkpoint handler (saving) or filled by it (restoring)."""
 
@@ -85,8 +357,37 @@ class _PipelineState(grain.DatasetIterator):
         pass
 
 
+class _Sealer(threading.Thread):
+    """The sidecar of one save, written in the background as soon as orbax has committed the step: it waits for
+    the save (``wait_until_finished``: orbax's finalize thread, which commits the step by renaming it), then, on
+    process 0 (the step is on a filesystem all processes share), writes :func:`write_checksums` if the step is
+    there under its final name. The checkpointer starts no other save before :meth:`result`, so nothing else
+    touches the manager meanwhile and ``max_to_keep`` cannot delete the step while it is hashed."""
+
+    def __init__(self, manager, step_dir: str, *, write: bool):
+        super().__init__(name="kifunet-checksums", daemon=True)
+        self.manager, self.step_dir, self.write = manager, step_dir, write
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.manager.wait_until_finished()
+            if self.write and os.path.isdir(self.step_dir):
+                write_checksums(self.step_dir)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller of result()
+            self.error = e
+
+    def result(self) -> None:
+        """Wait for the sidecar; re-raise the save's (or the hashing's) error."""
+        self.join()
+        if self.error is not None:
+            raise self.error
+
+
 class Checkpointer:
-    """``CheckpointManager`` over ``directory`` with the three items above."""
+    """``CheckpointManager`` over ``directory`` with the three items above; every step it saves gets its sidecar
+    once committed, every step it restores is verified first (module docstring)."""
 
     def __init__(self, directory: str, *, keep: int = 3, async_save: bool = True):
         self.directory = os.path.abspath(directory)
@@ -98,6 +399,7 @@ class Checkpointer:
             item_handlers={"state": ocp.StandardCheckpointHandler(),
                            "data": grain.checkpoint.CheckpointHandler(),
                            "meta": ocp.JsonCheckpointHandler()})
+        self._sealer: _Sealer | None = None  # the last save's sidecar writer
 
     def latest_step(self) -> int | None:
         return self.manager.latest_step()
@@ -105,14 +407,68 @@ class Checkpointer:
     def all_steps(self) -> list[int]:
         return list(self.manager.all_steps())
 
+    def step_dir(self, step: int) -> str:
+        return os.path.join(self.directory, str(int(step)))
+
     def save(self, step: int, state, data_state: dict, meta: dict) -> None:
+        """Start saving ``step`` (in the background if asynchronous); its sidecar follows in the background once
+        orbax has committed it (:class:`_Sealer`). The previous save and its sidecar are finished first (orbax
+        waits for the previous save here anyway)."""
+        self._seal()
         args = ocp.args.Composite(state=ocp.args.StandardSave(flatten_state(state)),
                                   data=grain.checkpoint.CheckpointSave(_PipelineState(data_state)),
                                   meta=ocp.args.JsonSave(meta))
         self.manager.save(int(step), args=args, force=True)
+        self._sealer = _Sealer(self.manager, self.step_dir(step), write=jax.process_index() == 0)
+
+    def _seal(self) -> None:
+        """Wait for the last save and its sidecar; a save that failed raises here (and has no sidecar)."""
+        sealer, self._sealer = self._sealer, None
+        if sealer is not None:
+            sealer.result()
+        self.manager.wait_until_finished()
+
+    def newest_intact_step(self, log: Callable[[str], None] = print) -> int | None:
+        """The step to resume from: the newest one that verifies (:func:`verify_step`), checked newest first.
+
+        Each newer damaged step is set aside (renamed ``<step>.damaged-<time>``, never deleted) and reported in
+        one line to ``log``: ``checkpoint step 200 is damaged (FILE: what); set aside as 200.damaged-<time>;
+        resuming from step 150, the newest intact one``; an unverified step (no sidecar) is taken with a warning
+        line. ``None``: no checkpoint. :class:`CheckpointError` when there are steps and every one is damaged
+        (nothing is moved then)."""
+        damaged, chosen = [], None
+        for step in sorted(self.all_steps(), reverse=True):
+            check = verify_step(self.step_dir(step))
+            if check.loadable:
+                chosen = check
+                break
+            damaged.append(check)
+        if damaged and chosen is None:
+            listed = "; ".join(f"step {c.step}: {c.reason}" for c in damaged)
+            raise CheckpointError(f"{self.directory}: no intact checkpoint ({listed}); start a new run with another "
+                                  f"--workdir, or delete {self.directory} to train this one from scratch")
+        for check in damaged:
+            aside = self._set_aside(check.path)
+            log(f"checkpoint step {check.step} is damaged ({check.reason}); set aside as {os.path.basename(aside)}; "
+                f"resuming from step {chosen.step}, the newest intact one")
+        if damaged:
+            self.manager.reload()
+        if chosen is not None and chosen.status == UNVERIFIED:
+            _warn_unverified(chosen, log)
+        return None if chosen is None else chosen.step
+
+    def _set_aside(self, step_dir: str) -> str:
+        """:func:`_set_aside` on process 0, the others wait for it; the new path."""
+        if jax.process_count() == 1:
+            return _set_aside(step_dir)
+        aside = _set_aside(step_dir) if jax.process_index() == 0 else step_dir + ".damaged"
+        ocp.multihost.sync_global_processes(f"kifunet_set_aside_{os.path.basename(step_dir)}")
+        return aside
 
     def restore(self, step: int, template) -> tuple[Any, dict, dict]:
-        """(state shaped and sharded like ``template``, this process's pipeline state, meta) of ``step``."""
+        """(state shaped and sharded like ``template``, this process's pipeline state, meta) of ``step``, verified
+        first (:func:`require_loadable`: :class:`CheckpointError` if damaged)."""
+        require_loadable(self.step_dir(step))
         holder = _PipelineState()
         out = self.manager.restore(int(step), args=ocp.args.Composite(
             state=ocp.args.StandardRestore(abstract_flat(template)),
@@ -121,19 +477,22 @@ class Checkpointer:
         return unflatten_state(template, out["state"]), holder.state, dict(out["meta"])
 
     def wait(self) -> None:
-        self.manager.wait_until_finished()
+        """Wait for the last save to finish and record its checksums."""
+        self._seal()
 
     def close(self) -> None:
-        self.manager.wait_until_finished()
-        self.manager.close()
+        try:
+            self._seal()
+        finally:
+            self.manager.close()
 
 
 def _restore_as_numpy(state_dir: str) -> dict:
     """Every array of a saved state as a host ``np.ndarray``, whatever devices saved it: a run trained on two JAX
     devices (``cpu_devices=2``, or a GPU) loads in a one-device process (``kifunet gtp``, ``export``), where
-    restoring the saved shardings fails with orbax's "topology mismatch"."""
-    import jax
-
+    restoring the saved shardings fails with orbax's "topology mismatch". The step (``state_dir``'s parent) is
+    verified first (:func:`require_loadable`)."""
+    require_loadable(os.path.dirname(os.path.abspath(state_dir)))
     ckptr = ocp.PyTreeCheckpointer()
     meta = ckptr.metadata(state_dir)
     tree = getattr(meta, "item_metadata", meta)  # orbax >= 0.11 wraps the tree
@@ -145,13 +504,14 @@ def _restore_as_numpy(state_dir: str) -> dict:
 def load_weights(path: str) -> tuple[dict[str, np.ndarray], dict]:
     """``params/...`` and ``extra/...`` arrays of a checkpoint, for ``init_from`` (weights only).
 
-    ``path``: a workdir (its newest checkpoint), a ``checkpoints`` directory, or one step's directory.
+    ``path``: a workdir (its newest checkpoint), a ``checkpoints`` directory, or one step's directory. The step
+    is verified before it is read (:class:`CheckpointError` if damaged, a warning line if unverified).
     """
     path = os.path.abspath(path)
     if os.path.isdir(os.path.join(path, "checkpoints")):
         path = os.path.join(path, "checkpoints")
     step_dir = path
-    if not os.path.isdir(os.path.join(path, "state")):
+    if not any(os.path.exists(os.path.join(path, f)) for f in ("state", CHECKSUMS)):  # not a step: its newest
         mngr = ocp.CheckpointManager(path, item_names=ITEMS,
                                      item_handlers={"state": ocp.StandardCheckpointHandler(),
                                                     "meta": ocp.JsonCheckpointHandler()},
@@ -165,8 +525,6 @@ def load_weights(path: str) -> tuple[dict[str, np.ndarray], dict]:
     meta = {}
     meta_path = os.path.join(step_dir, "meta", "metadata")
     if os.path.exists(meta_path):
-        import json
-
         with open(meta_path) as f:
             meta = json.load(f)
     weights = {k: np.asarray(v) for k, v in flat.items() if k.startswith(("params/", "extra/"))}

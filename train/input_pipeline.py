@@ -372,6 +372,20 @@ def window_batch(window: dict, a: int, b: int, host_dtype: str = "uint8") -> dic
             "weight": window["weight"][a:b].astype(np.float32)}
 
 
+def batch_spec(batch_size: int, board_size: int, num_planes: int, host_dtype: str = "uint8") -> dict[str, tuple]:
+    """``{name: (shape, numpy dtype)}`` of a :func:`window_batch` batch, without reading data (for compiling the
+    train step ahead and estimating its memory, :mod:`kifunet.train.memory`)."""
+    dtype = {"uint8": np.uint8, "float32": np.float32}.get(host_dtype)
+    if dtype is None:
+        import ml_dtypes
+
+        dtype = ml_dtypes.bfloat16
+    b, n = int(batch_size), int(board_size)
+    return {"planes": ((b, n, n, int(num_planes)), np.dtype(dtype)), "target": ((b,), np.dtype(np.int32)),
+            "to_move": ((b,), np.dtype(np.int32)), "rank": ((b,), np.dtype(np.int32)),
+            "outcome": ((b,), np.dtype(np.int8)), "weight": ((b,), np.dtype(np.float32))}
+
+
 class BatchIterator(grain.DatasetIterator):
     """Batches of ``batch_size`` rows cut from a grain iterator over windows; checkpointable.
 
@@ -528,9 +542,20 @@ def exit_with_parent(parent_pid: int, worker_index: int = 0, worker_count: int =
     Not ``prctl(PR_SET_PDEATHSIG)``: on Linux that signal fires when the *thread* that forked the worker ends,
     and grain starts its workers from its own iterator threads, so a worker could be killed while the trainer
     is alive; it is Linux-only as well. The poll works for any signal and any POSIX system.
+
+    The worker also ignores SIGINT and SIGTERM: sent to the whole process group (Ctrl-C in a terminal, systemd,
+    Slurm), they would end the worker before the trainer, which stops after its step and checkpoint
+    (:mod:`kifunet.train.preemption`) -- with a traceback on the terminal and the worker's shared memory left to
+    multiprocessing's resource tracker. The trainer closes its workers itself, or they follow it out as above.
     """
+    import signal
     import threading
 
+    for s in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(s, signal.SIG_IGN)
+        except ValueError:  # not the worker's main thread: keep the default
+            pass
     first = os.getppid()
 
     def gone() -> bool:

@@ -5,15 +5,20 @@ Order of business, as in big_vision's trainer:
 1. **Processes and mesh**: :func:`kifunet.train.parallel.initialize_distributed` (multi-host launchers), a
    1-D ``('data',)`` mesh over all devices; the global ``batch_size`` must divide by the device count and
    by the process count (each host feeds ``batch_size / hosts`` rows).
-2. **Input**: :func:`kifunet.train.input_pipeline.train_iterator` on this host's share of the dataset,
-   prefetched and put on the devices in a background thread.
-3. **Model and optimizer**: :func:`kifunet.train.model_config.build_model` (the config's ``model`` section and
-   ``seed``) with the dataset's planes and board size; :mod:`kifunet.train.optim`. State = ``{params, extra
-   (BatchNorm statistics, RNG state), opt_state, step}``, replicated on every device.
+2. **The run directory and signals**: an exclusive lock on ``WORKDIR`` (:mod:`kifunet.train.run_lock`: a second
+   trainer there is refused at once), then SIGTERM / SIGINT handlers for the rest of the call
+   (:mod:`kifunet.train.preemption`).
+3. **Model, optimizer, memory**: :func:`kifunet.train.model_config.build_model` (the config's ``model`` section
+   and ``seed``) with the dataset's planes and board size; :mod:`kifunet.train.optim`. State = ``{params, extra
+   (BatchNorm statistics, RNG state), opt_state, step}``, replicated on every device. The train step is compiled
+   for the global batch's shapes (the first step reuses it) and the memory of the run estimated from it; on a CPU
+   backend a run that cannot fit is refused before its first step (:mod:`kifunet.train.memory`).
 4. **Resume** (big_vision's priority order): a checkpoint in ``WORKDIR/checkpoints`` (state, optimizer,
    step, positions, RNG and the input pipeline's position), else ``config.init_from`` (weights only), else
    from scratch.
-5. **Loop**: the per-device step mapped by :func:`kifunet.train.parallel.data_parallel`, wrapped by
+5. **Input**: :func:`kifunet.train.input_pipeline.train_iterator` on this host's share of the dataset,
+   prefetched and put on the devices in a background thread.
+6. **Loop**: the per-device step mapped by :func:`kifunet.train.parallel.data_parallel`, wrapped by
    :func:`kifunet.train.parallel.windowed` so each step also adds its metrics to a *window* that stays on the
    devices. Nothing goes from device to host per step: batches arrive already on the devices (the prefetch
    thread), the state is donated, and the host reads the window once per interval (:func:`_fetch`), so it can
@@ -23,10 +28,22 @@ Order of business, as in big_vision's trainer:
    TensorBoard scalars (loss, nats, top-1, top-4, positions/s, fraction of wall time waiting for data,
    gradient / parameter / update norms, learning rate; a two-headed net adds the value metrics below) and a
    progress line with ETA on stdout. Every ``eval_every_positions``: sums and counts over the evaluation split
-   (prefetched to the devices, summed there, fetched once). Every ``checkpoint_every_positions`` and at the end:
-   a checkpoint. ``time_limit_s`` ends the run (checkpoint and final evaluation) after that much training
-   time, counted across restarts: checked on the host's clock after every step (:class:`StopClock`), so the run
-   stops within a few step times of the limit whatever the logging interval.
+   (prefetched to the devices, summed there, fetched once). Every ``checkpoint_every_positions``, every
+   ``checkpoint_every_minutes`` of wall time and at the end: a checkpoint (with the input pipeline's position, so
+   any of them resumes bit-identically). ``time_limit_s`` ends the run (checkpoint and final evaluation) after
+   that much training time, counted across restarts. SIGTERM or SIGINT ends it after the step in progress: a
+   checkpoint, the metrics flushed, the input workers stopped, no final evaluation, then
+   :class:`kifunet.train.preemption.Preempted` (``kifunet train`` prints one line and exits 143 or 130; a second
+   signal kills the process at once). The clock and the signal flag are read on the host after every step
+   (:class:`StopClock`), so the run stops within a few step times whatever the logging interval; several
+   processes agree on the step in one small collective every ``sync_s`` seconds (a signal to any of them stops
+   all of them there, each saving its share of the checkpoint).
+
+Exit statuses of ``kifunet train`` (``--help`` lists them; :data:`kifunet.commands.train.EXIT_STATUSES`): 0 done
+(``train_positions`` or ``time_limit_s``), 2 bad input (config, dataset, a workdir in use, a batch that cannot fit),
+3 non-finite loss, 143 / 130 stopped by SIGTERM / SIGINT with a checkpoint (rerun the same command to resume; not 0,
+so a scheduler reruns the job: :func:`kifunet.train.preemption.exit_status`), killed by a second signal (-15 / -2 to a
+parent, 143 / 130 in a shell; no new checkpoint).
 
 Value metrics (nets with a value head, ``model.has_value``; the loss is in :mod:`kifunet.train.parallel`), in
 the training records (over the log window's rows) and the evaluation records (over the evaluated rows):
@@ -49,8 +66,9 @@ game results were read trains the policy only.
 
 Files in ``WORKDIR``: ``config.json`` (resolved config; written when the run's first checkpoint is on disk, so a
 run that failed before it leaves none), ``checkpoints/``, ``metrics_train.jsonl``, ``metrics_eval.jsonl``,
-``tensorboard/``. Only process 0 writes them (orbax coordinates the checkpoint). A resumed run says so on its
-first line (``kifunet train: resuming from step N ...``).
+``tensorboard/``, ``train.lock`` (the run lock; process i > 0: ``train.lock.<i>``). Only process 0 writes the
+others (orbax coordinates the checkpoint). A resumed run says so on its first line (``kifunet train: resuming
+from step N ...``).
 """
 
 from __future__ import annotations
@@ -67,7 +85,8 @@ import ml_collections
 import numpy as np
 
 from kifunet import models
-from kifunet.train import checkpointing, input_pipeline, metric_writer, model_config, optim, parallel
+from kifunet.train import (checkpointing, input_pipeline, memory, metric_writer, model_config, optim, parallel,
+                           preemption, run_lock)
 
 
 class NonFiniteLoss(FloatingPointError):
@@ -141,26 +160,47 @@ class _InFlight:
             jax.block_until_ready(self._q.popleft())
 
 
-class StopClock:
-    """Training time (``train_seconds``, counted across restarts) and the ``time_limit_s`` decision, from the
-    host's wall clock only -- never a device value, so checking it adds no device-to-host copy or wait.
+class Decision(collections.namedtuple("Decision", "stop save signum")):
+    """What :meth:`StopClock.decide` says after a step: ``stop`` ('time', 'signal' or None), ``save`` (a checkpoint
+    is due by time), ``signum`` (the signal that stops the run, 0 for none)."""
 
-    One process: :meth:`over` compares the clock with the limit after every step (the loop keeps at most
-    ``max_steps_ahead`` steps queued, so the run stops within about that many step times of the limit). Several
-    processes must stop at the same step, so process 0's decision is broadcast (``broadcast``, default
-    ``multihost_utils.broadcast_one_to_all``) at agreed steps only: each broadcast also carries the next step to
-    check, about ``sync_s`` seconds of process 0's measured step time ahead (sooner when less time is left).
+
+#: the decision of a step that decides nothing
+CARRY_ON = Decision(None, False, 0)
+
+
+class StopClock:
+    """The loop's host-side decisions after a step, from the host's wall clock and signal flag only -- never a
+    device value, so checking them adds no device-to-host copy or wait:
+
+    * stop at ``limit_s`` of training time (``train_seconds``, counted across restarts; ``time_limit_s``);
+    * stop on SIGTERM / SIGINT (``signals``: a :class:`kifunet.train.preemption.Signals`, whose ``signum`` its
+      handler sets);
+    * save every ``save_every_s`` seconds of wall time since the last save (``checkpoint_every_minutes``;
+      :meth:`saved` restarts the count).
+
+    One process: :meth:`decide` reads them after every step (the loop keeps at most ``max_steps_ahead`` steps
+    queued, so the run stops within about that many step times of the limit or the signal). Several processes must
+    act at the same step (a checkpoint is collective), so they decide at agreed steps only, in one collective
+    (``broadcast``, default ``multihost_utils.process_allgather``): each process sends ``[limit reached, next step
+    to check, signal number, save due]``; the limit, the save and the next step are process 0's (its clock), the
+    signal is any process's (a signal to one host stops them all, each with a checkpoint, at the same step). The
+    next step is about ``sync_s`` seconds of process 0's measured step time ahead (sooner when less time is left
+    before the limit), so a signal is acted on within about ``sync_s`` plus a step. (``broadcast`` may return one
+    row, process 0's message, as ``broadcast_one_to_all`` does.)
     """
 
     def __init__(self, limit_s: float, elapsed_before: float = 0.0, *, process_count: int = 1, sync_s: float = 2.0,
-                 broadcast=None, clock=time.perf_counter):
+                 broadcast=None, clock=time.perf_counter, signals=None, save_every_s: float = 0.0):
         self.limit = float(limit_s or 0.0)
         self.before = float(elapsed_before)
         self.process_count = int(process_count)
         self.sync_s = float(sync_s)
+        self.save_every = float(save_every_s or 0.0)
+        self._signals = signals
         self._broadcast = broadcast
         self._clock = clock
-        self._t0 = clock()
+        self._t0 = self._saved = clock()
         self._next = None  # next step at which the processes agree (None: the first step checked)
         self._last = None  # (step, clock) of the last agreement
 
@@ -171,37 +211,51 @@ class StopClock:
         """The limit was reached by earlier runs (every process reads the same ``elapsed_before``)."""
         return self.limit > 0 and self.before >= self.limit
 
+    def saved(self) -> None:
+        """A checkpoint was saved now: the time-based interval starts again."""
+        self._saved = self._clock()
+
     def over(self, step: int) -> bool:
-        if self.limit <= 0:
-            return False
+        """Whether the run stops after ``step`` (:meth:`decide`)."""
+        return self.decide(step).stop is not None
+
+    def decide(self, step: int) -> Decision:
+        if self.limit <= 0 and self._signals is None and self.save_every <= 0:
+            return CARRY_ON
         now = self._clock()
-        local = self.before + now - self._t0 >= self.limit
-        if self.process_count == 1:
-            return local
-        if self._next is not None and step < self._next:
-            return False
-        step_s = (now - self._last[1]) / (step - self._last[0]) if self._last and step > self._last[0] else 0.0
-        left = max(self.limit - (self.before + now - self._t0), 0.0)
-        ahead = max(1, int(min(self.sync_s, left) / step_s)) if step_s > 0 else 1
-        broadcast = self._broadcast
-        if broadcast is None:
-            from jax.experimental import multihost_utils
+        local = self.limit > 0 and self.before + now - self._t0 >= self.limit
+        signum = int(self._signals.signum) if self._signals is not None else 0
+        save = self.save_every > 0 and now - self._saved >= self.save_every
+        if self.process_count > 1:
+            if self._next is not None and step < self._next:
+                return CARRY_ON
+            step_s = (now - self._last[1]) / (step - self._last[0]) if self._last and step > self._last[0] else 0.0
+            left = max(self.limit - (self.before + now - self._t0), 0.0) if self.limit > 0 else math.inf
+            ahead = max(1, int(min(self.sync_s, left) / step_s)) if step_s > 0 else 1
+            broadcast = self._broadcast
+            if broadcast is None:
+                from jax.experimental import multihost_utils
 
-            broadcast = multihost_utils.broadcast_one_to_all
-        decision = np.asarray(_fetch(broadcast(np.asarray([int(local), step + ahead], np.int64))))
-        self._last = (step, now)
-        self._next = int(decision[1])
-        return bool(decision[0])
+                broadcast = multihost_utils.process_allgather
+            rows = np.atleast_2d(np.asarray(_fetch(broadcast(np.asarray([int(local), step + ahead, signum, int(save)],
+                                                                        np.int64)))))
+            self._last = (step, now)
+            self._next = int(rows[0, 1])
+            local, save = bool(rows[0, 0]), bool(rows[0, 3]) if rows.shape[1] > 3 else False
+            signum = int(rows[:, 2].max()) if rows.shape[1] > 2 else 0
+        stop = "signal" if signum else ("time" if local else None)
+        return Decision(stop, bool(save), signum)
 
 
-def evaluate(eval_fn, state, config, mesh, *, limit: int, value: bool = False) -> dict:
+def evaluate(eval_fn, state, config, mesh, *, limit: int, value: bool = False, stop=None) -> dict:
     """Top-1, top-4, nats and loss over the evaluation split (``value``: and the value metrics of a two-headed
     net, module docstring): sums and counts, divided once.
 
     ``eval_fn``: ``data_parallel(summed(eval_step(...)), mesh, carry=True)``. Batches are read and put on the
     devices in a background thread (``config.input.prefetch`` ahead), the sums stay on the devices, and one copy
     brings them back at the end; a last partial batch is padded to the batch size (weight 0), so every batch has
-    the same shape and the step compiles once.
+    the same shape and the step compiles once. ``stop``: a callable read after every batch; when true the
+    evaluation ends at once and returns ``{}`` (one process only: several would have to agree).
     """
     pc = jax.process_count()
     local = config.eval_batch_size // pc
@@ -217,6 +271,8 @@ def evaluate(eval_fn, state, config, mesh, *, limit: int, value: bool = False) -
         for batch in prefetch:
             sums = eval_fn(state, batch, sums)
             inflight.push(sums)
+            if stop is not None and pc == 1 and stop():
+                return {}
     finally:
         prefetch.close()
     sums = {k: float(v) for k, v in _fetch(sums).items()}
@@ -272,25 +328,37 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
 
     ``workdir/config.json`` is written once this run's first checkpoint is on disk: a run that fails before
     it leaves no ``config.json``, so it is not taken for a run (:func:`kifunet.eval.runs.is_run_dir`), and a
-    resume that fails (another config) leaves the run's own ``config.json`` as it was."""
+    resume that fails (another config) leaves the run's own ``config.json`` as it was.
+
+    Raises :class:`kifunet.train.run_lock.RunInUse` when another trainer holds ``workdir``,
+    :class:`kifunet.train.memory.DoesNotFit` when the batch and model cannot fit in memory (CPU), and
+    :class:`kifunet.train.preemption.Preempted` after SIGTERM or SIGINT stopped the run (its checkpoint on disk;
+    signal handlers are installed for the duration of this call only, in the main thread)."""
     parallel.initialize_distributed()
     mesh = parallel.make_mesh(config.num_devices)
     _check_config(config, mesh)
     workdir = os.path.abspath(workdir)
+    # the lock before the checkpoint manager, which deletes the unfinished temporaries of whoever else writes there
+    with run_lock.RunLock(workdir, jax.process_index(), log=_log), preemption.Signals() as signals:
+        return _open_and_train(config, workdir, mesh, signals)
+
+
+def _open_and_train(config, workdir: str, mesh, signals) -> dict:
     B = config.batch_size
     ckpt = checkpointing.Checkpointer(os.path.join(workdir, "checkpoints"), keep=config.keep_checkpoints,
                                       async_save=config.async_checkpoints)
     try:
-        latest = ckpt.latest_step()
+        # verified newest first; a damaged step is set aside, in a line of its own (kifunet.train.checkpointing)
+        latest = ckpt.newest_intact_step(log=lambda msg: _log(f"kifunet train: {msg}"))
         if latest is not None:  # the first line says so: rerunning a command on a workdir continues its run
             _log(f"kifunet train: resuming from step {latest:,} ({latest * B:,} positions) in {workdir}; "
                  f"another --workdir starts a new run")
-        return _train(config, workdir, mesh, ckpt, latest)
+        return _train(config, workdir, mesh, ckpt, latest, signals)
     finally:
         ckpt.close()
 
 
-def _train(config, workdir: str, mesh, ckpt, latest: int | None) -> dict:
+def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dict:
     pidx, pc = jax.process_index(), jax.process_count()
     info = input_pipeline.describe(config.dataset, config.train_split)
     if config.expect_features and info["features"] != config.expect_features:
@@ -306,6 +374,13 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None) -> dict:
     log_every = max(1, config.log_every_steps)
     eval_every = _every(config.eval_every_positions, B) if config.eval_split else 0
     ckpt_every = _every(config.checkpoint_every_positions, B)
+    train_fn = parallel.data_parallel(
+        parallel.windowed(parallel.train_step(model_def, tx, schedule, loss=config.loss,
+                                              value_weight=config.value_weight)), mesh,
+        donate_state=True, carry=True)
+    eval_fn = parallel.data_parallel(parallel.summed(parallel.eval_step(model_def, loss=config.loss)), mesh,
+                                     carry=True)
+    mem = _fit_memory(train_fn, state, config, mesh, info, value=model_def.has_value)
 
     elapsed_before = 0.0
     data_state = None
@@ -345,19 +420,12 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None) -> dict:
         _log(f"kifunet train: model {config.model.name} ({nparams:,} parameters, {info['num_planes']} planes"
              f"{'' if default_planes == info['num_planes'] else f'; its default is {default_planes}'}{head}), "
              f"{mesh.size} device(s) x {pc} process(es), batch {B}, {info['rows']:,} training rows, "
-             f"{total_steps:,} steps = {total_steps * B:,} positions")
-
-        train_fn = parallel.data_parallel(
-            parallel.windowed(parallel.train_step(model_def, tx, schedule, loss=config.loss,
-                                                  value_weight=config.value_weight)), mesh,
-            donate_state=True, carry=True)
-        eval_fn = parallel.data_parallel(parallel.summed(parallel.eval_step(model_def, loss=config.loss)), mesh,
-                                         carry=True)
+             f"{total_steps:,} steps = {total_steps * B:,} positions, {memory.text(mem)}")
         prefetch = input_pipeline.Prefetcher(train_iter, fn=lambda b: parallel.shard_batch(b, mesh),
                                              depth=config.input.prefetch)
         return _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, state, start=start,
                      total_steps=total_steps, log_every=log_every, eval_every=eval_every, ckpt_every=ckpt_every,
-                     elapsed_before=elapsed_before, info=info, value=model_def.has_value)
+                     elapsed_before=elapsed_before, info=info, value=model_def.has_value, signals=signals)
     finally:
         if prefetch is not None:
             prefetch.close()
@@ -366,9 +434,23 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None) -> dict:
             writer.close()
 
 
+def _fit_memory(train_fn, state, config, mesh, info, *, value: bool) -> dict:
+    """Compile the train step for the global batch's shapes (the loop's first step reuses this compilation),
+    estimate this process's memory from it, and refuse a run that cannot fit (:mod:`kifunet.train.memory`)."""
+    batch = memory.abstract_batch(config, mesh, board_size=info["board_size"], num_planes=info["num_planes"])
+    compiled = train_fn.lower(state, batch, parallel.empty_window(mesh, value=value)).compile()
+    rows = input_pipeline.block_source(config.dataset, config.train_split, config.input.block_rows).block_rows
+    est = memory.estimate(compiled, config, mesh, board_size=info["board_size"], num_planes=info["num_planes"],
+                          block_rows=rows)
+    memory.check(est, config, model=config.model.name)
+    return est
+
+
 def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, state, *, start, total_steps,
-          log_every, eval_every, ckpt_every, elapsed_before, info, value=False) -> dict:
-    """The training loop proper: dispatch steps, fetch a metric window once per interval, evaluate, save."""
+          log_every, eval_every, ckpt_every, elapsed_before, info, value=False, signals=None) -> dict:
+    """The training loop proper: dispatch steps, fetch a metric window once per interval, evaluate, save; stop at
+    the end, the time limit or a signal (``signals``: :class:`kifunet.train.preemption.Signals`, then raising
+    :class:`kifunet.train.preemption.Preempted` once the checkpoint is saved)."""
     pidx, pc = jax.process_index(), jax.process_count()
     B = config.batch_size
 
@@ -381,7 +463,8 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
     window = zero_window
     host = {"t": time.perf_counter(), "wait": 0.0, "steps": 0, "skip": 0}  # this log window, host side
     inflight = _InFlight(config.max_steps_ahead)
-    clock = StopClock(config.time_limit_s, elapsed_before, process_count=pc)
+    clock = StopClock(config.time_limit_s, elapsed_before, process_count=pc, signals=signals,
+                      save_every_s=60.0 * config.checkpoint_every_minutes)
     config_written = False
     step = start
     last_eval = {}
@@ -414,8 +497,12 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
              f"{_value_text(rec)} | {speed} | ETA {_fmt_time(eta) if math.isfinite(eta) else '?'}")
         host.update(t=now, wait=prefetch.wait_s, steps=0, skip=0)
 
+    # a signal ends an evaluation at once (one process); the loop then stops at the next step, or after the final
+    # evaluation (its checkpoint is saved) raises Preempted all the same
+    signalled = (lambda: bool(signals.signum)) if signals is not None and pc == 1 else None
+
     def do_eval(s: int, limit: int) -> dict:
-        res = evaluate(eval_fn, state, config, mesh, limit=limit, value=value)
+        res = evaluate(eval_fn, state, config, mesh, limit=limit, value=value, stop=signalled)
         if res:
             writer.write("eval", s, {"positions": s * B, **res})
             _log(f"eval at step {s:,} on {int(res['eval_positions']):,} {config.eval_split} positions: "
@@ -428,6 +515,7 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
     def save(s: int) -> None:
         nonlocal config_written
         ckpt.save(s, state, prefetch.state, meta_for(s, clock.elapsed()))
+        clock.saved()
         if not config_written:  # this run's first checkpoint: on disk before config.json names the run
             ckpt.wait()
             if pidx == 0:
@@ -442,6 +530,8 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
             batch = next(prefetch)  # already on the devices (the prefetch thread put it there)
             state, window = train_fn(state, batch, window)  # state donated; the window stays on the devices
             step += 1
+            if signals is not None:
+                signals.step = step  # a signal's line names the step it came at
             host["steps"] += 1
             if step == start + 1:  # the first step compiles: keep it out of the throughput figures
                 jax.block_until_ready(window)
@@ -450,27 +540,34 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
             boundary = step == total_steps
             log_now = step % log_every == 0 or boundary
             eval_now = bool(eval_every) and step % eval_every == 0 and not boundary
-            ckpt_now = (bool(ckpt_every) and step % ckpt_every == 0) or boundary
-            timed_out = not boundary and clock.over(step)
-            if not (log_now or eval_now or ckpt_now or timed_out):
+            decided = clock.decide(step) if not boundary else CARRY_ON  # host clock and signal flag: no copy
+            stop = decided.stop
+            ckpt_now = (bool(ckpt_every) and step % ckpt_every == 0) or boundary or decided.save or bool(stop)
+            if not (log_now or eval_now or ckpt_now):
                 continue
             m = _fetch(window)  # the one copy of this interval; no checkpoint may hold a non-finite step
             if int(m["first_bad"]):
                 raise NonFiniteLoss(int(m["first_bad"]), float(m["bad_loss"]))
-            if log_now or timed_out:
+            if log_now or stop:
                 flush_log(step, m)
                 window = zero_window
-            if eval_now:
+            if eval_now and not stop:
                 last_eval = do_eval(step, config.eval_positions)
-            if ckpt_now or timed_out:
+            if ckpt_now:
                 save(step)
-            if timed_out:
+            if stop == "signal":  # saved (train_and_evaluate waits for it to be on disk); no final evaluation
+                at = signals.at if signals is not None and signals.at is not None else time.monotonic()
+                raise preemption.Preempted(decided.signum, step, signals.signal_step if signals else None, at)
+            if stop == "time":
                 _log(f"time limit {clock.limit:.0f} s reached at step {step:,}")
                 break
     if step == start and start > 0 and not clock.used_up():
         _log(f"nothing to do: the checkpoint is at step {start:,} of {total_steps:,}")
     if config.eval_split:
         last_eval = do_eval(step, config.final_eval_positions)
+    if config.eval_split and signalled is not None and signalled():
+        # the signal cut the final evaluation short: the last checkpoint is on disk, and a rerun evaluates
+        raise preemption.Preempted(signals.signum, step, signals.signal_step, signals.at)
     return {"step": step, "positions": step * B, **last_eval}
 
 

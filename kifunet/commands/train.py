@@ -5,6 +5,8 @@ of one machine, and on every host of a multi-host job (each host runs it; see ``
 for the launchers recognised). Rerunning it on the same ``--workdir`` resumes from the newest checkpoint
 and says so on its first line (``kifunet train: resuming from step N ...``); ``config.json`` is written
 once the run's first checkpoint is on disk, so a run that fails before it leaves no run behind.
+
+Exit statuses (also in ``--help``): :data:`EXIT_STATUSES`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,17 @@ import argparse
 import sys
 
 from kifunet.errors import CommandError
+
+#: exit status -> meaning (kifunet.train.preemption: why 143 and 130)
+EXIT_STATUSES = (
+    (0, "trained to train_positions or to time_limit_s (checkpoint saved)"),
+    (2, "bad input: config, dataset, a workdir in use by another trainer, a batch that cannot fit in memory"),
+    (3, "the training loss became NaN or infinite (the last checkpoint precedes it)"),
+    (143, "stopped by SIGTERM after the step in progress, with a checkpoint; rerun the same command to resume"),
+    (130, "stopped by SIGINT (Ctrl-C): the same"),
+    ("killed", "a second SIGTERM or SIGINT while stopping ends the process at once, by that signal (a shell shows "
+               "143 or 130, Python's subprocess -15 or -2); no new checkpoint"),
+)
 
 HELP = "train a policy net from a built dataset (ml_collections config; resumes from the workdir)"
 
@@ -24,7 +37,8 @@ configs: train/configs/*.py (cpu_small, maddison12, alphago13_192, cazenave10, g
 garb10, tiny); `kifunet train --config FILE --workdir DIR --print-config` shows the resolved config.
 datasets: a `kifunet build` directory, or a TFDS go_moves dataset: --config.dataset=tfds:DIR (its
 dataset_info.json directory) or tfds:go_moves/CONFIG@DATA_DIR (data_prep/dataset.py).
-"""
+exit status:
+""" + "\n".join(f"  {code:>6}  {what}" for code, what in EXIT_STATUSES) + "\n"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -59,13 +73,19 @@ def run(args) -> int:
     parallel.use_cpu_devices(cfg.cpu_devices)
     parallel.initialize_distributed()
     from kifunet.data_prep.dataset_base import DatasetError
-    from kifunet.train import train
+    from kifunet.train import preemption, train
 
     try:
         result = train.train_and_evaluate(cfg, args.workdir)
     except train.NonFiniteLoss as e:
         print(f"kifunet train: error: {e}", file=sys.stderr)
         return 3
+    except preemption.Preempted as e:  # the checkpoint is on disk, the workers stopped, the metrics flushed
+        import jax
+
+        if jax.process_index() == 0:
+            print(e.line(), flush=True)
+        return e.status
     except (FileNotFoundError, ValueError, DatasetError) as e:  # DatasetError: no such dataset, split, or rows
         raise CommandError(e) from e
     if "top1" in result:

@@ -73,6 +73,9 @@ def get_config() -> ml_collections.ConfigDict:
 
     c.log_every_steps = 100
     c.checkpoint_every_positions = 1_000_000
+    # also a checkpoint every this many minutes of wall time (host clock; 0 = off): bounds what a preemption without
+    # SIGTERM (kill -9, a lost host) loses, whatever the step time; a SIGTERM saves at once (train/preemption.py)
+    c.checkpoint_every_minutes = 5.0
     c.keep_checkpoints = 3
     c.async_checkpoints = True
     c.init_from = ""  # workdir or checkpoint: initial weights only (ignored when the workdir has a checkpoint)
