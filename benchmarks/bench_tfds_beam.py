@@ -3,7 +3,10 @@
 
 ``apache-beam`` pins ``protobuf`` below 7 (apache-beam 2.77 wants protobuf 6.33), so it lives in its own virtual
 environment next to the project's (``pip install --dry-run apache-beam`` in the main environment would downgrade
-protobuf 7.36 -> 6.33 and pillow). Commands, from the repository root::
+protobuf 7.36 -> 6.33, pillow 13 -> 12 and pyarrow 26 -> 25). The quick way: ``python tests/beam_env.py`` makes
+the tests' Beam environment ``.ci-beam-venv`` (a venv over the project's environment with apache-beam and what it
+pins on top; ``.ci/run`` makes it too), then run this script with ``.ci-beam-venv/bin/python``. Or a separate
+environment of its own; commands, from the repository root::
 
     python -m venv /root/beamenv
     /root/beamenv/bin/pip install "apache-beam>=2.60,<3" "tensorflow-datasets==4.9.10" "array-record==0.8.6" \\

@@ -108,4 +108,11 @@ def test_ci_run_exports_ci_and_stops_without_gnugo(tmp_path):
     p = subprocess.run(["bash", str(root / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, (p.stdout, p.stderr)
     calls = log.read_text().splitlines()
-    assert calls == ["python CI=true -m pip install -q -e .[dev]", "python CI=true -m pytest -q"], calls
+    assert calls == ["python CI=true -m pip install -q -e .[dev]", "python CI=true tests/beam_env.py",
+                     "python CI=true -m pytest -q"], calls
+
+    # the Beam environment (tests/beam_env.py) cannot be made: the script stops before pytest
+    log.unlink()
+    (bin_ / "python").write_text(f'#!/bin/sh\necho "python CI=$CI $*" >> {log}\n[ "$1" != tests/beam_env.py ]\n')
+    p = subprocess.run(["bash", str(root / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and log.read_text().splitlines()[-1] == "python CI=true tests/beam_env.py", p.stderr

@@ -9,10 +9,12 @@
   workers 0 and 2) write byte-identical files; an empty result exits 2 with the accounting as `kifunet build`
   does; `kifunet train` fails alike on both containers without train rows; the module docstring's `workers=2`
   example runs as a script without a main guard (issue 19);
-* the Apache Beam path (DirectRunner) writes the same records, metadata and rejects. It needs ``apache-beam``,
-  which pins protobuf below 7, so it is a *manual* test (``@pytest.mark.manual``): skipped in the project's
-  environment and in CI, run by hand in the Beam one (``BEAMENV/bin/python -m pytest tests/test_tfds_go_moves.py
-  -k beam``; set-up commands and a real-archive check in ``benchmarks/bench_tfds_beam.py``).
+* the Apache Beam path (DirectRunner, two processes) on the small archive and real KGS games writes the same
+  records, metadata and rejects as the one-machine build and the HDF5 build's positions and accounting. It needs
+  ``apache-beam``, which pins protobuf below 7, so it runs in an environment of its own (``.ci-beam-venv``, made by
+  ``python tests/beam_env.py``, which ``.ci/run`` runs): ``test_beam_test_passes_in_the_beam_environment`` runs it
+  there with that environment's pytest (in CI too; skipped locally without the venv); in the project's environment
+  the test itself is skipped (``@pytest.mark.manual``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_module
+from conftest import require, require_module
 
 require_module("tensorflow_datasets")
 require_module("array_record")
@@ -257,34 +259,108 @@ def test_records_written_before_the_outcome_feature_read_as_unknown(built):
             assert np.array_equal(old[k], new[k]), k
 
 
-BEAM_MANUAL = ("manual test, not run in CI: apache-beam pins protobuf < 7, so it lives in an environment of its own; "
-               "run `BEAMENV/bin/python -m pytest tests/test_tfds_go_moves.py -k beam` there (set-up commands in "
-               "benchmarks/bench_tfds_beam.py)")
+#: The Beam test runs in the Beam environment (``.ci-beam-venv``, made by ``python tests/beam_env.py``; .ci/run makes
+#: it): apache-beam pins protobuf < 7 and the project's environment has protobuf 7. There
+#: test_beam_test_passes_in_the_beam_environment runs it, in CI too; here, in the project's environment, it is
+#: skipped (marked manual, so CI allows that skip: it has run in the other environment).
+BEAM_ENV = ("runs in the Beam environment (apache-beam pins protobuf < 7), where "
+            "test_beam_test_passes_in_the_beam_environment runs it, in CI too; by hand: `python tests/beam_env.py`, "
+            "then `.ci-beam-venv/bin/python -m pytest tests/test_tfds_go_moves.py::"
+            "test_beam_direct_runner_builds_the_same_dataset`")
+BEAM_TEST = "test_beam_direct_runner_builds_the_same_dataset"
 
 
-@pytest.mark.manual(BEAM_MANUAL)
-def test_beam_direct_runner_builds_the_same_dataset(built, tmp_path):
-    pytest.importorskip("apache_beam", reason=BEAM_MANUAL)
-    import tensorflow_datasets as tfds
-    from apache_beam.options.pipeline_options import PipelineOptions
+@pytest.mark.slow
+def test_beam_test_passes_in_the_beam_environment(kgs_2017_01, tmp_path):
+    """The Beam test below, run by pytest with the Beam venv's Python: it must pass there, not skip."""
+    import beam_env
 
+    py = beam_env.existing_python()
+    require(py is not None, f"the Beam environment {beam_env.VENV}",
+            "`python tests/beam_env.py` makes it (a venv over this one with apache-beam and protobuf 6); .ci/run does")
+    env = dict(os.environ, JAX_PLATFORMS="cpu")  # CI=true too: a skip in there fails as here
+    node = f"{Path(__file__).resolve().relative_to(REPO)}::{BEAM_TEST}"
+    p = subprocess.run([str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=-ra",
+                        f"--basetemp={tmp_path / 'beam'}", node],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    summary = (p.stdout.strip().splitlines() or [""])[-1]
+    assert p.returncode == 0 and "1 passed" in summary and "skipped" not in summary, \
+        p.stdout[-6000:] + p.stderr[-3000:]
+
+
+#: how many games of the real archive the Beam test takes (its first ones, in archive order; 25 used, 5,052
+#: positions): a slice, since the whole month takes the DirectRunner 28 s (README) on top of its fixed cost (two
+#: worker processes, each importing Beam and TFDS: about 20 CPU-seconds of the test's 40)
+REAL_GAMES = 40
+
+
+def add_real_games(archive: Path, manual: Path) -> int:
+    """Add the first :data:`REAL_GAMES` games of a real KGS archive (their SGF bytes and member names as in it) to
+    ``manual`` in two .tar.gz archives, the second with a copy of a game of the first (a duplicate across Beam
+    workers: the group-by on ``game_id`` drops it, as the build does). Returns the number of records added."""
+    with tarfile.open(archive) as src:
+        members = [m for m in src.getmembers() if m.isfile() and m.name.endswith(".sgf")][:REAL_GAMES]
+        games = [(m.name, src.extractfile(m).read()) for m in members]
+    half = len(games) // 2
+    copy = next(g for g in games[:half] if b"HA[" not in g[1])  # not a handicap game: gonn-kgs would filter it
+    parts = {"real-a.tar.gz": games[:half], "real-b.tar.gz": games[half:] + [("copy/" + copy[0], copy[1])]}
+    for name, part in parts.items():
+        with tarfile.open(manual / name, "w:gz") as tf:
+            for member, data in part:
+                _add(tf, member, data)
+    return len(games) + 1
+
+
+@pytest.mark.manual(BEAM_ENV)
+def test_beam_direct_runner_builds_the_same_dataset(kgs_2017_01, tmp_path):
+    """`kifunet tfds --beam` with the DirectRunner in two processes (the README's command), on the small archive
+    of :func:`make_inputs` (a duplicate, a weak game, a damaged record, every kind of result) and real KGS games
+    (:func:`add_real_games`), against the one-machine build and `kifunet build` (HDF5) of the same directory with
+    the same options: the same records in the same order and metadata as the one-machine build, the same
+    accounting, rejects and positions (full planes and columns) as the HDF5 build."""
+    pytest.importorskip("apache_beam", reason=BEAM_ENV)
     from kifunet.data_prep import tfds_go_moves as T
-    from kifunet.data_prep import tfds_reader as R
+    from kifunet.data_prep.dataset import open_split
 
-    _, res, _ = built
-    b = T.GoMoves(config=CONFIG, data_dir=str(tmp_path / "beam"))
-    b.download_and_prepare(download_config=tfds.download.DownloadConfig(
-        manual_dir=res["manual"], beam_options=PipelineOptions(["--runner=DirectRunner"])))
-    gen = tfds.builder_from_directory(res["dir"])
-    meta = R.kifunet_metadata(b)
-    assert meta["builder"] == "beam"
-    assert {k: v for k, v in meta.items() if k != "builder"} == {k: v for k, v in res["meta"].items()
-                                                                 if k != "builder"}
-    assert (Path(b.data_dir) / T.REJECTS).read_bytes() == (Path(res["dir"]) / T.REJECTS).read_bytes()
-    for split in res["splits"]:
-        x, y = (bb.as_data_source(split) for bb in (b, gen))
+    manual = make_inputs(tmp_path)
+    records = 8 + add_real_games(kgs_2017_01, manual)  # make_inputs: 8 records and a README
+    h5 = tmp_path / "hdf5"
+    assert cli_main(["build", str(manual), "--out", str(h5), "--preset", "gonn-kgs", "--features", "maddison",
+                     "--workers", "0", "--no-progress", *CLI_OPTS]) == 0
+    tfds_argv = ["tfds", "--config", CONFIG, "--manual-dir", str(manual), *CLI_OPTS]
+    assert cli_main([*tfds_argv, "--data-dir", str(tmp_path / "gen")]) == 0
+    assert cli_main([*tfds_argv, "--data-dir", str(tmp_path / "beam"), "--beam", "--runner=DirectRunner",
+                     "--direct_num_workers=2", "--direct_running_mode=multi_processing"]) == 0
+    gen, beam = _dataset_dir(tmp_path / "gen"), _dataset_dir(tmp_path / "beam")
+    mg, mb = (json.loads((d / "metadata.json").read_text())["kifunet"] for d in (gen, beam))
+    assert mb["builder"] == "beam" and mg["builder"] != "beam"
+    assert {k: v for k, v in mb.items() if k != "builder"} == {k: v for k, v in mg.items() if k != "builder"}
+    manifest = json.loads((h5 / "manifest.json").read_text())
+    for k in ("preset", "options", "filters", "split_rule", "counts"):
+        assert mb[k] == manifest[k], k
+    assert mb["splits"] == {s: {"games": v["games"], "positions": v["positions"], "results": v["results"]}
+                            for s, v in manifest["splits"].items()}
+    c = mb["counts"]
+    assert c["seen"] == records and c["filtered"]["duplicate"] == 2 and c["rejected"] and c["used"] > 20
+    assert (beam / T.REJECTS).read_bytes() == (gen / T.REJECTS).read_bytes()
+    lines = [json.loads(x) for x in (beam / T.REJECTS).read_text().splitlines()]
+    assert lines == [json.loads(x) for x in (h5 / T.REJECTS).read_text().splitlines()]
+    dups = sorted(x["path"].split("!")[0].rsplit("/", 1)[-1] for x in lines if x.get("reason") == "duplicate")
+    assert dups == ["kgs-small.tar.gz", "real-b.tar.gz"]
+    import tensorflow_datasets as tfds
+
+    for split in ("train", "val"):
+        x, y = (tfds.builder_from_directory(str(d)).as_data_source(split) for d in (beam, gen))
         assert len(x) == len(y) > 0
         assert [_canon(x[i]) for i in range(len(x))] == [_canon(y[i]) for i in range(len(y))]  # and same order
+        r, t = open_split(str(h5), split), open_split(f"tfds:{beam}", split)
+        assert len(t) == len(r) == manifest["splits"][split]["positions"] == len(x)
+        want, got = r.batch(np.arange(len(r))), t.batch(np.arange(len(t)))
+        w = _sorted_rows(want, r.games()["game_id"][want["game_index"]].astype(str))
+        g = _sorted_rows(got, got["game"].astype(str))
+        assert np.array_equal(w["game"], g["game"]) and np.array_equal(w["planes"], g["planes"])
+        for k in COLUMNS:
+            assert np.array_equal(w[k], g[k]), k
 
 
 def _canon(rec: dict) -> tuple:
