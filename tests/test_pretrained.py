@@ -79,11 +79,20 @@ def _figures(res: dict) -> dict:
     return out
 
 
+#: How far the slice's figures may move from the recorded ones: float32 sums run in another order on another CPU
+#: model and turn near-ties in the 8-symmetry ensemble. Measured against the records (made on the previous
+#: machine): on this session's Intel Xeon the single pass is exact and kgs_cpu_default's ensemble top-6..10 counts
+#: are 3 lower (nats 6e-9 lower); on an AMD EPYC a top-k count 5 off (issue 32). A real change is bigger: the
+#: ensemble with one symmetry skipped moves top-1 by 11 (1,737 instead of 1,726).
+TOPK_TOLERANCE = 6
+NATS_TOLERANCE = 1e-5
+
+
 @pytest.mark.parametrize("net", HOUR_NETS)
 def test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs(net, tmp_path):
     """`kifunet build` of the slice with the net's feature set, then `kifunet eval` of the committed net on all of
-    it (single pass and the 8-symmetry ensemble, one CPU device): the top-1..10 counts equal the recorded ones, the
-    nats within 1e-6."""
+    it (single pass and the 8-symmetry ensemble, one CPU device): the top-1..10 counts within ``TOPK_TOLERANCE`` of
+    the recorded ones, the nats within ``NATS_TOLERANCE`` (measured spread across CPU models above)."""
     from kifunet.cli import main as cli_main
 
     archive = require_path(KGS_2015, "the real KGS 2015 archive")
@@ -113,9 +122,12 @@ def test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs(net, tmp_pat
     for kind in ("single", "ensemble"):
         g, w = got[kind], want[kind]
         assert g["count"] == w["count"] == want["positions"], kind
-        assert g["topk_correct"] == w["topk_correct"], kind  # exact: top-1 .. top-10 counts
-        assert abs(g["cross_entropy_nats"] - w["cross_entropy_nats"]) <= 1e-6, kind
-        assert abs(g["nll_sum"] - w["nll_sum"]) <= 1e-6 * w["count"], kind
+        moved = [a - b for a, b in zip(g["topk_correct"], w["topk_correct"])]
+        print(f"\n{net} {kind}: top-1..10 count - recorded {moved}, nats - recorded "
+              f"{g['cross_entropy_nats'] - w['cross_entropy_nats']:.2e}")
+        assert max(map(abs, moved)) <= TOPK_TOLERANCE, (kind, g["topk_correct"], w["topk_correct"])
+        assert abs(g["cross_entropy_nats"] - w["cross_entropy_nats"]) <= NATS_TOLERANCE, kind
+        assert abs(g["nll_sum"] - w["nll_sum"]) <= NATS_TOLERANCE * w["count"], kind
     # a trained net: far above the uniform guess, the ensemble above the single pass
     assert got["single"]["topk_correct"][0] > 0.35 * got["positions"]
     assert got["ensemble"]["topk_correct"][0] > got["single"]["topk_correct"][0]

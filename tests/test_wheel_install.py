@@ -2,14 +2,15 @@
 quickstart run and with the default net (package data).
 
 The wheel is built from a copy of the packaged folders (so the checkout gets no ``build/``), installed into a fresh
-venv that sees the system site-packages (the dependencies) but imports its own ``kifunet``, not the editable
-one, and run from a temporary directory: the samples come from the package data, ``runs/`` from the cwd.
+venv that sees the system site-packages (the dependencies; or, when pytest runs in a venv, that venv's
+site-packages through a ``.pth`` file) but imports its own ``kifunet``, not the editable one, and run from a temporary directory: the samples come from the package data, ``runs/`` from the cwd.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,10 @@ def installed(tmp_path_factory):
     venv = tmp / "venv"
     _sh([sys.executable, "-m", "venv", "--system-site-packages", venv], cwd=tmp, env=env)
     py, bin_dir = venv / "bin" / "python", venv / "bin"
+    if sys.prefix != sys.base_prefix:  # pytest itself runs in a venv: "system" site-packages are not its packages
+        purelib = Path(_sh([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=tmp,
+                           env=env).strip())
+        (purelib / "outer_env.pth").write_text("\n".join(site.getsitepackages()) + "\n")  # after its own
     _sh([py, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", "--no-index", whl], cwd=tmp, env=env)
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     return py, bin_dir, env
