@@ -63,20 +63,26 @@ def _key_or_missing(path: str, fix: str) -> tuple:
         raise CorruptDatasetError.at(path, f"cannot be read ({e.strerror or e})", fix) from None
 
 
+def file_sha256(path: str) -> str:
+    """The sha256 of a file's bytes, read in 1 MiB blocks (``OSError`` as the system raises it); the one file hash
+    of the project's checks (datasets here, checkpoints in :mod:`kifunet.train.checkpointing`)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(_HASH_BLOCK):
+            h.update(block)
+    return h.hexdigest()
+
+
 def sha256(path: str, fix: str = CorruptDatasetError.REBUILD) -> str:
     """The sha256 of the file's bytes (hashed once per process while its size and mtime stay the same)."""
     key = _key_or_missing(path, fix)
     found = _FOUND.get(key)
     if found is not None and "sha256" in found:
         return found["sha256"]
-    h = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
-            while block := f.read(_HASH_BLOCK):
-                h.update(block)
+        digest = file_sha256(path)
     except OSError as e:
         raise CorruptDatasetError.at(path, f"cannot be read ({e.strerror or e})", fix) from None
-    digest = h.hexdigest()
     if file_key(path) == key:  # not rewritten while it was read
         _FOUND.setdefault(key, {})["sha256"] = digest
     return digest

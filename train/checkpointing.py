@@ -40,7 +40,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import fnmatch
-import hashlib
 import json
 import os
 import sys
@@ -52,6 +51,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from kifunet.data_prep.verify import file_sha256
 from kifunet.train.parallel import path_tuple
 
 ITEMS = ("state", "data", "meta")
@@ -146,14 +146,6 @@ def _step_files(step_dir: str) -> list[str]:
     return sorted(out)
 
 
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def write_checksums(step_dir: str) -> str:
     """Record size and sha256 of every file of a committed step in ``step_dir/kifunet_checksums.json``, written
     atomically (temporary file, then rename); returns its path. Only for a step known to be whole: the
@@ -161,7 +153,7 @@ def write_checksums(step_dir: str) -> str:
     files = {}
     for rel in _step_files(step_dir):
         path = os.path.join(step_dir, rel)
-        files[rel] = {"size": os.path.getsize(path), "sha256": _sha256(path)}
+        files[rel] = {"size": os.path.getsize(path), "sha256": file_sha256(path)}
     out = os.path.join(step_dir, CHECKSUMS)
     tmp = f"{out}.tmp-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -221,7 +213,7 @@ def _file_problems(step_dir: str, files: dict) -> list[str]:
             to_hash.append((rel, path, want["sha256"]))
     problems += [f"{rel}: not in {CHECKSUMS}" for rel in _step_files(step_dir) if rel not in files]
     for rel, path, want in to_hash:
-        found = _sha256(path)
+        found = file_sha256(path)
         if found != want:
             problems.append(f"{rel}: sha256 mismatch (expected {want[:12]}, found {found[:12]})")
     return problems
