@@ -5,8 +5,9 @@ module                      what it holds
 ==========================  =====================================================================================
 ``policy``                  ``Policy`` (net + feature set + rank -> move probabilities of a position),
                             ``position_record``, ``fresh_policy`` (random weights), ``load_policy`` (a training run)
-``gtp_engine``              the GTP engine: ``Engine`` (commands, ``serve``), ``choose_move`` (eye, pass and
-                            resign rules, GoNN sampling), ``PlaySettings``
+``gtp_engine``              the GTP engine: ``Engine`` (commands, ``serve``)
+``move_choice``             how a move is chosen: ``choose_move`` (eye, pass and resign rules, GoNN sampling),
+                            ``PlaySettings``
 ``gtp_analysis``            GTP analysis for GUIs (Sabaki, Lizzie): ``lz-analyze``/``kata-analyze`` arguments
                             (``parse_request``), candidates, the ``info`` line writer, ``AnalysisRun``
 ``scoring``                 Tromp-Taylor area score (``area_owner``, ``area_score``), result text

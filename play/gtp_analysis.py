@@ -88,7 +88,7 @@ exists for that reason), and never an exponent. Not written: ``scoreMean``, ``sc
 ``scoreSelfplay`` (no net here predicts a score: Sabaki shows no score when ``scoreLead`` is absent and Lizzie
 keeps 0, while a made-up ``0.0`` would read as "even game"), ``utilityLcb``, ``ownership``.
 
-Candidates (:func:`top_moves`): ``genmove``'s candidates (:func:`kifunet.play.gtp_engine.choose_move`, rule 1:
+Candidates (:func:`top_moves`): ``genmove``'s candidates (:func:`kifunet.play.move_choice.choose_move`, rule 1:
 legal, not filling the mover's own eye, pass only for nets with a pass output) that ``avoid``/``allow`` leave,
 sorted by prior; :data:`DEFAULT_CANDIDATES` of them, raised to ``minmoves``, lowered to ``maxmoves``. So the
 order-0 move is the one ``genmove`` plays unless a pass rule applies.

@@ -35,7 +35,8 @@ from kifunet.data_prep import coords
 from kifunet.data_prep.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
 from kifunet.play import gtp_analysis
-from kifunet.play.gtp_engine import Engine, own_eyes
+from kifunet.play.gtp_engine import Engine
+from kifunet.play.move_choice import own_eyes
 
 # --- the strict parser ------------------------------------------------------------------------------------------
 VERTEX = re.compile(r"^(pass|[A-HJ-T](1[0-9]|[1-9]))$")

@@ -11,8 +11,9 @@ import pytest
 from kifunet.data_prep import coords
 from kifunet.data_prep.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
-from kifunet.play import gtp_engine
-from kifunet.play.gtp_engine import Engine, PlaySettings, choose_move
+from kifunet.play import move_choice
+from kifunet.play.gtp_engine import Engine
+from kifunet.play.move_choice import PlaySettings, choose_move
 from kifunet.play.policy import fresh_policy
 
 
@@ -226,8 +227,8 @@ def test_never_fills_its_own_eye_and_plays_only_legal_moves():
     probs[2] = 0.1
     c = _choose(probs, b, BLACK)
     assert c.move == 2 and c.reason == "policy"
-    assert gtp_engine.own_eyes(b, BLACK)[0] and not gtp_engine.own_eyes(b, WHITE)[0]
-    assert gtp_engine.own_eyes(b, WHITE)[24] and not b.is_legal(24, BLACK)
+    assert move_choice.own_eyes(b, BLACK)[0] and not move_choice.own_eyes(b, WHITE)[0]
+    assert move_choice.own_eyes(b, WHITE)[24] and not b.is_legal(24, BLACK)
     # for white, A5 is suicide and E1 its own eye: the same choice
     assert _choose(probs, b, WHITE).move == 2
     probs[2] = 1e-4

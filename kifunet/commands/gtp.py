@@ -92,7 +92,7 @@ def run(args) -> int:
 
     _check_inputs(args)
     from kifunet.data_prep._jit import announce_compile
-    from kifunet.play import gtp_engine, scoring
+    from kifunet.play import gtp_engine, move_choice, scoring
     from kifunet.play import policy as policy_mod
 
     # Everything but GTP responses goes to stderr: loading JAX or a checkpoint must not write on stdout.
@@ -114,9 +114,9 @@ def run(args) -> int:
         problem = scoring.komi_problem(args.komi, pol.board_size)
         if problem:
             raise CommandError(f"--komi: {problem}")
-        settings = gtp_engine.PlaySettings(sample=args.sample, seed=args.seed, max_moves=args.max_moves,
+        settings = move_choice.PlaySettings(sample=args.sample, seed=args.seed, max_moves=args.max_moves,
                                            resign_margin=args.resign_margin,
-                                           pass_threshold=(gtp_engine.DEFAULT_PASS_THRESHOLD
+                                           pass_threshold=(move_choice.DEFAULT_PASS_THRESHOLD
                                                            if args.pass_threshold is None else args.pass_threshold))
         engine = gtp_engine.Engine(pol, settings=settings, komi=args.komi, name=args.name,
                                    log=sys.stderr if args.verbose else None)
