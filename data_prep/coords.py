@@ -1,7 +1,9 @@
 """Board coordinates: every coordinate system kifunet uses, written down once.
 
-Board size ``N`` (any 2 <= N <= 19; 9, 13 and 19 in practice). Rows count from the **top**, columns from
-the **left**, as the board is drawn in SGF viewers and as plane arrays are printed.
+Board size ``N``: 2 <= N <= :data:`MAX_SIZE` (19) for records, datasets and the rules engine (9, 13 and 19 in
+practice); the conversions themselves go up to :data:`GTP_MAX_SIZE` (25, the largest board GTP can name: 25
+column letters, A..Z without ``I``; SGF letters go up to ``y``). Rows count from the **top**, columns from the
+**left**, as the board is drawn in SGF viewers and as plane arrays are printed.
 
 ======================  =====================  ==================  ===========  ==========
 system                  top-left corner        bottom-right        example      pass
@@ -21,9 +23,10 @@ upper-right 4-4 point (the star point at SGF ``pd``).
 
 from __future__ import annotations
 
-GTP_COLUMNS = "ABCDEFGHJKLMNOPQRST"  # no I
-SGF_LETTERS = "abcdefghijklmnopqrs"
-MAX_SIZE = 19
+GTP_COLUMNS = "ABCDEFGHJKLMNOPQRSTUVWXYZ"  # no I: 25 columns, GTP's largest board
+SGF_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+MAX_SIZE = 19  # records, datasets and the rules engine (data_prep.board.Board)
+GTP_MAX_SIZE = 25  # the largest board GTP vertices can name (GTP 2 spec, section 3.11)
 
 
 def pass_index(n: int) -> int:

@@ -179,6 +179,53 @@ def _data_shape(cfg: dict, meta: dict, dataset: str | None, feature_set: str | N
     return str(feature_set), int(board_size)
 
 
+def step_dir(path: str, step: int | None = None) -> str:
+    """The checkpoint step directory :func:`load_net` reads for ``path`` (a run directory: its newest step; its
+    ``checkpoints`` directory: the newest; a step's directory: that one) or for ``step``; without JAX or orbax.
+    ``FileNotFoundError`` when there is no step."""
+    _, target = resolve_checkpoint(path, step)
+    target = os.path.abspath(target)
+    ck = os.path.join(target, "checkpoints") if os.path.isdir(os.path.join(target, "checkpoints")) else target
+    if os.path.isdir(os.path.join(ck, "state")) or os.path.isfile(os.path.join(ck, "kifunet_checksums.json")):
+        return ck  # a step's directory
+    steps = [d for d in os.listdir(ck) if d.isdigit() and os.path.isdir(os.path.join(ck, d))] \
+        if os.path.isdir(ck) else []
+    if not steps:
+        raise FileNotFoundError(f"{ck}: no checkpoint")
+    return os.path.join(ck, max(steps, key=int))
+
+
+def describe_net(path: str, *, step: int | None = None, dataset: str | None = None,
+                 feature_set: str | None = None, board_size: int | None = None) -> dict:
+    """What :func:`load_net` will load, read from ``config.json`` and the step's JSON metadata only (no JAX,
+    orbax or checkpoint arrays; milliseconds): ``workdir``, ``name``, ``step_dir``, ``step``, ``model`` (the
+    registry name), ``model_kwargs``, ``rank_embedding``, ``feature_set`` and ``board_size`` (as
+    :func:`load_net` decides them) and ``description`` (``MODEL from RUN step S``, as ``kifunet gtp`` shows it)."""
+    import json
+
+    workdir, _ = resolve_checkpoint(path, step)
+    target = step_dir(path, step)
+    meta = {}
+    meta_path = os.path.join(target, "meta", "metadata")
+    if os.path.isfile(meta_path):
+        with open(meta_path, encoding="utf-8") as f:
+            meta = json.load(f)
+    with open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
+        raw = json.load(f)
+    fs, n = _data_shape(raw, meta, dataset, feature_set, board_size)
+    model = dict(raw.get("model") or {})
+    name = model.get("name") or meta.get("model")
+    if not name:  # a partial config: the defaults' model, as load_net completes it
+        from kifunet.train.configs import default
+
+        name = default.get_config().model.name
+    at = meta.get("step")
+    desc = f"{name} from {os.path.basename(workdir)}" + (f" step {at}" if at is not None else "")
+    return {"workdir": workdir, "name": os.path.basename(workdir), "step_dir": target, "step": at, "model": name,
+            "model_kwargs": dict(model.get("kwargs") or {}), "rank_embedding": bool(model.get("rank_embedding")),
+            "feature_set": fs, "board_size": n, "description": desc}
+
+
 @dataclasses.dataclass
 class TrainedNet:
     """A trained model rebuilt from a run: the model (eval mode), its feature set, board size and ``info``."""
@@ -198,6 +245,10 @@ def load_net(path: str, *, step: int | None = None, dataset: str | None = None, 
     completed with the defaults), computing in ``dtype`` if given (``'float32'`` for play), with the feature set
     and board size of :func:`_data_shape`; parameters and BatchNorm statistics come from the checkpoint
     (:func:`kifunet.train.checkpointing.load_weights`). A checkpoint of another shape is a ``ValueError``.
+
+    The model is built abstractly (``nnx.eval_shape``: shapes and dtypes, no random initialisation, no XLA
+    compilation) and the checkpoint's arrays are merged into it, so loading costs reading the checkpoint and no
+    more; the model's arrays are the checkpoint's (host NumPy arrays).
     """
     from flax import nnx
 
@@ -217,8 +268,9 @@ def load_net(path: str, *, step: int | None = None, dataset: str | None = None, 
     spec = model_config.model_section(raw.get("model"))
     if dtype is not None:
         spec.dtype = dtype
-    model = model_config.build_model(spec, seed=int(raw.get("seed", 0)), board_size=n,
-                                     in_planes=features.get(fs).num_planes)
+    # abstractly: shapes and dtypes only, no initialiser runs and nothing compiles; the checkpoint fills it
+    model = nnx.eval_shape(lambda: model_config.build_model(spec, seed=int(raw.get("seed", 0)), board_size=n,
+                                                            in_planes=features.get(fs).num_planes))
     graph, params, extra = nnx.split(model, nnx.Param, ...)
     template = {"params": params, "extra": extra}
     want = {k: tuple(v.shape) for k, v in checkpointing.flatten_state(template).items()}

@@ -10,6 +10,12 @@ module                      what it holds
                             ``PlaySettings``
 ``gtp_analysis``            GTP analysis for GUIs (Sabaki, Lizzie): ``lz-analyze``/``kata-analyze`` arguments
                             (``parse_request``), candidates, the ``info`` line writer, ``AnalysisRun``
+``gtp_gogui``               GoGui's analyze commands: ``ANALYZE_COMMANDS`` (what ``gogui-analyze_commands`` lists),
+                            the responses (``policy_gfx``, ``policy_dboard``, ``value_line``)
+``gtp_sgf``                 ``loadsgf``/``printsgf``: ``read_game`` (a file's main line up to a move number or a
+                            vertex), ``game_sgf`` (the engine's game as SGF), ``file_argument``
+``time_manager``            GTP's time commands read, the per-move budget (``move_budget``), the symmetries a move
+                            affords (``choose_symmetries``), the clock (``TimeManager``)
 ``scoring``                 Tromp-Taylor area score (``area_owner``, ``area_score``), result text
                             (``format_score``, ``parse_result``)
 ``gtp_client``              talking to a GTP program: ``GtpProcess`` (one command, one response), ``EngineError``,

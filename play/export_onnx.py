@@ -27,7 +27,11 @@ conversion cost      jax2onnx imports all of its plugins on its first conversion
                      same), which measured 6.6 s against 8.7-12.8 s with them on
 ===================  ========================================================================================
 
-Every registered family converts (``tests/test_export.py``); the one change the models needed was in
+Every registered family converts, and every net shipped under ``pretrained/`` exports and gives JAX's logits
+within the tests' tolerance (``tests/test_export.py``), whether the model's arrays are host NumPy arrays (a
+restored checkpoint) or JAX arrays (a model built in the process). The file has fixed board dimensions
+(``[B, N, N, C]``, N a number): it plays the board it was exported for, and
+:meth:`kifunet.play.onnx_policy.OnnxPolicy.size_problem` refuses any other. The one change the models needed was in
 :func:`kifunet.models.base.board_logits_without_pass`, which made pass's column with ``jnp.full((B, 1))``, a shape
 jax2onnx cannot take with a symbolic ``B`` (now ``jnp.full_like``).
 """

@@ -3,7 +3,8 @@
 :class:`GtpProcess` runs a command line (split like a shell does, :func:`resolve_command`) with its stdin and
 stdout on pipes and its stderr to a file or nowhere. :meth:`GtpProcess.command` sends one command and returns
 ``(ok, text)``: ``ok`` is False for a ``?`` answer; the text has the ``=``/``?``, any id and surrounding
-whitespace removed, multi-line responses kept whole. Blank lines before a response are skipped; a response ends
+whitespace removed (an empty success, ``= `` or ``=12 `` as the spec writes it, or ``=`` alone, is ``""``),
+multi-line responses kept whole. Blank lines before a response are skipped; a response ends
 at its blank line. A process that dies, closes its input, answers anything but a GTP response, or does not
 answer within the timeout raises :class:`EngineError` (the first command is given at least
 :data:`STARTUP_TIMEOUT`, since loading JAX and a net is slow).

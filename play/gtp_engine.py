@@ -5,16 +5,33 @@ exported one: :mod:`kifunet.play.onnx_policy`) speaks GTP on
 stdin/stdout, for GoGui, Sabaki, ``gogui-twogtp`` or ``kifunet match``.
 
 Commands: ``protocol_version name version known_command list_commands quit boardsize clear_board komi play
-genmove undo showboard final_score`` and ``reg_genmove`` (choose without playing), ``kgs-genmove_cleanup``
-(genmove without the pass-after-pass rule), ``fixed_handicap`` / ``place_free_handicap`` /
-``set_free_handicap``, ``time_settings`` / ``time_left`` / ``kgs-time_settings`` (accepted and ignored: the
-net answers in milliseconds), ``set_random_seed N`` (the sampling seed; ``kifunet match`` sends one per game),
-``kifunet-policy COLOUR [K]`` (the K most probable legal moves with their probabilities), and the analysis
-commands of Sabaki and Lizzie, ``lz-analyze``, ``kata-analyze``, ``lz-genmove_analyze``, ``kata-genmove_analyze``
-(formats, arguments and what "visits" and "winrate" mean without a search: :mod:`kifunet.play.gtp_analysis`).
+genmove undo showboard final_score final_status_list`` and ``reg_genmove`` (choose without playing),
+``kgs-genmove_cleanup`` (genmove that removes dead stones before it passes), ``fixed_handicap`` / ``place_free_handicap`` /
+``set_free_handicap``, ``set_random_seed N`` (the sampling seed; ``kifunet match`` sends one per game),
+``kifunet-policy COLOUR [K]`` (the K most probable legal moves with their probabilities), and:
+
+* the analysis commands of Sabaki and Lizzie, ``lz-analyze``, ``kata-analyze``, ``lz-genmove_analyze``,
+  ``kata-genmove_analyze`` (formats, arguments and what "visits" and "winrate" mean without a search:
+  :mod:`kifunet.play.gtp_analysis`);
+* GoGui's ``gogui-analyze_commands`` and the commands it lists, ``kifunet-policy_gfx``,
+  ``kifunet-policy_dboard``, ``kifunet-value``, ``kifunet-dead_gfx`` (:mod:`kifunet.play.gtp_gogui`);
+* ``loadsgf FILE [MOVE_NUMBER|VERTEX]`` and ``printsgf [FILE]`` (:mod:`kifunet.play.gtp_sgf`);
+* ``time_settings``, ``time_left``, ``kgs-time_settings``: a clock and a per-move budget that decide how many
+  board symmetries genmove's policy averages (:mod:`kifunet.play.time_manager`; without a time limit,
+  ``symmetries`` of the constructor, default 1); ``cputime`` (the engine process's CPU seconds).
+
+``boardsize N`` (GTP's 2..25) is accepted when the net can play N x N (``policy.size_problem(N)`` is None; a
+policy without that method plays only its own size) and the rules engine can (:class:`kifunet.data_prep.board.Board`:
+up to 19 today), switching to ``policy.resized(N)`` (made once per size); ``version`` then says what size the
+net was trained on (``trained_size``). The reason for a refusal goes to the log; the answer is the spec's
+``? unacceptable size``.
+
 Errors follow the spec: ``? unknown command``, ``? illegal move``, ``? unacceptable size``, ``? syntax error``
 (also for ``undo`` with arguments and a ``komi`` that is not one finite number), ``? cannot undo``, and
-``? komi ... is out of range`` for ``|komi| > N*N`` (:func:`kifunet.play.scoring.komi_problem`). Ids are echoed; every response ends with a blank line.
+``? komi ... is out of range`` for ``|komi| > N*N`` (:func:`kifunet.play.scoring.komi_problem`). Ids are echoed;
+a success is ``=[id] `` and the text, with the space even when the text is empty (``= \n\n``), as GNU Go and
+the spec's examples write it (an analysis response's first line is ``=[id]`` alone: the KataGo format); every
+response ends with a blank line.
 
 Streaming: :meth:`Engine.serve` reads stdin on a thread into a queue, so an analysis can wait for the next
 line with a timeout (a block every interval) on every platform; ``select()`` on stdin would not see lines
@@ -25,15 +42,22 @@ Rules: simple ko, suicide illegal (:class:`kifunet.data_prep.board.Board`), area
 
 How a move is chosen, when the engine passes and when it resigns: :mod:`kifunet.play.move_choice`.
 
-``final_score`` is that area score (no dead-stone removal): ``B+3.5``, ``W+0.5`` or ``0``.
+The end of the game (:mod:`kifunet.play.life_death`'s estimate of the position, fixed seed, computed once per
+position): ``final_score`` is the area score with the estimate's dead stones removed (Chinese counting, komi
+to white: ``B+3.5``, ``W+0.5`` or ``0``); ``final_status_list alive|dead|seki`` lists those stones, one chain a
+line; ``kifunet-dead_gfx`` draws them in GoGui; ``kifunet-resign on|off`` switches resigning (on by default,
+:class:`kifunet.play.move_choice.PlaySettings`; ``kifunet match`` sends ``off`` unless ``--resign``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import math
 import queue
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable, TextIO
 
@@ -43,7 +67,7 @@ from kifunet.data_prep import coords
 from kifunet.data_prep.board import Board
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
 
-from . import gtp_analysis, scoring
+from . import gtp_analysis, gtp_gogui, gtp_sgf, life_death, scoring, time_manager
 from .move_choice import PlaySettings, choose_move, own_eyes
 
 PROTOCOL_VERSION = "2"
@@ -51,6 +75,32 @@ PROTOCOL_VERSION = "2"
 # Which of the spec's nine points (see Engine._handicap_points) each fixed handicap uses (GTP spec 4.1.1).
 _HANDICAP_ORDER = {2: (0, 1), 3: (0, 1, 2), 4: (0, 1, 2, 3), 5: (0, 1, 2, 3, 4), 6: (0, 1, 2, 3, 5, 6),
                    7: (0, 1, 2, 3, 4, 5, 6), 8: (0, 1, 2, 3, 5, 6, 7, 8), 9: tuple(range(9))}
+
+
+#: ``final_status_list``'s arguments -> the estimate's status (:mod:`kifunet.play.life_death`)
+_STATUS = {"alive": life_death.ALIVE, "dead": life_death.DEAD, "seki": life_death.SEKI}
+
+
+def _chains_in(board: Board, mask: np.ndarray) -> list[list[int]]:
+    """The stones of ``mask`` (bool [N, N]) grouped into chains (same colour, connected), in board order."""
+    flat = mask.reshape(-1)
+    st = board.stones.reshape(-1)
+    seen = np.zeros_like(flat)
+    chains = []
+    for start in np.flatnonzero(flat):
+        if seen[start]:
+            continue
+        chain, stack = [], [int(start)]
+        seen[start] = True
+        while stack:
+            p = stack.pop()
+            chain.append(p)
+            for q in board.nb[p]:
+                if q >= 0 and flat[q] and not seen[q] and st[q] == st[p]:
+                    seen[q] = True
+                    stack.append(int(q))
+        chains.append(sorted(chain))
+    return chains
 
 
 class GtpError(Exception):
@@ -72,7 +122,8 @@ def colour_letter(c: int) -> str:
 class _State:
     board: Board
     moves: list = field(default_factory=list)  # [(colour, flat)]
-    setup: list = field(default_factory=list)  # [(colour, flat)] handicap stones
+    setup: list = field(default_factory=list)  # [(colour, flat)] handicap stones, or a loaded game's setup
+    first: int | None = None  # who plays first after the setup (None: White after handicap stones, else Black)
 
 
 @dataclass
@@ -89,20 +140,33 @@ class Engine:
     """GTP engine state and command handlers; :meth:`handle` answers one line, :meth:`serve` runs a session.
 
     ``analysis_blocks``: the blocks an analysis command answers in :meth:`handle` (outside :meth:`serve`);
-    ``analysis_pv``: the longest PV an analysis shows (see :mod:`kifunet.play.gtp_analysis`).
+    ``analysis_pv``: the longest PV an analysis shows (see :mod:`kifunet.play.gtp_analysis`);
+    ``symmetries``: the board symmetries genmove averages without a time limit (1..8; a policy whose
+    ``probabilities`` takes no ``symmetries`` always uses 1).
     """
 
     def __init__(self, policy, *, settings: PlaySettings | None = None, komi: float = 7.5, name: str = "kifunet",
                  version: str = "", log: TextIO | None = None, analysis_blocks: int = 1,
-                 analysis_pv: int = gtp_analysis.DEFAULT_PV_LENGTH):
+                 analysis_pv: int = gtp_analysis.DEFAULT_PV_LENGTH, symmetries: int = 1):
+        if not 1 <= symmetries <= time_manager.MAX_SYMMETRIES:
+            raise ValueError(f"symmetries must be in 1..{time_manager.MAX_SYMMETRIES}, not {symmetries}")
         self.policy = policy
+        self._base = policy  # the policy as given: its size, description, and what it resizes from
+        self._policies = {policy.board_size: policy}  # size -> the policy playing it (policy.resized(N))
         self.settings = settings or PlaySettings()
         self.size = policy.board_size
         self.komi = float(komi)
         self.name = name
-        self.version = version or _default_version(policy)
+        self._version = version  # "" -> _default_version, computed at the first `version` (it may run the net)
+        self._default_version: str | None = None
+        self.time = time_manager.TimeManager(unlimited=symmetries)
+        self._warm: threading.Thread | None = None  # measuring WARM_SYMMETRIES after time settings
+        self._warm_policy = None  # the policy it measures
+        self._takes_symmetries = _takes_symmetries(policy)
         self.rng = np.random.default_rng(self.settings.seed)
         self.log = log
+        if symmetries > 1 and not self._takes_symmetries:
+            self._log(f"the policy cannot average symmetries: genmove uses 1, not {symmetries}")
         self.state = _State(Board(self.size))
         self.history: list[_State] = []
         self.quit = False
@@ -111,6 +175,7 @@ class Engine:
         self._streaming = False  # inside serve(): an analysis command leaves its run in self._analysis
         self._analysis: gtp_analysis.AnalysisRun | None = None
         self._said_no_value = False
+        self._estimate_cache = None  # (position key, life_death.Estimate)
         self.commands: dict[str, Callable[[list[str]], str]] = {
             "protocol_version": lambda a: PROTOCOL_VERSION,
             "name": lambda a: self.name,
@@ -128,12 +193,22 @@ class Engine:
             "undo": self._undo,
             "showboard": self._showboard,
             "final_score": self._final_score,
+            "final_status_list": self._final_status_list,
+            "kifunet-dead_gfx": self._dead_gfx,
+            "kifunet-resign": self._resign_switch,
             "fixed_handicap": self._fixed_handicap,
             "place_free_handicap": self._fixed_handicap,
             "set_free_handicap": self._set_free_handicap,
-            "time_settings": lambda a: "",
-            "time_left": lambda a: "",
-            "kgs-time_settings": lambda a: "",
+            "time_settings": lambda a: self._time_settings(time_manager.parse_time_settings, a),
+            "time_left": self._time_left,
+            "kgs-time_settings": lambda a: self._time_settings(time_manager.parse_kgs_time_settings, a),
+            "cputime": lambda a: f"{time.process_time():.3f}",
+            "loadsgf": self._loadsgf,
+            "printsgf": self._printsgf,
+            "gogui-analyze_commands": lambda a: gtp_gogui.analyze_commands(self),
+            "kifunet-policy_gfx": lambda a: self._gogui_policy(a, dboard=False),
+            "kifunet-policy_dboard": lambda a: self._gogui_policy(a, dboard=True),
+            "kifunet-value": self._value_command,
             "set_random_seed": self._set_random_seed,
             "kifunet-policy": self._policy_command,
             "lz-analyze": lambda a: self._analyze(gtp_analysis.LZ, a),
@@ -168,7 +243,7 @@ class Engine:
             return f"?{cid} internal error: {type(e).__name__}: {e}\n\n"
         if isinstance(out, _Analysis):
             return self._analysis_response(cid, out)
-        return f"={cid} {out}\n\n" if out else f"={cid}\n\n"
+        return f"={cid} {out}\n\n"
 
     def _analysis_response(self, cid: str, a: _Analysis) -> str:
         head = f"={cid}\n"
@@ -177,7 +252,8 @@ class Engine:
         if self._streaming:  # serve() writes the next blocks and the final blank line
             self._analysis = a.run
             return head + a.run.block()
-        return head + "".join(a.run.block() for _ in range(self.analysis_blocks)) + "\n"
+        body = "".join(a.run.block() for _ in range(self.analysis_blocks))
+        return head + body + "\n" if body else f"={cid} \n\n"  # no info line: an empty response
 
     def serve(self, stdin: TextIO, stdout: TextIO) -> int:
         """Answer stdin's lines on stdout until ``quit`` or end of input, streaming analyses (module docstring)."""
@@ -233,6 +309,19 @@ class Engine:
         if self.log is not None:
             print(msg, file=self.log, flush=True)
 
+    @property
+    def version(self) -> str:
+        """``version``'s answer: the constructor's, else :func:`_default_version` (computed once), and
+        ``; trained on NxN`` when the board is not the size the net was trained on."""
+        if self._version:
+            return self._version
+        if self._default_version is None:
+            self._default_version = _default_version(self._base)
+        trained = _trained_size(self._base)
+        if trained == self.size:
+            return self._default_version
+        return f"{self._default_version[:-1]}; trained on {trained}x{trained})"  # inside the parenthesis
+
     # --- commands ----------------------------------------------------------------------------------------
     def _known_command(self, a):
         if len(a) != 1:
@@ -246,14 +335,48 @@ class Engine:
     def _boardsize(self, a):
         if len(a) != 1 or not a[0].isdigit():
             raise GtpError("syntax error")
-        if int(a[0]) != self.size:
+        n = int(a[0])
+        problem = self._size_problem(n)
+        if problem:
+            self._log(f"boardsize {n}: {problem}")
             raise GtpError("unacceptable size")
+        self._set_size(n)
         self._clear_board([])
         return ""
+
+    def _size_problem(self, n: int) -> str | None:
+        """Why this engine cannot play ``n`` x ``n`` (None: it can): GTP's limit, the rules engine's, the net's
+        (``policy.size_problem``; a policy without it plays only its own size)."""
+        if not 2 <= n <= coords.GTP_MAX_SIZE:
+            return f"GTP boards are 2x2 to {coords.GTP_MAX_SIZE}x{coords.GTP_MAX_SIZE}"
+        if n in self._policies:
+            return None
+        try:
+            Board(n)
+        except ValueError as e:  # the rules engine's limit (2..19 today)
+            return f"the rules engine: {e}"
+        base = self._base
+        ask = getattr(base, "size_problem", None)
+        if ask is None:
+            m = base.board_size
+            return f"the net plays only {m}x{m}"
+        return ask(n)
+
+    def _set_size(self, n: int) -> None:
+        """Play on ``n`` x ``n`` (checked by :meth:`_size_problem`): the policy for that size, an empty board."""
+        if n not in self._policies:
+            self._policies[n] = self._base.resized(n)
+        if self.policy is not self._policies[n]:
+            self.time.costs = {}  # another board, another cost
+        self.policy = self._policies[n]
+        self._takes_symmetries = _takes_symmetries(self.policy)
+        self.size = n
+        self._maybe_warm()
 
     def _clear_board(self, a):
         self.state = _State(Board(self.size))
         self.history = []
+        self.time.reset_clocks()
         return ""
 
     def _komi(self, a):
@@ -278,7 +401,7 @@ class Engine:
 
     def _push(self) -> None:
         s = self.state
-        self.history.append(_State(s.board.copy(), list(s.moves), list(s.setup)))
+        self.history.append(_State(s.board.copy(), list(s.moves), list(s.setup), s.first))
 
     def _apply(self, colour: int, flat: int) -> None:
         self._push()
@@ -303,9 +426,31 @@ class Engine:
             raise GtpError("syntax error")
         return self._choose_and_play(parse_colour(a[0]), play=play, cleanup=cleanup)
 
-    def _choose_and_play(self, colour: int, *, play: bool, cleanup: bool = False) -> str:
+    def _move_probabilities(self, colour: int) -> tuple[np.ndarray, int]:
+        """genmove's policy for ``colour``, averaged over as many symmetries as the clock affords (measured)."""
         s = self.state
-        probs = self.policy.probabilities(s.moves, colour, s.setup)
+        k = 1
+        if self._takes_symmetries:
+            k = self.time.symmetries(colour, board_size=self.size, moves_played=len(s.moves))
+        t0 = time.perf_counter()
+        if k > 1:
+            probs = self.policy.probabilities(s.moves, colour, s.setup, symmetries=k)
+        else:
+            probs = self.policy.probabilities(s.moves, colour, s.setup)
+        self.time.measured(k, time.perf_counter() - t0)
+        return probs, k
+
+    def _choose_and_play(self, colour: int, *, play: bool, cleanup: bool = False) -> str:
+        t0 = time.perf_counter()
+        try:
+            return self._choose(colour, play=play, cleanup=cleanup)
+        finally:
+            if play:
+                self.time.spent(colour, time.perf_counter() - t0)
+
+    def _choose(self, colour: int, *, play: bool, cleanup: bool) -> str:
+        s = self.state
+        probs, k = self._move_probabilities(colour)
         opponent_passed = bool(s.moves) and s.moves[-1] == (3 - colour, self.size * self.size)
         choice = choose_move(probs, s.board, colour, moves_played=len(s.moves), opponent_passed=opponent_passed,
                              komi=self.komi, settings=self.settings, rng=self.rng,
@@ -314,8 +459,9 @@ class Engine:
             self._log(f"move {len(s.moves) + 1} {colour_letter(colour)}: resign")
             return "resign"
         vertex = coords.to_gtp(coords.from_flat(choice.move, self.size), self.size)
+        sym = f", {k} symmetries" if k > 1 else ""
         self._log(f"move {len(s.moves) + 1} {colour_letter(colour)}: {vertex} ({choice.reason}, "
-                  f"p={choice.probability:.3f})")
+                  f"p={choice.probability:.3f}{sym})")
         if play:
             self._apply(colour, choice.move)
         return vertex
@@ -350,8 +496,53 @@ class Engine:
                      f" komi {self.komi:g}")
         return "\n" + "\n".join(lines)
 
+    def _estimate(self) -> life_death.Estimate:
+        """The dead-stone estimate of the current position (:mod:`kifunet.play.life_death`, fixed seed), kept
+        until the position changes: ``final_score``, ``final_status_list`` and ``kifunet-dead_gfx`` agree."""
+        s = self.state
+        key = (self.size, tuple(s.setup), tuple(s.moves))
+        if self._estimate_cache is None or self._estimate_cache[0] != key:
+            est = life_death.estimate(s.board.stones, self._next_colour())
+            self._estimate_cache = (key, est)
+        return self._estimate_cache[1]
+
     def _final_score(self, a):
-        return scoring.format_score(scoring.area_score(self.state.board.stones, self.komi))
+        """Area score with the estimate's dead stones removed (Chinese counting, komi to white)."""
+        return scoring.format_score(self._estimate().score(self.komi))
+
+    def _final_status_list(self, a):
+        """``final_status_list alive|dead|seki``: the stones of that status, one chain a line (GTP spec 6.3.5)."""
+        if len(a) != 1 or a[0].lower() not in _STATUS:
+            raise GtpError("syntax error")
+        est = self._estimate()
+        mask = est.status == _STATUS[a[0].lower()]
+        return "\n".join(" ".join(self._gtp(p) for p in chain) for chain in _chains_in(self.state.board, mask))
+
+    def _dead_gfx(self, a):
+        """GoGui ``gfx``: the estimate's dead stones (``MARK``), seki stones (``TRIANGLE``), the owned empty
+        points (``BLACK`` / ``WHITE`` squares: ownership beyond 0.5) and the score (``TEXT``)."""
+        if a:
+            raise GtpError("syntax error")
+        est = self._estimate()
+        empty = self.state.board.stones == EMPTY
+        own = est.ownership
+        groups = [("MARK", est.dead()), ("TRIANGLE", est.seki()),
+                  ("BLACK", empty & (own > 0.5)), ("WHITE", empty & (own < -0.5))]
+        lines = [f"{label} " + " ".join(self._gtp(int(p)) for p in np.flatnonzero(m.reshape(-1)))
+                 for label, m in groups if m.any()]
+        lines.append(f"TEXT dead stones: {int(est.dead().sum())}, seki stones: {int(est.seki().sum())}; "
+                     f"score {scoring.format_score(est.score(self.komi))} (komi {self.komi:g})")
+        return "\n".join(lines)
+
+    def _resign_switch(self, a):
+        """``kifunet-resign on|off``: may the engine resign (``kifunet match`` sends ``off`` unless asked)."""
+        if len(a) != 1 or a[0].lower() not in ("on", "off"):
+            raise GtpError("syntax error")
+        self.settings = dataclasses.replace(self.settings, resign=a[0].lower() == "on")
+        return ""
+
+    def _gtp(self, flat: int) -> str:
+        return coords.to_gtp(coords.from_flat(int(flat), self.size), self.size)
 
     def _handicap_points(self, k: int) -> list[int]:
         """The GTP spec's fixed placement (section 4.1.1): 3-3 points below 13x13, 4-4 points from 13x13."""
@@ -403,13 +594,135 @@ class Engine:
         idx = [int(i) for i in np.argsort(-probs, kind="stable") if legal[i]][:k]
         return " ".join(f"{coords.to_gtp(coords.from_flat(i, self.size), self.size)} {probs[i]:.4f}" for i in idx)
 
+    # --- time (kifunet.play.time_manager) -------------------------------------------------------------------
+    def _time_settings(self, parse, a):
+        try:
+            self.time.set(parse(a))
+        except ValueError as e:
+            raise GtpError(f"syntax error: {e}") from None
+        self._maybe_warm()
+        return ""
+
+    def _maybe_warm(self) -> None:
+        """Under a time limit, measure :data:`~kifunet.play.time_manager.WARM_SYMMETRIES` in a background thread
+        unless known (the engine answers at once; a genmove before it is done uses what is measured)."""
+        k = time_manager.WARM_SYMMETRIES
+        if self.time.settings.unlimited or not self._takes_symmetries or k in self.time.costs:
+            return
+        if self._warm is None or not self._warm.is_alive() or self._warm_policy is not self.policy:
+            self._warm_policy = self.policy
+            self._warm = threading.Thread(target=self._warm_symmetries, args=(self.policy, k),
+                                          name="kifunet-symmetries", daemon=True)
+            self._warm.start()
+
+    def _warm_symmetries(self, policy, k: int) -> None:
+        """Measure a call with ``k`` symmetries on the empty board, off the clock (the first call may compile
+        the net for that batch; the second is the cost), so that a timed genmove may use k."""
+        try:
+            for _ in range(2):
+                t0 = time.perf_counter()
+                policy.probabilities([], BLACK, (), symmetries=k)
+                seconds = time.perf_counter() - t0
+        except Exception as e:  # the net did not load, or cannot batch: genmove keeps to what it measured
+            self._log(f"measuring {k} symmetries failed: {type(e).__name__}: {e}")
+            return
+        if policy is self.policy:
+            self.time.measured(k, seconds)
+            self._log(f"{k} symmetries take {seconds * 1000:.1f} ms")
+
+    def _time_left(self, a):
+        try:
+            word, seconds, stones = time_manager.parse_time_left(a)
+        except ValueError as e:
+            raise GtpError(f"syntax error: {e}") from None
+        self.time.time_left(parse_colour(word), seconds, stones)
+        return ""
+
+    # --- SGF files (kifunet.play.gtp_sgf) ------------------------------------------------------------------
+    def _loadsgf(self, a):
+        try:
+            path, rest = gtp_sgf.file_argument(a)
+            if path is None or len(rest) > 1:
+                raise gtp_sgf.LoadError("syntax error: loadsgf FILE [MOVE_NUMBER|VERTEX]")
+            game = gtp_sgf.read_game(path, rest[0] if rest else None)
+        except gtp_sgf.LoadError as e:
+            raise GtpError(str(e)) from None
+        problem = self._size_problem(game.size)
+        if problem:
+            raise GtpError(f"cannot load file '{path}': board size {game.size}x{game.size} is unacceptable: "
+                           f"{problem}")
+        komi = self.komi if game.komi is None else game.komi
+        problem = scoring.komi_problem(komi, game.size)
+        if problem:
+            raise GtpError(f"cannot load file '{path}': {problem}")
+        self._set_size(game.size)
+        self.komi = komi
+        board = Board(self.size)
+        for c in (BLACK, WHITE):
+            pts = [p for cc, p in game.setup if cc == c]
+            if pts:
+                board.setup(pts, c)
+        self.state = _State(board, [], list(game.setup), game.first)
+        self.history = []
+        for colour, flat in game.moves:
+            self._apply(colour, flat)
+        return "black" if game.to_play == BLACK else "white"
+
+    def _printsgf(self, a):
+        try:
+            path, rest = gtp_sgf.file_argument(a)
+        except gtp_sgf.LoadError as e:
+            raise GtpError(str(e)) from None
+        if rest:
+            raise GtpError("syntax error: printsgf [FILE]")
+        s = self.state
+        text = gtp_sgf.game_sgf(self.size, self.komi, s.setup, s.moves, self._first_colour(),
+                                app=(self.name, _package_version()))
+        if path is None or path == "-":
+            return text
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+        except OSError as e:
+            raise GtpError(f"cannot write file '{path}': {e.strerror or e}") from None
+        return ""
+
+    # --- GoGui analyze commands (kifunet.play.gtp_gogui) -----------------------------------------------------
+    def _gogui_policy(self, a, *, dboard: bool):
+        if len(a) != 1:
+            raise GtpError("syntax error")
+        colour = parse_colour(a[0])
+        s = self.state
+        probs = self.policy.probabilities(s.moves, colour, s.setup)
+        legal = s.board.legal_moves(colour)
+        if dboard:
+            return "\n" + gtp_gogui.policy_dboard(probs, legal, self.size, colour)
+        return gtp_gogui.policy_gfx(probs, legal, self.size, colour, has_pass=bool(self.policy.has_pass))
+
+    def _value_command(self, a):
+        if len(a) != 1:
+            raise GtpError("syntax error")
+        colour = parse_colour(a[0])
+        s = self.state
+        _, value = gtp_analysis.evaluate(self.policy, s.moves, colour, s.setup)
+        if value is None:
+            raise GtpError("the net has no value head")
+        return gtp_gogui.value_line(value, colour)
+
     # --- analysis (arguments, formats and rules: kifunet.play.gtp_analysis) -------------------------------------
+    def _first_colour(self) -> int:
+        """Who plays first after the setup: a loaded game's, else White after handicap stones, else Black."""
+        s = self.state
+        if s.first is not None:
+            return s.first
+        return WHITE if s.setup else BLACK
+
     def _next_colour(self) -> int:
-        """The side to move: the other colour after the last move; White first after handicap stones."""
+        """The side to move: the other colour after the last move; else :meth:`_first_colour`."""
         s = self.state
         if s.moves:
             return 3 - s.moves[-1][0]
-        return WHITE if s.setup else BLACK
+        return self._first_colour()
 
     def _request(self, fmt: str, a) -> gtp_analysis.AnalyzeRequest:
         try:
@@ -491,17 +804,34 @@ class _PvLine:
         self.probs = None
 
 
-def _default_version(policy) -> str:
-    """``0.1.0 (DESCRIPTION; value head)`` or ``...; no value head: analysis winrate 0.5 is not an estimate)``:
-    the first word stays the package version (Lizzie reads ``version``'s first word as ``MAJOR.MINOR``)."""
+def _package_version() -> str:
     from importlib import metadata
 
     try:
-        v = metadata.version("kifunet")
+        return metadata.version("kifunet")
     except metadata.PackageNotFoundError:
-        v = "dev"
+        return "dev"
+
+
+def _default_version(policy) -> str:
+    """``0.1.0 (DESCRIPTION; value head)`` or ``...; no value head: analysis winrate 0.5 is not an estimate)``:
+    the first word stays the package version (Lizzie reads ``version``'s first word as ``MAJOR.MINOR``)."""
     value = "value head" if getattr(policy, "has_value", False) else gtp_analysis.NO_VALUE_NOTE
-    return f"{v} ({policy.description}; {value})"
+    return f"{_package_version()} ({policy.description}; {value})"
+
+
+def _trained_size(policy) -> int:
+    """The board size the net was trained on (``policy.trained_size``; a policy without it: its own size)."""
+    return int(getattr(policy, "trained_size", None) or policy.board_size)
+
+
+def _takes_symmetries(policy) -> bool:
+    """Whether ``policy.probabilities`` takes ``symmetries=k`` (the symmetry-averaging API)."""
+    try:
+        params = inspect.signature(policy.probabilities).parameters
+    except (TypeError, ValueError):
+        return False
+    return "symmetries" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def serve(engine: Engine, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:

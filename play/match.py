@@ -7,7 +7,9 @@ worker with its own engine, opponent and referee processes (started once, reused
 
 A game ends at two passes in a row, a resignation (``B+R``/``W+R``), an illegal or unreadable move (the mover
 forfeits: ``B+F``/``W+F``), or the move cap (``--max-moves``, default ``3*N*N``; the position is then scored
-as it stands). The runner keeps its own board (simple ko, no suicide) and checks every move before passing it
+as it stands). kifunet players resign only when the match allows it (``--resign``): the runner sends
+``kifunet-resign off`` (or ``on``) to every program that knows that command; other programs resign as they do.
+The runner keeps its own board (simple ko, no suicide) and checks every move before passing it
 on. Scores come from a referee: a separate ``gnugo --mode gtp --chinese-rules`` process (default) is given the
 moves and asked ``final_score`` (area scoring, GNU Go's dead-stone judgement); ``--referee none`` scores
 Tromp-Taylor (all stones alive, :mod:`kifunet.play.scoring`). When the referee cannot score a game, the
@@ -64,6 +66,10 @@ class EngineStartError(EngineError):
     and the message ends with the last lines the program wrote on stderr."""
 
 
+#: the kifunet engine's switch for resigning (``kifunet-resign on|off``); other programs do not know it
+RESIGN_COMMAND = "kifunet-resign"
+
+
 @dataclasses.dataclass
 class MatchConfig:
     engine: str
@@ -77,6 +83,7 @@ class MatchConfig:
     out_dir: str = "runs/match"
     move_timeout: float = 600.0
     seed: int = 0  # games get set_random_seed seed + 2*i (black) and seed + 2*i + 1 (white) where known
+    resign: bool = False  # kifunet players may resign (``kifunet-resign on``); off: ``kifunet-resign off``
 
     @property
     def cap(self) -> int:
@@ -85,7 +92,8 @@ class MatchConfig:
     def identity(self) -> dict:
         """Settings that must match for games in one directory to belong to one match."""
         return {"engine": self.engine, "opponent": self.opponent, "board_size": self.board_size, "komi": self.komi,
-                "max_moves": self.cap, "referee": self.referee or "tromp-taylor", "seed": self.seed}
+                "max_moves": self.cap, "referee": self.referee or "tromp-taylor", "seed": self.seed,
+                "resign": self.resign}
 
 
 def engine_colour(index: int) -> int:
@@ -119,6 +127,8 @@ class _Players:
                 _, version = p.command("version")
                 self.names[label] = f"{name} {version}".strip()
                 self.seedable[label] = p.knows("set_random_seed")
+                if p.knows(RESIGN_COMMAND):  # a kifunet player: resigns against people, not in matches unless asked
+                    p.ok(f"{RESIGN_COMMAND} {'on' if cfg.resign else 'off'}")
         except (EngineError, OSError) as e:
             proc = getattr(self, label)
             tail = proc.stderr_tail() if proc is not None else []
@@ -232,6 +242,7 @@ def _check_config(cfg: MatchConfig, out: Path) -> None:
     ident = cfg.identity()
     if path.exists():
         old = json.loads(path.read_text())
+        old.setdefault("resign", False)  # match.json files written before the switch existed
         diff = {k: (old.get(k), v) for k, v in ident.items() if old.get(k) != v}
         if not diff:
             return

@@ -145,8 +145,9 @@ def read_metadata(path: str | os.PathLike) -> dict[str, str]:
 
 
 class OnnxPolicy(Policy):
-    """:class:`~kifunet.play.policy.Policy`'s interface (``board_size``, ``description``, ``probabilities``,
-    ``evaluate``, ``logits``, ``planes``, ``has_pass``, ``has_value``, ``with_rank``) over an exported file.
+    """:class:`~kifunet.play.policy.Policy`'s interface (``board_size``, ``trained_size``, ``description``,
+    ``probabilities`` and ``evaluate`` with ``symmetries``, ``logits``, ``planes``, ``has_pass``, ``has_value``,
+    ``size_problem``, ``resized``, ``with_rank``: :mod:`kifunet.play.policy`'s table) over an exported file.
 
     The positions and planes are Policy's own (inherited ``record`` and ``planes``); the feature set is the
     file's, and its plane names must equal the ones this kifunet builds (a file from a kifunet whose features
@@ -171,6 +172,7 @@ class OnnxPolicy(Policy):
         self.description = (description
                             or f"{meta.get('model', 'net')} from {meta.get('run') or 'ONNX'}{step} (ONNX)")
         self.has_pass = meta.get("has_pass") == "true"
+        self.trained_size = self.board_size
 
     @property
     def has_value(self) -> bool:
@@ -184,27 +186,36 @@ class OnnxPolicy(Policy):
         other.rank = rank_value(rank)
         return other
 
+    def run_batch(self, planes: np.ndarray, colour: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(float32 logits [B, N*N + 1], float32 values [B] or None)`` of a batch of planes, every row with
+        this policy's rank and ``colour`` to play (what :class:`Policy`'s ``logits``, ``evaluate`` and
+        ``probabilities``, symmetries included, run)."""
+        b = planes.shape[0]
+        logits, value = self.net.run(planes, np.full(b, self.rank, np.int32), np.full(b, int(colour), np.int32))
+        return logits, (None if value is None else np.asarray(value, np.float32).reshape(-1))
+
     def outputs(self, record_or_moves, colour: int, setup=()) -> tuple[np.ndarray, float | None]:
         """``(float32 [N*N + 1] logits, value or None)`` of the position with ``colour`` to play."""
-        x = self.planes(record_or_moves, colour, setup)[None].astype(np.float32)
-        logits, value = self.net.run(x, np.array([self.rank], np.int32), np.array([int(colour)], np.int32))
-        return logits[0], (None if value is None else float(value.reshape(-1)[0]))
+        logits, values = self._run(record_or_moves, colour, setup)
+        return logits[0], (None if values is None else float(values[0]))
 
-    def evaluate(self, record_or_moves, colour: int, setup=()) -> tuple[np.ndarray, float | None]:
-        """``(probabilities, value)``: :meth:`probabilities`, and the value head's expected result in [-1, 1] for
-        ``colour`` (the side to play), or None when the file has no value output."""
-        logits, value = self.outputs(record_or_moves, colour, setup)
-        z = logits.astype(np.float64)
-        e = np.exp(z - z.max())
-        return e / e.sum(), value
+    def size_problem(self, n: int) -> str | None:
+        """None for the file's own board size; any other is refused: the file was exported with fixed spatial
+        dimensions (``[B, N, N, C]`` with N a number), so it plays only the board it was exported for."""
+        from kifunet.play.policy import size_range_problem
 
-    def logits(self, record_or_moves, colour: int, setup=()) -> np.ndarray:
-        """float32 [N*N + 1] logits of the position with ``colour`` to play."""
-        return self.outputs(record_or_moves, colour, setup)[0]
+        problem = size_range_problem(n)
+        if problem or int(n) == self.board_size:
+            return problem
+        return (f"{self.description} plays {self.board_size}x{self.board_size} only (an ONNX file has fixed "
+                f"board dimensions); for {n}x{n}, play the training run with --checkpoint")
 
-    def probabilities(self, record_or_moves, colour: int, setup=()) -> np.ndarray:
-        """float64 [N*N + 1] move probabilities (softmax over every point and pass, legal or not)."""
-        return self.evaluate(record_or_moves, colour, setup)[0]
+    def resized(self, n: int) -> "OnnxPolicy":
+        """Self for the file's board size; ``ValueError`` with :meth:`size_problem`'s reason otherwise."""
+        problem = self.size_problem(n)
+        if problem:
+            raise ValueError(problem)
+        return self
 
 
 def load_onnx_policy(path: str | os.PathLike, rank=None, *, feature_set: str | None = None,

@@ -27,6 +27,41 @@ being the expected result for the side to move, is read generically: :meth:`Poli
 which kind the net is, and :meth:`Policy.probabilities` and :meth:`Policy.logits` work for both.
 
 :func:`load_policy` rebuilds a trained net from a training run directory (``train/checkpointing.py``).
+
+The policy interface (this class, :class:`kifunet.play.onnx_policy.OnnxPolicy` and
+:class:`kifunet.play.lazy_policy.LazyPolicy` alike; what the GTP engine uses)
+-------------------------------------------------------------------------------------------------------------
+
+================================================  ==========================================================
+member                                            meaning
+================================================  ==========================================================
+``board_size``                                    N, the board this policy plays
+``trained_size``                                  the board size the net was trained on (int)
+``description``                                   one line: the net and where it came from
+``has_value``                                     whether :meth:`evaluate` gives a value (known without
+                                                  running the net)
+``has_pass``                                      whether the net has a pass output (else pass is -1e9);
+                                                  for a JAX net learnt on the first call
+``probabilities(moves, colour, setup=(), *,       float64 ``[N*N + 1]``: the softmax of the net's logits
+symmetries=1)``                                   (pass last). ``symmetries=k`` (1..8): the mean of the
+                                                  probabilities over the first k of the 8 board symmetries
+                                                  (:mod:`kifunet.data_prep.symmetries`: ``s = 0..k-1``), the
+                                                  k transformed positions going through the net as one
+                                                  batch and each result mapped back (``INVERSE[s]``); pass's
+                                                  entry is averaged like any other
+``evaluate(moves, colour, setup=(), *,            ``(probabilities, value or None)``: the same, and the value
+symmetries=1)``                                   head's mean over the k passes
+``logits(moves, colour, setup=())``               float32 ``[N*N + 1]`` of the single pass
+``size_problem(n) -> str | None``                 None when the net can play an n x n board, else why not:
+                                                  a JAX net can when its forward pass runs at n x n with the
+                                                  same weights (fully convolutional families; not Maddison's
+                                                  per-point biases, nor dense layers over the board such as
+                                                  Qiqiao's heads or AGZ's); an ONNX file has fixed spatial
+                                                  dimensions and plays only its own size; n in 2..25
+``resized(n)``                                    a policy for n x n sharing the weights (``ValueError``
+                                                  with :meth:`size_problem`'s reason when it cannot)
+``with_rank(rank)``                               the same net told another rank
+================================================  ==========================================================
 """
 
 from __future__ import annotations
@@ -38,11 +73,50 @@ import numpy as np
 
 from kifunet.data_prep import features as features_mod
 from kifunet.data_prep import ranks, replay
+from kifunet.data_prep import symmetries as sym
 from kifunet.data_prep.board import Board
 from kifunet.data_prep.game import BLACK, MOVE, SETUP, GameInfo, GameRecord
 
 #: moves replayed as moves before the position (the rest of the game becomes setup stones); >= 8 is exact
 HISTORY_WINDOW = 16
+#: the board sizes a policy may be asked to play (the feature planes and GTP vertices go up to 25)
+MIN_SIZE, MAX_SIZE = 2, 25
+
+
+def check_symmetries(k) -> int:
+    """``k`` as the number of symmetries to average (1..8); ``ValueError`` otherwise."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= int(k) <= sym.NUM_SYMMETRIES:
+        raise ValueError(f"symmetries must be an integer from 1 to {sym.NUM_SYMMETRIES}, not {k!r}")
+    return int(k)
+
+
+def symmetric_batch(x: np.ndarray, k: int) -> np.ndarray:
+    """``x [N, N, C]`` -> ``[k, N, N, C]``: the position under symmetries ``0..k-1`` (the first is ``x``)."""
+    return sym.apply_planes_batch(np.repeat(x[None], k, axis=0), np.arange(k))
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """float64 softmax over the last axis."""
+    z = np.asarray(logits, dtype=np.float64)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def symmetry_mean(logits: np.ndarray, values: np.ndarray | None, n: int) -> tuple[np.ndarray, float | None]:
+    """``(probabilities, value)`` of a batch of k passes over symmetries ``0..k-1`` (``logits [k, N*N+1]``, row
+    ``s`` the net's answer on the position transformed by ``s``): each row's softmax mapped back to the
+    original orientation (``INVERSE[s]``), then the mean; the value is the mean of ``values``."""
+    k = logits.shape[0]
+    probs = sym.apply_policy_batch(softmax(logits), sym.INVERSE[:k].astype(np.int64), n).mean(axis=0)
+    value = None if values is None else float(np.mean(np.asarray(values, dtype=np.float64)))
+    return probs, value
+
+
+def size_range_problem(n) -> str | None:
+    """Why ``n`` is no board size a policy plays (2..25), or None."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not MIN_SIZE <= int(n) <= MAX_SIZE:
+        return f"board sizes are {MIN_SIZE} to {MAX_SIZE}, not {n!r}"
+    return None
 
 
 def feature_set_for(in_planes: int) -> str:
@@ -106,15 +180,24 @@ def position_record(size: int, moves: Sequence[tuple[int, int]], colour: int, se
     return GameRecord.from_moves(size, moves + [(int(colour), size * size)], setup=setup, info=info)
 
 
+def record_planes(record: GameRecord, fs) -> np.ndarray:
+    """uint8 [N, N, C]: every plane of ``fs`` for the last position of a :func:`position_record` (no net: the
+    feature code alone, which a lazy policy warms up while JAX loads)."""
+    enc = replay.encode_game(record, fs)
+    cols = {k: v[-1:] for k, v in enc.columns().items()}
+    return fs.assemble(enc.planes[-1:], cols)[0]
+
+
 class Policy:
     """``probabilities(record_or_moves, colour) -> float[N*N+1]`` (softmax of the net's logits; pass = N*N).
 
     ``model``: a :class:`kifunet.models.PolicyNet` (put in eval mode here); ``feature_set``: a name or a
-    :class:`FeatureSet` whose plane count matches the model; ``rank``: see the module docstring.
+    :class:`FeatureSet` whose plane count matches the model; ``rank``: see the module docstring;
+    ``trained_size``: the board the weights were trained on (default: the model's board).
     """
 
     def __init__(self, model, feature_set, board_size: int | None = None, rank=None, *,
-                 window: int = HISTORY_WINDOW, description: str = ""):
+                 window: int = HISTORY_WINDOW, description: str = "", trained_size: int | None = None):
         import jax
         from flax import nnx
 
@@ -131,11 +214,15 @@ class Policy:
         self.rank = rank_value(rank)
         self.window = window
         self.description = description or type(model).__name__
+        self.trained_size = int(trained_size if trained_size is not None else self.board_size)
         self.has_pass = None  # learnt on the first call: nets without a pass output give NO_PASS_LOGIT
-        self._has_value = None  # learnt on the first call: does the forward pass return (logits, value)?
+        self._has_value = getattr(model, "has_value", None)  # the value contract's flag (else the first call)
+        self._size_problems: dict[int, str | None] = {}
         model.eval()
         graphdef, state = nnx.split(model)
-        self._state = state
+        self._graphdef = graphdef
+        # the weights on the device once (a checkpoint gives host NumPy arrays; a jit call would copy them each time)
+        self._state = jax.device_put(state)
 
         @jax.jit
         def forward(state, planes, rank, to_move):
@@ -145,7 +232,7 @@ class Policy:
 
     def with_rank(self, rank) -> "Policy":
         """The same net and features with another rank (shares the compiled forward pass)."""
-        other = object.__new__(Policy)
+        other = object.__new__(type(self))
         other.__dict__.update(self.__dict__)
         other.rank = rank_value(rank)
         return other
@@ -171,52 +258,132 @@ class Policy:
 
     def planes(self, record_or_moves, colour: int, setup=()) -> np.ndarray:
         """uint8 [N, N, C]: every plane of the position with ``colour`` to play."""
-        rec = self.record(record_or_moves, colour, setup)
-        enc = replay.encode_game(rec, self.fs)
-        cols = {k: v[-1:] for k, v in enc.columns().items()}
-        return self.fs.assemble(enc.planes[-1:], cols)[0]
+        return record_planes(self.record(record_or_moves, colour, setup), self.fs)
 
     # --- the net -----------------------------------------------------------------------------------------
-    def _run(self, record_or_moves, colour: int, setup=()) -> tuple[np.ndarray, float | None]:
-        """(float32 [N*N + 1] logits, value or None) of the position with ``colour`` to play."""
-        x = self.planes(record_or_moves, colour, setup)[None].astype(np.float32)
-        out = self._forward(self._state, x, np.array([self.rank], np.int32), np.array([int(colour)], np.int32))
-        value = None
-        if isinstance(out, (tuple, list)):  # a value head: (logits [B, N*N+1], value [B])
-            out, value = out[0], float(np.asarray(out[1], dtype=np.float32).reshape(-1)[0])
-        logits = np.asarray(out[0], dtype=np.float32)
-        if self.has_pass is None:
-            from kifunet.models import NO_PASS_LOGIT
+    def run_batch(self, planes: np.ndarray, colour: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(float32 logits [B, N*N + 1], float32 values [B] or None)`` of a batch of planes ``[B, N, N, C]``,
+        every row with this policy's rank and ``colour`` to play."""
+        from kifunet.models import NO_PASS_LOGIT
 
-            self.has_pass = bool(logits[-1] > NO_PASS_LOGIT / 2)
+        b = planes.shape[0]
+        out = self._forward(self._state, np.asarray(planes, dtype=np.float32), np.full(b, self.rank, np.int32),
+                            np.full(b, int(colour), np.int32))
+        values = None
+        if isinstance(out, (tuple, list)):  # a value head: (logits [B, N*N+1], value [B])
+            out, values = out[0], np.asarray(out[1], dtype=np.float32).reshape(-1)
+        logits = np.asarray(out, dtype=np.float32)
+        if self.has_pass is None:
+            self.has_pass = bool(logits[0, -1] > NO_PASS_LOGIT / 2)
         if self._has_value is None:
-            self._has_value = value is not None
-        return logits, value
+            self._has_value = values is not None
+        return logits, values
+
+    def _run(self, record_or_moves, colour: int, setup=(), symmetries: int = 1):
+        """``(logits [k, N*N + 1], values [k] or None)`` of the position with ``colour`` to play under the first
+        ``symmetries`` board symmetries (row 0: the position itself)."""
+        k = check_symmetries(symmetries)
+        x = self.planes(record_or_moves, colour, setup)
+        return self.run_batch(symmetric_batch(x, k) if k > 1 else x[None], colour)
 
     def logits(self, record_or_moves, colour: int, setup=()) -> np.ndarray:
         """float32 [N*N + 1] logits of the position with ``colour`` to play."""
-        return self._run(record_or_moves, colour, setup)[0]
+        return self._run(record_or_moves, colour, setup)[0][0]
 
-    def evaluate(self, record_or_moves, colour: int, setup=()) -> tuple[np.ndarray, float | None]:
+    def evaluate(self, record_or_moves, colour: int, setup=(), *,
+                 symmetries: int = 1) -> tuple[np.ndarray, float | None]:
         """``(probabilities, value)``: :meth:`probabilities`, and the value head's expected result in [-1, 1] for
-        ``colour`` (the side to play), or None when the net has no value head."""
-        logits, value = self._run(record_or_moves, colour, setup)
-        z = logits.astype(np.float64)
-        z -= z.max()
-        e = np.exp(z)
-        return e / e.sum(), value
+        ``colour`` (the side to play), or None when the net has no value head; with ``symmetries=k`` both are
+        means over the first k symmetries (module docstring)."""
+        logits, values = self._run(record_or_moves, colour, setup, symmetries)
+        return symmetry_mean(logits, values, self.board_size)
 
-    def probabilities(self, record_or_moves, colour: int, setup=()) -> np.ndarray:
-        """float64 [N*N + 1] move probabilities (softmax over every point and pass, legal or not)."""
-        return self.evaluate(record_or_moves, colour, setup)[0]
+    def probabilities(self, record_or_moves, colour: int, setup=(), *, symmetries: int = 1) -> np.ndarray:
+        """float64 [N*N + 1] move probabilities (softmax over every point and pass, legal or not); with
+        ``symmetries=k`` the mean over the first k board symmetries (module docstring)."""
+        return self.evaluate(record_or_moves, colour, setup, symmetries=symmetries)[0]
+
+    def warm_up(self) -> "Policy":
+        """Run the net once on the empty board (compiling its forward pass and the feature code; learning
+        ``has_pass``); returns self."""
+        self._run([], BLACK)
+        return self
 
     @property
     def has_value(self) -> bool:
-        """Whether the net has a value head (its forward pass returns ``(logits, value)``); the first call may
-        evaluate the empty board to find out."""
+        """Whether the net has a value head (its forward pass returns ``(logits, value)``): the model's
+        ``has_value``; a model without that flag is run once on the empty board to find out."""
         if self._has_value is None:
             self._run([], BLACK)
         return bool(self._has_value)
+
+    # --- board sizes -------------------------------------------------------------------------------------
+    def size_problem(self, n: int) -> str | None:
+        """None when the net can play an n x n board with its weights, else the reason (module docstring)."""
+        problem = size_range_problem(n)
+        if problem or int(n) == self.board_size:
+            return problem
+        n = int(n)
+        if n not in self._size_problems:
+            self._size_problems[n] = self._trace_at(n)
+        return self._size_problems[n]
+
+    def _model_at(self, n: int):
+        """A copy of the model set to play n x n, sharing the weights (the same state, another board size)."""
+        from flax import nnx
+
+        model = nnx.merge(self._graphdef, self._state)
+        model.board_size = n
+        return model
+
+    def _trace_at(self, n: int) -> str | None:
+        """Trace the forward pass at n x n (shapes only, nothing runs): None if it gives ``n*n + 1`` logits."""
+        import jax
+
+        from kifunet.models import policy_and_value
+
+        model = self._model_at(n)
+        spec = jax.ShapeDtypeStruct((1, n, n, self.fs.num_planes), np.float32)
+        one = jax.ShapeDtypeStruct((1,), np.int32)
+        try:
+            out = jax.eval_shape(lambda x, r, t: policy_and_value(model(x, rank=r, to_move=t))[0], spec, one, one)
+            if tuple(out.shape) == (1, n * n + 1):
+                return None
+            why = f"it gives {out.shape[-1]} move logits, not {n * n + 1}"
+        except Exception as e:  # noqa: BLE001 -- a shape error inside the net: its weights are tied to one size
+            why = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
+        tied = _size_tied_weight(self._state, self.trained_size)
+        if tied:
+            why = f"its weights are shaped for {self.trained_size}x{self.trained_size} ({tied})"
+        return (f"{self.description} was trained on {self.trained_size}x{self.trained_size} and cannot play "
+                f"{n}x{n}: {why}")
+
+    def resized(self, n: int) -> "Policy":
+        """This net playing n x n with the same weights (``ValueError`` with the reason when it cannot)."""
+        problem = self.size_problem(n)
+        if problem:
+            raise ValueError(problem)
+        n = int(n)
+        if n == self.board_size:
+            return self
+        other = Policy(self._model_at(n), self.fs, n, self.rank, window=self.window,
+                       description=self.description, trained_size=self.trained_size)
+        other.has_pass = self.has_pass
+        return other
+
+
+def _size_tied_weight(state, n: int) -> str:
+    """``path [shape]`` of the first weight with a dimension of n x n points (per-point biases, dense layers over
+    the board), or ``''``."""
+    import jax
+
+    for path, leaf in jax.tree_util.tree_flatten_with_path(state)[0]:
+        shape = tuple(getattr(leaf, "shape", ()))
+        per_point = any(shape[i:i + 2] == (n, n) for i in range(len(shape) - 1))
+        if per_point or any(d >= n * n and d % (n * n) in (0, 1) for d in shape):
+            name = "/".join(str(getattr(k, "key", getattr(k, "name", getattr(k, "idx", k)))) for k in path)
+            return f"{name.removesuffix('/value')} {list(shape)}"
+    return ""
 
 
 def fresh_policy(model_name: str, board_size: int, *, feature_set: str | None = None, seed: int = 0, rank=None,
@@ -246,4 +413,5 @@ def load_policy(checkpoint_dir: str | os.PathLike, rank=None, *, step: int | Non
     desc = f"{net.info['model']} from {os.path.basename(net.info['workdir'])}"
     if net.info.get("step") is not None:
         desc += f" step {net.info['step']}"
-    return Policy(net.model, features_mod.get(net.feature_set), net.board_size, rank, description=desc)
+    return Policy(net.model, features_mod.get(net.feature_set), net.board_size, rank, description=desc,
+                  trained_size=net.board_size)

@@ -1,12 +1,14 @@
-"""Area scoring (Tromp-Taylor): every stone on the board counts as alive.
+"""Area scoring: Tromp-Taylor (every stone alive), and with dead stones removed; result text.
 
 A point scores for a colour if it holds a stone of that colour, or if it is empty and every empty point
 connected to it (through empty points) touches stones of that colour only. Empty regions touching both
-colours (dame) or neither (an empty board) score for nobody. Komi is added to white.
+colours (dame, seki liberties) or neither (an empty board) score for nobody. Komi is added to white.
 
-This is the score the GTP engine's ``final_score`` reports and the fallback referee of ``kifunet match
---referee none``. It removes no dead stones: GNU Go's ``final_score`` (the default referee of the match runner)
-does, so use it for results that should read like a human-scored game.
+:func:`area_score` counts every stone on the board as alive (Tromp-Taylor): the fallback referee of ``kifunet
+match --referee none``. :func:`score_without` takes the dead stones off first, then counts the same way: Chinese
+rules when the players agree on the dead stones, and how GNU Go's ``final_score`` referees. With the dead stones
+of :func:`kifunet.play.life_death.estimate` (``estimate(...).score(komi)`` calls it) it is what the GTP engine's
+``final_score`` answers, so that a game reads like a human-scored one.
 """
 
 from __future__ import annotations
@@ -63,6 +65,18 @@ def area_score(stones: np.ndarray, komi: float) -> float:
     """Black's area minus white's area minus komi (positive: black leads)."""
     owner = area_owner(stones)
     return float(np.count_nonzero(owner == BLACK) - np.count_nonzero(owner == WHITE)) - float(komi)
+
+
+def remove_stones(stones: np.ndarray, dead: np.ndarray) -> np.ndarray:
+    """int8 [N, N]: ``stones`` with the points of the bool mask ``dead`` emptied."""
+    st = np.array(stones, dtype=np.int8)
+    st[np.asarray(dead, dtype=bool)] = EMPTY
+    return st
+
+
+def score_without(stones: np.ndarray, dead: np.ndarray, komi: float) -> float:
+    """Area score (black minus white minus ``komi``) after taking the ``dead`` stones off the board."""
+    return area_score(remove_stones(stones, dead), komi)
 
 
 def format_score(score: float) -> str:

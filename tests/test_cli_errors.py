@@ -72,6 +72,8 @@ CASES = [
     ("show", ["{game}", "--move", "3", "--out", "{tmp}/x.png", "--checkpoint", "/no/such/run"], "/no/such/run"),
     ("gtp", ["--checkpoint", "/no/such/run"], "/no/such/run"),
     ("gtp", ["--model", "maddison_tiny", "--rank", "strong"], "'strong' is not a rank"),
+    ("gtp", ["--model", "maddison_tiny", "--symmetries", "9"], "--symmetries must be in 1..8"),
+    ("gtp", ["--model", "maddison_tiny", "--resign-margin", "-3"], "--resign-margin must be a number of points"),
     ("match", ["--engine", DYING_ENGINE, "--opponent", DYING_ENGINE, "--referee", "none", "--games", "1",
                "--out", "{tmp}/m"], "engine boom: no net in /nowhere"),
     ("match", ["--engine", "no-such-go-program --gtp", "--referee", "none", "--out", "{tmp}/m2"],

@@ -45,3 +45,28 @@ def test_off_board():
         coords.to_flat((9, 0), 9)
     with pytest.raises(ValueError):
         coords.from_flat(82, 9)
+
+
+@pytest.mark.parametrize("n", [2, 20, 25])
+def test_gtp_and_sgf_names_reach_25x25(n):
+    """GTP names boards up to 25x25 (columns A..Z without I); the conversions cover them all."""
+    assert len(coords.GTP_COLUMNS) == coords.GTP_MAX_SIZE == 25
+    for flat in range(n * n + 1):
+        rc = coords.from_flat(flat, n)
+        assert coords.from_gtp(coords.to_gtp(rc, n), n) == rc
+        assert coords.from_sgf(coords.to_sgf(rc, n), n) == rc
+
+
+def test_25x25_corners_and_the_letters_beyond_t():
+    n = 25
+    assert coords.from_gtp("A25", n) == (0, 0) and coords.from_gtp("Z1", n) == (24, 24)
+    assert coords.to_gtp((24, 24), n) == "Z1" and coords.to_gtp((0, 19), n) == "U25"
+    assert coords.to_sgf((24, 24), n) == "yy"
+    assert coords.from_sgf("tt", n) == (19, 19)  # a point beyond 19x19, not pass
+    assert coords.from_sgf("tt", 19) is None
+    for bad in ("I5", "A26", "z0"):
+        with pytest.raises(ValueError):
+            coords.from_gtp(bad, n)
+    with pytest.raises(ValueError):
+        coords.from_gtp("U1", 19)  # U is a column of boards above 19 only
+    assert coords.MAX_SIZE == 19  # records, datasets and the rules engine stay at 19

@@ -190,7 +190,7 @@ def test_gtp_plays_a_9x9_two_headed_net_and_reports_its_value(qiqiao_run):
     assert policy.board_size == 9
     e = Engine(policy, komi=7.0)
     assert e.handle("boardsize 19").startswith("? unacceptable size")
-    assert e.handle("boardsize 9") == "=\n\n" and e.handle("play B E5") == "=\n\n"
+    assert e.handle("boardsize 9") == "= \n\n" and e.handle("play B E5") == "= \n\n"
     reply = e.handle("genmove W")
     vertex = reply[2:].strip()
     assert reply.startswith("= ") and vertex != "E5" and (vertex == "pass" or (vertex[0] in "ABCDEFGHJ" and 1 <= int(vertex[1:]) <= 9))

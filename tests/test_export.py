@@ -303,3 +303,82 @@ def test_the_file_decides_features_and_board_size(tiny, tmp_path):
     onnx.save(proto, str(tmp_path / "old.onnx"))
     with pytest.raises(ValueError, match="lacks kifunet.has_pass"):
         load_onnx_policy(tmp_path / "old.onnx")
+
+
+SHIPPED = ("kgs_cpu_default", "kgs_cpu_small", "qiqiao9x9", "rank_experiment/base", "rank_experiment/cond")
+
+
+def test_every_shipped_net_exports_and_plays_like_jax(tmp_path):
+    """``export_run`` over every net under pretrained/ (gonn_resnet5, maddison3 with rank planes, with a rank
+    embedding, qiqiao with its value head): the file's logits (and value) equal JAX's within LOGIT_TOL of the
+    logits' scale on positions of a random game, and the ONNX policy refuses other board sizes."""
+    from kifunet.play import export_onnx
+    from kifunet.play.onnx_policy import OnnxPolicy, OnnxNet
+    from kifunet.play.policy import load_policy
+
+    root = REPO / "pretrained"
+    assert sorted(str(p.parent.relative_to(root)) for p in root.rglob("config.json")) == sorted(SHIPPED)
+    for i, name in enumerate(SHIPPED):
+        res = export_onnx.export_run(root / name, tmp_path / f"{i}.onnx")
+        jpol = load_policy(root / name, rank="7d")
+        n = jpol.board_size
+        onx = OnnxNet(res.path)
+        opol = OnnxPolicy(onx, rank="7d")
+        moves = random_game(n, 40, seed=i)
+        x = np.stack([jpol.planes(moves[:t], moves[t][0]) for t in range(0, 40, 4)]).astype(np.float32)
+        colours = np.array([moves[t][0] for t in range(0, 40, 4)], np.int32)
+        rank = np.full(len(x), 6, np.int32)
+        ref, ref_v = jax_outputs(jpol.model, x, rank, colours)
+        got, got_v = onx.run(x, rank, colours)
+        board = ref[:, :-1]
+        scale = max(1.0, float(np.abs(board).max()))
+        diff = float(np.abs(got[:, :-1] - board).max())
+        print(f"\n{name}: max |logit diff| {diff:.2e} (scale {scale:.1f}) on {len(x)} positions; export "
+              f"{res.seconds:.1f} s; inputs {res.inputs}, outputs {res.outputs}")
+        assert diff <= LOGIT_TOL * scale, name
+        assert (got.argmax(1) == ref.argmax(1)).all(), name
+        assert (ref_v is None) == (got_v is None) == (name != "qiqiao9x9")
+        if ref_v is not None:
+            assert np.abs(got_v - ref_v).max() < LOGIT_TOL
+        np.testing.assert_allclose(opol.probabilities(moves[:20], moves[20][0], symmetries=2),
+                                   jpol.probabilities(moves[:20], moves[20][0], symmetries=2), atol=1e-5)
+        assert opol.trained_size == n and opol.size_problem(n) is None
+        assert "fixed board dimensions" in opol.size_problem(13 if n != 13 else 9)
+
+
+def test_weights_as_numpy_or_jax_arrays_export_alike(tmp_path):
+    """A checkpoint gives host NumPy arrays, a fresh model JAX arrays: the same net exports to the same logits
+    either way (gonn_tiny: PReLU, global pooling, BatchNorm)."""
+    import jax
+    from flax import nnx
+
+    from kifunet import models
+    from kifunet.play import export_onnx
+    from kifunet.play.onnx_policy import OnnxNet
+
+    # built abstractly and filled with random host arrays (BatchNorm variances positive), the way load_net
+    # restores a checkpoint, without initialising (whose compilations would cost seconds)
+    abstract = nnx.eval_shape(lambda: models.create("gonn_tiny", board_size=9, rngs=nnx.Rngs(0)))
+    graph, state = nnx.split(abstract)
+    rng = np.random.default_rng(5)
+
+    def fill(path, s):
+        if "var" in str(path[-2:]):
+            return rng.uniform(0.5, 1.5, s.shape).astype(s.dtype)
+        return rng.normal(0, 0.3, s.shape).astype(s.dtype)
+
+    host = jax.tree_util.tree_map_with_path(fill, state)
+    as_numpy = nnx.merge(graph, host)
+    net = nnx.merge(graph, jax.device_put(host))
+    net.eval()
+    as_numpy.eval()
+    assert all(isinstance(v, np.ndarray) for v in jax.tree.leaves(nnx.state(as_numpy)))
+    assert all(isinstance(v, jax.Array) for v in jax.tree.leaves(nnx.state(net)))
+    planes, rank, to_move = export_onnx.check_positions(9, 26)
+    outs = []
+    for k, model in enumerate((net, as_numpy)):
+        res = export_onnx.export_model(model, "gonn", tmp_path / f"{k}.onnx")
+        outs.append(OnnxNet(res.path).run(planes, rank, to_move)[0])
+    np.testing.assert_array_equal(outs[0], outs[1])
+    ref, _ = jax_outputs(net, planes, rank, to_move)
+    assert np.abs(outs[0][:, :-1] - ref[:, :-1]).max() < LOGIT_TOL

@@ -191,7 +191,7 @@ def ranked(pol: FakePolicy, board: Board, colour: int) -> list[int]:
 def test_lz_and_kata_lines_carry_the_policy_without_a_value_head():
     pol = FakePolicy()
     e = Engine(pol)
-    assert e.handle("play b E5") == "=\n\n"
+    assert e.handle("play b E5") == "= \n\n"
     cid, blocks, _ = parse_response(e.handle("7 lz-analyze 50"), "lz", 9)
     assert cid == "7" and len(blocks) == 1
     cands = blocks[0]
@@ -222,13 +222,13 @@ def test_candidates_and_replies_never_fill_their_own_eye():
     pol.probs /= pol.probs.sum()
     e = Engine(pol, analysis_blocks=2)
     for cmd in ("play b B5", "play w E1", "play b A4", "play w E2", "play b B4", "play w E3"):
-        assert e.handle(cmd) == "=\n\n"
+        assert e.handle(cmd) == "= \n\n"
     board = e.state.board.copy()
     assert own_eyes(board, BLACK)[a5] and not board.is_legal(a5, WHITE)
     _, blocks, played = parse_response(e.handle("lz-genmove_analyze B 10 minmoves 30"), "lz", 5, genmove=True)
     assert [c["move"] for c in blocks[0]] == [gtp(m, 5) for m in ranked(pol, board, BLACK)][:30]
     assert "A5" not in {c["move"] for c in blocks[0]} and played == blocks[0][0]["move"]
-    assert e.handle("undo") == "=\n\n"
+    assert e.handle("undo") == "= \n\n"
     _, blocks, _ = parse_response(e.handle("lz-analyze W 10"), "lz", 5)
     for c in blocks[1]:  # black's reply to each white candidate: the best point that is not its own eye
         after = board.copy()
@@ -251,7 +251,7 @@ def test_argument_forms_sabaki_and_lizzie_send():
         moves = [c["move"] for c in blocks[0]]
         assert moves == (wbase if " w" in cmd.lower() else base)[:k], cmd
     # maxmoves 0: no info line at all (never an empty one)
-    assert e.handle("lz-analyze B 50 maxmoves 0") == "=\n\n"
+    assert e.handle("lz-analyze B 50 maxmoves 0") == "= \n\n"
     # the interval, raised to the minimum; None without one
     for args, seconds in [(["50"], 0.5), (["B", "100"], 1.0), (["interval", "0"], 0.1), (["W", "interval", "250"], 2.5),
                           (["b"], None), ([], None)]:
@@ -277,7 +277,7 @@ def test_pv_deepens_one_move_a_block_and_replays_legally():
     pol = FakePolicy(n=5, seed=3)
     e = Engine(pol, analysis_blocks=8, analysis_pv=5)
     for cmd in ("play b C3", "play w B2"):
-        assert e.handle(cmd) == "=\n\n"
+        assert e.handle(cmd) == "= \n\n"
     _, blocks, _ = parse_response(e.handle("lz-analyze 10 avoid w A1,E5 3"), "lz", 5)
     assert len(blocks) == 8
     for b, block in enumerate(blocks, start=1):
@@ -306,7 +306,7 @@ def test_winrate_comes_from_the_value_of_the_position_after_each_move():
     pol = FakePolicy(value=value)
     e = Engine(pol)
     assert "; value head)" in e.handle("version")
-    assert e.handle("play b C3") == "=\n\n"
+    assert e.handle("play b C3") == "= \n\n"
     _, blocks, _ = parse_response(e.handle("lz-analyze 50"), "lz", 9)
     _, kblocks, _ = parse_response(e.handle("kata-analyze 50"), "kata", 9)
     for c, k in zip(blocks[0], kblocks[0]):
@@ -325,7 +325,7 @@ def test_scripted_session_ids_analysis_genmove_analyze_undo_and_cleanup():
     for cmd in ("lz-analyze", "kata-analyze", "lz-genmove_analyze", "kata-genmove_analyze", "undo",
                 "kgs-genmove_cleanup"):
         assert cmd in listed and e.handle(f"known_command {cmd}") == "= true\n\n"
-    assert e.handle("2 play b D4") == "=2\n\n"
+    assert e.handle("2 play b D4") == "=2 \n\n"
     cid, blocks, _ = parse_response(e.handle("3 lz-analyze W 20"), "lz", 9)
     assert cid == "3" and len(blocks) == 2
     assert any(c["move"] == "pass" and c["pv"] == ["pass"] for c in blocks[0])  # a net with a pass output
@@ -336,10 +336,10 @@ def test_scripted_session_ids_analysis_genmove_analyze_undo_and_cleanup():
     assert e.state.moves[-1] == (BLACK, flat(played2))  # no colour: the side to move (black, after white)
     assert blocks[0][0]["move"] == played2
     assert e.handle("6 kata-analyze b 10").startswith("=6\ninfo ")
-    assert e.handle("7 undo") == "=7\n\n" and e.handle("8 undo") == "=8\n\n"
+    assert e.handle("7 undo") == "=7 \n\n" and e.handle("8 undo") == "=8 \n\n"
     assert e.state.moves == [(BLACK, flat("D4"))]
     assert e.handle("9 kgs-genmove_cleanup w").startswith("=9 ")
-    assert e.handle("10 undo") == "=10\n\n" and e.handle("11 undo") == "=11\n\n"
+    assert e.handle("10 undo") == "=10 \n\n" and e.handle("11 undo") == "=11 \n\n"
     assert e.handle("12 undo") == "?12 cannot undo\n\n"
     # after handicap stones white moves first
     assert e.handle("fixed_handicap 2").startswith("= ")
@@ -451,7 +451,7 @@ def test_policy_reads_a_value_head_from_a_tuple_output():
     np.testing.assert_allclose(p, np.exp(z - z.max()) / np.exp(z - z.max()).sum(), rtol=1e-9)
     np.testing.assert_array_equal(valued.probabilities(moves, BLACK), p)
     e = Engine(valued)
-    assert e.handle("play b C3") == e.handle("play w B4") == "=\n\n" and e.state.moves == moves
+    assert e.handle("play b C3") == e.handle("play w B4") == "= \n\n" and e.state.moves == moves
     _, blocks, _ = parse_response(e.handle("kata-analyze maxmoves 2"), "kata", 5)
     for c in blocks[0]:
         after = valued.evaluate(moves + [(BLACK, flat(c["move"], 5))], WHITE)[1]
@@ -488,10 +488,10 @@ def test_kifunet_gtp_process_analysis_session():
         assert response().endswith("(maddison_tiny (random weights, seed 3); no value head: analysis winrate 0.5 is "
                                    "not an estimate)\n\n")
         send("boardsize 9")
-        assert response() == "=\n\n"
+        assert response() == "= \n\n"
         send("2 play b E5")
         send("3 lz-analyze W 10")
-        assert response() == "=2\n\n"
+        assert response() == "=2 \n\n"
         assert lines.get(timeout=20) == "=3"
         infos = [lines.get(timeout=20) for _ in range(3)]  # streamed: a block every 0.1 s
         send("4 name")  # Lizzie's stop
@@ -516,7 +516,7 @@ def test_kifunet_gtp_process_analysis_session():
         assert played2 not in ("E5", played)
         for i in (7, 8):
             send(f"{i} undo")
-            assert response() == f"={i}\n\n"
+            assert response() == f"={i} \n\n"
         send("9 kgs-genmove_cleanup w")
         assert re.match(r"^=9 [A-HJ]\d\n\n$", response())
         send("10 list_commands")
@@ -528,7 +528,7 @@ def test_kifunet_gtp_process_analysis_session():
         send("nonsense")
         assert response() == "? unknown command\n\n"
         send("11 quit")
-        assert response() == "=11\n\n"
+        assert response() == "=11 \n\n"
         assert proc.wait(timeout=20) == 0 and lines.get(timeout=5) is None
     finally:
         proc.kill()

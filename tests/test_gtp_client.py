@@ -25,6 +25,8 @@ for line in sys.stdin:
         out = f"={cid} " + ("true" if parts[1] == "name" else "false")
     elif cmd == "lines":
         out = f"\n\r\n={cid} a\r\nb"
+    elif cmd == "empty":  # an empty success as the spec and GNU Go write it: "=", the id, a space
+        out = f"={cid} "
     elif cmd == "slow":
         time.sleep(3)
         out = f"={cid}"
@@ -69,6 +71,7 @@ def test_responses_ids_blank_lines_and_refusals(fake):
     assert p.command("name") == (True, "fake")
     assert p.command("12 name") == (True, "fake")  # the id is not part of the text
     assert p.command("lines") == (True, "a\nb")  # blank lines before the response skipped; \r dropped
+    assert p.command("empty") == (True, "") and p.command("12 empty") == (True, "")  # "= " and "=12 "
     assert p.command("frobnicate") == (False, "unknown command")
     assert p.knows("name") and not p.knows("genmove")
     with pytest.raises(EngineError, match="fake refused 'frobnicate': unknown command"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -76,10 +77,10 @@ def test_scripted_conversation(tiny_policy):
     assert r[1] == "=1 kifunet\n\n"
     assert r[2].startswith("=2 ") and "maddison_tiny" in r[2]
     assert r[3] == "= true\n\n" and r[4] == "= false\n\n"
-    assert r[5] == "=\n\n"
+    assert r[5] == "= \n\n"
     assert r[6] == "?3 unacceptable size\n\n"
-    assert r[7] == "=\n\n" and r[8] == "=10\n\n" and e.komi == 6.5
-    assert r[9] == "=\n\n"
+    assert r[7] == "= \n\n" and r[8] == "=10 \n\n" and e.komi == 6.5
+    assert r[9] == "= \n\n"
     assert r[10] == "?11 illegal move\n\n"  # occupied
     assert r[11] == "? syntax error\n\n" and r[12] == "? syntax error\n\n"
     assert r[13] == "? unknown command\n\n" and r[14] == "?12 unknown command\n\n"
@@ -100,16 +101,16 @@ def test_scripted_conversation(tiny_policy):
     assert board.startswith("= \n") and "X" in board and "O" in board and f"last move {v}" in board
 
     # undo takes back genmove, then play; a third undo has nothing to take back
-    assert e.handle("undo") == "=\n\n" and e.state.moves == [(BLACK, flat("E5"))]
+    assert e.handle("undo") == "= \n\n" and e.state.moves == [(BLACK, flat("E5"))]
     assert e.state.board.stones.reshape(-1)[p] == 0
-    assert e.handle("undo") == "=\n\n" and not e.state.board.stones.any()
+    assert e.handle("undo") == "= \n\n" and not e.state.board.stones.any()
     assert e.handle("21 undo") == "?21 cannot undo\n\n"
 
     # the same move is legal again after undo; clear_board empties; time commands are accepted
-    assert e.handle("play b E5") == "=\n\n"
-    assert e.handle("time_settings 300 30 5") == "=\n\n" and e.handle("time_left b 290 0") == "=\n\n"
-    assert e.handle("clear_board") == "=\n\n" and not e.state.board.stones.any() and e.state.moves == []
-    assert e.handle("30 quit") == "=30\n\n" and e.quit
+    assert e.handle("play b E5") == "= \n\n"
+    assert e.handle("time_settings 300 30 5") == "= \n\n" and e.handle("time_left b 290 0") == "= \n\n"
+    assert e.handle("clear_board") == "= \n\n" and not e.state.board.stones.any() and e.state.moves == []
+    assert e.handle("30 quit") == "=30 \n\n" and e.quit
 
 
 @pytest.mark.parametrize("line, reply", [
@@ -126,10 +127,10 @@ def test_komi_and_undo_reject_bad_arguments(tiny_policy, line, reply):
     """Issue 29 item 6: a komi that is no finite number or no possible score, and ``undo`` with arguments, are
     errors; the engine's komi and position stay as they were."""
     e = Engine(tiny_policy, komi=6.5)
-    assert e.handle("play b E5") == "=\n\n"
+    assert e.handle("play b E5") == "= \n\n"
     assert e.handle(line) == reply + "\n\n"
     assert e.komi == 6.5 and e.state.moves == [(BLACK, flat("E5"))]
-    assert e.handle("komi 81") == "=\n\n" and e.komi == 81.0  # the largest komi 9x9 admits
+    assert e.handle("komi 81") == "= \n\n" and e.komi == 81.0  # the largest komi 9x9 admits
 
 
 @pytest.mark.parametrize("argv", [["gtp", "--model", "maddison_tiny", "--board-size", "9", "--komi", "nan"],
@@ -145,16 +146,17 @@ def test_commands_reject_a_komi_that_is_no_score(argv, capsys):
 
 
 def test_final_score_on_a_known_position(tiny_policy):
-    # black wall on column D plus E5, white wall on column F, and one white stone at B2 inside black's side:
-    # A-C (26 empty points) touch both colours -> dame; E1-E4, E6-E9 are dame; black 10, white 1 + 9 + 27 = 37
+    # black wall on column D plus E5, white wall on column F, and one white stone at B2 inside black's side: dead,
+    # so A-C are black's (27) with D and E5: 37; E1-E4, E6-E9 are dame; white 9 + 27 = 36 + 6.5 komi -> W+5.5
+    # (Tromp-Taylor, B2 alive, would make A-C dame: W+33.5)
     e = Engine(tiny_policy)
     script = ["komi 6.5"]
     for row in range(1, 10):
         script += [f"play b D{row}", f"play w F{row}"]
     script += ["play b E5", "play w B2", "final_score"]
     r = talk(e, "\n".join(script))
-    assert all(x == "=\n\n" for x in r[:-1])
-    assert r[-1] == "= W+33.5\n\n"
+    assert all(x == "= \n\n" for x in r[:-1])
+    assert r[-1] == "= W+5.5\n\n"
     # without the white stone in black's area: black 9 + 1 + 27 = 37, white 36 -> B+0.5 with komi 0.5
     e2 = Engine(tiny_policy)
     talk(e2, "\n".join(["komi 0.5"] + [f"play b D{k}" for k in range(1, 10)] + [f"play w F{k}" for k in range(1, 10)]
@@ -176,11 +178,11 @@ def test_ko_is_enforced_and_undo_restores_it(tiny_policy):
         play w D9
         play b E9
         """)
-    assert r[:6] == ["=\n\n"] * 6
+    assert r[:6] == ["= \n\n"] * 6
     assert r[6] == "? illegal move\n\n"
-    assert e.handle("play b A1") == "=\n\n" and e.handle("play w A9") == "=\n\n"
-    assert e.handle("play b E9") == "=\n\n"  # after a move elsewhere the ko may be taken
-    assert e.handle("undo") == "=\n\n" and e.handle("undo") == "=\n\n" and e.handle("undo") == "=\n\n"
+    assert e.handle("play b A1") == "= \n\n" and e.handle("play w A9") == "= \n\n"
+    assert e.handle("play b E9") == "= \n\n"  # after a move elsewhere the ko may be taken
+    assert e.handle("undo") == "= \n\n" and e.handle("undo") == "= \n\n" and e.handle("undo") == "= \n\n"
     assert e.handle("play b E9") == "? illegal move\n\n"  # undo brought the ko ban back
 
 
@@ -195,7 +197,7 @@ def test_fixed_handicap_and_its_setup_reaches_the_policy():
                                                                                      ("C3", "G7", "C7", "G3"))
     e19 = Engine(TablePolicy(np.ones(362), board_size=19))
     assert e19.handle("fixed_handicap 9") == "= D4 Q16 D16 Q4 K10 D10 Q10 K4 K16\n\n"
-    assert e19.handle("clear_board") == "=\n\n" and e19.handle("set_free_handicap D4 Q16") == "=\n\n"
+    assert e19.handle("clear_board") == "= \n\n" and e19.handle("set_free_handicap D4 Q16") == "= \n\n"
     assert e19.handle("fixed_handicap 10") == "? board not empty\n\n"
 
 
@@ -275,11 +277,22 @@ def test_pass_after_the_opponent_passes():
     unsure = np.full(26, 1.0)  # 1/26 each < 0.05
     assert _choose(unsure, b2, opponent_passed=True).reason == "opponent passed"
     assert _choose(unsure, b2, opponent_passed=True, pass_threshold=0.01).move != 25
-    # cleanup mode (kgs-genmove_cleanup) ignores the rule
+    # cleanup mode (kgs-genmove_cleanup) must not pass while dead opponent stones are on the board: none here,
+    # so it passes like genmove; with a dead white stone (B4) in black's area it plays one of its liberties
     settings = PlaySettings()
     c = choose_move(probs, b, BLACK, moves_played=10, opponent_passed=True, komi=7.5, settings=settings,
                     rng=np.random.default_rng(0), has_pass=False, cleanup=True)
-    assert c.move == 0
+    assert c.move == 25 and c.reason == "opponent passed"
+    dead = Board.from_ascii("""
+        . . X O .
+        . O X O .
+        . . X O .
+        . . X O .
+        . . X O .
+        """)
+    c = choose_move(probs, dead, BLACK, moves_played=10, opponent_passed=True, komi=7.5, settings=settings,
+                    rng=np.random.default_rng(0), has_pass=False, cleanup=True)
+    assert c.reason == "remove dead" and c.move in (1, 5, 7, 11)
 
 
 def test_net_pass_output_move_cap_and_resign():
@@ -290,17 +303,19 @@ def test_net_pass_output_move_cap_and_resign():
     assert _choose(probs, b, has_pass=False).move != 25  # a net without a pass output never chooses pass
     assert _choose(np.ones(26), b, moves_played=50).reason == "move cap"  # default cap 2*N*N = 50
     assert _choose(np.ones(26), b, moves_played=50, max_moves=60).move != 25
-    # black owns 1 point, white 24 after 12 moves: with a 5-point margin black resigns, white does not
+    # black's three stones are dead and white owns the board: with a 5-point margin black resigns (the
+    # estimate is confident), white does not; resigning is on by default and switched off by resign=False
     lost = Board.from_ascii("""
-        X O . . .
-        O . . . .
-        . . . . .
-        . . . . .
-        . . . . .
+        . X O . O
+        X X O O .
+        O O O . O
+        . O . O O
+        O . O O .
         """)
     assert _choose(np.ones(26), lost, BLACK, moves_played=12, resign_margin=5).move == "resign"
     assert _choose(np.ones(26), lost, WHITE, moves_played=12, resign_margin=5).move != "resign"
-    assert _choose(np.ones(26), lost, BLACK, moves_played=12).move != "resign"  # off by default
+    assert _choose(np.ones(26), lost, BLACK, moves_played=12).move == "resign"  # on by default
+    assert _choose(np.ones(26), lost, BLACK, moves_played=12, resign=False).move != "resign"
     assert _choose(np.ones(26), lost, BLACK, moves_played=5, resign_margin=5).move != "resign"  # too early
 
 
@@ -335,3 +350,152 @@ def test_kifunet_gtp_reports_a_bad_model_name():
     proc = subprocess.run([sys.executable, "-m", "kifunet.cli", "gtp", "--model", "no_such_net"], input="quit\n",
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "unknown model" in proc.stderr and proc.stdout == ""
+
+
+# --- board sizes, the clock and the symmetries (issue 30) -----------------------------------------------------
+class SizedPolicy:
+    """A fully convolutional net's policy, trained at 19x19, that plays sizes without a ``size_problem``."""
+
+    def __init__(self, n=19, refuse=(4, 17), log=None):
+        self.board_size, self.trained_size, self.has_pass, self.refuse = n, 19, False, refuse
+        self.description = "sized"
+        self.log = [] if log is None else log  # (size, symmetries) of each probabilities call, and resizes
+
+    def size_problem(self, n):
+        return f"{n}x{n} is refused" if n in self.refuse else None
+
+    def resized(self, n):
+        self.log.append(("resized", n))
+        return SizedPolicy(n, self.refuse, self.log)
+
+    def probabilities(self, moves, colour, setup=(), symmetries=1):
+        self.log.append((self.board_size, symmetries))
+        p = np.linspace(1.0, 2.0, self.board_size ** 2 + 1)
+        p[-1] = 0
+        return p / p.sum()
+
+
+def test_boardsize_switches_to_any_size_the_net_can_play():
+    pol = SizedPolicy()
+    e = Engine(pol, komi=6.5)
+    assert e.handle("version").endswith("(sized; no value head: analysis winrate 0.5 is not an estimate)\n\n")
+    assert e.handle("play b D4") == "= \n\n"
+    assert e.handle("1 boardsize 9") == "=1 \n\n" and e.size == 9 and e.policy.board_size == 9
+    assert e.state.moves == [] and e.state.board.size == 9 and e.komi == 6.5  # cleared; komi kept
+    assert "trained on 19x19)" in e.handle("version")
+    assert e.handle("genmove b").startswith("= ") and pol.log[-1] == (9, 1)
+    assert e.handle("boardsize 13") == "= \n\n" and e.handle("play w N13") == "= \n\n"
+    assert e.handle("boardsize 9") == "= \n\n" and e.handle("boardsize 19") == "= \n\n" and e.policy is pol
+    assert [x for x in pol.log if x[0] == "resized"] == [("resized", 9), ("resized", 13)]  # once per size
+    assert "trained on" not in e.handle("version")
+    for n in (4, 17, 1, 0, 20, 25, 26, 99):  # the net's refusals; GTP's 2..25; the rules engine's 2..19
+        assert e.handle(f"7 boardsize {n}") == "?7 unacceptable size\n\n", n
+        assert e.size == 19
+    for bad in ("boardsize", "boardsize 9 9", "boardsize -9", "boardsize nine"):
+        assert e.handle(bad) == "? syntax error\n\n"
+    listed = e.handle("list_commands")[2:].split()
+    for cmd in ("cputime", "loadsgf", "printsgf", "gogui-analyze_commands", "kgs-time_settings", "time_left"):
+        assert cmd in listed
+
+
+def test_a_policy_without_size_problem_plays_only_its_own_size():
+    e = Engine(TablePolicy(np.ones(82)))
+    assert e.handle("boardsize 9") == "= \n\n"
+    assert e.handle("boardsize 19") == "? unacceptable size\n\n" and e.size == 9
+
+
+def test_genmove_averages_the_symmetries_the_clock_affords():
+    log = []
+    e = Engine(SizedPolicy(9, log=log))
+    e.handle("genmove b")
+    assert log[-1] == (9, 1) and e._warm is None  # no time limit: one evaluation, as before
+    assert e.handle("time_settings 0 5 1") == "= \n\n"  # 5 s a move: 8 symmetries measured in the background
+    e._warm.join(timeout=30)
+    assert log[-2:] == [(9, 8), (9, 8)] and 8 in e.time.costs
+    e.handle("genmove w")
+    assert log[-1] == (9, 8)
+    assert e.handle("time_left b 0.05 1") == "= \n\n"  # 50 ms left for black's move: under the lag
+    e.handle("genmove b")
+    assert log[-1] == (9, 1)
+    e.time.costs[8] = 0.2  # a slow net: (0.4 - 0.1) / 2 = 0.15 s does not fit 8 symmetries...
+    e.handle("time_left w 0.4 1")
+    e.handle("genmove w")
+    assert log[-1] == (9, 1)
+    e.time.costs[8] = 0.2
+    e.handle("time_left b 0.6 1")  # ...0.25 s does
+    e.handle("genmove b")
+    assert log[-1] == (9, 8)
+    assert e.handle("kgs-time_settings none") == "= \n\n"
+    e.handle("genmove w")
+    assert log[-1] == (9, 1)
+    assert e.handle("boardsize 13") == "= \n\n" and e.time.costs == {}  # another board: measured again
+    assert e.handle("kgs-time_settings absolute 600") == "= \n\n"
+    e._warm.join(timeout=30)
+    assert log[-1] == (13, 8) and 8 in e.time.costs
+    # configured for an unlimited clock; a policy without the argument never receives it, nor a warm-up
+    e8 = Engine(SizedPolicy(9, log=log), symmetries=8)
+    e8.handle("genmove b")
+    assert log[-1] == (9, 8)
+    table = TablePolicy(np.ones(82))
+    old = Engine(table, symmetries=8)
+    assert old.handle("time_settings 0 5 1") == "= \n\n" and old._warm is None
+    assert old.handle("genmove b").startswith("= ") and old.handle("genmove w").startswith("= ")
+    assert len(table.calls) == 2
+    with pytest.raises(ValueError, match="symmetries"):
+        Engine(table, symmetries=9)
+
+
+@pytest.mark.parametrize("line, reply", [
+    ("time_settings 300 30", "? syntax error: time_settings takes main_time byo_yomi_time byo_yomi_stones"),
+    ("time_settings 300 30 x", "? syntax error: byo-yomi stones must be a whole number >= 0, not 'x'"),
+    ("kgs-time_settings fischer 300 10", "? syntax error: unknown time system 'fischer' (none, absolute, byoyomi, "
+                                         "canadian)"),
+    ("time_left purple 30 0", "? syntax error"),
+    ("time_left b 30", "? syntax error: time_left takes colour time stones"),
+])
+def test_time_commands_reject_bad_arguments(line, reply):
+    e = Engine(TablePolicy(np.ones(82)))
+    assert e.handle("time_settings 300 30 5") == "= \n\n"
+    assert e.handle(line) == reply + "\n\n"
+    assert e.time.settings.main == 300  # unchanged
+
+
+def test_cputime_is_the_process_cpu_time():
+    import time
+
+    e = Engine(TablePolicy(np.ones(82)))
+    first = float(e.handle("cputime")[2:])
+    t = time.process_time()
+    while time.process_time() - t < 0.05:
+        pass
+    second = e.handle("1 cputime")
+    assert re.fullmatch(r"=1 \d+\.\d{3}\n\n", second) and float(second[3:]) >= first + 0.049  # both rounded to ms
+
+
+def test_final_score_and_status_remove_the_dead_stones():
+    """Black's wall on column E, white's on F, a white stone at B2 inside black's area: dead. Black 45 points,
+    white 36 + komi 6.5: B+2.5 (Tromp-Taylor, every stone alive, would leave the B2 region to nobody)."""
+    e = Engine(fresh_policy("maddison_tiny", 9, seed=0))
+    assert e.handle("komi 6.5") == "= \n\n"
+    for colour, wall in (("b", "E"), ("w", "F")):
+        for row in range(1, 10):
+            e.handle(f"play {colour} {wall}{row}")
+    e.handle("play w B2")
+    assert e.handle("final_score") == "= B+2.5\n\n"
+    assert e.handle("final_status_list dead") == "= B2\n\n"
+    alive = e.handle("final_status_list alive")[2:-2].split("\n")
+    assert sorted(alive) == ["E9 E8 E7 E6 E5 E4 E3 E2 E1", "F9 F8 F7 F6 F5 F4 F3 F2 F1"]
+    assert e.handle("final_status_list seki") == "= \n\n"
+    for bad in ("final_status_list", "final_status_list dame", "final_status_list dead alive"):
+        assert e.handle(bad) == "? syntax error\n\n"
+    e.handle("undo")
+    assert e.handle("final_score") == "= B+2.5\n\n" and e.handle("final_status_list dead") == "= \n\n"
+
+
+def test_resigning_is_switched_by_kifunet_resign():
+    e = Engine(fresh_policy("maddison_tiny", 5, seed=0))
+    assert e.settings.resign
+    assert e.handle("kifunet-resign off") == "= \n\n" and not e.settings.resign
+    assert e.handle("kifunet-resign on") == "= \n\n" and e.settings.resign
+    for bad in ("kifunet-resign", "kifunet-resign maybe", "kifunet-resign on off"):
+        assert e.handle(bad) == "? syntax error\n\n"

@@ -22,7 +22,8 @@ from kifunet.play.match_sgf import finished_games, game_path, read_game
 
 # A few-line GTP program for testing the runner without a net: argv = mode [stones] [--rank R].
 # modes: first (the first empty points in order, `stones` of them, then pass), pass, illegal (always A1),
-# garbage (an unreadable move), crash-once FILE (exits on its first genmove if FILE is absent; creates it).
+# garbage (an unreadable move), crash-once FILE (exits on its first genmove if FILE is absent; creates it),
+# resigner (knows kifunet-resign like kifunet gtp: resigns at its first genmove while allowed, else passes).
 FAKE_ENGINE = r'''
 import os, sys
 args = sys.argv[1:]
@@ -31,7 +32,7 @@ if "--rank" in args:
     i = args.index("--rank"); rank = args[i + 1]; del args[i:i + 2]
 mode = args[0]
 stones = int(args[1]) if len(args) > 1 and args[1].isdigit() else 3
-n, occupied, mine = 9, set(), 0
+n, occupied, mine, may_resign = 9, set(), 0, True
 cols = "ABCDEFGHJKLMNOPQRST"
 for line in sys.stdin:
     parts = line.split()
@@ -45,7 +46,9 @@ for line in sys.stdin:
     elif cmd == "version":
         out = "1"
     elif cmd == "known_command":
-        out = "false"
+        out = "true" if mode == "resigner" and a == ["kifunet-resign"] else "false"
+    elif cmd == "kifunet-resign" and mode == "resigner":
+        may_resign = a == ["on"]
     elif cmd == "boardsize":
         n = int(a[0])
     elif cmd == "clear_board":
@@ -63,6 +66,8 @@ for line in sys.stdin:
             out = "hello"
         elif mode == "illegal":
             out = "A1"
+        elif mode == "resigner":
+            out = "resign" if may_resign else "pass"
         elif mode in ("first", "crash-once") and mine < stones:
             out = next(f"{c}{r}" for r in range(n, 0, -1) for c in cols[:n] if f"{c}{r}" not in occupied)
             occupied.add(out)
@@ -89,6 +94,15 @@ def fake(tmp_path):
 def gnugo_or_skip() -> str:
     require_gnugo()  # skips locally, fails in CI
     return "gnugo"
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_kifunet_players_resign_in_a_match_only_when_allowed(tmp_path, fake, allow):
+    cfg = match.MatchConfig(engine=fake("resigner"), opponent=fake("pass"), games=2, board_size=9, referee=None,
+                            out_dir=str(tmp_path / "m"), resign=allow)
+    summary = match.run_match(cfg, log=lambda s: None)
+    assert summary.ended == ({"resignation": 2} if allow else {"two passes": 2})
+    assert json.loads((tmp_path / "m" / "match.json").read_text())["resign"] is allow
 
 
 def test_fake_engines_in_parallel_alternate_colours_and_score_tromp_taylor(tmp_path, fake):

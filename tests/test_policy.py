@@ -12,6 +12,8 @@ from kifunet.data_prep.board import Board
 from kifunet.data_prep.game import BLACK, WHITE, GameRecord
 from kifunet.play import policy as policy_mod
 from kifunet.play.policy import Policy, fresh_policy, position_record
+from model_helpers import _fast_compiles  # noqa: F401 -- autouse: unoptimised XLA compiles in this module
+from model_helpers import rngs as fast_rngs
 
 
 def random_game(n: int, moves: int, seed: int, pass_rate: float = 0.05) -> list[tuple[int, int]]:
@@ -223,3 +225,68 @@ def test_a_real_training_run_loads_and_plays(tmp_path):
     assert g.returncode == 0, g.stderr[-2000:]
     first = g.stdout.split("\n\n")[0]
     assert first.startswith("= ") and first[2:] != "pass"
+
+
+# --- symmetries, board sizes: the API the GTP engine uses (play/policy.py's table) ---------------------------
+
+
+def test_symmetries_average_the_first_k_symmetric_passes():
+    """``symmetries=8`` is the mean of the 8 passes, each on the transformed position and mapped back (computed
+    here one at a time with data_prep.symmetries); values too; k=1 is the plain pass; pass's entry is averaged."""
+    from kifunet.data_prep import symmetries as sym
+
+    from kifunet import models
+
+    # a learned pass and a value head; RBG keys and unoptimised compiles (tests/model_helpers.py) keep it fast
+    pol = Policy(models.create("agz_tiny", board_size=9, value_head=True, rngs=fast_rngs(3)), "agz", 9)
+    moves = random_game(9, 23, seed=4)
+    colour = 3 - moves[-1][0]
+    x = pol.planes(moves, colour)
+    logits, values = pol.run_batch(np.stack([sym.apply_planes(x, s) for s in range(8)]), colour)
+    probs = [sym.apply_policy(policy_mod.softmax(logits[s]), int(sym.INVERSE[s]), 9) for s in range(8)]
+    p8, v8 = pol.evaluate(moves, colour, symmetries=8)
+    np.testing.assert_allclose(p8, np.mean(probs, axis=0), atol=1e-6)
+    assert abs(v8 - np.mean(values)) < 1e-6 and abs(p8.sum() - 1) < 1e-9
+    np.testing.assert_allclose(pol.probabilities(moves, colour, symmetries=3), np.mean(probs[:3], axis=0), atol=1e-6)
+    np.testing.assert_allclose(pol.probabilities(moves, colour, symmetries=1), pol.probabilities(moves, colour),
+                               atol=1e-12)
+    assert np.abs(p8 - pol.probabilities(moves, colour)).max() > 1e-3  # the symmetric passes differ (random net)
+    assert abs(p8[81] - np.mean([p[81] for p in probs])) < 1e-9
+    for bad in (0, 9, 2.5, True):
+        with pytest.raises(ValueError, match="1 to 8"):
+            pol.probabilities(moves, colour, symmetries=bad)
+
+
+def test_a_fully_convolutional_19x19_net_plays_9x9_and_13x13():
+    """The shipped default net (trained on 19x19, fully convolutional) resized: a distribution at 9x9 and 13x13,
+    on the same weights; its pass is still -1e9 and moves follow the position."""
+    from conftest import REPO
+
+    pol = policy_mod.load_policy(REPO / "pretrained" / "kgs_cpu_default")
+    assert pol.trained_size == 19 and pol.size_problem(19) is None
+    for n in (9, 13):
+        assert pol.size_problem(n) is None
+        small = pol.resized(n)
+        assert small.board_size == n and small.trained_size == 19 and small.description == pol.description
+        moves = random_game(n, 12, seed=n, pass_rate=0.0)
+        p = small.probabilities(moves, BLACK)
+        assert p.shape == (n * n + 1,) and abs(p.sum() - 1) < 1e-9 and (p >= 0).all() and p[-1] == 0.0
+        occupied = [pt for _, pt in moves]
+        assert p[occupied].sum() < 0.05  # a trained net does not put its mass on stones
+        assert small.probabilities(moves, BLACK, symmetries=8).shape == (n * n + 1,)
+    assert pol.resized(19) is pol
+    assert "board sizes are 2 to 25" in pol.size_problem(26)
+
+
+def test_nets_with_weights_tied_to_the_board_are_refused_with_a_reason():
+    from kifunet import models
+
+    mad = Policy(models.create("maddison_tiny", board_size=19, rngs=fast_rngs()), "maddison")  # a bias per point
+    why = mad.size_problem(9)
+    assert why and "trained on 19x19 and cannot play 9x9" in why and "[19, 19," in why, why
+    with pytest.raises(ValueError, match="cannot play 13x13"):
+        mad.resized(13)
+    qq = Policy(models.create("qiqiao_tiny", rngs=fast_rngs()), "qiqiao")  # dense heads over the board
+    why = qq.size_problem(19)
+    assert why and "trained on 9x9 and cannot play 19x19" in why, why
+    assert qq.size_problem(9) is None

@@ -26,3 +26,20 @@ def test_area_scoring_helpers():
     assert scoring.parse_result("Jigo") == (None, "0")
     with pytest.raises(ValueError):
         scoring.parse_result("?")
+
+
+def test_score_with_dead_stones_removed():
+    st = Board.from_ascii("""
+        . O X O .
+        . . X O .
+        X X X O .
+        . . X O .
+        . . X O X
+        """).stones
+    assert scoring.area_score(st, 0) == 6.0  # B5 and E1 count as alive: A5-B4 and E2-E5 are dame
+    dead = np.zeros((5, 5), bool)
+    dead[0, 1] = dead[4, 4] = True
+    removed = scoring.remove_stones(st, dead)
+    assert removed[0, 1] == 0 and removed[4, 4] == 0 and st[0, 1] == WHITE  # a copy
+    assert scoring.score_without(st, dead, 0.5) == 15 - 10 - 0.5  # black: A-C, white: D-E
+    assert scoring.format_score(scoring.score_without(st, dead, 0.5)) == "B+4.5"

@@ -46,13 +46,12 @@ import sys
 import threading
 from typing import Any, Callable
 
-import grain
-import jax
 import numpy as np
-import orbax.checkpoint as ocp
 
 from kifunet.data_prep.verify import file_sha256
-from kifunet.train.parallel import path_tuple
+
+# JAX, orbax and grain are imported where they are used, so that verifying a step (verify_step, require_loadable)
+# imports none of them: `kifunet gtp` checks the checkpoint before it answers, and loads JAX in the background
 
 ITEMS = ("state", "data", "meta")
 
@@ -66,15 +65,40 @@ INTACT, DAMAGED, UNVERIFIED = "intact", "damaged", "unverified"
 
 
 def _key(path) -> str:
+    from kifunet.train.parallel import path_tuple
+
     return "/".join(str(p) for p in path_tuple(path) if p != "value")
 
 
+def _is_key(x) -> bool:
+    """A PRNG key leaf, concrete (``jax.Array``) or abstract (``jax.ShapeDtypeStruct``)."""
+    import jax
+
+    return isinstance(x, (jax.Array, jax.ShapeDtypeStruct)) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def _key_impl(t):
+    """The PRNG implementation of a key leaf (an abstract one: the registered implementation of its dtype)."""
+    import jax
+
+    if isinstance(t, jax.Array):
+        return jax.random.key_impl(t)
+    for name in ("threefry2x32", "rbg", "unsafe_rbg"):
+        if jax.random.key(0, impl=name).dtype == t.dtype:
+            return name
+    raise ValueError(f"unknown PRNG key type {t.dtype}")
+
+
 def flatten_state(tree) -> dict[str, Any]:
-    """Training-state pytree -> ``{path: array}`` (PRNG keys as ``key_data``)."""
+    """Training-state pytree -> ``{path: array}`` (PRNG keys as ``key_data``). ``tree`` may be abstract (leaves
+    ``jax.ShapeDtypeStruct``, e.g. of a model built by ``nnx.eval_shape``): the result is then abstract too, keys
+    as the shape of their ``key_data``."""
+    import jax
+
     out = {}
     for path, x in jax.tree_util.tree_flatten_with_path(tree)[0]:
-        if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-            x = jax.random.key_data(x)
+        if _is_key(x):  # a concrete key array, or an abstract one (a model built by nnx.eval_shape)
+            x = jax.random.key_data(x) if isinstance(x, jax.Array) else jax.eval_shape(jax.random.key_data, x)
         k = _key(path)
         if k in out:
             raise ValueError(f"two state leaves map to the checkpoint name {k!r}")
@@ -83,19 +107,25 @@ def flatten_state(tree) -> dict[str, Any]:
 
 
 def unflatten_state(template, flat: dict[str, Any]):
-    """Inverse of :func:`flatten_state`, shaped like ``template`` (PRNG keys rewrapped with its impls)."""
+    """Inverse of :func:`flatten_state`, shaped like ``template`` (PRNG keys rewrapped with its impls); the
+    template may be abstract (``jax.ShapeDtypeStruct`` leaves: restoring into a model built by ``nnx.eval_shape``)."""
+    import jax
+
     leaves, treedef = jax.tree_util.tree_flatten_with_path(template)
     out = []
     for path, t in leaves:
         x = flat[_key(path)]
-        if isinstance(t, jax.Array) and jax.dtypes.issubdtype(t.dtype, jax.dtypes.prng_key):
-            x = jax.random.wrap_key_data(x, impl=jax.random.key_impl(t))
+        if _is_key(t):
+            x = jax.random.wrap_key_data(x, impl=_key_impl(t))
         out.append(x)
     return jax.tree_util.tree_unflatten(treedef, out)
 
 
-def abstract_flat(template) -> dict[str, jax.ShapeDtypeStruct]:
-    """Shapes, dtypes and shardings of :func:`flatten_state` ``(template)`` (the restore target)."""
+def abstract_flat(template) -> dict:
+    """Shapes, dtypes and shardings of :func:`flatten_state` ``(template)`` (the restore target): ``{path:
+    jax.ShapeDtypeStruct}``."""
+    import jax
+
     return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=getattr(x, "sharding", None)),
                         flatten_state(template))
 
@@ -329,24 +359,38 @@ def _set_aside(step_dir: str) -> str:
     return target
 
 
-class _PipelineState(grain.DatasetIterator):
+def _PipelineState(state: dict | None = None):  # noqa: N802 -- stands for the class, defined on first use
     """A frozen iterator state handed to grain's checkpoint handler (saving) or filled by it (restoring)."""
+    return _pipeline_state_class()(state)
 
-    def __init__(self, state: dict | None = None):
-        super().__init__()
-        self.state = state
 
-    def __next__(self):
-        raise StopIteration
+_PIPELINE_STATE_CLASS = []
 
-    def get_state(self) -> dict:
-        return self.state
 
-    def set_state(self, state: dict) -> None:
-        self.state = state
+def _pipeline_state_class():
+    """The ``grain.DatasetIterator`` subclass behind :func:`_PipelineState` (grain imported on first use)."""
+    if not _PIPELINE_STATE_CLASS:
+        import grain
 
-    def start_prefetch(self) -> None:
-        pass
+        class PipelineState(grain.DatasetIterator):
+            def __init__(self, state: dict | None = None):
+                super().__init__()
+                self.state = state
+
+            def __next__(self):
+                raise StopIteration
+
+            def get_state(self) -> dict:
+                return self.state
+
+            def set_state(self, state: dict) -> None:
+                self.state = state
+
+            def start_prefetch(self) -> None:
+                pass
+
+        _PIPELINE_STATE_CLASS.append(PipelineState)
+    return _PIPELINE_STATE_CLASS[0]
 
 
 class _Sealer(threading.Thread):
@@ -382,6 +426,9 @@ class Checkpointer:
     once committed, every step it restores is verified first (module docstring)."""
 
     def __init__(self, directory: str, *, keep: int = 3, async_save: bool = True):
+        import grain
+        import orbax.checkpoint as ocp
+
         self.directory = os.path.abspath(directory)
         options = ocp.CheckpointManagerOptions(max_to_keep=max(1, int(keep)), create=True,
                                                enable_async_checkpointing=async_save,
@@ -406,6 +453,10 @@ class Checkpointer:
         """Start saving ``step`` (in the background if asynchronous); its sidecar follows in the background once
         orbax has committed it (:class:`_Sealer`). The previous save and its sidecar are finished first (orbax
         waits for the previous save here anyway)."""
+        import grain
+        import jax
+        import orbax.checkpoint as ocp
+
         self._seal()
         args = ocp.args.Composite(state=ocp.args.StandardSave(flatten_state(state)),
                                   data=grain.checkpoint.CheckpointSave(_PipelineState(data_state)),
@@ -451,6 +502,9 @@ class Checkpointer:
 
     def _set_aside(self, step_dir: str) -> str:
         """:func:`_set_aside` on process 0, the others wait for it; the new path."""
+        import jax
+        import orbax.checkpoint as ocp
+
         if jax.process_count() == 1:
             return _set_aside(step_dir)
         aside = _set_aside(step_dir) if jax.process_index() == 0 else step_dir + ".damaged"
@@ -460,6 +514,9 @@ class Checkpointer:
     def restore(self, step: int, template) -> tuple[Any, dict, dict]:
         """(state shaped and sharded like ``template``, this process's pipeline state, meta) of ``step``, verified
         first (:func:`require_loadable`: :class:`CheckpointError` if damaged)."""
+        import grain
+        import orbax.checkpoint as ocp
+
         require_loadable(self.step_dir(step))
         holder = _PipelineState()
         out = self.manager.restore(int(step), args=ocp.args.Composite(
@@ -484,6 +541,9 @@ def _restore_as_numpy(state_dir: str) -> dict:
     devices (``cpu_devices=2``, or a GPU) loads in a one-device process (``kifunet gtp``, ``export``), where
     restoring the saved shardings fails with orbax's "topology mismatch". The step (``state_dir``'s parent) is
     verified first (:func:`require_loadable`)."""
+    import jax
+    import orbax.checkpoint as ocp
+
     require_loadable(os.path.dirname(os.path.abspath(state_dir)))
     ckptr = ocp.PyTreeCheckpointer()
     meta = ckptr.metadata(state_dir)
@@ -499,6 +559,8 @@ def load_weights(path: str) -> tuple[dict[str, np.ndarray], dict]:
     ``path``: a workdir (its newest checkpoint), a ``checkpoints`` directory, or one step's directory. The step
     is verified before it is read (:class:`CheckpointError` if damaged, a warning line if unverified).
     """
+    import orbax.checkpoint as ocp
+
     path = os.path.abspath(path)
     if os.path.isdir(os.path.join(path, "checkpoints")):
         path = os.path.join(path, "checkpoints")

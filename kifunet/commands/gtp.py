@@ -3,7 +3,16 @@
 The net: a training run (``--checkpoint RUN``, JAX), a registered model with random weights (``--model NAME``,
 JAX), or an exported file (``--model FILE.onnx``, from ``kifunet export``): onnxruntime plays it and JAX is never
 imported (:mod:`kifunet.play.onnx_policy`). Naming none plays the default net (:func:`kifunet.paths.default_net`,
-shipped with the package)."""
+shipped with the package).
+
+Start-up: the engine answers as soon as the inputs are checked (the run's config and checkpoint metadata read,
+the checkpoint's checksums verified, the ONNX file opened): a training run's net is a
+:class:`kifunet.play.lazy_policy.LazyPolicy`, loaded and compiled in a background thread while ``name``,
+``version``, ``boardsize`` and the rest are answered; the first command that needs the net waits for it. JAX is
+never imported by the main thread. A net that fails to load answers ``? cannot load the net: ...`` on the
+commands that need it; ``quit`` (or the end of input) while it is still loading exits at once
+(``os._exit``: nothing is left running). ``benchmarks/bench_gtp_start.py`` measures spawn -> ``name`` and
+spawn -> first ``genmove`` for every shipped net."""
 
 from __future__ import annotations
 
@@ -36,8 +45,17 @@ def add_arguments(p) -> None:
                         "(default 0.05)")
     p.add_argument("--max-moves", type=int, help="pass once this many moves are played (default 2*N*N)")
     p.add_argument("--resign-margin", type=float,
-                   help="resign (after N*N/2 moves) when behind by more than this many points of area score "
-                        "(default: never resign)")
+                   help="resign (after N*N/2 moves, when the dead-stone estimate is confident) when behind by more "
+                        "than this many points (default N*N/10: 36 at 19x19)")
+    p.add_argument("--no-resign", action="store_true", help="never resign (resigning is on by default; "
+                   "`kifunet match` switches it off with the GTP command kifunet-resign off unless --resign)")
+    p.add_argument("--rules", choices=("chinese", "tromp-taylor"), default="chinese",
+                   help="chinese (default): area scoring, dead stones removed by agreement, so the engine passes "
+                        "without capturing them; tromp-taylor: every stone on the board counts, so it captures "
+                        "dead stones in its area before passing")
+    p.add_argument("--symmetries", type=int, default=1, metavar="K",
+                   help="average the policy over K of the 8 board symmetries each move when no time limit is set "
+                        "(1..8, default 1; under time_settings the clock decides)")
     p.add_argument("--name", default="kifunet", help="the name the engine gives (default kifunet)")
     p.add_argument("--verbose", action="store_true", help="log each chosen move and why to stderr")
 
@@ -84,41 +102,71 @@ def _check_inputs(args) -> None:
         raise CommandError(f"--pass-threshold is a probability (0..1), not {args.pass_threshold}")
     if args.max_moves is not None and args.max_moves < 1:
         raise CommandError(f"--max-moves must be at least 1, not {args.max_moves}")
+    if not 1 <= args.symmetries <= 8:
+        raise CommandError(f"--symmetries must be in 1..8 (the board's symmetries), not {args.symmetries}")
+    if args.resign_margin is not None and not args.resign_margin >= 0:
+        raise CommandError(f"--resign-margin must be a number of points >= 0, not {args.resign_margin}")
+
+
+def _open_policy(args, error):
+    """The policy ``args`` name: a training run's as a :class:`~kifunet.play.lazy_policy.LazyPolicy` (described
+    and verified now, to be loaded in the background), an ONNX file's opened now (to be warmed up in the
+    background), a registered model's built now. A lazy policy's thread is not started yet (``start()``)."""
+    from kifunet.play import lazy_policy
+    from kifunet.play import policy as policy_mod
+
+    if is_onnx_file(args.model):
+        from kifunet.play.onnx_policy import load_onnx_policy
+
+        pol = load_onnx_policy(args.model, rank=args.rank, feature_set=args.features, board_size=args.board_size)
+        return lazy_policy.lazy_wrap(pol, error=error, start=False)
+    if args.checkpoint:
+        from kifunet.eval.runs import step_dir
+        from kifunet.train.checkpointing import require_loadable
+
+        require_loadable(step_dir(args.checkpoint, args.step))  # CheckpointError: a damaged step, before answering
+        return lazy_policy.lazy_run_policy(args.checkpoint, rank=args.rank, step=args.step,
+                                           feature_set=args.features, board_size=args.board_size, error=error,
+                                           start=False, compile_cache=lazy_policy.default_compile_cache())
+    return policy_mod.fresh_policy(args.model, args.board_size or 19, feature_set=args.features, seed=args.seed,
+                                   rank=args.rank)
 
 
 def run(args) -> int:
-    import contextlib
+    import os
     import sys
 
     _check_inputs(args)
     from kifunet.data_prep._jit import announce_compile
     from kifunet.play import gtp_engine, move_choice, scoring
-    from kifunet.play import policy as policy_mod
 
-    # Everything but GTP responses goes to stderr: loading JAX or a checkpoint must not write on stdout.
-    with contextlib.redirect_stdout(sys.stderr):
+    # Everything but GTP responses goes to stderr, for the whole session: the net loads in a background thread,
+    # and what JAX or a checkpoint library prints must not reach the controller.
+    out, sys.stdout = sys.stdout, sys.stderr
+    try:
         try:
-            if is_onnx_file(args.model):
-                from kifunet.play.onnx_policy import load_onnx_policy
-
-                pol = load_onnx_policy(args.model, rank=args.rank, feature_set=args.features,
-                                       board_size=args.board_size)
-            elif args.checkpoint:
-                pol = policy_mod.load_policy(args.checkpoint, rank=args.rank, step=args.step,
-                                             feature_set=args.features, board_size=args.board_size)
-            else:
-                pol = policy_mod.fresh_policy(args.model, args.board_size or 19, feature_set=args.features,
-                                              seed=args.seed, rank=args.rank)
-        except (KeyError, ValueError) as e:  # unknown model or feature set, a checkpoint or file that does not fit
+            pol = _open_policy(args, gtp_engine.GtpError)
+        except (KeyError, ValueError) as e:  # unknown model or feature set, a run or file that does not fit
             raise CommandError(e) from e
         problem = scoring.komi_problem(args.komi, pol.board_size)
         if problem:
             raise CommandError(f"--komi: {problem}")
         settings = move_choice.PlaySettings(sample=args.sample, seed=args.seed, max_moves=args.max_moves,
-                                           resign_margin=args.resign_margin,
+                                           resign_margin=args.resign_margin, resign=not args.no_resign,
+                                           rules=args.rules,
                                            pass_threshold=(move_choice.DEFAULT_PASS_THRESHOLD
-                                                           if args.pass_threshold is None else args.pass_threshold))
+                                                           if args.pass_threshold is None
+                                                           else args.pass_threshold))
         engine = gtp_engine.Engine(pol, settings=settings, komi=args.komi, name=args.name,
-                                   log=sys.stderr if args.verbose else None)
+                                   log=sys.stderr if args.verbose else None, symmetries=args.symmetries)
         announce_compile()  # the first move compiles the rules engine when its cache is cold (stderr)
-    return engine.serve(sys.stdin, sys.stdout)
+        if hasattr(pol, "start"):
+            pol.start()  # the engine is ready to answer: load the net while the controller talks
+        rc = engine.serve(sys.stdin, out)
+    finally:
+        sys.stdout = out
+    if getattr(pol, "loading", False):  # quit while the net loads: leave now, not after the import or compile
+        out.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+    return rc

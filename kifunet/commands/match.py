@@ -37,6 +37,8 @@ def add_arguments(p) -> None:
     p.add_argument("--move-timeout", type=float, default=600.0, help="seconds a player may take for a move "
                    "(default 600)")
     p.add_argument("--seed", type=int, default=0, help="base of the per-game set_random_seed (default 0)")
+    p.add_argument("--resign", action="store_true", help="let kifunet players resign lost games (they do by "
+                   "default against people; in a match only with this flag)")
     p.add_argument("--rank-experiment", metavar="RANKS",
                    help="comma-separated ranks (e.g. 1d,5d,9d): one match per rank with --rank R appended to "
                         "the engine command, each in DIR/rank-R, and one table")
@@ -71,7 +73,8 @@ def run(args) -> int:
     referee = None if (args.referee or "").strip().lower() in ("", "none") else args.referee
     cfg = match.MatchConfig(engine=args.engine, opponent=args.opponent, games=args.games, board_size=args.board_size,
                             komi=args.komi, max_moves=args.max_moves, referee=referee, parallel=args.parallel,
-                            out_dir=args.out, move_timeout=args.move_timeout, seed=args.seed)
+                            out_dir=args.out, move_timeout=args.move_timeout, seed=args.seed,
+                            resign=args.resign)
     if args.rank_experiment:
         ranks = [r.strip() for r in args.rank_experiment.split(",") if r.strip()]
         results = match.run_rank_experiment(cfg, ranks)

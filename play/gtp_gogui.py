@@ -1,0 +1,144 @@
+"""GoGui's analyze commands: the list ``gogui-analyze_commands`` answers, and the responses it draws.
+
+GoGui asks ``gogui-analyze_commands`` when it attaches an engine and offers each line of the answer in its
+*Analyze* menu. The format (GoGui manual, chapter "Analyze Commands"; ``AnalyzeDefinition.java``): one
+command a line, ``type/label/command``, the label unique and without ``/``; GoGui replaces ``%m`` by the colour
+to move and ``%c`` by a colour the user picks (default: the colour to move). The types used here:
+
+==============  ============================  ==============================================================
+type            command                       response
+==============  ============================  ==============================================================
+``gfx``         ``kifunet-policy_gfx %m``     the policy as a heat map: ``INFLUENCE`` (point, number pairs:
+                                              the move's probability over the largest one, positive for
+                                              Black to move and negative for White, so GoGui draws black or
+                                              white squares in proportion), ``LABEL`` (the 10 most
+                                              probable moves with their percentage), ``TEXT`` (the status
+                                              line: the best move, and pass where the net has a pass output)
+``dboard``      ``kifunet-policy_dboard %m``  the same numbers as a board: N lines of N numbers in [-1, 1],
+                                              the top row first (0 on points where the move is illegal)
+``pspairs``     ``kifunet-policy %m 10``      the 10 most probable legal moves, ``VERTEX PROBABILITY`` pairs
+``string``      ``kifunet-value %m``          the value head's estimate for the side to move (one line);
+                                              listed only for a net with a value head
+``gfx``         ``kifunet-dead_gfx``          the dead-stone estimate (:mod:`kifunet.play.life_death`):
+                                              ``MARK`` dead stones, ``TRIANGLE`` seki stones, ``BLACK`` /
+                                              ``WHITE`` the empty points each side owns, ``TEXT`` the score
+                                              with dead stones removed (what ``final_score`` says)
+==============  ============================  ==============================================================
+
+The list is the table :data:`ANALYZE_COMMANDS`: an entry is its type, label, command and a test of the engine
+(is it offered for this net?); another analysis (the dead-stone estimate, say) is one more entry and its GTP
+command in the engine. :func:`analyze_commands` writes the list; :func:`policy_gfx`, :func:`policy_dboard`
+and :func:`value_line` write the responses from the net's numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from kifunet.data_prep import coords
+from kifunet.data_prep.game import BLACK
+
+#: GoGui's analyze-command types (its manual's list)
+TYPES = ("bwboard", "cboard", "dboard", "eplist", "gfx", "hstring", "hpstring", "none", "param", "plist", "pspairs",
+         "pstring", "sboard", "string", "var", "varb", "varc", "varp", "varpo", "varw")
+#: the moves ``policy_gfx`` labels with their percentage
+LABELLED_MOVES = 10
+#: points whose heat is below this (of the best move's) are left out of ``INFLUENCE`` (GoGui draws nothing)
+MIN_INFLUENCE = 0.005
+
+
+@dataclass(frozen=True)
+class AnalyzeCommand:
+    """One line of ``gogui-analyze_commands``; ``offered(engine)`` says whether this engine lists it."""
+
+    type: str
+    label: str
+    command: str
+    offered: Callable[[object], bool] = lambda engine: True
+
+    def line(self) -> str:
+        if self.type not in TYPES:
+            raise ValueError(f"{self.type!r} is not a GoGui analyze type")
+        if "/" in self.label or "/" in self.command or "\n" in self.label + self.command:
+            raise ValueError(f"an analyze label or command may not hold '/' or a newline: {self.label!r}")
+        return f"{self.type}/{self.label}/{self.command}"
+
+
+def has_value_head(engine) -> bool:
+    return bool(getattr(engine.policy, "has_value", False))
+
+
+#: what ``gogui-analyze_commands`` lists (in this order), when ``offered``
+ANALYZE_COMMANDS: list[AnalyzeCommand] = [
+    AnalyzeCommand("gfx", "Policy heat map", "kifunet-policy_gfx %m"),
+    AnalyzeCommand("dboard", "Policy board", "kifunet-policy_dboard %m"),
+    AnalyzeCommand("pspairs", "Policy top 10", f"kifunet-policy %m {LABELLED_MOVES}"),
+    AnalyzeCommand("string", "Value (net)", "kifunet-value %m", has_value_head),
+    AnalyzeCommand("gfx", "Dead stones", "kifunet-dead_gfx"),
+]
+
+
+def analyze_commands(engine, table: list[AnalyzeCommand] | None = None) -> str:
+    """The response of ``gogui-analyze_commands``: one ``type/label/command`` line per offered entry."""
+    rows = [c for c in (ANALYZE_COMMANDS if table is None else table) if c.offered(engine)]
+    labels = [c.label for c in rows]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"analyze labels must be unique: {labels}")
+    return "\n".join(c.line() for c in rows)
+
+
+def heat(probs: np.ndarray, legal: np.ndarray, colour: int) -> np.ndarray:
+    """float [N*N]: each legal point's probability over the most probable legal point's, signed for GoGui
+    (positive: Black to move); 0 on illegal points."""
+    nn = legal.shape[0] - 1
+    p = np.where(legal[:nn], probs[:nn], 0.0)
+    top = float(p.max()) if nn else 0.0
+    h = p / top if top > 0 else p
+    return h if colour == BLACK else -h
+
+
+def percent_label(p: float) -> str:
+    """A label GoGui fits on a point (at most 3 characters): ``23``, ``9.5``, ``0.4``."""
+    v = 100.0 * p
+    return f"{v:.0f}" if v >= 9.95 else f"{v:.1f}"
+
+
+def _vertex(flat: int, n: int) -> str:
+    return coords.to_gtp(coords.from_flat(flat, n), n)
+
+
+def policy_gfx(probs: np.ndarray, legal: np.ndarray, n: int, colour: int, *, has_pass: bool = False) -> str:
+    """The ``gfx`` response (module docstring) for the policy ``probs`` [N*N+1] of ``colour`` to move."""
+    h = heat(probs, legal, colour)
+    nn = n * n
+    pts = [i for i in range(nn) if abs(h[i]) >= MIN_INFLUENCE]
+    lines = []
+    if pts:
+        lines.append("INFLUENCE " + " ".join(f"{_vertex(i, n)} {h[i]:.3f}" for i in pts))
+    order = [int(i) for i in np.argsort(-probs[:nn], kind="stable") if legal[i]][:LABELLED_MOVES]
+    order = [i for i in order if probs[i] >= 0.0005]  # a label reading "0.0" says nothing
+    if order:
+        lines.append("LABEL " + " ".join(f"{_vertex(i, n)} {percent_label(float(probs[i]))}" for i in order))
+    side = "black" if colour == BLACK else "white"
+    text = f"TEXT {side} to play: " + (f"best {_vertex(order[0], n)} {100 * probs[order[0]]:.1f}%"
+                                       if order else "no legal move on the board")
+    if has_pass:
+        text += f", pass {100 * probs[nn]:.1f}%"
+    lines.append(text)
+    return "\n".join(lines)
+
+
+def policy_dboard(probs: np.ndarray, legal: np.ndarray, n: int, colour: int) -> str:
+    """The ``dboard`` response: N rows of N numbers in [-1, 1], the top row first (``heat``)."""
+    h = heat(probs, legal, colour).reshape(n, n)
+    return "\n".join(" ".join(f"{v:.3f}" for v in row) for row in h)
+
+
+def value_line(value: float, colour: int) -> str:
+    """The ``string`` response of ``kifunet-value``: the value head's expected result for ``colour`` (to
+    move), in [-1, 1], and the same as a win probability ((v + 1) / 2)."""
+    side = "black" if colour == BLACK else "white"
+    return f"{side} to play: value {value:+.3f} (expected result in [-1, 1]), {50 * (value + 1):.1f}% to win"

@@ -1,0 +1,166 @@
+"""``loadsgf`` and ``printsgf``: a game from an SGF file into the engine, and the engine's game out as SGF.
+
+The two GTP extensions as GNU Go defines them (its manual, "GTP command reference") and GoGui sends them:
+
+``loadsgf FILE [MOVE_NUMBER | VERTEX]``
+    Replays the main line of FILE (read by :func:`kifunet.data_prep.sgf_io.load_game`: ``SZ``, ``KM``, setup
+    ``AB``/``AW``/``AE``, moves) up to but not including move MOVE_NUMBER (the first move is 1; 0 and 1 load
+    only the setup) or the first move at VERTEX (the whole game when no move is there), and answers the colour
+    to play: that of the move where loading stopped, else the other colour than the last move's, else White
+    after a handicap (``HA`` > 0 with black setup stones only), else Black. Setup in a later node (a position
+    edited mid-game) turns the board so far into setup stones. The engine takes the file's size as ``boardsize``
+    would (refused when the net cannot play it) and its komi (kept when ``KM`` is missing). Failures are one
+    line and change nothing: ``cannot open file 'F': REASON`` (missing, unreadable) and ``cannot load file 'F':
+    REASON`` (not SGF, a bad point, an illegal move, a size or komi the engine refuses).
+``printsgf [FILE]``
+    The game so far (``SZ``, ``KM``, ``RU[Chinese]`` -- area scoring, simple ko, no suicide --, setup stones,
+    ``HA`` when White plays first after black setup stones, the moves), written with sgfmill to FILE, or as the
+    response without FILE (or with ``-``). GNU Go prints a static position (setup stones only); the moves are
+    kept here so that ``loadsgf`` of the file replays the same game and ``undo`` still works.
+
+GoGui quotes a file name that holds spaces (``%r``/``%w`` wildcards): :func:`file_argument` reads
+``"a b.sgf"``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+
+from sgfmill import sgf
+
+from kifunet.data_prep import coords, sgf_io
+from kifunet.data_prep.board import Board
+from kifunet.data_prep.errors import SgfError
+from kifunet.data_prep.game import BLACK, EMPTY, MOVE, WHITE
+
+
+class LoadError(Exception):
+    """``loadsgf`` failed; the message is the one-line GTP error."""
+
+
+@dataclass
+class LoadedGame:
+    """A game read up to the stopping point: the setup stones when play starts, the moves after them."""
+
+    size: int
+    komi: float | None
+    setup: list = field(default_factory=list)  # [(colour, flat)]
+    moves: list = field(default_factory=list)  # [(colour, flat)]
+    first: int = BLACK  # who plays first after the setup (when there are no moves)
+    to_play: int = BLACK  # the answer of loadsgf
+
+
+def file_argument(args: list[str]) -> tuple[str | None, list[str]]:
+    """(file name, the remaining arguments): a name in double quotes may hold spaces (GoGui quotes those)."""
+    if not args:
+        return None, []
+    if args[0].startswith('"'):
+        for i in range(len(args)):
+            if args[i].endswith('"') and (i > 0 or len(args[0]) > 1):
+                return " ".join(args[: i + 1])[1:-1], args[i + 1:]
+        raise LoadError("syntax error: unterminated quoted file name")
+    return args[0], args[1:]
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _stop_rule(arg: str | None, n: int) -> tuple[int | None, int | None]:
+    """(move number, flat vertex) where loading stops; (None, None): the whole game."""
+    if arg is None:
+        return None, None
+    if arg.isdigit():
+        return int(arg), None
+    try:
+        return None, coords.to_flat(coords.from_gtp(arg, n), n)
+    except ValueError:
+        raise LoadError(f"syntax error: {arg!r} is neither a move number nor a vertex of a {n}x{n} board") from None
+
+
+def read_game(path: str, until: str | None = None) -> LoadedGame:
+    """The main line of the SGF file at ``path`` up to ``until`` (a move number or a GTP vertex; module
+    docstring). Raises :class:`LoadError` with the GTP error text."""
+    try:
+        record = sgf_io.load_game(path)
+    except SgfError as e:
+        reason = _one_line(str(e))
+        if reason.startswith(f"{path}: "):
+            reason = reason[len(path) + 2:]
+        reason = reason.removeprefix("cannot read: ")
+        verb = "open" if e.reason == "unreadable" else "load"
+        raise LoadError(f"cannot {verb} file '{path}': {reason}") from None
+    n = record.size
+    stop_number, stop_vertex = _stop_rule(until, n)
+    board = Board(n)
+    setup: list = []
+    moves: list = []
+    folded_first = None  # after setup in mid-game: the other colour than the last move's
+    last_colour = None
+    number = 0
+    to_play = None
+    events = list(zip(record.kinds.tolist(), record.colours.tolist(), record.points.tolist()))
+    i = 0
+    while i < len(events):
+        kind, colour, point = events[i]
+        if kind != MOVE:  # a run of setup events: AE, AB, AW of one node
+            run = []
+            while i < len(events) and events[i][0] != MOVE:
+                run.append(events[i][1:])
+                i += 1
+            for c in (EMPTY, BLACK, WHITE):
+                pts = [p for cc, p in run if cc == c]
+                if pts:
+                    board.setup(pts, c)
+            st = board.stones.reshape(-1)
+            setup = [(int(st[p]), p) for p in range(n * n) if st[p] != EMPTY]
+            if moves or last_colour is not None:  # setup in mid-game: the position so far becomes setup
+                moves = []
+                folded_first = 3 - last_colour
+            continue
+        number += 1
+        if (stop_number is not None and number >= stop_number) or (stop_vertex is not None and point == stop_vertex):
+            to_play = colour
+            break
+        if point != n * n:
+            try:
+                board.play(point, colour)
+            except ValueError as e:
+                side = "B" if colour == BLACK else "W"
+                raise LoadError(f"cannot load file '{path}': move {number} ({side} "
+                                f"{coords.to_gtp(coords.from_flat(point, n), n)}) is illegal: {e}") from None
+        moves.append((colour, point))
+        last_colour = colour
+        i += 1
+    if folded_first is not None:
+        first = folded_first
+    else:  # White starts after a handicap: HA with black setup stones only
+        first = WHITE if record.info.handicap > 0 and setup and all(c == BLACK for c, _ in setup) else BLACK
+    if to_play is None:
+        to_play = 3 - moves[-1][0] if moves else first
+    return LoadedGame(size=n, komi=record.info.komi, setup=setup, moves=moves, first=first, to_play=to_play)
+
+
+def game_sgf(size: int, komi: float, setup, moves, first: int, *, app: tuple[str, str] = ("kifunet", "")) -> str:
+    """The game as SGF text (module docstring): ``setup`` and ``moves`` are ``[(colour, flat)]``, ``first``
+    the colour to play first after the setup; ``app``: the ``AP`` property (name, version)."""
+    game = sgf.Sgf_game(size)
+    root = game.get_root()
+    root.set("KM", float(komi))
+    root.set("RU", "Chinese")
+    root.set("AP", app)
+    root.set("DT", datetime.date.today().isoformat())
+    black = {coords.to_sgfmill(coords.from_flat(p, size), size) for c, p in setup if c == BLACK}
+    white = {coords.to_sgfmill(coords.from_flat(p, size), size) for c, p in setup if c == WHITE}
+    if black or white:
+        root.set_setup_stones(black, white)
+    if black and not white and first == WHITE:
+        root.set("HA", len(black))
+    for colour, flat in moves:
+        node = game.extend_main_sequence()
+        node.set_move("b" if colour == BLACK else "w", coords.to_sgfmill(coords.from_flat(flat, size), size))
+    text = game.serialise().decode("utf-8").strip()
+    while "\n\n" in text:  # a GTP response may not hold an empty line
+        text = text.replace("\n\n", "\n")
+    return text

@@ -1,0 +1,281 @@
+"""A policy that answers at once and loads its net in a background thread: how ``kifunet gtp`` starts fast.
+
+>>> pol = lazy_run_policy("pretrained/kgs_cpu_default", rank="9d")   # doctest: +SKIP
+>>> pol.board_size, pol.has_value, pol.loading                        # doctest: +SKIP
+(19, False, True)
+>>> pol.probabilities([], 1).shape                                    # doctest: +SKIP
+(362,)
+
+:class:`LazyPolicy` has the policy interface (:mod:`kifunet.play.policy`'s table). What a GTP controller asks
+first (``name``, ``version``, ``boardsize`` at the trained size, ``komi``...) needs only its cheap attributes,
+which come from the run's ``config.json`` and checkpoint metadata (:func:`kifunet.eval.runs.describe_net`) or
+from an ONNX file's metadata, without running the net:
+
+====================  ======================================================================================
+attribute             from
+====================  ======================================================================================
+``board_size``        the run's board (the dataset manifest or the checkpoint's metadata); the file's
+``trained_size``      the same
+``fs``, ``rank``      the run's feature set; the rank asked for
+``description``       ``MODEL from RUN step S`` (as :func:`kifunet.play.policy.load_policy` names it)
+``has_value``         the model's config: :func:`config_has_value` (``qiqiao*`` always; others with
+                      ``value_head=True``), checked against every registered model by the tests
+====================  ======================================================================================
+
+Meanwhile a daemon thread (``kifunet-net-loader``) imports JAX, restores the checkpoint into an abstractly
+built model (:func:`kifunet.eval.runs.load_net`) and warms the net up (one pass on the empty board: XLA
+compiles the forward pass, or loads it from the persistent cache, :func:`enable_compile_cache`), while a second
+one (``kifunet-net-loader-features``) builds the empty board's feature planes, so that numba has loaded the
+feature code by then. Whatever needs the net -- ``probabilities``,
+``evaluate``, ``logits``, ``planes``, ``has_pass`` -- waits for it; ``size_problem(n)`` and ``resized(n)`` for
+another board wait only for the model (not the warm-up). The main thread never imports JAX.
+
+A load that fails (a checkpoint that does not fit its config, an unknown model) is kept as one line and raised
+as ``error(...)`` (``kifunet gtp`` passes its ``GtpError``, so the command that needed the net answers
+``? cannot load the net: ...`` and the session goes on); :attr:`LazyPolicy.loading` says whether the thread is
+still at work (``kifunet gtp`` ends with ``os._exit`` then, so a ``quit`` during loading is immediate).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from kifunet.data_prep import features as features_mod
+from kifunet.play.policy import HISTORY_WINDOW, rank_value, size_range_problem
+
+#: registry name prefixes of the models that always have a value head (the others: the ``value_head`` kwarg)
+VALUE_HEAD_MODELS = ("qiqiao",)
+#: the loader thread's name
+THREAD_NAME = "kifunet-net-loader"
+
+
+def default_compile_cache() -> str | None:
+    """Where ``kifunet gtp`` keeps compiled forward passes: ``$KIFUNET_JAX_CACHE`` if set (empty or ``off``: no
+    cache), else ``$XDG_CACHE_HOME/kifunet/jax`` (``~/.cache/kifunet/jax``)."""
+    import os
+
+    env = os.environ.get("KIFUNET_JAX_CACHE")
+    if env is not None:
+        return None if env.strip().lower() in ("", "off", "0", "none") else env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "kifunet", "jax")
+
+
+#: the JAX settings :func:`enable_compile_cache` changes, and to what (the directory aside)
+_CACHE_SETTINGS = {"jax_persistent_cache_min_compile_time_secs": 0.0, "jax_persistent_cache_min_entry_size_bytes": 0}
+
+
+def enable_compile_cache(directory: str) -> Callable[[], None]:
+    """JAX's persistent compilation cache in ``directory``, for every program however quickly it compiled, unless
+    one is configured already; returns what puts the settings back. The loader thread turns it on around the
+    net's load and first pass only (in a process that calls ``kifunet gtp`` in-process, other compilations
+    are left alone), so the second start of a net loads its compiled forward pass instead of compiling it
+    (0.3-0.4 s for the default net, against 1.7-2.1 s; load average 3.4). Entries are keyed by the program, JAX
+    version and device, so a stale one is never used. JAX decides whether to use a cache at its first
+    compilation in a process: where something compiled before, nothing is cached."""
+    import jax
+
+    if jax.config.jax_compilation_cache_dir:
+        return lambda: None
+    old = {k: getattr(jax.config, k) for k in ("jax_compilation_cache_dir", *_CACHE_SETTINGS)}
+    jax.config.update("jax_compilation_cache_dir", directory)
+    for k, v in _CACHE_SETTINGS.items():
+        jax.config.update(k, v)
+
+    def restore() -> None:
+        for k, v in old.items():
+            jax.config.update(k, v)
+
+    return restore
+
+
+def config_has_value(model: str, kwargs: dict | None = None) -> bool:
+    """Whether the registered model ``model`` built with ``kwargs`` has a value head, without building it:
+    the ``qiqiao`` family always, the others when ``value_head=True`` (:mod:`kifunet.models.registry`)."""
+    return model.startswith(VALUE_HEAD_MODELS) or bool((kwargs or {}).get("value_head", False))
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+class LazyPolicy:
+    """The policy interface over a policy built by ``load()`` in a background thread (module docstring).
+
+    ``board_size``, ``feature_set``, ``description``, ``has_value``: the cheap facts (``trained_size``: the
+    board the weights were trained on, default ``board_size``); ``error``: the exception class a failed load is
+    raised as; ``warm_up``: run the net once on the empty board in the background once loaded; ``start``:
+    start the thread now (else :meth:`start`).
+    """
+
+    def __init__(self, load: Callable[[], object], *, board_size: int, feature_set: str, description: str,
+                 has_value: bool, rank=None, trained_size: int | None = None,
+                 error: type[Exception] = RuntimeError, warm_up: bool = True, start: bool = True):
+        self.board_size = int(board_size)
+        self.trained_size = int(trained_size if trained_size is not None else board_size)
+        self.fs = features_mod.get(feature_set)
+        self.rank = rank_value(rank)
+        self.window = HISTORY_WINDOW
+        self.description = description
+        self._has_value = bool(has_value)
+        self._load = load
+        self._error_type = error
+        self._warm = warm_up
+        self._policy = None
+        self._error: str | None = None
+        self._built = threading.Event()  # the policy exists (or failed)
+        self._ready = threading.Event()  # ... and is warmed up
+        self._thread = threading.Thread(target=self._background, name=THREAD_NAME, daemon=True)
+        self._features = threading.Thread(target=self._warm_features, name=THREAD_NAME + "-features", daemon=True)
+        if start:
+            self.start()
+
+    def start(self) -> "LazyPolicy":
+        """Start loading (once)."""
+        if not self._thread.is_alive() and not self._built.is_set():
+            self._thread.start()
+            if self._warm:
+                self._features.start()
+        return self
+
+    def _warm_features(self) -> None:
+        """The feature planes of the empty board, without the net: numba loads the feature code while the other
+        thread imports JAX (a failure here is the loader's to report, when it meets the same code)."""
+        from kifunet.data_prep.game import BLACK
+        from kifunet.play.policy import position_record, record_planes
+
+        try:
+            record_planes(position_record(self.board_size, [], BLACK, rank=self.rank), self.fs)
+        except Exception:  # noqa: BLE001,S110 -- only a warm-up
+            pass
+
+    def _background(self) -> None:
+        try:
+            self._policy = self._load()
+        except BaseException as e:  # noqa: BLE001 -- kept and raised where the net is needed
+            self._error = _one_line(e)
+        finally:
+            self._built.set()
+        try:
+            if self._policy is not None and self._warm:
+                self._policy.warm_up()
+        except BaseException as e:  # noqa: BLE001
+            self._error, self._policy = _one_line(e), None
+        finally:
+            self._ready.set()
+
+    # --- state -------------------------------------------------------------------------------------------
+    @property
+    def loading(self) -> bool:
+        """True until the net is loaded and warmed up (or failed to load)."""
+        return not self._ready.is_set()
+
+    @property
+    def error(self) -> str | None:
+        """The load's failure in one line, or None."""
+        return self._error
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until loading is over; True unless ``timeout`` ran out first."""
+        return self._ready.wait(timeout)
+
+    def policy(self, *, warm: bool = True):
+        """The loaded policy, waiting for it (and its warm-up, with ``warm``); a failed load raises ``error``."""
+        (self._ready if warm else self._built).wait()
+        if self._policy is None:
+            raise self._error_type(f"cannot load the net: {self._error}")
+        return self._policy
+
+    # --- cheap facts -------------------------------------------------------------------------------------
+    @property
+    def has_value(self) -> bool:
+        """Whether the net has a value head (from its config; no need to run it)."""
+        return self._has_value
+
+    @property
+    def has_pass(self) -> bool | None:
+        """Whether the net has a pass output: learnt by the warm-up (waits for the net)."""
+        return self.policy().has_pass
+
+    # --- what needs the net ------------------------------------------------------------------------------
+    def probabilities(self, record_or_moves, colour: int, setup=(), *, symmetries: int = 1):
+        return self.policy().probabilities(record_or_moves, colour, setup, symmetries=symmetries)
+
+    def evaluate(self, record_or_moves, colour: int, setup=(), *, symmetries: int = 1):
+        return self.policy().evaluate(record_or_moves, colour, setup, symmetries=symmetries)
+
+    def logits(self, record_or_moves, colour: int, setup=()):
+        return self.policy().logits(record_or_moves, colour, setup)
+
+    def planes(self, record_or_moves, colour: int, setup=()):
+        return self.policy().planes(record_or_moves, colour, setup)
+
+    def record(self, record_or_moves, colour: int, setup=()):
+        return self.policy().record(record_or_moves, colour, setup)
+
+    def warm_up(self) -> "LazyPolicy":
+        self.policy()
+        return self
+
+    def with_rank(self, rank) -> "LazyPolicy":
+        """The same net told another rank: a lazy policy over this one's (loading goes on in the background)."""
+        return LazyPolicy(lambda: self.policy().with_rank(rank), board_size=self.board_size,
+                          feature_set=self.fs.name, description=self.description, has_value=self._has_value,
+                          rank=rank, trained_size=self.trained_size, error=self._error_type, warm_up=False)
+
+    def size_problem(self, n: int) -> str | None:
+        """None for the board this policy plays (at once); for another, the loaded net's answer (waits for the
+        model, not for its warm-up)."""
+        problem = size_range_problem(n)
+        if problem or int(n) == self.board_size:
+            return problem
+        return self.policy(warm=False).size_problem(int(n))
+
+    def resized(self, n: int):
+        """Self for this board; for another, the loaded policy resized (waits for the model; ``ValueError``
+        with the reason when the net cannot play n x n)."""
+        problem = self.size_problem(n)
+        if problem:
+            raise ValueError(problem)
+        return self if int(n) == self.board_size else self.policy(warm=False).resized(int(n))
+
+
+def lazy_run_policy(path: str, rank=None, *, step: int | None = None, feature_set: str | None = None,
+                    board_size: int | None = None, error: type[Exception] = RuntimeError,
+                    start: bool = True, compile_cache: str | None = None) -> LazyPolicy:
+    """A training run's net (:func:`kifunet.play.policy.load_policy`) as a :class:`LazyPolicy`: the cheap facts
+    from :func:`kifunet.eval.runs.describe_net` now (``FileNotFoundError`` / ``ValueError`` for a run that
+    cannot be described), the net in the background (from now, or from :meth:`LazyPolicy.start`);
+    ``compile_cache``: a directory for JAX's persistent compilation cache (:func:`enable_compile_cache`)."""
+    from kifunet.eval.runs import describe_net
+
+    info = describe_net(path, step=step, feature_set=feature_set, board_size=board_size)
+
+    def load():
+        from kifunet.play.policy import load_policy
+
+        restore = enable_compile_cache(compile_cache) if compile_cache else None
+        try:
+            pol = load_policy(path, rank=rank, step=step, feature_set=info["feature_set"],
+                              board_size=info["board_size"])
+            if restore is not None:
+                pol.warm_up()  # the forward pass compiled (or loaded) through the cache
+            return pol
+        finally:
+            if restore is not None:
+                restore()
+
+    return LazyPolicy(load, board_size=info["board_size"], feature_set=info["feature_set"],
+                      description=info["description"],
+                      has_value=config_has_value(info["model"], info["model_kwargs"]), rank=rank, error=error,
+                      start=start)
+
+
+def lazy_wrap(policy, *, error: type[Exception] = RuntimeError, start: bool = True) -> LazyPolicy:
+    """An already loaded policy (an ONNX file opens in a tenth of a second) as a :class:`LazyPolicy` whose
+    warm-up -- the first pass, which loads the feature code -- runs in the background."""
+    return LazyPolicy(lambda: policy, board_size=policy.board_size, feature_set=policy.fs.name,
+                      description=policy.description, has_value=policy.has_value, rank=policy.rank,
+                      trained_size=getattr(policy, "trained_size", policy.board_size), error=error, start=start)
