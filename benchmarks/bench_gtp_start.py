@@ -14,11 +14,12 @@ times, from just before the spawn:
 * ``exit_s``: until the process has exited after ``quit``;
 * ``quit_while_loading_s`` (one run per net and path): ``quit`` sent at once, until the process has exited.
 
-``--no-compile-cache`` runs the children with ``KIFUNET_JAX_CACHE=off`` (the JAX path compiles its forward pass at
-every start, as on the very first start of a net); by default they use ``kifunet gtp``'s persistent compilation
-cache (``~/.cache/kifunet/jax``), which the first repetition fills. The median and every repetition are written to
-``--out`` (default ``benchmarks/results/gtp_start.json``) with
-``uptime``'s load averages before and after (other work on the machine slows every figure) and the CPU count.
+``--cache`` says what ``kifunet gtp``'s caches (the compiled forward pass in ``KIFUNET_JAX_CACHE`` and the exported
+one next to it, :mod:`kifunet.play.forward_cache`) hold when the JAX path starts: ``warm`` (default; one untimed
+start per net fills a temporary cache first, so each timed start imports JAX but not flax or orbax), ``cold`` (an
+empty temporary cache at every start: the first start of a net, which loads it with flax and orbax and writes the
+cache) or ``off`` (``KIFUNET_JAX_CACHE=off``, also ``--no-compile-cache``: no cache at all). The median and every
+repetition are written to ``--out`` (default ``benchmarks/results/gtp_start.json``) with ``uptime``'s load averages before and after (other work on the machine slows every figure) and the CPU count.
 """
 
 from __future__ import annotations
@@ -95,6 +96,18 @@ def one_start(argv: list[str], cwd: str) -> dict:
             "move": move.strip()[1:].strip(), "rc": proc.returncode}
 
 
+def forward_cache_filled(compile_cache: str, timeout: float = 10.0) -> bool:
+    """Whether the exported forward pass is next to ``compile_cache`` within ``timeout`` s (the first start
+    writes it before its first move)."""
+    forward = os.path.normpath(compile_cache) + "-forward"
+    end = time.time() + timeout
+    while time.time() < end:
+        if os.path.isdir(forward) and any(not e.name.startswith(".") for e in os.scandir(forward)):
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def quit_while_loading(argv: list[str], cwd: str) -> float:
     t0 = time.perf_counter()
     proc = subprocess.run(argv, input="quit\n", capture_output=True, text=True, timeout=120, cwd=cwd, env=ENV)
@@ -115,11 +128,13 @@ def main(argv=None) -> int:
     p.add_argument("--nets", nargs="+", default=list(NETS), help="pretrained/ runs (default: every shipped net)")
     p.add_argument("--paths", nargs="+", default=list(PATHS), choices=PATHS)
     p.add_argument("--reps", type=int, default=5, help="repetitions per net and path (default 5)")
-    p.add_argument("--no-compile-cache", action="store_true", help="children run with KIFUNET_JAX_CACHE=off")
+    p.add_argument("--cache", choices=("warm", "cold", "off"), default="warm",
+                   help="the JAX path's caches at each start (module docstring; default warm)")
+    p.add_argument("--no-compile-cache", action="store_true", help="the same as --cache off")
     p.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "gtp_start.json"))
     args = p.parse_args(argv)
     if args.no_compile_cache:
-        ENV["KIFUNET_JAX_CACHE"] = "off"
+        args.cache = "off"
 
     base = kifunet_command()
     load_before = uptime()
@@ -133,7 +148,18 @@ def main(argv=None) -> int:
                     onnx = os.path.join(tmp, net.replace("/", "_") + ".onnx")
                     export(net, onnx)
                     cmd = [*base, "gtp", "--model", onnx]
-                runs = [one_start(cmd, tmp) for _ in range(args.reps)]
+                runs = []
+                for i in range(args.reps + (path == "jax" and args.cache == "warm")):
+                    if args.cache == "off":
+                        ENV["KIFUNET_JAX_CACHE"] = "off"
+                    elif args.cache == "cold" or i == 0:
+                        ENV["KIFUNET_JAX_CACHE"] = tempfile.mkdtemp(prefix="jax-", dir=tmp)
+                    run = one_start(cmd, tmp)
+                    if path == "jax" and args.cache == "warm" and i == 0:
+                        if not forward_cache_filled(ENV["KIFUNET_JAX_CACHE"]):
+                            raise RuntimeError(f"{net}: kifunet gtp wrote no forward cache entry")
+                        continue  # the untimed start that fills the cache
+                    runs.append(run)
                 q = quit_while_loading(cmd, tmp)
                 row = {"net": net, "path": path, "command": " ".join(cmd[len(base):]),
                        "name_s_median": statistics.median(r["name_s"] for r in runs),
@@ -144,7 +170,7 @@ def main(argv=None) -> int:
                 print(f"{net:22s} {path:4s}  name {row['name_s_median']:5.2f} s  first genmove "
                       f"{row['genmove_s_median']:5.2f} s  (median of {args.reps}; quit while loading {q:.2f} s)",
                       flush=True)
-    doc = {"benchmark": "bench_gtp_start", "reps": args.reps, "compile_cache": not args.no_compile_cache,
+    doc = {"benchmark": "bench_gtp_start", "reps": args.reps, "cache": args.cache,
            "cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine(),
            "uptime_before": load_before, "uptime_after": uptime(),
            "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "results": results}

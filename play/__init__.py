@@ -5,9 +5,15 @@ module                      what it holds
 ==========================  =====================================================================================
 ``policy``                  ``Policy`` (net + feature set + rank -> move probabilities of a position),
                             ``position_record``, ``fresh_policy`` (random weights), ``load_policy`` (a training run)
+``lazy_policy``             ``LazyPolicy``: the policy interface at once from the run's config (board, features, value
+                            head), the net loaded and compiled in a background thread (``kifunet gtp``'s fast start)
+``forward_cache``           a trained net's exported forward pass (``jax.export``) and weights, cached on disk and
+                            checked by sha256: a warm ``kifunet gtp`` start imports JAX only, not Flax or orbax
+``life_death``              the dead-stone estimate: ``estimate`` -> ``Estimate`` (ownership, ALIVE/DEAD/SEKI per
+                            stone, ``score`` with dead stones removed); random playouts on the rules engine, Benson
 ``gtp_engine``              the GTP engine: ``Engine`` (commands, ``serve``)
-``move_choice``             how a move is chosen: ``choose_move`` (eye, pass and resign rules, GoNN sampling),
-                            ``PlaySettings``
+``move_choice``             how a move is chosen: ``choose_move`` (eye, pass, dead-stone and resign rules, GoNN
+                            sampling), ``PlaySettings``
 ``gtp_analysis``            GTP analysis for GUIs (Sabaki, Lizzie): ``lz-analyze``/``kata-analyze`` arguments
                             (``parse_request``), candidates, the ``info`` line writer, ``AnalysisRun``
 ``gtp_gogui``               GoGui's analyze commands: ``ANALYZE_COMMANDS`` (what ``gogui-analyze_commands`` lists),
@@ -16,8 +22,8 @@ module                      what it holds
                             vertex), ``game_sgf`` (the engine's game as SGF), ``file_argument``
 ``time_manager``            GTP's time commands read, the per-move budget (``move_budget``), the symmetries a move
                             affords (``choose_symmetries``), the clock (``TimeManager``)
-``scoring``                 Tromp-Taylor area score (``area_owner``, ``area_score``), result text
-                            (``format_score``, ``parse_result``)
+``scoring``                 area scores: Tromp-Taylor (``area_owner``, ``area_score``) and with dead stones removed
+                            (``remove_stones``, ``score_without``), result text (``format_score``, ``parse_result``)
 ``gtp_client``              talking to a GTP program: ``GtpProcess`` (one command, one response), ``EngineError``,
                             ``resolve_command``, ``child_env``; Pachi: ``pachi[:PLAYOUTS]`` (``pachi_command``),
                             finding the binary (``find_pachi``, ``pachi_dir``, ``speaks_pachi_gtp``)

@@ -26,7 +26,10 @@ Meanwhile a daemon thread (``kifunet-net-loader``) imports JAX, restores the che
 built model (:func:`kifunet.eval.runs.load_net`) and warms the net up (one pass on the empty board: XLA
 compiles the forward pass, or loads it from the persistent cache, :func:`enable_compile_cache`), while a second
 one (``kifunet-net-loader-features``) builds the empty board's feature planes, so that numba has loaded the
-feature code by then. Whatever needs the net -- ``probabilities``,
+feature code by then. With a compilation cache, a net loaded before starts from its exported forward pass
+instead (:mod:`kifunet.play.forward_cache`, written after the first normal load): the thread imports JAX but
+neither flax nor orbax, which brings the first ``genmove`` of every shipped net under 2.6 s (median of 3, load
+average 2.5-3; ``benchmarks/bench_gtp_start.py``). Whatever needs the net -- ``probabilities``,
 ``evaluate``, ``logits``, ``planes``, ``has_pass`` -- waits for it; ``size_problem(n)`` and ``resized(n)`` for
 another board wait only for the model (not the warm-up). The main thread never imports JAX.
 
@@ -244,24 +247,44 @@ class LazyPolicy:
 
 def lazy_run_policy(path: str, rank=None, *, step: int | None = None, feature_set: str | None = None,
                     board_size: int | None = None, error: type[Exception] = RuntimeError,
-                    start: bool = True, compile_cache: str | None = None) -> LazyPolicy:
+                    start: bool = True, compile_cache: str | None = None,
+                    log: Callable[[str], None] | None = None) -> LazyPolicy:
     """A training run's net (:func:`kifunet.play.policy.load_policy`) as a :class:`LazyPolicy`: the cheap facts
     from :func:`kifunet.eval.runs.describe_net` now (``FileNotFoundError`` / ``ValueError`` for a run that
     cannot be described), the net in the background (from now, or from :meth:`LazyPolicy.start`);
-    ``compile_cache``: a directory for JAX's persistent compilation cache (:func:`enable_compile_cache`)."""
+    ``compile_cache``: a directory for JAX's persistent compilation cache (:func:`enable_compile_cache`), with
+    the exported forward pass next to it (:mod:`kifunet.play.forward_cache`: a warm start imports JAX only, no
+    flax or orbax; a missing or damaged entry means a normal load, after which the entry is written, 0.05-0.2 s
+    for the shipped nets); ``log``: where cache misses and writes are told (``kifunet gtp --verbose``: stderr)."""
     from kifunet.eval.runs import describe_net
 
     info = describe_net(path, step=step, feature_set=feature_set, board_size=board_size)
 
-    def load():
+    def full():
         from kifunet.play.policy import load_policy
 
+        return load_policy(path, rank=rank, step=step, feature_set=info["feature_set"],
+                           board_size=info["board_size"])
+
+    def load():
+        from kifunet.play import forward_cache
+
+        root = forward_cache.cache_root(compile_cache)
         restore = enable_compile_cache(compile_cache) if compile_cache else None
         try:
-            pol = load_policy(path, rank=rank, step=step, feature_set=info["feature_set"],
-                              board_size=info["board_size"])
+            if root:
+                try:
+                    pol = forward_cache.load_entry(root, info, rank, full=full)
+                    pol.warm_up()  # the deserialized program compiled (or loaded) through the cache
+                    return pol
+                except Exception as e:  # noqa: BLE001 -- CacheProblem, or a program that does not run here
+                    if log:
+                        log(f"forward cache: {e}; loading the net normally")
+            pol = full()
             if restore is not None:
                 pol.warm_up()  # the forward pass compiled (or loaded) through the cache
+            if root:  # here, not in another thread: a quick ``quit`` after the first move would cut that short
+                forward_cache.try_save(root, info, pol, log)
             return pol
         finally:
             if restore is not None:

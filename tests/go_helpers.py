@@ -10,6 +10,36 @@ from kifunet.data_prep import replay, sgf_io
 from kifunet.data_prep.analysis import GameAnalysis
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE, GameRecord
 
+# End-of-game positions shared by tests/test_life_death.py and tests/test_move_choice.py.
+
+# Bottom left: white A4-C4, C3-C1 and black A2-B1 share their only liberties A3 and B3: seki. The groups
+# around them live with several eyes each.
+SEKI = """
+. X . X O . O . .
+X . X X O O . O .
+X X X X O . O O O
+. X . X O O O . O
+X X X X O . O O .
+O O O X O O . O O
+. . O X O . O . O
+X X O X O O O O .
+X X O X O . O . O
+"""
+
+# The final position of pretrained/qiqiao9x9/match-gnugo10/games/game-0009.sgf (komi 7, black to move),
+# scored B+74 by GNU Go: 26 dead white stones, among them a group of 14 on the right.
+BIG_DEAD = """
+O O O . X . X O O
+O X O X X . X O .
+X X X X . X X O O
+X . . X X O O O O
+X . . X . X O O X
+. X X X X X O X X
+. X . X X X X X X
+. X . X O O O X O
+X . X O O . O O O
+"""
+
 CHARS = {".": EMPTY, "X": BLACK, "O": WHITE}
 
 

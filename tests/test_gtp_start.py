@@ -171,3 +171,110 @@ def test_kifunet_gtp_loads_jax_in_the_background_and_quits_at_once(tiny_run, tmp
     quit_ = subprocess.run(argv, input="quit\n", capture_output=True, text=True, timeout=300, env=env)
     assert quit_.returncode == 0 and quit_.stdout.strip() == "=", quit_.stdout + quit_.stderr
     assert "Traceback" not in quit_.stderr, quit_.stderr
+
+
+# --- the exported forward pass (play/forward_cache.py) ------------------------------------------------------------
+def _entry(root):
+    from kifunet.play import forward_cache
+
+    (key,) = [e.name for e in os.scandir(root) if not e.name.startswith(".")]
+    return os.path.join(root, key), forward_cache
+
+
+def _loaded(run, compile_cache, rank="5d", log=None):
+    pol = lazy_policy.lazy_run_policy(str(run), rank=rank, compile_cache=compile_cache, log=log)
+    assert pol.wait(300) and pol.error is None, pol.error
+    return pol.policy()
+
+
+@pytest.fixture(scope="module")
+def warm_cache(tiny_run, tmp_path_factory):
+    """A compile cache whose forward-cache entry the first (normal) load of ``tiny_run`` wrote; the normal
+    policy."""
+    cache = str(tmp_path_factory.mktemp("warm") / "jax")
+    from kifunet.play.policy import Policy
+
+    pol = _loaded(tiny_run, cache)
+    assert type(pol) is Policy  # the first start loads normally ...
+    return cache, pol
+
+
+def test_a_warm_start_runs_the_cached_program_without_flax_or_orbax(tiny_run, warm_cache):
+    cache, normal = warm_cache
+    from kifunet.play.forward_cache import ExportedPolicy, cache_root
+
+    assert cache_root(cache) == cache + "-forward" and os.path.isdir(cache + "-forward")
+    fast = _loaded(tiny_run, cache)  # ... and the second from the entry it wrote
+    assert isinstance(fast, ExportedPolicy) and (fast.has_pass, fast.has_value) == (True, True)
+    moves = [(BLACK, 40), (2, 30), (BLACK, 22)]
+    for k in (1, 3, 8):
+        for colour in (1, 2):
+            (p, v), (q, w) = fast.evaluate(moves, colour, symmetries=k), normal.evaluate(moves, colour, symmetries=k)
+            np.testing.assert_allclose(p, q, atol=1e-6, rtol=0)
+            assert abs(v - w) <= 1e-6
+    np.testing.assert_allclose(fast.with_rank("3k").probabilities(moves, 2),
+                               normal.with_rank("3k").probabilities(moves, 2), atol=1e-6, rtol=0)
+    assert fast.size_problem(7) == normal.size_problem(7) and fast.size_problem(9) is None  # other sizes: flax
+
+    code = ("import sys\nfrom kifunet.cli import main\nrc = main(sys.argv[1:])\n"
+            "print('LOADED', sorted(m for m in ('flax', 'orbax', 'jax') if m in sys.modules), file=sys.stderr)\n"
+            "sys.exit(rc)\n")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "KIFUNET_JAX_CACHE": cache}
+    play = subprocess.run([sys.executable, "-c", code, "gtp", "--checkpoint", str(tiny_run)],
+                          input="name\ngenmove b\nquit\n", capture_output=True, text=True, timeout=300, env=env)
+    replies = [r for r in play.stdout.split("\n\n") if r.strip()]
+    assert play.returncode == 0 and len(replies) == 3 and replies[1].startswith("= "), play.stdout + play.stderr
+    assert "LOADED ['jax']" in play.stderr, play.stderr
+
+
+@pytest.mark.parametrize("damage", ["weights", "program", "meta", "key"])
+def test_a_damaged_entry_falls_back_to_the_normal_load_and_is_rewritten(tiny_run, warm_cache, tmp_path, damage):
+    import shutil
+
+    from kifunet.play.policy import Policy
+
+    cache, normal = warm_cache
+    copy = str(tmp_path / "jax")
+    shutil.copytree(cache + "-forward", copy + "-forward")
+    folder, forward_cache = _entry(copy + "-forward")
+    if damage == "weights":  # a valid file with one weight changed: only the entry's checksum tells
+        path = os.path.join(folder, forward_cache.WEIGHTS)
+        with np.load(path) as z:
+            weights = dict(z)
+        weights["w00000"].flat[0] += 1.0
+        np.savez(path, **weights)
+    elif damage == "program":
+        path = os.path.join(folder, forward_cache.PROGRAM)
+        open(path, "wb").write(open(path, "rb").read()[:100])
+    elif damage == "meta":
+        open(os.path.join(folder, forward_cache.META), "w").write("{not json")
+    else:  # an entry made for another checkpoint under this key
+        meta = json.load(open(os.path.join(folder, forward_cache.META)))
+        meta["key"] = "0" * 32
+        json.dump(meta, open(os.path.join(folder, forward_cache.META), "w"))
+    said = []
+    pol = _loaded(tiny_run, copy, log=said.append)
+    assert type(pol) is Policy and said[0].startswith("forward cache: ") and "wrote" in said[-1], said
+    np.testing.assert_array_equal(pol.probabilities([(BLACK, 40)], 2, symmetries=4),
+                                  normal.probabilities([(BLACK, 40)], 2, symmetries=4))
+    again = _loaded(tiny_run, copy)  # rewritten: the next start uses it
+    assert isinstance(again, forward_cache.ExportedPolicy)
+    np.testing.assert_allclose(again.probabilities([(BLACK, 40)], 2, symmetries=4),
+                               normal.probabilities([(BLACK, 40)], 2, symmetries=4), atol=1e-6, rtol=0)
+
+
+def test_no_cache_and_an_unwritable_cache_still_play(tiny_run, tmp_path, monkeypatch):
+    from kifunet.play.forward_cache import cache_root
+    from kifunet.play.policy import Policy
+
+    monkeypatch.setenv("KIFUNET_JAX_CACHE", "off")
+    assert lazy_policy.default_compile_cache() is None and cache_root(None) is None
+    monkeypatch.chdir(tmp_path)
+    off = _loaded(tiny_run, None)
+    assert type(off) is Policy and not os.listdir(tmp_path)  # nothing written anywhere here
+    blocked = tmp_path / "jax"  # the forward cache's place is taken by a file: it cannot be written
+    (tmp_path / "jax-forward").write_text("a file")
+    said = []
+    pol = _loaded(tiny_run, str(blocked), log=said.append)
+    assert type(pol) is Policy and "not written" in said[-1], said
+    np.testing.assert_array_equal(pol.probabilities([(BLACK, 40)], 2), off.probabilities([(BLACK, 40)], 2))

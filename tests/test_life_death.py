@@ -9,6 +9,7 @@ from kifunet.data_prep.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
 from kifunet.play import life_death as ld
 from kifunet.play import scoring
+from go_helpers import BIG_DEAD, SEKI
 
 # Black owns columns A-D, white E-I (walls that split each area); a white stone (B8) inside black's area and a
 # black one (G3) inside white's.
@@ -37,33 +38,7 @@ TWO_EYES = """
 . . . X O . . . .
 """
 
-# Bottom left: white A4-C4, C3-C1 and black A2-B1 share their only liberties A3 and B3: seki. The groups
-# around them live with several eyes each.
-SEKI = """
-. X . X O . O . .
-X . X X O O . O .
-X X X X O . O O O
-. X . X O O O . O
-X X X X O . O O .
-O O O X O O . O O
-. . O X O . O . O
-X X O X O O O O .
-X X O X O . O . O
-"""
 
-# The final position of pretrained/qiqiao9x9/match-gnugo10/games/game-0009.sgf (komi 7, black to move),
-# scored B+74 by GNU Go: 26 dead white stones, among them a group of 14 on the right.
-BIG_DEAD = """
-O O O . X . X O O
-O X O X X . X O .
-X X X X . X X O O
-X . . X X O O O O
-X . . X . X O O X
-. X X X X X O X X
-. X . X X X X X X
-. X . X O O O X O
-X . X O O . O O O
-"""
 
 
 def stones(text: str) -> np.ndarray:

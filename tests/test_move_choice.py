@@ -10,6 +10,7 @@ from kifunet.data_prep.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
 from kifunet.play import life_death, move_choice
 from kifunet.play.move_choice import PlaySettings, choose_move
+from go_helpers import BIG_DEAD, SEKI
 
 # Black owns columns A-D, white E-I (walls split each area); a dead white stone at B8 and a dead black one at G3.
 DEAD_STONES = """
@@ -37,31 +38,7 @@ DAME = """
 . . . X O . . . .
 """
 
-# A seki in the bottom left (shared liberties A3, B3) between groups that live with several eyes.
-SEKI = """
-. X . X O . O . .
-X . X X O O . O .
-X X X X O . O O O
-. X . X O O O . O
-X X X X O . O O .
-O O O X O O . O O
-. . O X O . O . O
-X X O X O O O O .
-X X O X O . O . O
-"""
 
-# The end of a real 9x9 game (qiqiao vs GNU Go, B+74 at komi 7): white is far behind.
-LOST_FOR_WHITE = """
-O O O . X . X O O
-O X O X X . X O .
-X X X X . X X O O
-X . . X X O O O O
-X . . X . X O O X
-. X X X X X O X X
-. X . X X X X X X
-. X . X O O O X O
-X . X O O . O O O
-"""
 
 
 def choose(text_or_board, probs, colour=BLACK, *, moves_played=60, opponent_passed=False, komi=7.5,
@@ -156,12 +133,12 @@ def test_the_estimate_given_by_the_caller_is_used():
 def test_resign_when_clearly_lost():
     p = np.ones(82)
     assert PlaySettings().resign  # on by default
-    assert choose(LOST_FOR_WHITE, p, WHITE, komi=7, resign=True).move == "resign"
-    assert choose(LOST_FOR_WHITE, p, BLACK, komi=7, resign=True).move != "resign"
-    assert choose(LOST_FOR_WHITE, p, WHITE, komi=7, resign=False).move != "resign"
-    assert choose(LOST_FOR_WHITE, p, WHITE, komi=7, moves_played=39, resign=True).move != "resign"  # too early
-    assert choose(LOST_FOR_WHITE, p, WHITE, komi=7, moves_played=39, resign_from=30, resign=True).move == "resign"
-    assert choose(LOST_FOR_WHITE, p, WHITE, komi=7, resign_margin=80, resign=True).move != "resign"  # B+74 < 80
+    assert choose(BIG_DEAD, p, WHITE, komi=7, resign=True).move == "resign"
+    assert choose(BIG_DEAD, p, BLACK, komi=7, resign=True).move != "resign"
+    assert choose(BIG_DEAD, p, WHITE, komi=7, resign=False).move != "resign"
+    assert choose(BIG_DEAD, p, WHITE, komi=7, moves_played=39, resign=True).move != "resign"  # too early
+    assert choose(BIG_DEAD, p, WHITE, komi=7, moves_played=39, resign_from=30, resign=True).move == "resign"
+    assert choose(BIG_DEAD, p, WHITE, komi=7, resign_margin=80, resign=True).move != "resign"  # B+74 < 80
     # behind on an open board, where the estimate is not confident: play on
     b = Board(9)
     for q in (20, 24, 56, 60):

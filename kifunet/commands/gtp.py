@@ -112,6 +112,8 @@ def _open_policy(args, error):
     """The policy ``args`` name: a training run's as a :class:`~kifunet.play.lazy_policy.LazyPolicy` (described
     and verified now, to be loaded in the background), an ONNX file's opened now (to be warmed up in the
     background), a registered model's built now. A lazy policy's thread is not started yet (``start()``)."""
+    import sys
+
     from kifunet.play import lazy_policy
     from kifunet.play import policy as policy_mod
 
@@ -127,7 +129,8 @@ def _open_policy(args, error):
         require_loadable(step_dir(args.checkpoint, args.step))  # CheckpointError: a damaged step, before answering
         return lazy_policy.lazy_run_policy(args.checkpoint, rank=args.rank, step=args.step,
                                            feature_set=args.features, board_size=args.board_size, error=error,
-                                           start=False, compile_cache=lazy_policy.default_compile_cache())
+                                           start=False, compile_cache=lazy_policy.default_compile_cache(),
+                                           log=(lambda m: print(m, file=sys.stderr, flush=True)) if args.verbose else None)
     return policy_mod.fresh_policy(args.model, args.board_size or 19, feature_set=args.features, seed=args.seed,
                                    rank=args.rank)
 

@@ -1,0 +1,286 @@
+"""The forward pass of a trained net kept on disk, so that a warm ``kifunet gtp`` start imports JAX only.
+
+>>> root = cache_root("/home/me/.cache/kifunet/jax")          # doctest: +SKIP
+'/home/me/.cache/kifunet/jax-forward'
+>>> save_entry(root, info, policy)                            # doctest: +SKIP  (after a normal load)
+>>> pol = load_entry(root, info, rank="9d", full=load_full)   # doctest: +SKIP  (no flax, no orbax)
+
+After a normal load (flax builds the model, orbax restores the checkpoint), :func:`save_entry` exports the
+policy's forward pass with :func:`jax.export.export` -- the weights a list of arguments, the batch dimension
+symbolic, so every symmetry batch (1..8) runs the same program -- and writes it with the weights
+(``weights.npz``) into ``ROOT/KEY/``. The key is the sha256 of the checkpoint step's ``kifunet_checksums.json``
+(a step without it is never cached), the JAX and jaxlib versions, the backend, the board size, the feature set
+and the source of ``kifunet.models`` (:func:`entry_key`). ``meta.json`` holds the key, the sha256 of both files,
+the description and the net's ``has_pass`` / ``has_value``. An entry is written into a temporary directory
+under ``ROOT`` and renamed into place, so a reader never sees half of one.
+
+:func:`load_entry` checks all of that and returns an :class:`ExportedPolicy`: :class:`kifunet.play.policy.Policy`
+with the deserialized program as its forward pass. Any problem -- no entry, another key, a file whose checksum
+differs, a program JAX cannot read -- is a :class:`CacheProblem` (one line), after which the caller loads the
+net normally and writes the entry again. Boards other than the trained one (``size_problem(n)``,
+``resized(n)``) go through the normal load (``full``), done at most once.
+
+``ROOT`` is :func:`cache_root` of the compilation cache directory (``KIFUNET_JAX_CACHE`` off: no cache at all).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from typing import Callable
+
+import numpy as np
+
+from kifunet.play.policy import Policy, size_range_problem
+
+#: the entry layout's version (part of the key)
+FORMAT = "kifunet-forward/1"
+#: the files of an entry besides meta.json
+PROGRAM, WEIGHTS, META = "forward.bin", "weights.npz", "meta.json"
+#: temporary directories older than this (seconds) are left-overs of an interrupted write, removed by the next
+STALE_TMP_S = 3600.0
+
+
+class CacheProblem(Exception):
+    """Why a cache entry cannot be used (one line)."""
+
+
+def cache_root(compile_cache: str | None) -> str | None:
+    """The forward-pass cache next to the compilation cache ``compile_cache`` (``.../jax`` ->
+    ``.../jax-forward``); None when there is no compilation cache (``KIFUNET_JAX_CACHE=off``)."""
+    if not compile_cache:
+        return None
+    return os.path.normpath(compile_cache) + "-forward"
+
+
+def _sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _models_source_digest() -> str:
+    """sha256 of the source of the model definitions (a changed model never runs a stale program)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("kifunet.models")
+    h = hashlib.sha256()
+    for folder in spec.submodule_search_locations or ():
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    path = os.path.join(dirpath, name)
+                    h.update(os.path.relpath(path, folder).encode())
+                    with open(path, "rb") as f:
+                        h.update(f.read())
+    return h.hexdigest()
+
+
+def entry_key(info: dict) -> str:
+    """The key of the entry for :func:`kifunet.eval.runs.describe_net`'s ``info`` (module docstring); imports
+    JAX. ``CacheProblem`` when the step has no checksum sidecar."""
+    import jax
+    import jaxlib
+
+    from kifunet.train.checkpointing import CHECKSUMS
+
+    sidecar = os.path.join(info["step_dir"], CHECKSUMS)
+    try:
+        with open(sidecar, "rb") as f:
+            checksums = hashlib.sha256(f.read()).hexdigest()
+    except OSError as e:
+        raise CacheProblem(f"no checksums for {info['step_dir']} ({e.strerror})") from None
+    parts = [FORMAT, checksums, jax.__version__, jaxlib.__version__, jax.default_backend(),
+             str(int(info["board_size"])), str(info["feature_set"]), _models_source_digest()]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
+
+
+# --- writing ---------------------------------------------------------------------------------------------------
+def export_forward(policy: Policy):
+    """``(Exported, weights)``: the policy's forward pass ``f(weights, planes[b,N,N,C], rank[b], to_move[b])``
+    with a symbolic batch ``b`` and the weights as a flat list of arrays (needs flax: the model is merged in)."""
+    import jax
+    from flax import nnx
+
+    leaves, treedef = jax.tree_util.tree_flatten(policy._state)
+    graphdef = policy._graphdef
+
+    def forward(weights, planes, rank, to_move):
+        return nnx.merge(graphdef, jax.tree_util.tree_unflatten(treedef, weights))(planes, rank=rank,
+                                                                                   to_move=to_move)
+
+    (b,) = jax.export.symbolic_shape("b")
+    n, c = policy.board_size, policy.fs.num_planes
+    specs = ([jax.ShapeDtypeStruct(np.shape(x), x.dtype) for x in leaves],
+             jax.ShapeDtypeStruct((b, n, n, c), np.float32), jax.ShapeDtypeStruct((b,), np.int32),
+             jax.ShapeDtypeStruct((b,), np.int32))
+    return jax.export.export(jax.jit(forward))(*specs), [np.asarray(x) for x in leaves]
+
+
+def _remove_stale_tmp(root: str) -> None:
+    now = time.time()
+    for entry in os.scandir(root):
+        try:
+            if entry.name.startswith(".tmp-") and now - entry.stat().st_mtime > STALE_TMP_S:
+                shutil.rmtree(entry.path, ignore_errors=True)
+        except OSError:
+            pass
+
+
+def save_entry(root: str, info: dict, policy: Policy) -> str:
+    """Write the entry of ``policy`` (normally loaded, warmed up) for ``info`` under ``root`` atomically; returns
+    its directory. Raises ``OSError`` (read-only or full disk), ``CacheProblem`` (no checksums) or whatever the
+    export raises: callers that play go on without a cache."""
+    key = entry_key(info)
+    if policy.has_pass is None:
+        policy.warm_up()
+    exported, weights = export_forward(policy)
+    os.makedirs(root, exist_ok=True)
+    _remove_stale_tmp(root)
+    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=root)
+    try:
+        with open(os.path.join(tmp, PROGRAM), "wb") as f:
+            f.write(exported.serialize())
+        np.savez(os.path.join(tmp, WEIGHTS), **{f"w{i:05d}": w for i, w in enumerate(weights)})
+        meta = {"format": FORMAT, "key": key, "files": {name: _sha256_file(os.path.join(tmp, name))
+                                                        for name in (PROGRAM, WEIGHTS)},
+                "weights": len(weights), "board_size": policy.board_size, "feature_set": policy.fs.name,
+                "description": policy.description, "trained_size": policy.trained_size,
+                "has_pass": bool(policy.has_pass), "has_value": bool(policy.has_value)}
+        with open(os.path.join(tmp, META), "w", encoding="utf-8") as f:
+            json.dump(meta, f, indent=1)
+        final = os.path.join(root, key)
+        if os.path.isdir(final):  # a damaged or older entry under this key
+            shutil.rmtree(final, ignore_errors=True)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not os.path.isfile(os.path.join(final, META)):  # not a concurrent writer that won the race
+                raise
+        return final
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def try_save(root: str, info: dict, policy: Policy, log: Callable[[str], None] | None = None) -> str | None:
+    """:func:`save_entry`, a failure only logged (``log``): a cache that cannot be written must not break play.
+    Returns the entry's directory, or None."""
+    try:
+        where = save_entry(root, info, policy)
+    except Exception as e:  # noqa: BLE001
+        if log:
+            log(f"forward cache: not written: {_one_line(e)}")
+        return None
+    if log:
+        log(f"forward cache: wrote {where}")
+    return where
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+
+
+# --- reading ---------------------------------------------------------------------------------------------------
+def load_entry(root: str, info: dict, rank=None, *, full: Callable[[], Policy]) -> "ExportedPolicy":
+    """The cached net for ``info`` as an :class:`ExportedPolicy` (imports JAX, not flax or orbax); ``full``
+    loads the net normally (for other board sizes). ``CacheProblem`` when the entry cannot be used."""
+    try:
+        key = entry_key(info)
+        folder = os.path.join(root, key)
+        try:
+            with open(os.path.join(folder, META), encoding="utf-8") as f:
+                meta = json.load(f)
+        except FileNotFoundError:
+            raise CacheProblem(f"no entry {folder}") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("key") != key:
+            raise CacheProblem(f"{folder}: another format or key")
+        if (meta.get("board_size"), meta.get("feature_set")) != (int(info["board_size"]), info["feature_set"]):
+            raise CacheProblem(f"{folder}: made for another board or feature set")
+        for name in (PROGRAM, WEIGHTS):
+            if _sha256_file(os.path.join(folder, name)) != meta["files"][name]:
+                raise CacheProblem(f"{folder}/{name}: checksum differs")
+        import jax
+
+        with open(os.path.join(folder, PROGRAM), "rb") as f:
+            exported = jax.export.deserialize(bytearray(f.read()))
+        with np.load(os.path.join(folder, WEIGHTS), allow_pickle=False) as z:
+            weights = [z[f"w{i:05d}"] for i in range(int(meta["weights"]))]
+        return ExportedPolicy(exported, weights, meta, rank=rank, full=full)
+    except CacheProblem:
+        raise
+    except Exception as e:  # noqa: BLE001 -- a damaged entry of any kind
+        raise CacheProblem(_one_line(e)) from None
+
+
+class _Full:
+    """The normally loaded policy, loaded once on first need and shared by every rank's copy."""
+
+    def __init__(self, load: Callable[[], Policy]):
+        self._load, self._policy, self._lock = load, None, threading.Lock()
+
+    def __call__(self) -> Policy:
+        with self._lock:
+            if self._policy is None:
+                self._policy = self._load()
+            return self._policy
+
+
+class ExportedPolicy(Policy):
+    """:class:`kifunet.play.policy.Policy` whose forward pass is a deserialized :class:`jax.export.Exported`
+    (``meta``: the entry's ``meta.json``); the trained board only -- another size is the full policy's."""
+
+    def __init__(self, exported, weights, meta: dict, *, rank=None, full: Callable[[], Policy]):
+        import jax
+
+        from kifunet.data_prep import features as features_mod
+        from kifunet.play.policy import HISTORY_WINDOW, rank_value
+
+        self.fs = features_mod.get(meta["feature_set"])
+        self.board_size = int(meta["board_size"])
+        self.rank = rank_value(rank)
+        self.window = HISTORY_WINDOW
+        self.description = meta["description"]
+        self.trained_size = int(meta["trained_size"])
+        self.has_pass = bool(meta["has_pass"])
+        self._has_value = bool(meta["has_value"])
+        self._size_problems = {}
+        self._exported = exported
+        self._state = jax.device_put(weights)
+        self._forward = jax.jit(exported.call)
+        self._full = full if isinstance(full, _Full) else _Full(full)
+
+    def run_batch(self, planes: np.ndarray, colour: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """As :meth:`Policy.run_batch` (``has_pass`` and ``has_value`` come from the entry)."""
+        b = planes.shape[0]
+        out = self._forward(self._state, np.asarray(planes, dtype=np.float32), np.full(b, self.rank, np.int32),
+                            np.full(b, int(colour), np.int32))
+        values = None
+        if isinstance(out, (tuple, list)):
+            out, values = out[0], np.asarray(out[1], dtype=np.float32).reshape(-1)
+        return np.asarray(out, dtype=np.float32), values
+
+    def full_policy(self) -> Policy:
+        """The normally loaded net with this rank (flax, orbax; loaded once)."""
+        return self._full().with_rank(self.rank)
+
+    def size_problem(self, n: int) -> str | None:
+        problem = size_range_problem(n)
+        if problem or int(n) == self.board_size:
+            return problem
+        return self._full().size_problem(int(n))
+
+    def resized(self, n: int) -> Policy:
+        problem = self.size_problem(n)
+        if problem:
+            raise ValueError(problem)
+        return self if int(n) == self.board_size else self.full_policy().resized(int(n))
