@@ -93,7 +93,8 @@ def test_ci_run_exports_ci_and_stops_without_gnugo(tmp_path):
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     log = tmp_path / "calls.log"
-    for name, body in (("apt-get", "exit 100"), ("python", f'echo "python CI=$CI $*" >> {log}')):
+    for name, body in (("apt-get", "exit 100"), ("python", f'echo "python CI=$CI $*" >> {log}'),
+                       ("node", "exit 0"), ("npm", f'echo "npm $*" >> {log}')):
         (bin_ / name).write_text(f"#!/bin/sh\n{body}\n")
         (bin_ / name).chmod(0o755)
     env = {"PATH": f"{bin_}:/usr/bin:/bin", "HOME": str(tmp_path)}
@@ -108,8 +109,17 @@ def test_ci_run_exports_ci_and_stops_without_gnugo(tmp_path):
     p = subprocess.run(["bash", str(root / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, (p.stdout, p.stderr)
     calls = log.read_text().splitlines()
-    assert calls == ["python CI=true -m pip install -q -e .[dev]", "python CI=true tests/beam_env.py",
+    assert calls == ["npm ci --prefix tests/sabaki_client --no-audit --no-fund --loglevel=error",
+                     "python CI=true -m pip install -q -e .[dev]", "python CI=true tests/beam_env.py",
                      "python CI=true -m pytest -q"], calls
+
+    # the Sabaki client's packages cannot be installed: the script stops before pip and pytest
+    log.unlink()
+    (bin_ / "npm").write_text(f'#!/bin/sh\necho "npm $*" >> {log}\nexit 1\n')
+    p = subprocess.run(["bash", str(root / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and "npm ci in tests/sabaki_client failed" in p.stderr, p.stderr
+    assert [c.split()[0] for c in log.read_text().splitlines()] == ["npm"]
+    (bin_ / "npm").write_text(f'#!/bin/sh\necho "npm $*" >> {log}\n')
 
     # the Beam environment (tests/beam_env.py) cannot be made: the script stops before pytest
     log.unlink()
