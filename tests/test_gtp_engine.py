@@ -324,7 +324,7 @@ def test_sampling_follows_the_policy_early_and_the_top_move_late():
     probs = np.full(26, 1e-12)
     probs[[6, 12, 18]] = [0.6, 0.3, 0.1]
     rng = np.random.default_rng(1)
-    settings = PlaySettings(sample=True, max_moves=1000)
+    settings = PlaySettings(sample=True, max_moves=1000, resign=False, end_from=10**6)  # sampling only: no estimate
 
     def draws(moves_played, k=3000):
         out = [choose_move(probs, b, BLACK, moves_played=moves_played, opponent_passed=False, komi=7.5,
