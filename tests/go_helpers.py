@@ -40,6 +40,20 @@ X . . X . X O O X
 X . X O O . O O O
 """
 
+# Black owns columns A-D, white E-I (walls that split each area); a white stone (B8) inside black's area and a
+# black one (G3) inside white's.
+DEAD_STONES = """
+. . . X O . . . .
+. O . X O . . . .
+. . . X O O O O O
+. . . X O . . . .
+X X X X O . . . .
+. . . X O O O O O
+. . . X O . X . .
+. . . X O . . . .
+. . . X O . . . .
+"""
+
 CHARS = {".": EMPTY, "X": BLACK, "O": WHITE}
 
 

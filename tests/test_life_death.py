@@ -9,21 +9,8 @@ from kifunet.data_prep.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
 from kifunet.play import life_death as ld
 from kifunet.play import scoring
-from go_helpers import BIG_DEAD, SEKI
+from go_helpers import BIG_DEAD, DEAD_STONES, SEKI
 
-# Black owns columns A-D, white E-I (walls that split each area); a white stone (B8) inside black's area and a
-# black one (G3) inside white's.
-DEAD_STONES = """
-. . . X O . . . .
-. O . X O . . . .
-. . . X O O O O O
-. . . X O . . . .
-X X X X O . . . .
-. . . X O O O O O
-. . . X O . X . .
-. . . X O . . . .
-. . . X O . . . .
-"""
 
 # A black group with two eyes (G5, I5) inside white's side: alive.
 TWO_EYES = """

@@ -10,20 +10,8 @@ from kifunet.data_prep.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
 from kifunet.play import life_death, move_choice
 from kifunet.play.move_choice import PlaySettings, choose_move
-from go_helpers import BIG_DEAD, SEKI
+from go_helpers import BIG_DEAD, DEAD_STONES, SEKI
 
-# Black owns columns A-D, white E-I (walls split each area); a dead white stone at B8 and a dead black one at G3.
-DEAD_STONES = """
-. . . X O . . . .
-. O . X O . . . .
-. . . X O O O O O
-. . . X O . . . .
-X X X X O . . . .
-. . . X O O O O O
-. . . X O . X . .
-. . . X O . . . .
-. . . X O . . . .
-"""
 
 # The same walls without dead stones, and one dame point: E9.
 DAME = """
