@@ -19,7 +19,7 @@ zip-in-tar.gz  that zip inside a .tar.gz
     python benchmarks/bench_bombs.py [--dir DIR] [--cases tar.bz2,tar.gz,...] [--timeout S] [--out FILE.json]
     python benchmarks/bench_bombs.py --inputs /tmp/old/inputs.py   # the same cases against another reader
 
-``--inputs`` loads a stand-alone copy of ``data_prep/inputs.py`` (one that imports only the standard library,
+``--inputs`` loads a stand-alone copy of ``data_prep/sgf/inputs.py`` (one that imports only the standard library,
 as the reader before issue 13 did) in place of the package's. A case that runs past ``--timeout`` is reported
 as such, with the RSS it had reached.
 """
@@ -126,7 +126,7 @@ if alt:
     sys.modules["bench_inputs_alt"] = inputs
     spec.loader.exec_module(inputs)
 else:
-    from kifunet.data_prep import inputs
+    from kifunet.data_prep.sgf import inputs
 t0 = time.perf_counter()
 infos = []
 out = [(s.path.rsplit("/", 1)[-1], s.error, len(s.data) if s.data is not None else None)
@@ -178,7 +178,7 @@ def main() -> None:
     args = ap.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     load = lambda: os.getloadavg()  # noqa: E731
-    print(f"load average before: {load()}; reader: {args.inputs or 'kifunet.data_prep.inputs'}", flush=True)
+    print(f"load average before: {load()}; reader: {args.inputs or 'kifunet.data_prep.sgf.inputs'}", flush=True)
     results = {}
     for case in args.cases.split(","):
         path = build(args.dir, case)

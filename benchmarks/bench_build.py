@@ -37,7 +37,7 @@ RUNNER = r"""
 import json, sys
 from kifunet.cli import build_parser
 from kifunet.commands.build import config_from_args
-from kifunet.data_prep import build
+from kifunet.data_prep.building import build
 args = json.loads(sys.argv[1])
 cfg = config_from_args(build_parser().parse_args(["build", *args["argv"]]))
 cfg.progress = False
@@ -101,8 +101,8 @@ def dataset_bytes(root: str) -> tuple[int, int]:
 
 
 def codec_table(root: str, rows: int = 65536) -> list[dict]:
-    from kifunet.data_prep import shards
-    from kifunet.data_prep.reader import Reader
+    from kifunet.data_prep.datasets import shards
+    from kifunet.data_prep.datasets.reader import Reader
 
     r = Reader(root, "train", assemble=False)
     b = r.read_range(0, min(rows, len(r)))
@@ -137,7 +137,7 @@ def codec_table(root: str, rows: int = 65536) -> list[dict]:
 
 
 def reader_speed(root: str, batch: int = 256, batches: int = 200) -> dict:
-    from kifunet.data_prep.reader import Reader
+    from kifunet.data_prep.datasets.reader import Reader
 
     r = Reader(root, "train")
     n = len(r)

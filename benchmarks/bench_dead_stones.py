@@ -53,7 +53,7 @@ LISTED = ("combined", "playouts", "kgs_marks")  # methods whose disagreeing game
 
 def final_position(record):
     """(stones int8 [N, N], captures by black, captures by white, colour to move) after replaying ``record``."""
-    from kifunet.data_prep.board import Board, rebuild, set_point
+    from kifunet.data_prep.rules.board import Board, rebuild, set_point
     from kifunet.data_prep.game import BLACK, MOVE, WHITE
 
     n = record.size
@@ -139,7 +139,7 @@ def judge(stones, to_move, playouts, seed=0):
 
 
 def iter_kgs(archives, limit):
-    from kifunet.data_prep import sgf_io
+    from kifunet.data_prep.sgf import sgf_io
 
     for arch in archives:
         path = Path(arch) if os.path.isabs(arch) else KGS / arch
@@ -165,7 +165,7 @@ def iter_kgs(archives, limit):
 
 
 def iter_match(pattern):
-    from kifunet.data_prep import sgf_io
+    from kifunet.data_prep.sgf import sgf_io
 
     for f in sorted(glob.glob(str(ROOT / pattern))):
         raw = Path(f).read_bytes()

@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     import jax
     import numpy as np
 
-    from kifunet.data_prep.reader import Reader
+    from kifunet.data_prep.datasets.reader import Reader
     from kifunet.eval.runs import load_run
 
     pred = load_run(args.checkpoint, dataset=args.data)

@@ -22,7 +22,7 @@ DEFAULT_ARCHIVE = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
 
 def load_records(archive: Path, limit: int | None):
-    from kifunet.data_prep import sgf_io
+    from kifunet.data_prep.sgf import sgf_io
 
     records = []
     with tarfile.open(archive) as tf:
@@ -47,7 +47,7 @@ def main() -> None:
     t0 = time.perf_counter()
     import numpy as np
 
-    from kifunet.data_prep import features, replay
+    from kifunet.data_prep.planes import features, replay
     from kifunet.data_prep.game import GameRecord
 
     t_import = time.perf_counter() - t0

@@ -69,7 +69,7 @@ def time_pipeline(root: str, *, batch: int, workers: int, host_dtype: str, warmu
 def time_grain_per_row(root: str, *, batch: int, batches: int) -> dict:
     import grain
 
-    from kifunet.data_prep.reader import Reader
+    from kifunet.data_prep.datasets.reader import Reader
 
     r = Reader(root, "train")
     ds = grain.MapDataset.source(r).shuffle(seed=0).batch(batch, drop_remainder=True)

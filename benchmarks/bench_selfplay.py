@@ -86,7 +86,7 @@ def gnugo_score(referee, n: int, komi: float, moves, board) -> float | None:
 
 
 def play_game(policy, rules: str, seed: int, *, sample: bool, komi: float, n: int, referee=None):
-    from kifunet.data_prep.board import Board
+    from kifunet.data_prep.rules.board import Board
     from kifunet.data_prep.game import BLACK
     from kifunet.play import life_death, move_choice, scoring
 

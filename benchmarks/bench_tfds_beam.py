@@ -83,7 +83,7 @@ def make_manual(args, tmp: str) -> str:
 
 
 def builder_config(args):
-    from kifunet.data_prep import tfds_go_moves as T
+    from kifunet.data_prep.building import tfds_go_moves as T
 
     if args.config:
         return args.config
@@ -98,7 +98,7 @@ def builder_config(args):
 def build_tfds(cfg, manual: str, data_dir: str, beam_args: list[str] | None, workers: int):
     import tensorflow_datasets as tfds
 
-    from kifunet.data_prep import tfds_go_moves as T
+    from kifunet.data_prep.building import tfds_go_moves as T
 
     kw = {"manual_dir": manual}
     if beam_args is not None:
@@ -142,9 +142,9 @@ def main(argv=None) -> int:
 
     tmp = args.keep or tempfile.mkdtemp(prefix="bench-tfds-beam-")
     os.makedirs(tmp, exist_ok=True)
-    from kifunet.data_prep import features
-    from kifunet.data_prep import tfds_go_moves as T
-    from kifunet.data_prep import tfds_reader as R
+    from kifunet.data_prep.planes import features
+    from kifunet.data_prep.building import tfds_go_moves as T
+    from kifunet.data_prep.datasets import tfds_reader as R
 
     manual = make_manual(args, tmp)
     cfg = builder_config(args)
@@ -199,7 +199,7 @@ def main(argv=None) -> int:
 
     if args.hdf5:
         from kifunet.cli import main as cli_main
-        from kifunet.data_prep.reader import Reader
+        from kifunet.data_prep.datasets.reader import Reader
 
         out = os.path.join(tmp, "hdf5")
         argv_b = [manual, "--out", out, "--features", mg["features"]["name"], "--no-progress",

@@ -65,9 +65,9 @@ def main(argv=None) -> int:
     import tensorflow_datasets as tfds
 
     from kifunet.cli import main as cli_main
-    from kifunet.data_prep import tfds_go_moves as T
-    from kifunet.data_prep.reader import Reader
-    from kifunet.data_prep.tfds_reader import TfdsReader
+    from kifunet.data_prep.building import tfds_go_moves as T
+    from kifunet.data_prep.datasets.reader import Reader
+    from kifunet.data_prep.datasets.tfds_reader import TfdsReader
     from kifunet.train import input_pipeline
 
     tmp = tempfile.mkdtemp(prefix="bench-tfds-build-")

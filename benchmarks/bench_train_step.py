@@ -27,7 +27,7 @@ import time
 import jax
 import numpy as np
 
-from kifunet.data_prep import features
+from kifunet.data_prep.planes import features
 from kifunet.train import configs as configs_mod
 from kifunet.train import parallel, train
 

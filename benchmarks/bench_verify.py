@@ -6,7 +6,7 @@
 Dataset: ``--data DIR`` (built by ``kifunet build``), else one built from ``samples/gnugo`` (``maddison``, shards of
 1,000 rows). Measured on ``--split``:
 
-* ``verify``: :func:`kifunet.data_prep.verify.check_shard` on every shard, the process cache emptied first: the
+* ``verify``: :func:`kifunet.data_prep.datasets.verify.check_shard` on every shard, the process cache emptied first: the
   sha256 of the bytes and the rows the file holds, what a reader does once per process per shard. Seconds and
   MB/s per shard (and the row count's share, timed apart); the first pass may read from disk, ``--passes``
   more show the page-cache speed.
@@ -45,8 +45,8 @@ def build_sample(out: str) -> str:
 def time_verify(root: str, split: str) -> list[dict]:
     import h5py  # noqa: F401 - imported before the clock starts (a reader has it already)
 
-    from kifunet.data_prep import verify
-    from kifunet.data_prep.manifest import read_manifest
+    from kifunet.data_prep.datasets import verify
+    from kifunet.data_prep.datasets.manifest import read_manifest
 
     verify.forget()
     out = []
@@ -65,7 +65,7 @@ def time_verify(root: str, split: str) -> list[dict]:
 
 
 def time_block_epoch(root: str, split: str) -> dict:
-    from kifunet.data_prep.reader import Reader
+    from kifunet.data_prep.datasets.reader import Reader
 
     with Reader(root, split, assemble=False) as r:
         src = r.blocks()  # checks the shards: free here, time_verify checked them in this process
@@ -79,7 +79,7 @@ def time_block_epoch(root: str, split: str) -> dict:
 
 
 def time_batch_epoch(root: str, split: str, batch: int = 256) -> dict:
-    from kifunet.data_prep.reader import Reader
+    from kifunet.data_prep.datasets.reader import Reader
 
     with Reader(root, split) as r:
         t0 = time.perf_counter()
@@ -104,7 +104,7 @@ def main(argv=None) -> int:
         blocks = time_block_epoch(root, args.split)
         batches = None if args.no_batches else time_batch_epoch(root, args.split)
         load_after = os.getloadavg()[0]
-        from kifunet.data_prep.manifest import read_manifest
+        from kifunet.data_prep.datasets.manifest import read_manifest
 
         features = read_manifest(root)["features"]["name"]
 

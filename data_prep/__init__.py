@@ -1,7 +1,9 @@
 """Data preparation: SGF records -> the rules engine -> feature planes -> a built dataset, and reading it back.
 
+One sub-package per job, plus the conventions every job shares (modules at this level):
+
 =====================  ==================================================================================
-module                 what it holds
+module or package      what it holds
 =====================  ==================================================================================
 *conventions*
 ``coords``             coordinates: SGF, GTP, sgfmill, flat indices (the table of every system)
@@ -10,36 +12,39 @@ module                 what it holds
 ``game``               a game record as the engine consumes it (``GameRecord``, ``GameInfo``, colours)
 ``results``            game results: ``RE`` -> kind, winner, margin; a position's ``outcome``
 ``errors``             the named bad-input errors (``SgfError``, ``IllegalMoveError``)
-*a game*
-``sgf_io``             read one SGF record (sgfmill, encodings, GoGoD/KGS metadata)
-``board``              the numba rules engine (captures, ko, suicide, superko)
-``ladders``            ladder reading to the end
-``analysis``           per-point facts of every position of a game (``GameAnalysis``)
-``features``           the feature-plane registry and the named feature sets
-``replay``             a record -> positions with their planes (``iter_positions``, ``encode_game``)
-*building a dataset* (``kifunet build``)
-``inputs``             enumerate the records of files, directories and archives, read in place
-``filters``            game and position filters, presets, config files
-``splits``             which split a game lands in
-``build``              the command's orchestration: options, fingerprint and lock, ``build()``
-``build_space``        the disk space a build needs: the estimate before it starts, the check before a write
-``encode_stage``       stage 1: records -> encoded work units (spill files)
-``plan_stage``         stage 2: dedupe, accounting, games tables, shuffle, shard plan
-``write_stage``        stage 3: spill -> HDF5 shards
-``worker_pool``        worker processes with crash isolation
-``progress``           the progress display
-``shards``             the HDF5 shard and games-table file format
-``manifest``           ``manifest.json``: format, base columns, reading and writing
-``tfds_go_moves``      the TFDS ``go_moves`` builder (the same stages, written as TFDS records)
-*reading a dataset*
-``dataset``            ``open_split(spec, split)``: the one entry point, HDF5 or ``tfds:``
-``dataset_base``       the contract every container implements (``DatasetSplit``, blocks, errors)
-``reader``             the HDF5 container (``Reader``)
-``tfds_reader``        the TFDS container (``TfdsReader``)
-``verify``             files checked against the sha256 and rows their dataset recorded (once per process)
-``stats``              ``kifunet stats`` / ``kifunet inspect``
+*jobs*
+``rules``              the numba rules engine, ladders, per-point facts of a game
+``sgf``                SGF records and the files, directories and archives that hold them
+``planes``             the feature sets and the replay of a record into positions with planes
+``datasets``           a built dataset's format (shards, manifest) and reading it (``open_split``)
+``building``           ``kifunet build``: filters, splits, the three stages, workers, the TFDS builder
 =====================  ==================================================================================
 
-Dependencies run one way: conventions <- a game <- building <- reading; ``tests/test_import_graph.py`` checks
-that there is no import cycle and no use of another module's private names.
+Dependencies run one way: conventions <- ``rules`` <- ``sgf`` <- ``planes`` <- ``datasets`` <- ``building``;
+``tests/test_import_graph.py`` checks it, and that there is no import cycle and no use of another module's
+private names.
+
+Before the split (kifunet 0.x up to November 2026) these modules sat flat in this package: the old spelling
+``from kifunet.data_prep import replay`` still works for every moved module (a lazy alias, this module's
+``__getattr__``); ``import kifunet.data_prep.replay`` does not: write ``kifunet.data_prep.planes.replay``.
 """
+
+import importlib
+
+#: module -> the sub-package that holds it since the split (the old flat names keep working as attributes)
+MOVED = {
+    "board": "rules", "ladders": "rules", "analysis": "rules",
+    "sgf_io": "sgf", "inputs": "sgf",
+    "features": "planes", "replay": "planes",
+    "build": "building", "build_space": "building", "filters": "building", "splits": "building",
+    "encode_stage": "building", "plan_stage": "building", "write_stage": "building", "worker_pool": "building",
+    "progress": "building", "tfds_go_moves": "building",
+    "dataset": "datasets", "dataset_base": "datasets", "shards": "datasets", "manifest": "datasets",
+    "reader": "datasets", "tfds_reader": "datasets", "verify": "datasets", "stats": "datasets",
+}
+
+
+def __getattr__(name: str):
+    if name in MOVED:
+        return importlib.import_module(f"{__name__}.{MOVED[name]}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

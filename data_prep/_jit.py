@@ -1,8 +1,8 @@
 """numba's on-disk cache, keyed by the kernels' own source.
 
 numba invalidates a cached function when *its* file changes, but not when a function it calls from another
-file does: after an edit (or an upgrade) to ``board.py``, a cached ``analysis.py`` kernel would keep running the
-old board code. So every kernel module imports ``njit`` from here, which first points numba's cache at a folder
+file does: after an edit (or an upgrade) to ``rules/board.py``, a cached ``rules/analysis.py`` kernel would keep running
+the old board code. So every kernel module imports ``njit`` from here, which first points numba's cache at a folder
 named after a hash of all kernel sources (``~/.cache/kifunet/numba/<hash>``, or ``$KIFUNET_CACHE_DIR``).
 
 Compiling every kernel takes about 30 s, once per source hash; later processes load them in about a second.
@@ -21,7 +21,8 @@ from pathlib import Path
 import numba
 from numba import njit  # noqa: F401  (re-exported for the kernel modules)
 
-KERNEL_MODULES = ("board.py", "ladders.py", "analysis.py", "features.py", "_jit.py")
+#: the kernel sources, relative to this folder (``data_prep/``)
+KERNEL_MODULES = ("rules/board.py", "rules/ladders.py", "rules/analysis.py", "planes/features.py", "_jit.py")
 
 
 def _cache_dir() -> Path:
@@ -46,7 +47,7 @@ def kernels_cached() -> bool:
     """Whether the compiled kernels of this source hash are on disk for this copy of the code: the index
     numba writes for :data:`ENTRY_KERNEL`, in the folder numba's cache locator uses for this source folder
     (``<folder name>_<sha1 of its absolute path>``)."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules")  # where ENTRY_KERNEL's source is
     sub = "_".join([os.path.basename(here), hashlib.sha1(here.encode()).hexdigest()])
     return any((CACHE_DIR / sub).glob(f"{ENTRY_KERNEL}-*.nbi"))
 

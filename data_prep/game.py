@@ -32,7 +32,7 @@ game; two short games that share their moves are two games as soon as they diffe
 time settings.
 
 :meth:`GameRecord.moves_hash` (the moves only) stays what the hash splits use
-(:mod:`kifunet.data_prep.splits`), so games that share their moves always fall on the same side of a split.
+(:mod:`kifunet.data_prep.building.splits`), so games that share their moves always fall on the same side of a split.
 """
 
 from __future__ import annotations

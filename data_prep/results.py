@@ -1,6 +1,6 @@
 """Game results: the SGF ``RE`` text -> (kind, winner, margin), and each position's outcome for the player to move.
 
-:func:`parse_result` reads ``RE`` (as :mod:`kifunet.data_prep.sgf_io` returns it: stripped) into a
+:func:`parse_result` reads ``RE`` (as :mod:`kifunet.data_prep.sgf.sgf_io` returns it: stripped) into a
 :class:`Result`. Spelling is case-insensitive; nothing else is forgiven (no inner spaces, no trailing text).
 Winners are the colours of :mod:`kifunet.data_prep.game` (``BLACK`` 1, ``WHITE`` 2; ``EMPTY`` 0 = none).
 ``margin`` is the score (``B+12.5`` -> 12.5) for kind ``score`` and NaN for every other kind.

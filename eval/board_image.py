@@ -46,7 +46,8 @@ class BoardPosition:
 
 def load_position(sgf_path: str, move_number: int, feature_set: str | None = "maddison") -> BoardPosition:
     """The position before move ``move_number`` (1-based) of the SGF's main line, with legality and planes."""
-    from kifunet.data_prep import analysis, features, replay
+    from kifunet.data_prep.rules import analysis
+    from kifunet.data_prep.planes import features, replay
 
     record = replay.load(sgf_path)
     a = replay.analyse_game(record, flags=analysis.F_LIBS_AFTER_PLA, path=sgf_path)

@@ -41,7 +41,8 @@ import time
 
 import numpy as np
 
-from kifunet.data_prep import build_space, ranks
+from kifunet.data_prep.building import build_space
+from kifunet.data_prep import ranks
 from kifunet.eval import metrics as M
 
 FORMAT = "kifunet-eval"
@@ -73,7 +74,7 @@ class Predictor:
         import jax
         from flax import nnx
 
-        from kifunet.data_prep import features
+        from kifunet.data_prep.planes import features
 
         self.fs = features.get(feature_set)
         self.feature_set = feature_set
@@ -172,7 +173,7 @@ class Predictor:
 def with_player_rank(batch: dict, rank: int, feature_set) -> dict:
     """A copy of ``batch`` as if the player to move had ``rank`` (ranks.py scale): the ``player_rank`` column and
     every constant plane made from it (Maddison's rank planes) are replaced."""
-    from kifunet.data_prep import features
+    from kifunet.data_prep.planes import features
 
     fs = features.get(feature_set) if isinstance(feature_set, str) else feature_set
     planes = np.array(batch["planes"], copy=True)
@@ -264,8 +265,8 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
              legal_mask: bool = False, limit: int | None = None, start: int = 0, phase_starts=M.PHASE_STARTS,
              progress: bool = True, as_rank: int | None = None) -> dict:
     """Metrics of ``predictor`` on every row of ``reader`` (a dataset split:
-    :func:`kifunet.data_prep.dataset.open_split`), or on rows ``start .. start + limit - 1`` (a part of the split:
-    parts evaluated apart, on one machine or several, add up with :func:`merge_results`); see the module
+    :func:`kifunet.data_prep.datasets.dataset.open_split`), or on rows ``start .. start + limit - 1`` (a part of the
+    split: parts evaluated apart, on one machine or several, add up with :func:`merge_results`); see the module
     docstring. ``as_rank`` (the :mod:`kifunet.data_prep.ranks` scale) tells the net that every mover has that
     rank (:func:`with_player_rank`); the breakdown by rank still groups rows by the mover's real rank."""
     from tqdm.auto import tqdm

@@ -3,7 +3,7 @@
 ``maddison`` has a ``legal`` plane and ``alphago`` its ``liberties_after_8`` buckets
 (:func:`kifunet.eval.metrics.legal_from_planes`). ``agz`` and ``gonn`` do not: :class:`ReplayLegality` finds each
 row's game in the split's games table (``game_index`` -> ``path``), replays it once with the rules engine
-(:func:`kifunet.data_prep.replay.analyse_game` with ``F_LIBS_AFTER_PLA``, the same rules the build used: suicide
+(:func:`kifunet.data_prep.planes.replay.analyse_game` with ``F_LIBS_AFTER_PLA``, the same rules the build used: suicide
 illegal, simple ko) and takes the ``legal`` array at ``move_number - 1``. Game paths are the build's input paths:
 plain ``.sgf`` files, or ``ARCHIVE!MEMBER`` (read by streaming the archive once, for all the split's games).
 Rows of datasets built with ``--symmetries all`` carry a ``symmetry`` column; the mask is transformed with it.
@@ -34,7 +34,8 @@ class ReplayLegality:
         self._load(list(wanted))
 
     def _load(self, wanted: list[int]) -> None:
-        from kifunet.data_prep import inputs, replay, sgf_io
+        from kifunet.data_prep.sgf import inputs, sgf_io
+        from kifunet.data_prep.planes import replay
 
         by_top: dict[str, dict[str, int]] = defaultdict(dict)
         for g in wanted:
@@ -60,7 +61,8 @@ class ReplayLegality:
                 raise FileNotFoundError(f"{len(missing)} games not found in {top!r}, e.g. {missing[0]!r}")
 
     def _store(self, g: int, record) -> None:
-        from kifunet.data_prep import analysis, replay
+        from kifunet.data_prep.rules import analysis
+        from kifunet.data_prep.planes import replay
 
         a = replay.analyse_game(record, flags=analysis.F_LIBS_AFTER_PLA)
         self._packed[g] = np.packbits(a.legal.astype(bool), axis=1)

@@ -159,8 +159,8 @@ def legal_from_planes(planes, feature_set) -> np.ndarray | None:
     """bool ``[B, N*N + 1]`` legality for the side to move read off the input planes, or ``None``.
 
     The planes are the ones the set's features declare (``Feature.legality``, tabled in
-    :mod:`kifunet.data_prep.features`; :meth:`~kifunet.data_prep.features.FeatureSet.legal_channels`): a point is
-    legal where any of them is set. maddison: its ``legal`` plane; alphago: the union of its
+    :mod:`kifunet.data_prep.planes.features`; :meth:`~kifunet.data_prep.planes.features.FeatureSet.legal_channels`): a
+    point is legal where any of them is set. maddison: its ``legal`` plane; alphago: the union of its
     ``liberties_after_8`` buckets. Pass is always legal. Sets that declare none (agz, gonn) give ``None``: replay
     the game instead (:mod:`kifunet.eval.legality`).
     """

@@ -157,7 +157,7 @@ def _data_shape(cfg: dict, meta: dict, dataset: str | None, feature_set: str | N
                 board_size: int | None) -> tuple[str, int]:
     """(feature set, board size): the arguments, else the training dataset's manifest (``config.dataset``), else
     ``dataset``'s, else what the checkpoint's metadata records."""
-    from kifunet.data_prep.manifest import read_manifest as load_manifest
+    from kifunet.data_prep.datasets.manifest import read_manifest as load_manifest
 
     tried = []
     for root in (cfg.get("dataset") or None, dataset):
@@ -252,7 +252,7 @@ def load_net(path: str, *, step: int | None = None, dataset: str | None = None, 
     """
     from flax import nnx
 
-    from kifunet.data_prep import features
+    from kifunet.data_prep.planes import features
     from kifunet.train import checkpointing, model_config
 
     workdir, target = resolve_checkpoint(path, step)

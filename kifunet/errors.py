@@ -9,12 +9,12 @@ What counts as bad input (:func:`is_user_error`):
 * ``FileNotFoundError``, ``NotADirectoryError``, ``IsADirectoryError``, ``PermissionError``: a path the user
   named (an ``OSError`` that carries a file name is printed as ``PATH: reason``);
 * ``KifunetInputError`` (:mod:`kifunet.data_prep.errors`): an SGF that cannot be read or replayed;
-* ``DatasetError`` (:mod:`kifunet.data_prep.dataset_base`): no dataset, no such split, an empty split, a file
+* ``DatasetError`` (:mod:`kifunet.data_prep.datasets.dataset_base`): no dataset, no such split, an empty split, a file
   that does not match its manifest (``CorruptDatasetError``);
 * ``CheckpointError`` (:mod:`kifunet.train.checkpointing`): a checkpoint step that does not match its recorded
   checksums, or a run with no intact step; ``RunInUse`` (:mod:`kifunet.train.run_lock`): a workdir another
   ``kifunet train`` holds;
-* ``BuildError`` (:mod:`kifunet.data_prep.build`): an output directory ``kifunet build`` may not use;
+* ``BuildError`` (:mod:`kifunet.data_prep.building.build`): an output directory ``kifunet build`` may not use;
 * ``MatchConfigError``, ``EngineError`` (:mod:`kifunet.play.match`, :mod:`kifunet.play.gtp_client`): a match
   directory of another match, a GTP program that cannot be found or does not start;
 * a *fault of the place written to or read from* (:func:`fault_errno`): any ``OSError`` whose errno is one of
@@ -37,7 +37,7 @@ What counts as bad input (:func:`is_user_error`):
   ==========  ==========================  ===========================================================
 
   A write to an open file fails with an error that names no file: the writer names it
-  (:func:`kifunet.data_prep.build_space.naming`, for instance).
+  (:func:`kifunet.data_prep.building.build_space.naming`, for instance).
 
 Anything else is a bug and keeps its traceback. The project's exception classes are looked up only in modules
 already imported (an exception of a module that was never imported cannot have been raised), so this module
@@ -54,8 +54,8 @@ import sys
 #: the project's bad-input exceptions: (module, class name)
 PROJECT_ERRORS = (
     ("kifunet.data_prep.errors", "KifunetInputError"),
-    ("kifunet.data_prep.dataset_base", "DatasetError"),
-    ("kifunet.data_prep.build", "BuildError"),
+    ("kifunet.data_prep.datasets.dataset_base", "DatasetError"),
+    ("kifunet.data_prep.building.build", "BuildError"),
     ("kifunet.play.match", "MatchConfigError"),
     ("kifunet.play.gtp_client", "EngineError"),
     ("kifunet.train.checkpointing", "CheckpointError"),

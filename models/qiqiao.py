@@ -1,7 +1,7 @@
 """Qiqiao (CleverGo) policy-value net: AlphaGo Zero's one-body, two-head layout, shrunk for the 9x9 board.
 
 The structure is the reference code's ``PolicyValueNet`` (PaddlePaddle, its author He Ruizhi, 2021), layer for
-layer; the inputs are the 10 ``qiqiao`` planes (:mod:`kifunet.data_prep.features`):
+layer; the inputs are the 10 ``qiqiao`` planes (:mod:`kifunet.data_prep.planes.features`):
 
 ===========  ==============================================================================  ===========
 part         layers (convs: stride 1, same padding, with biases)                             params, 9x9

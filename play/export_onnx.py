@@ -46,7 +46,7 @@ import time
 
 import numpy as np
 
-from kifunet.data_prep import features as features_mod
+from kifunet.data_prep.planes import features as features_mod
 from kifunet.play import onnx_policy
 
 #: random positions the exported file is checked on against JAX before it is written
@@ -256,7 +256,7 @@ def manifest_summary(manifest: dict) -> dict:
 def run_metadata(net, raw_config: dict) -> dict:
     """The metadata of a run's net (:class:`kifunet.eval.runs.TrainedNet` and its ``config.json``): model,
     config, trained dtype, run, step, and the training data (``config.dataset``'s manifest when it is there)."""
-    from kifunet.data_prep.manifest import MANIFEST
+    from kifunet.data_prep.datasets.manifest import MANIFEST
 
     dataset = raw_config.get("dataset") or net.info.get("train_dataset")
     summary = None

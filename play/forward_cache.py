@@ -242,7 +242,7 @@ class ExportedPolicy(Policy):
     def __init__(self, exported, weights, meta: dict, *, rank=None, full: Callable[[], Policy]):
         import jax
 
-        from kifunet.data_prep import features as features_mod
+        from kifunet.data_prep.planes import features as features_mod
         from kifunet.play.policy import HISTORY_WINDOW, rank_value
 
         self.fs = features_mod.get(meta["feature_set"])

@@ -21,9 +21,9 @@ genmove undo showboard final_score final_status_list`` and ``reg_genmove`` (choo
   ``symmetries`` of the constructor, default 1); ``cputime`` (the engine process's CPU seconds).
 
 ``boardsize N`` (GTP's 2..25) is accepted when the net can play N x N (``policy.size_problem(N)`` is None; a
-policy without that method plays only its own size) and the rules engine can (:class:`kifunet.data_prep.board.Board`:
-up to 19 today), switching to ``policy.resized(N)`` (made once per size); ``version`` then says what size the
-net was trained on (``trained_size``). The reason for a refusal goes to the log; the answer is the spec's
+policy without that method plays only its own size) and the rules engine can
+(:class:`kifunet.data_prep.rules.board.Board`: up to 19 today), switching to ``policy.resized(N)`` (made once per size);
+``version`` then says what size the net was trained on (``trained_size``). The reason for a refusal goes to the log; the answer is the spec's
 ``? unacceptable size``.
 
 Errors follow the spec: ``? unknown command``, ``? illegal move``, ``? unacceptable size``, ``? syntax error``
@@ -38,7 +38,7 @@ line with a timeout (a block every interval) on every platform; ``select()`` on 
 already in Python's read buffer and does not work on Windows pipes. :meth:`Engine.handle` stays synchronous:
 outside ``serve`` an analysis command answers ``analysis_blocks`` blocks (default 1) and ends its response.
 
-Rules: simple ko, suicide illegal (:class:`kifunet.data_prep.board.Board`), area scoring.
+Rules: simple ko, suicide illegal (:class:`kifunet.data_prep.rules.board.Board`), area scoring.
 
 How a move is chosen, when the engine passes and when it resigns: :mod:`kifunet.play.move_choice`.
 
@@ -64,7 +64,7 @@ from typing import Callable, TextIO
 import numpy as np
 
 from kifunet.data_prep import coords
-from kifunet.data_prep.board import Board
+from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
 
 from . import gtp_analysis, gtp_gogui, gtp_sgf, life_death, scoring, time_manager

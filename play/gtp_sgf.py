@@ -3,7 +3,7 @@
 The two GTP extensions as GNU Go defines them (its manual, "GTP command reference") and GoGui sends them:
 
 ``loadsgf FILE [MOVE_NUMBER | VERTEX]``
-    Replays the main line of FILE (read by :func:`kifunet.data_prep.sgf_io.load_game`: ``SZ``, ``KM``, setup
+    Replays the main line of FILE (read by :func:`kifunet.data_prep.sgf.sgf_io.load_game`: ``SZ``, ``KM``, setup
     ``AB``/``AW``/``AE``, moves) up to but not including move MOVE_NUMBER (the first move is 1; 0 and 1 load
     only the setup) or the first move at VERTEX (the whole game when no move is there), and answers the colour
     to play: that of the move where loading stopped, else the other colour than the last move's, else White
@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 
 from sgfmill import sgf
 
-from kifunet.data_prep import coords, sgf_io
-from kifunet.data_prep.board import Board
+from kifunet.data_prep import coords
+from kifunet.data_prep.sgf import sgf_io
+from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.errors import SgfError
 from kifunet.data_prep.game import BLACK, EMPTY, MOVE, WHITE
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
-from kifunet.data_prep import features as features_mod
+from kifunet.data_prep.planes import features as features_mod
 from kifunet.play.policy import HISTORY_WINDOW, rank_value, size_range_problem
 
 #: registry name prefixes of the models that always have a value head (the others: the ``value_head`` kwarg)

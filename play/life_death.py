@@ -6,8 +6,8 @@
 methods, measured against each other in ``benchmarks/bench_dead_stones.py``:
 
 ``"playouts"``
-    Random playouts from the position in numba, on the project's rules engine (:mod:`kifunet.data_prep.board`'s
-    kernels: ``play``, ``is_suicide``, ``libs_after``; :func:`kifunet.data_prep.analysis.is_eye`). Each
+    Random playouts from the position in numba, on the project's rules engine (:mod:`kifunet.data_prep.rules.board`'s
+    kernels: ``play``, ``is_suicide``, ``libs_after``; :func:`kifunet.data_prep.rules.analysis.is_eye`). Each
     playout plays uniformly random legal moves, the side to move first, never filling its own eye and never
     putting a chain of two or more stones into atari unless the move captures (so sekis and living shapes
     survive), until both sides have no such move (or after ``3*N*N`` moves); then each point is scored by
@@ -56,9 +56,9 @@ import dataclasses
 import numpy as np
 
 from kifunet.data_prep._jit import njit
-from kifunet.data_prep.analysis import is_eye
-from kifunet.data_prep.board import (H, KO_COLOUR, KO_POINT, S, T, is_suicide, libs_after, neighbours_cached, new_board,
-                                     play, rebuild)
+from kifunet.data_prep.rules.analysis import is_eye
+from kifunet.data_prep.rules.board import (H, KO_COLOUR, KO_POINT, S, T, is_suicide, libs_after, neighbours_cached,
+                                           new_board, play, rebuild)
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
 
 from . import scoring

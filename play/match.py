@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Callable
 
 from kifunet.data_prep import coords
-from kifunet.data_prep.board import Board
+from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
 
 from . import scoring

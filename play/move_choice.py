@@ -1,7 +1,7 @@
 """How the GTP engine chooses a move from the net's probabilities: candidates, arg-max or GoNN sampling, when to
 pass and when to resign (:func:`choose_move`, :class:`PlaySettings`). The rules are written here and nowhere else.
 
-1. Candidates: legal points that do not fill the mover's own eye (:func:`kifunet.data_prep.analysis.is_eye`:
+1. Candidates: legal points that do not fill the mover's own eye (:func:`kifunet.data_prep.rules.analysis.is_eye`:
    all neighbours own stones, at most one opponent diagonal in the centre and none on the edge), plus pass
    when the net has a pass output. Their probabilities are renormalised to sum to 1.
 2. Arg-max, or with ``sample=True`` GoNN's move-number-dependent sampling: with ``m`` moves played, draw
@@ -65,8 +65,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kifunet.data_prep.analysis import is_eye
-from kifunet.data_prep.board import Board
+from kifunet.data_prep.rules.analysis import is_eye
+from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, EMPTY
 
 from . import life_death, scoring

@@ -50,7 +50,7 @@ key                      value
 ``plane_names``          JSON list of the C plane names in input order (``stone_colour[0]``, ...)
 ``features``             JSON list of ``[name, planes, constant, column, meaning]``: a constant feature is
                          made from a per-position number (``column``: ``to_move``, ``player_rank``), the
-                         others from the board (:mod:`kifunet.data_prep.features`)
+                         others from the board (:mod:`kifunet.data_prep.planes.features`)
 ``inputs``               JSON list of the graph's input names, in order
 ``rank_input``           how the rank reaches the net: ``planes`` (the ``rank_dan_9`` planes), ``embedding``
                          (the ``rank`` input), ``planes+embedding``, or ``none``
@@ -74,7 +74,7 @@ import os
 
 import numpy as np
 
-from kifunet.data_prep import features as features_mod
+from kifunet.data_prep.planes import features as features_mod
 from kifunet.play.policy import HISTORY_WINDOW, Policy, rank_value
 
 #: the version of the file format above

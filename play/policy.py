@@ -9,7 +9,7 @@
 >>> p.shape, round(float(p.sum()), 6)
 ((82,), 1.0)
 
-Positions are built the way the dataset builds them (:func:`kifunet.data_prep.replay.encode_game`): the game
+Positions are built the way the dataset builds them (:func:`kifunet.data_prep.planes.replay.encode_game`): the game
 so far plus one placeholder move (a pass) for the side to play, whose planes are the position. Only the last
 :data:`HISTORY_WINDOW` moves are replayed as moves; the board before them becomes setup stones. Every feature
 of every set looks at most 8 moves back (``history_8``, ``turns_since_8``; setup stones read as "long ago"),
@@ -71,10 +71,11 @@ from typing import Sequence
 
 import numpy as np
 
-from kifunet.data_prep import features as features_mod
-from kifunet.data_prep import ranks, replay
+from kifunet.data_prep.planes import features as features_mod
+from kifunet.data_prep import ranks
+from kifunet.data_prep.planes import replay
 from kifunet.data_prep import symmetries as sym
-from kifunet.data_prep.board import Board
+from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, MOVE, SETUP, GameInfo, GameRecord
 
 #: moves replayed as moves before the position (the rest of the game becomes setup stones); >= 8 is exact

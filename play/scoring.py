@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from kifunet.data_prep import results
-from kifunet.data_prep.board import neighbours_cached
+from kifunet.data_prep.rules.board import neighbours_cached
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
 
 

@@ -6,8 +6,9 @@ import tarfile
 
 import numpy as np
 
-from kifunet.data_prep import replay, sgf_io
-from kifunet.data_prep.analysis import GameAnalysis
+from kifunet.data_prep.planes import replay
+from kifunet.data_prep.sgf import sgf_io
+from kifunet.data_prep.rules.analysis import GameAnalysis
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE, GameRecord
 
 # End-of-game positions shared by tests/test_life_death.py and tests/test_move_choice.py.

@@ -5,7 +5,7 @@ import pytest
 from sgfmill import boards as sgfmill_boards
 
 from kifunet.data_prep import coords
-from kifunet.data_prep.board import Board, count_liberties
+from kifunet.data_prep.rules.board import Board, count_liberties
 from kifunet.data_prep.game import BLACK, WHITE
 
 from go_helpers import parse_ascii

@@ -17,9 +17,11 @@ import pytest
 from conftest import require_module, require_path
 from sgfmill import boards
 
-from kifunet.data_prep import build, features, filters, replay, sgf_io, splits
-from kifunet.data_prep.reader import Reader
-from kifunet.data_prep.shards import Storage
+from kifunet.data_prep.building import build, filters, splits
+from kifunet.data_prep.planes import features, replay
+from kifunet.data_prep.sgf import sgf_io
+from kifunet.data_prep.datasets.reader import Reader
+from kifunet.data_prep.datasets.shards import Storage
 
 GTP_COLS = "ABCDEFGHJKLMNOPQRST"
 
@@ -297,7 +299,8 @@ def test_results_outcomes_filters_and_accounting(tmp_path, capsys):
     import h5py
 
     from kifunet.cli import main
-    from kifunet.data_prep import results, stats
+    from kifunet.data_prep import results
+    from kifunet.data_prep.datasets import stats
 
     d = tmp_path / "in"
     d.mkdir()
@@ -451,7 +454,7 @@ def test_gonn_preset_game_and_move_filters(tmp_path):
 
 SITE = """
 import os
-from kifunet.data_prep import sgf_io
+from kifunet.data_prep.sgf import sgf_io
 _orig = sgf_io.load_game
 def load_game(source, *, path=None):
     if path and path.endswith("crashme.sgf"):
@@ -694,7 +697,7 @@ def test_build_modules_use_only_public_names_of_each_other():
     for name in (*mods, "tfds_go_moves"):
         src = (root / f"{name}.py").read_text()
         assert not attr.findall(src) and not frm.findall(src), name
-    from kifunet.data_prep import plan_stage
+    from kifunet.data_prep.building import plan_stage
 
     assert plan_stage.shard_sizes(10, 4) == [4, 3, 3] and plan_stage.shard_sizes(0, 4) == []
     assert plan_stage.reject_line({"path": "p", "status": "filtered", "reason": "r", "detail": "", "move": "D4",
@@ -733,7 +736,7 @@ LIMIT_TABLE = [
 
 
 def test_narrow_columns_at_their_limits_build_or_reject(tmp_path):
-    from kifunet.data_prep.shards import ShardFile, read_games_table
+    from kifunet.data_prep.datasets.shards import ShardFile, read_games_table
 
     for n in sorted({row[1] for row in LIMIT_TABLE}):
         rows = [r for r in LIMIT_TABLE if r[1] == n]
@@ -783,7 +786,8 @@ def test_values_no_column_holds_are_rejected_not_crashed(tmp_path, monkeypatch):
     """Values the parser cannot produce today (it clamps ranks, reads 4-digit years, caps the board at 19) are
     rejected by the same check, so a parser change cannot bring the crash back; and no later stage (shards,
     TFDS features) is narrower than the spill."""
-    from kifunet.data_prep import encode_stage, shards
+    from kifunet.data_prep.building import encode_stage
+    from kifunet.data_prep.datasets import shards
 
     ints = [k for k, dt in shards.GAME_NUM_COLUMNS.items() if np.issubdtype(dt, np.integer)]
     assert sorted(encode_stage.COLUMN_LIMITS) == sorted(ints)  # a new integer column needs a rule
@@ -817,7 +821,7 @@ def test_values_no_column_holds_are_rejected_not_crashed(tmp_path, monkeypatch):
     for k, src in (("move_number", "num_moves"), ("player_rank", "black_rank"), ("opponent_rank", "white_rank")):
         assert np.can_cast(g[src], spill[k], "safe"), k
     require_module("tensorflow_datasets")
-    from kifunet.data_prep import tfds_go_moves
+    from kifunet.data_prep.building import tfds_go_moves
 
     feats = tfds_go_moves.example_features(19, 27)
     for k in ("target", "to_move", "move_number", "player_rank", "opponent_rank", "outcome"):

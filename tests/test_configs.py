@@ -10,7 +10,7 @@ import pytest
 from flax import nnx
 
 from kifunet import models
-from kifunet.data_prep import features
+from kifunet.data_prep.planes import features
 from kifunet.train import configs, model_config, optim, parallel
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "train" / "configs"

@@ -1,4 +1,4 @@
-"""One dataset-access layer (data_prep/dataset.py): the HDF5 and TFDS containers of the same small build behind one
+"""One dataset-access layer (data_prep/datasets/dataset.py): the HDF5 and TFDS containers of the same small build behind one
 protocol -- the same rows by index and by blocks, the same shape facts and the same errors.
 
 The archive is the one of tests/test_tfds_go_moves.py, built both ways with a third date split (``val:1990``)
@@ -18,10 +18,10 @@ require_module("tensorflow_datasets")
 require_module("array_record")
 
 from kifunet.cli import main as cli_main  # noqa: E402
-from kifunet.data_prep import shards  # noqa: E402
-from kifunet.data_prep.dataset import (DatasetSplit, EmptySplitError, NotADatasetError,  # noqa: E402
-                                       UnknownSplitError, describe, open_split)
-from kifunet.data_prep.reader import Reader  # noqa: E402
+from kifunet.data_prep.datasets import shards  # noqa: E402
+from kifunet.data_prep.datasets.dataset import (DatasetSplit, EmptySplitError, NotADatasetError,  # noqa: E402
+                                                UnknownSplitError, describe, open_split)
+from kifunet.data_prep.datasets.reader import Reader  # noqa: E402
 from test_tfds_go_moves import make_inputs  # noqa: E402
 
 SPLITS = ["train:2000-2014", "val:1990", "test:2015"]
@@ -33,7 +33,7 @@ def specs(tmp_path_factory):
     """(HDF5 spec, TFDS spec) of the same archive, same filters and splits."""
     import tensorflow_datasets as tfds
 
-    from kifunet.data_prep import tfds_go_moves as T
+    from kifunet.data_prep.building import tfds_go_moves as T
 
     root = tmp_path_factory.mktemp("dataset")
     manual = make_inputs(root)

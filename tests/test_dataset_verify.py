@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 
 from kifunet.cli import main
-from kifunet.data_prep import verify
-from kifunet.data_prep.dataset_base import CorruptDatasetError
-from kifunet.data_prep.reader import Reader
+from kifunet.data_prep.datasets import verify
+from kifunet.data_prep.datasets.dataset_base import CorruptDatasetError
+from kifunet.data_prep.datasets.reader import Reader
 from test_train_loop import _group
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -292,7 +292,7 @@ def test_tfds_files_are_checked_by_sha256_and_records(tfds_dataset, tmp_path, ca
 def test_a_tfds_dataset_without_checksums_loads_and_is_checked_by_records(tfds_dataset, tmp_path, capsys):
     """Built before ``go_moves`` recorded checksums: it reads without a word; ``kifunet verify`` says what it could
     not check, and still finds a file cut short (array_record's own chunk hashes)."""
-    from kifunet.data_prep.tfds_reader import TfdsReader
+    from kifunet.data_prep.datasets.tfds_reader import TfdsReader
 
     copy = tmp_path / "old"
     shutil.copytree(tfds_dataset, copy)

@@ -14,7 +14,7 @@ import pytest
 from flax import nnx
 
 from kifunet.data_prep import symmetries as sym
-from kifunet.data_prep.reader import Reader
+from kifunet.data_prep.datasets.reader import Reader
 from kifunet.eval import metrics as M
 from kifunet.eval.evaluate import Predictor, dataset_spec, evaluate, format_result, with_player_rank
 from kifunet.eval.legality import LegalMasker, ReplayLegality
@@ -233,7 +233,7 @@ def test_dataset_spec_names_filters_and_split(maddison_ds, tmp_path):
     assert spec["features"] == "maddison v1 (36 planes)"
     assert spec["text"].startswith("gnugo-0000.sgf, gnugo-0001.sgf, gnugo-0002.sgf +2 more")
     from kifunet.cli import main
-    from kifunet.data_prep.manifest import read_manifest
+    from kifunet.data_prep.datasets.manifest import read_manifest
 
     out = tmp_path / "gonn_kgs"
     assert main(["build", str(SAMPLES), "--out", str(out), "--preset", "gonn-kgs", "--workers", "0",
@@ -310,7 +310,7 @@ def test_a_rank_embedding_net_evaluates_on_two_devices(maddison_ds):
         import jax, numpy as np
         from flax import nnx
         from kifunet import models
-        from kifunet.data_prep.reader import Reader
+        from kifunet.data_prep.datasets.reader import Reader
         from kifunet.eval.evaluate import Predictor
         r = Reader({str(maddison_ds)!r}, "test")
         net = models.create("maddison_tiny", in_planes=r.feature_set.num_planes, rank_embedding=True,

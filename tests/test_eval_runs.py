@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kifunet.cli import main
-from kifunet.data_prep.reader import Reader
+from kifunet.data_prep.datasets.reader import Reader
 from kifunet.eval.evaluate import evaluate, load_result
 from kifunet.eval.runs import find_workdir, load_run
 

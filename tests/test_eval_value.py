@@ -12,7 +12,7 @@ from flax import nnx
 
 from kifunet.cli import main
 from kifunet.data_prep import symmetries as sym
-from kifunet.data_prep.dataset import open_split
+from kifunet.data_prep.datasets.dataset import open_split
 from kifunet.eval import plots, tables
 from kifunet.eval.evaluate import Predictor, evaluate, format_result, load_result, merge_results, save_result
 from test_train_data import ds_qiqiao, qiqiao_run  # noqa: F401 (fixtures)

@@ -22,8 +22,8 @@ import pytest
 
 from conftest import KGS_2015, REPO, require_module, require_path
 from kifunet.cli import main
-from kifunet.data_prep import features
-from kifunet.data_prep.board import Board
+from kifunet.data_prep.planes import features
+from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
 
 LOGIT_TOL = 1e-4
@@ -159,7 +159,7 @@ def test_export_command_writes_a_file_that_says_what_it_is(tiny):
 def test_pretrained_net_matches_jax_on_real_kgs_positions(tmp_path):
     """kgs_cpu_small on 300 positions of real 2015 KGS games (inputs.iter_file), each with the rank of the player
     to move, planes built by the JAX policy's own plane builder."""
-    from kifunet.data_prep import inputs, sgf_io
+    from kifunet.data_prep.sgf import inputs, sgf_io
     from kifunet.data_prep.game import MOVE, SETUP
     from kifunet.play import export_onnx
     from kifunet.play.onnx_policy import OnnxNet, OnnxPolicy

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from kifunet.data_prep import features, replay
+from kifunet.data_prep.planes import features, replay
 from kifunet.data_prep.game import BLACK, WHITE, GameRecord
 
 from go_helpers import position

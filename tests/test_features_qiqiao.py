@@ -1,11 +1,11 @@
-"""The ``qiqiao`` feature set (data_prep/features.py): planes hand-checked on a short 9x9 game, and checked against
+"""The ``qiqiao`` feature set (data_prep/planes/features.py): planes hand-checked on a short 9x9 game, and checked against
 a re-implementation of its reference code's update rule on random games."""
 
 import numpy as np
 import pytest
 
-from kifunet.data_prep import features, replay
-from kifunet.data_prep.board import Board
+from kifunet.data_prep.planes import features, replay
+from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, WHITE, GameRecord
 
 N = 9

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from kifunet.data_prep import filters
-from kifunet.data_prep.filters import Filters
+from kifunet.data_prep.building import filters
+from kifunet.data_prep.building.filters import Filters
 from kifunet.data_prep.game import GameInfo, GameRecord
 from kifunet.data_prep.ranks import UNKNOWN
 from kifunet.data_prep.results import parse_result
@@ -157,7 +157,7 @@ def test_fox_pro_preset_builds_the_pro_moves_of_even_games(tmp_path):
     """``--preset fox-pro`` on Fox-style records: even games with a professional, only the pros' moves, every
     dated game to ``test``; komi stored in points (KM[650] -> 6.5, KM[375] under Chinese rules -> 7.5)."""
     from kifunet.cli import main
-    from kifunet.data_prep.shards import read_games_table
+    from kifunet.data_prep.datasets.shards import read_games_table
 
     src = tmp_path / "fox"
     src.mkdir()

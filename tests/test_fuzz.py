@@ -11,7 +11,7 @@ names (``..``, absolute, non-UTF-8, directories, links, FIFOs, empty and non-SGF
 
 The properties:
 
-* :func:`kifunet.data_prep.sgf_io.load_game` returns a consistent ``GameRecord`` or raises ``SgfError`` with a
+* :func:`kifunet.data_prep.sgf.sgf_io.load_game` returns a consistent ``GameRecord`` or raises ``SgfError`` with a
   documented reason (never ``internal_error``: that reason wraps an unexpected exception, a bug), within the
   deadline; ``split_game_trees`` never raises; reading a 100 KB input stays under :data:`READER_PEAK_BYTES`
   of traced memory;
@@ -57,11 +57,13 @@ from hypothesis import HealthCheck, assume, event, given, note, reject, settings
 from hypothesis import strategies as st  # noqa: E402
 from hypothesis.control import currently_in_test_context  # noqa: E402
 
-from kifunet.data_prep import build, features, filters, inputs, replay, sgf_io, splits  # noqa: E402
-from kifunet.data_prep.board import ILLEGAL_REASONS  # noqa: E402
+from kifunet.data_prep.building import build, filters, splits
+from kifunet.data_prep.planes import features, replay
+from kifunet.data_prep.sgf import inputs, sgf_io  # noqa: E402
+from kifunet.data_prep.rules.board import ILLEGAL_REASONS  # noqa: E402
 from kifunet.data_prep.errors import IllegalMoveError, KifunetInputError, SgfError  # noqa: E402
 from kifunet.data_prep.game import BLACK, EMPTY, MOVE, SETUP, WHITE, GameRecord  # noqa: E402
-from kifunet.data_prep.shards import Storage  # noqa: E402
+from kifunet.data_prep.datasets.shards import Storage  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 MAX_BYTES = 100_000  # the largest input a mutation makes

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 from conftest import KGS_DIR, require_module, require_path
 
-from kifunet.data_prep import build, filters, sgf_io, splits
+from kifunet.data_prep.building import build, filters, splits
+from kifunet.data_prep.sgf import sgf_io
 from kifunet.data_prep.game import BLACK, GameInfo, GameRecord
-from kifunet.data_prep.reader import Reader
-from kifunet.data_prep.shards import Storage
+from kifunet.data_prep.datasets.reader import Reader
+from kifunet.data_prep.datasets.shards import Storage
 
 BASE = ("(;GM[1]FF[4]CA[UTF-8]SZ[19]PB[Alice]BR[6d]PW[古力]WR[7d]DT[2015-03-01]KM[6.5]RU[Japanese]TM[300]"
         "OT[5x30 byo-yomi]RE[W+Resign]AP[CGoban:3];B[pd])")
@@ -195,8 +196,8 @@ def test_tfds_keeps_different_short_games_and_drops_copies(tmp_path):
     require_module("array_record")
     import tensorflow_datasets as tfds
 
-    from kifunet.data_prep import tfds_go_moves as T
-    from kifunet.data_prep.dataset import open_split
+    from kifunet.data_prep.building import tfds_go_moves as T
+    from kifunet.data_prep.datasets.dataset import open_split
 
     ids = _short_games(tmp_path / "in")
     cfg = T.GoMovesConfig(name="short_games", features="maddison", options={"board_size": 9})

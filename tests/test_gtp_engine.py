@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kifunet.data_prep import coords
-from kifunet.data_prep.board import Board
+from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
 from kifunet.play import move_choice
 from kifunet.play.gtp_engine import Engine

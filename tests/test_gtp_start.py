@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from kifunet.data_prep import coords
-from kifunet.data_prep.board import Board
+from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK
 from kifunet.play import gtp_engine, lazy_policy
 from model_helpers import _fast_compiles  # noqa: F401 -- autouse: unoptimised XLA compiles in this module

@@ -124,9 +124,26 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_package_map_finds_every_package():
     mods = _modules()
-    for must in ("kifunet.cli", "kifunet.data_prep.build", "kifunet.train.train", "kifunet.eval.metrics",
+    for must in ("kifunet.cli", "kifunet.data_prep.building.build", "kifunet.train.train", "kifunet.eval.metrics",
                  "kifunet.play.match", "kifunet.models.registry"):
         assert must in mods
+
+
+def test_every_package_folder_is_in_the_package_map():
+    """A sub-package left out of ``pyproject.toml`` would be missing from the wheel and from these checks."""
+    cfg = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {Path(f) for f in cfg["package-dir"].values()}
+    found = {p.parent.relative_to(REPO) for f in folders for p in (REPO / f).rglob("__init__.py")
+             if "__pycache__" not in p.parts}
+    assert sorted(map(str, found - folders)) == []
+    assert sorted(cfg["packages"]) == sorted(cfg["package-dir"])
+
+
+def test_the_data_prep_layers_are_checked():
+    """Every data_prep sub-package has its own rung in :data:`LAYERS` (so one cannot import a later one)."""
+    subs = {p.parent.name for p in (REPO / "data_prep").glob("*/__init__.py")}
+    assert subs and all(f"kifunet.data_prep.{s}" in LAYERS for s in subs)
+    assert _layer("kifunet.data_prep.rules.board") < _layer("kifunet.data_prep.building.build")
 
 
 def test_no_import_cycles():
@@ -145,11 +162,13 @@ def test_no_module_uses_another_modules_private_names():
 
 #: packages from the bottom up: a module may import its own package and the ones before it, never one after.
 #: (``kifunet.cli`` finds its subcommands by name at run time, so ``commands.quickstart`` may call it.)
-LAYERS = ("kifunet", "kifunet.paths", "kifunet.data_prep", "kifunet.samples", "kifunet.models",
+LAYERS = ("kifunet", "kifunet.paths", "kifunet.data_prep", "kifunet.data_prep.rules", "kifunet.data_prep.sgf",
+          "kifunet.data_prep.planes", "kifunet.data_prep.datasets", "kifunet.data_prep.building", "kifunet.samples",
+          "kifunet.models",
           "kifunet.train.configs", "kifunet.train", "kifunet.eval", "kifunet.play", "kifunet.errors", "kifunet.cli",
           "kifunet.commands")
 #: ``python -m`` conveniences: a module's ``main()`` that hands its argv to the command line
-ENTRY_SHIMS = {("kifunet.data_prep.tfds_go_moves", "kifunet.cli"), ("kifunet.train.train", "kifunet.cli")}
+ENTRY_SHIMS = {("kifunet.data_prep.building.tfds_go_moves", "kifunet.cli"), ("kifunet.train.train", "kifunet.cli")}
 
 
 def _layer(module: str) -> int:

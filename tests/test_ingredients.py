@@ -50,7 +50,7 @@ def test_every_row_is_listed_here():
 
 @pytest.mark.parametrize("name", sorted(CHANGED))
 def test_each_row_changes_exactly_its_keys_and_builds(name):
-    from kifunet.data_prep import features
+    from kifunet.data_prep.planes import features
     from kifunet.train import model_config
 
     base = _flat(_config(ing.ROWS["base"]).to_dict())

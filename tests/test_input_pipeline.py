@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from kifunet.data_prep import features
+from kifunet.data_prep.planes import features
 from kifunet.data_prep import symmetries as sym
-from kifunet.data_prep.reader import Reader
+from kifunet.data_prep.datasets.reader import Reader
 from kifunet.train import input_pipeline as ip
 from test_train_data import ds_gonn, ds_maddison, ds_maddison_packbits  # noqa: F401 (fixtures)
 

@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from kifunet.data_prep import inputs
+from kifunet.data_prep.sgf import inputs
 
 
 def _sgf(i: int) -> bytes:

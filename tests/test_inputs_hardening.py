@@ -21,7 +21,7 @@ import zipfile
 
 import pytest
 
-from kifunet.data_prep import inputs, sgf_io
+from kifunet.data_prep.sgf import inputs, sgf_io
 
 CAP = 1 << 20  # MAX_MEMBER_BYTES during the bomb tests
 BOMB = 24 << 20  # what a bomb member inflates to

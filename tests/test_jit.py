@@ -129,7 +129,7 @@ def test_a_second_process_loads_the_kernels_instead_of_compiling(cold):
           f"{sum(v[2] for v in k2.values())} compiled")
     # the kernels called from Python load whole from the cache (the kernels they call are inside them, so those
     # never need their own dispatchers in the second process): every signature a cache hit, none compiled
-    assert "kifunet.data_prep.analysis.replay_game" in k2, k2
+    assert "kifunet.data_prep.rules.analysis.replay_game" in k2, k2
     assert all(misses == 0 and hits == sigs for sigs, hits, misses in k2.values()), k2
     assert _files(cache) == files  # nothing rewritten, nothing added
     assert second["seconds"] < cold_seconds / 3, (cold_seconds, second["seconds"])

@@ -5,10 +5,13 @@ import numpy as np
 import pytest
 from sgfmill import boards as sgfmill_boards
 
-from kifunet.data_prep import analysis, coords, replay, sgf_io
-from kifunet.data_prep.board import Board, libs_after
+from kifunet.data_prep.rules import analysis
+from kifunet.data_prep import coords
+from kifunet.data_prep.planes import replay
+from kifunet.data_prep.sgf import sgf_io
+from kifunet.data_prep.rules.board import Board, libs_after
 from kifunet.data_prep.game import BLACK
-from kifunet.data_prep.ladders import ladder_attack_works, ladder_captured, ladder_escape_works, scratch
+from kifunet.data_prep.rules.ladders import ladder_attack_works, ladder_captured, ladder_escape_works, scratch
 
 from go_helpers import analyse_last, archive_records, parse_ascii, plane
 
@@ -114,7 +117,7 @@ def test_node_budget_does_not_bite_on_long_ladders():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# independent reference: plain recursion on sgfmill boards, same conventions as kifunet.data_prep.ladders
+# independent reference: plain recursion on sgfmill boards, same conventions as kifunet.data_prep.rules.ladders
 
 
 class Ref:

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import require_gnugo
 
-from kifunet.data_prep import replay, sgf_io
-from kifunet.data_prep.board import Board
+from kifunet.data_prep.planes import replay
+from kifunet.data_prep.sgf import sgf_io
+from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
 from kifunet.play import match, scoring
 from kifunet.play.match_report import format_rank_table, format_summary

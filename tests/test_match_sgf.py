@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kifunet.data_prep import replay, sgf_io
+from kifunet.data_prep.planes import replay
+from kifunet.data_prep.sgf import sgf_io
 from kifunet.data_prep.game import BLACK, WHITE
 from kifunet.play.match_report import GameResult
 from kifunet.play.match_sgf import finished_games, game_path, read_game, write_game

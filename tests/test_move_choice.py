@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kifunet.data_prep.board import Board
+from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
 from kifunet.play import life_death, move_choice
 from kifunet.play.move_choice import PlaySettings, choose_move

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import load_script, require
 
-from kifunet.data_prep import replay, sgf_io
+from kifunet.data_prep.planes import replay
+from kifunet.data_prep.sgf import sgf_io
 from kifunet.play import match
 from kifunet.play.gtp_client import (PACHI_DEFAULT_PLAYOUTS, GtpProcess, engine_cwd, find_pachi, pachi_command,
                                      pachi_dir, parse_pachi_spec, resolve_command, speaks_pachi_gtp)

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 from kifunet.cli import main as cli_main
-from kifunet.data_prep import replay, sgf_io
+from kifunet.data_prep.planes import replay
+from kifunet.data_prep.sgf import sgf_io
 from kifunet.data_prep import symmetries as sym
-from kifunet.data_prep.dataset import open_split
+from kifunet.data_prep.datasets.dataset import open_split
 from kifunet.train import input_pipeline as ip
 from test_build import write_corpus
 
@@ -57,7 +58,7 @@ def tfds_spec(corpus):
 
     tfds = require_module("tensorflow_datasets")
     require_module("array_record")
-    from kifunet.data_prep import tfds_go_moves as T
+    from kifunet.data_prep.building import tfds_go_moves as T
 
     root, _ = corpus
     cfg = T.GoMovesConfig(name="passes_maddison", features="maddison",

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from kifunet.data_prep import features, replay
-from kifunet.data_prep.board import Board
+from kifunet.data_prep.planes import features, replay
+from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, WHITE, GameRecord
 from kifunet.play import policy as policy_mod
 from kifunet.play.policy import Policy, fresh_policy, position_record
@@ -192,7 +192,7 @@ def test_a_real_training_run_loads_and_plays(tmp_path):
     import sys
     from pathlib import Path
 
-    from kifunet.data_prep.reader import Reader
+    from kifunet.data_prep.datasets.reader import Reader
 
     samples = Path(__file__).resolve().parents[1] / "samples" / "gnugo"
     if not samples.is_dir():

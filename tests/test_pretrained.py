@@ -45,7 +45,7 @@ def samples_ds(tmp_path_factory):
 
 
 def test_the_pretrained_run_loads_without_its_dataset_and_predicts_moves(samples_ds):
-    from kifunet.data_prep.reader import Reader
+    from kifunet.data_prep.datasets.reader import Reader
     from kifunet.eval.evaluate import evaluate
     from kifunet.eval.runs import load_run
     from kifunet.models import count_params

@@ -10,9 +10,10 @@ import pickle
 import numpy as np
 import pytest
 
-from kifunet.data_prep import build, features, splits
+from kifunet.data_prep.building import build, splits
+from kifunet.data_prep.planes import features
 from kifunet.data_prep import symmetries as sym
-from kifunet.data_prep.reader import Reader
+from kifunet.data_prep.datasets.reader import Reader
 from test_build import cfg_for, quiet, write_corpus
 
 
@@ -97,11 +98,11 @@ def test_a_dataset_built_before_the_outcome_column_still_loads(dataset, tmp_path
 
     import h5py
 
-    from kifunet.data_prep import stats
+    from kifunet.data_prep.datasets import stats
 
     copy = tmp_path / "old"
     shutil.copytree(dataset, copy)
-    from kifunet.data_prep.shards import sha256_file
+    from kifunet.data_prep.datasets.shards import sha256_file
 
     m = json.load(open(copy / "manifest.json"))
     m["columns"].remove("outcome")

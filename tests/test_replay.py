@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 from sgfmill import boards as sgfmill_boards
 
-from kifunet.data_prep import coords, replay, sgf_io
+from kifunet.data_prep import coords
+from kifunet.data_prep.planes import replay
+from kifunet.data_prep.sgf import sgf_io
 from kifunet.data_prep.errors import IllegalMoveError
 from kifunet.data_prep.game import BLACK, WHITE, GameRecord
 

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 from conftest import KGS_2017_01, require_path
 
-from kifunet.data_prep import filters, results, sgf_io
+from kifunet.data_prep.building import filters
+from kifunet.data_prep import results
+from kifunet.data_prep.sgf import sgf_io
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE, GameInfo, GameRecord
 from kifunet.data_prep.results import OUTCOME_UNKNOWN, parse_result
 
@@ -145,7 +147,7 @@ def test_the_command_line_options_name_every_choice_and_kind():
 @pytest.mark.slow
 def test_kgs_2017_01_result_kinds():
     """The result kinds of one real archive (the module docstring gives all nine KGS archives and Fox's)."""
-    from kifunet.data_prep import inputs
+    from kifunet.data_prep.sgf import inputs
 
     require_path(KGS_2017_01, "the KGS 2017-01 archive")
     kinds, spellings = Counter(), Counter()

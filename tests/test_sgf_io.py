@@ -14,10 +14,11 @@ import pytest
 from conftest import require_path
 from sgfmill import sgf
 
-from kifunet.data_prep import coords, ranks, sgf_io
+from kifunet.data_prep import coords, ranks
+from kifunet.data_prep.sgf import sgf_io
 from kifunet.data_prep.errors import SgfError
 from kifunet.data_prep.game import BLACK, EMPTY, MOVE, SETUP, WHITE
-from kifunet.data_prep.sgf_io import FALLBACK_ENCODINGS, REASONS, decode_sgf_bytes, load_game
+from kifunet.data_prep.sgf.sgf_io import FALLBACK_ENCODINGS, REASONS, decode_sgf_bytes, load_game
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bad_inputs"
 KGS = Path(__file__).parents[1] / ".." / "shared" / "data" / "kgs"

@@ -10,8 +10,8 @@ import h5py
 import numpy as np
 import pytest
 
-from kifunet.data_prep import shards
-from kifunet.data_prep.shards import Storage
+from kifunet.data_prep.datasets import shards
+from kifunet.data_prep.datasets.shards import Storage
 
 
 def _planes(rows=300, n=9, c=27, seed=0, density=0.08):

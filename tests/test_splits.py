@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from kifunet.data_prep import splits
+from kifunet.data_prep.building import splits
 from kifunet.data_prep.game import GameInfo
 
 

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from kifunet.cli import main
-from kifunet.data_prep import build, splits, stats
+from kifunet.data_prep.building import build, splits
+from kifunet.data_prep.datasets import stats
 from kifunet.data_prep.coords import from_flat
-from kifunet.data_prep.reader import Reader
-from kifunet.data_prep.manifest import read_manifest
+from kifunet.data_prep.datasets.reader import Reader
+from kifunet.data_prep.datasets.manifest import read_manifest
 from test_build import cfg_for, quiet, write_corpus
 
 

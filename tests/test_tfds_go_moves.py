@@ -1,4 +1,4 @@
-"""The TFDS builder ``go_moves`` (data_prep/tfds_go_moves.py) against ``kifunet build`` on the same small archive.
+"""The TFDS builder ``go_moves`` (data_prep/building/tfds_go_moves.py) against ``kifunet build`` on the same small archive.
 
 * built in a subprocess where TensorFlow cannot be imported, read back there with ``tfds.data_source``;
 * same splits, example counts, full planes and columns as the HDF5 build (as multisets: the orders differ),
@@ -38,8 +38,9 @@ require_module("tensorflow_datasets")
 require_module("array_record")
 
 from kifunet.cli import main as cli_main  # noqa: E402
-from kifunet.data_prep import filters, shards  # noqa: E402
-from kifunet.data_prep.reader import Reader  # noqa: E402
+from kifunet.data_prep.building import filters
+from kifunet.data_prep.datasets import shards  # noqa: E402
+from kifunet.data_prep.datasets.reader import Reader  # noqa: E402
 from test_build import random_game  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -213,7 +214,7 @@ def test_training_runs_from_the_tfds_source(built, tmp_path):
 
 def test_tfds_source_batches_match_the_reader(built):
     pytest.importorskip("jax")
-    from kifunet.data_prep import tfds_reader
+    from kifunet.data_prep.datasets import tfds_reader
     from kifunet.train import input_pipeline
 
     _, res, out = built
@@ -236,7 +237,8 @@ def test_records_written_before_the_outcome_feature_read_as_unknown(built):
     written, by both decoders."""
     from tensorflow_datasets.proto import tf_example_pb2
 
-    from kifunet.data_prep import features, tfds_reader
+    from kifunet.data_prep.planes import features
+    from kifunet.data_prep.datasets import tfds_reader
 
     _, res, _ = built
     r = tfds_reader.TfdsReader(res["dir"], "train")
@@ -319,8 +321,8 @@ def test_beam_direct_runner_builds_the_same_dataset(kgs_2017_01, tmp_path):
     the same options: the same records in the same order and metadata as the one-machine build, the same
     accounting, rejects and positions (full planes and columns) as the HDF5 build."""
     pytest.importorskip("apache_beam", reason=BEAM_ENV)
-    from kifunet.data_prep import tfds_go_moves as T
-    from kifunet.data_prep.dataset import open_split
+    from kifunet.data_prep.building import tfds_go_moves as T
+    from kifunet.data_prep.datasets.dataset import open_split
 
     manual = make_inputs(tmp_path)
     records = 8 + add_real_games(kgs_2017_01, manual)  # make_inputs: 8 records and a README
@@ -374,7 +376,7 @@ def test_gogod_preset():
     opts = filters.resolve(preset="gonn-gogod")
     f = filters.filters_from_options(opts)
     assert f.board_size == 19 and not f.no_handicap and f.min_rank is None and f.min_both_rank is None
-    from kifunet.data_prep import splits
+    from kifunet.data_prep.building import splits
 
     rule = splits.make_rule(opts["splits"])
     assert rule.names() == ["train", "test"]
@@ -382,7 +384,7 @@ def test_gogod_preset():
 
 
 def test_builder_configs():
-    from kifunet.data_prep import tfds_go_moves as T
+    from kifunet.data_prep.building import tfds_go_moves as T
 
     names = {c.name for c in T.GoMoves.BUILDER_CONFIGS}
     assert {"kgs_maddison", "kgs_gonn", "kgs_alphago", "kgs_agz", "gogod_maddison", "gogod_gonn"} <= names
@@ -394,7 +396,7 @@ def test_builder_configs():
 
 def test_kifunet_tfds_command_builds_and_prints_the_accounting(built, tmp_path, capsys):
     from kifunet.commands import tfds as tfds_cmd
-    from kifunet.data_prep import tfds_go_moves
+    from kifunet.data_prep.building import tfds_go_moves
 
     assert set(tfds_cmd.CONFIGS) == {c.name for c in tfds_go_moves.GoMoves.BUILDER_CONFIGS}
     _, res, _ = built
@@ -433,7 +435,7 @@ def _tfds_cli(args: list[str]) -> subprocess.CompletedProcess:
 
 
 def _dataset_dir(data_dir: Path) -> Path:
-    from kifunet.data_prep.tfds_go_moves import VERSION
+    from kifunet.data_prep.building.tfds_go_moves import VERSION
 
     dirs = sorted(data_dir.glob(f"go_moves/*/{VERSION}"))
     assert len(dirs) == 1, dirs
@@ -464,7 +466,7 @@ def cli_built(tmp_path_factory):
 
 
 def test_command_line_options_give_the_hdf5_builds_positions(cli_built):
-    from kifunet.data_prep.dataset import open_split
+    from kifunet.data_prep.datasets.dataset import open_split
 
     h5, h5_out, runs = cli_built
     manifest = json.loads((h5 / "manifest.json").read_text())
@@ -531,7 +533,7 @@ def test_tfds_and_build_share_one_option_surface():
 
 def test_named_configs_are_presets_under_the_options():
     from kifunet.commands.dataset_options import dataset_options
-    from kifunet.data_prep import tfds_go_moves as T
+    from kifunet.data_prep.building import tfds_go_moves as T
 
     p = argparse.ArgumentParser()
     from kifunet.commands.tfds import add_arguments
@@ -636,7 +638,7 @@ def test_docstring_workers_example_runs_as_a_script_without_main_guard(built, tm
     """The module docstring's `workers=2` example, pasted into a script as is (no `if __name__ == "__main__":`)."""
     import re
 
-    from kifunet.data_prep import tfds_go_moves
+    from kifunet.data_prep.building import tfds_go_moves
 
     code = re.search(DOC_SCRIPT_PATTERN, tfds_go_moves.__doc__, re.S).group(1)
     assert "workers=2" in code and "__main__" not in code

@@ -89,7 +89,7 @@ def test_one_device_learns_and_writes_its_files(ds_maddison, tmp_path):
     assert all(0.0 <= r["data_wait_fraction"] <= 1.0 for r in tr[1:])
     ev = metric_writer.read_jsonl(str(tmp_path / "metrics_eval.jsonl"))
     assert [r["step"] for r in ev] == [50, 100]
-    from kifunet.data_prep.reader import Reader
+    from kifunet.data_prep.datasets.reader import Reader
 
     assert ev[-1]["eval_positions"] == len(Reader(ds_maddison, "test"))  # every row, counted once
     # it learns: the loss falls well below the uniform guess over the 81 points (ln 81 = 4.39)

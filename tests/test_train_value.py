@@ -223,7 +223,7 @@ def test_four_devices_take_the_global_masked_mean(tmp_path):
 
 
 def test_the_pipeline_carries_the_outcome_through_symmetries(ds_qiqiao):
-    from kifunet.data_prep.dataset import open_split
+    from kifunet.data_prep.datasets.dataset import open_split
 
     reader = open_split(ds_qiqiao, "train")
     ds = input_pipeline.window_dataset(ds_qiqiao, "train", batch_size=32, seed=0, window_blocks=4)
@@ -246,7 +246,7 @@ def test_a_two_headed_run_logs_value_metrics(qiqiao_run):
     ev = metric_writer.read_jsonl(str(run / "metrics_eval.jsonl"))
     assert all({"loss", "value_mse", "winner_acc", "value_known", "winner_decided"} <= set(r) for r in tr)
     assert all("value_baseline_mse" not in r for r in tr)
-    from kifunet.data_prep.dataset import open_split
+    from kifunet.data_prep.datasets.dataset import open_split
 
     test = open_split(ds, "test").batch(np.arange(len(open_split(ds, "test"))))["outcome"].astype(int)
     known = test[test != -128]

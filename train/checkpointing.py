@@ -48,7 +48,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from kifunet.data_prep.verify import file_sha256
+from kifunet.data_prep.datasets.verify import file_sha256
 
 # JAX, orbax and grain are imported where they are used, so that verifying a step (verify_step, require_loadable)
 # imports none of them: `kifunet gtp` checks the checkpoint before it answers, and loads JAX in the background

@@ -42,7 +42,7 @@ History dropout (``history`` argument, for feature sets with history planes):
 
 * ``'none'``: planes as stored.
 * ``'all'`` with probability ``p``: the row loses all its history planes, the groups its features declare
-  (``Feature.history``, :mod:`kifunet.data_prep.features`): GoNN ``previous_moves_5``: the 5 previous-move
+  (``Feature.history``, :mod:`kifunet.data_prep.planes.features`): GoNN ``previous_moves_5``: the 5 previous-move
   planes; AGZ ``history_8``: the stones at t-1..t-7 of both colours, the stones at t kept.
 * ``'cascade'`` with conditional keep probabilities ``keep_probs``: history depth d is kept only if depth
   d-1 was, with probability ``keep_probs[d-1]``. GoNN's write.exe (docs/gonn.md section 3) used
@@ -80,7 +80,7 @@ import grain
 import numpy as np
 from numba import njit
 
-from kifunet.data_prep import dataset as dataset_mod
+from kifunet.data_prep.datasets import dataset as dataset_mod
 from kifunet.data_prep import symmetries as sym_mod
 from kifunet.data_prep.results import OUTCOME_UNKNOWN
 
@@ -115,7 +115,7 @@ class Layout:
 
 def layout_for(fs) -> Layout:
     """The :class:`Layout` of a feature set; history groups are what its features declare
-    (:meth:`kifunet.data_prep.features.FeatureSet.history_channels`)."""
+    (:meth:`kifunet.data_prep.planes.features.FeatureSet.history_channels`)."""
     stored_out, const_out, consts = [], [], []
     for f, dst in zip(fs.features, fs.offsets()):
         if f.constant:
@@ -207,7 +207,7 @@ class WindowBuilder:
     @property
     def layout(self) -> Layout:
         if self._layout is None:
-            from kifunet.data_prep import features
+            from kifunet.data_prep.planes import features
 
             self._fs = features.get(self.feature_name)
             self._layout = layout_for(self._fs)
@@ -470,8 +470,8 @@ class BatchIterator(grain.DatasetIterator):
 
 
 def block_source(root: str, split: str, block_rows: int = 0):
-    """The blocks of a dataset split (HDF5 or ``tfds:``; :func:`kifunet.data_prep.dataset.open_split`) as a grain
-    source: :class:`kifunet.data_prep.dataset_base.Blocks` (blocks, ``read_rows``, ``num_rows``)."""
+    """The blocks of a dataset split (HDF5 or ``tfds:``; :func:`kifunet.data_prep.datasets.dataset.open_split`) as a grain
+    source: :class:`kifunet.data_prep.datasets.dataset_base.Blocks` (blocks, ``read_rows``, ``num_rows``)."""
     return dataset_mod.open_split(root, split, assemble=False).blocks(block_rows)
 
 
@@ -684,5 +684,5 @@ class Prefetcher:
 
 def describe(root: str, split: str) -> dict:
     """Shape facts of a built split: rows, board size, feature set, plane count and shards
-    (:meth:`kifunet.data_prep.dataset_base.DatasetSplit.describe`)."""
+    (:meth:`kifunet.data_prep.datasets.dataset_base.DatasetSplit.describe`)."""
     return dataset_mod.describe(root, split)

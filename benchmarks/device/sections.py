@@ -115,7 +115,7 @@ def time_train_step(name: str, *, dtype: str, batch: int, quick: bool, round_s: 
     import numpy as np
 
     from kifunet import models
-    from kifunet.data_prep import features
+    from kifunet.data_prep.planes import features
     from kifunet.train import configs as configs_mod
     from kifunet.train import parallel, train
 

@@ -10,7 +10,7 @@ A split left empty while another has positions is not an error.
 Faults of the output directory are one line, exit 2 (:mod:`kifunet.errors`): a file or a read-only file system
 at ``--out``, a full disk (the line adds that a rerun resumes the build), another build running on ``--out``
 (``DIR is being built by another kifunet build (pid N); ...``), and an estimated need of space above what the
-disk has free (``--no-space-check`` builds anyway; :mod:`kifunet.data_prep.build_space`).
+disk has free (``--no-space-check`` builds anyway; :mod:`kifunet.data_prep.building.build_space`).
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args):
-    from kifunet.data_prep import build, shards
+    from kifunet.data_prep.building import build
+    from kifunet.data_prep.datasets import shards
 
     d = dataset_options(args)
     storage = shards.Storage(planes=args.planes, compression=args.compression, level=args.compression_level,
@@ -72,8 +73,8 @@ def config_from_args(args):
 
 
 def run(args) -> int:
-    from kifunet.data_prep import build
-    from kifunet.data_prep.manifest import MANIFEST, REJECTS
+    from kifunet.data_prep.building import build
+    from kifunet.data_prep.datasets.manifest import MANIFEST, REJECTS
 
     try:
         cfg = config_from_args(args)

@@ -41,7 +41,7 @@ def add_dataset_options(p: argparse.ArgumentParser, *, options_file_flags=("--op
     f.add_argument("--date-from", metavar="DATE", help="first date kept (YYYY, YYYY-MM or YYYY-MM-DD)")
     f.add_argument("--date-to", metavar="DATE", help="last date kept (inclusive; YYYY covers the whole year)")
     f.add_argument("--min-moves", type=int, metavar="N", help="drop games with fewer than N moves")
-    # the choices and kinds are kifunet.data_prep.filters.RESULT_CHOICES and results.KINDS (not imported here:
+    # the choices and kinds are kifunet.data_prep.building.filters.RESULT_CHOICES and results.KINDS (not imported here:
     # see the module docstring; tests/test_results.py checks they agree)
     f.add_argument("--result", choices=("any", "known"), default=None,
                    help="known: drop games whose result is unknown or void (no RE, RE[?], Void, unreadable), "
@@ -76,8 +76,8 @@ class DatasetOptions:
 
     features: str
     preset: str | None
-    filters: object  # kifunet.data_prep.filters.Filters
-    splits: object  # kifunet.data_prep.splits.SplitRule
+    filters: object  # kifunet.data_prep.building.filters.Filters
+    splits: object  # kifunet.data_prep.building.splits.SplitRule
     options: dict  # the resolved option dict, as recorded in the manifest / TFDS metadata (hash_splits included)
     allow_empty: bool = False
 
@@ -86,7 +86,7 @@ def dataset_options(args, *, preset: str | None = None, features: str | None = N
                     options: dict | None = None) -> DatasetOptions:
     """Resolve the flags of :func:`add_dataset_options` over a base (``preset``, ``features``, ``options``: a
     named config's; see the module docstring). Raises ``ValueError`` for a bad value."""
-    from kifunet.data_prep import filters, splits
+    from kifunet.data_prep.building import filters, splits
 
     base = dict(options or {})
     base_hash = base.pop("hash_splits", None)
@@ -113,11 +113,11 @@ def dataset_options(args, *, preset: str | None = None, features: str | None = N
 
 
 def report(prog: str, out: str, meta: dict, details: tuple[str, str], *, allow_empty: bool) -> int:
-    """Print a finished build's accounting (:func:`kifunet.data_prep.manifest.summary_lines`: counts, splits,
+    """Print a finished build's accounting (:func:`kifunet.data_prep.datasets.manifest.summary_lines`: counts, splits,
     filters, rejects and input errors by reason) and return the exit status: 2 with ``PROG: error: no
     positions written (...)`` on stderr when no split received a position, unless ``allow_empty``.
     ``meta``: the HDF5 manifest or the TFDS ``kifunet`` metadata; ``details``: (its path, rejects.jsonl)."""
-    from kifunet.data_prep.manifest import summary_lines
+    from kifunet.data_prep.datasets.manifest import summary_lines
 
     for line in summary_lines(out, meta, details):
         print(line)

@@ -98,7 +98,7 @@ def _as_rank(text: str | None) -> int | None:
 
 
 def run(args) -> int:
-    from kifunet.data_prep.dataset import open_split
+    from kifunet.data_prep.datasets.dataset import open_split
     from kifunet.eval import metrics
     from kifunet.eval.evaluate import evaluate, format_result, load_result, merge_results, save_result
     from kifunet.eval.runs import find_workdir, load_run

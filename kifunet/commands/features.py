@@ -25,7 +25,8 @@ def _print_set(fs) -> None:
 
 
 def _show_position(fs, path: str, move: int, allow_suicide: bool) -> int:
-    from kifunet.data_prep import coords, replay
+    from kifunet.data_prep import coords
+    from kifunet.data_prep.planes import replay
     from kifunet.data_prep._jit import announce_compile
 
     if move < 1:
@@ -68,7 +69,7 @@ def _show_position(fs, path: str, move: int, allow_suicide: bool) -> int:
 
 
 def run(args) -> int:
-    from kifunet.data_prep import features
+    from kifunet.data_prep.planes import features
 
     if args.name is None and args.sgf:
         raise CommandError(f"name the feature set to show, e.g. `kifunet features maddison --sgf {args.sgf}`")

@@ -17,8 +17,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from kifunet.data_prep import stats
-    from kifunet.data_prep.dataset import open_split
+    from kifunet.data_prep.datasets import stats
+    from kifunet.data_prep.datasets.dataset import open_split
 
     with open_split(args.dataset, args.split) as r:  # no dataset, no such split: reported by kifunet.cli
         if not 0 <= args.index < len(r):

@@ -64,7 +64,7 @@ def run(args) -> int:
     import numpy as np
 
     from kifunet.data_prep._jit import announce_compile
-    from kifunet.data_prep.replay import load
+    from kifunet.data_prep.planes.replay import load
     from kifunet.eval import board_image
 
     record = load(args.sgf)  # an unreadable SGF is reported now (SgfError)

@@ -14,7 +14,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from kifunet.data_prep import stats
+    from kifunet.data_prep.datasets import stats
 
     st = stats.dataset_stats(args.dataset)  # not a dataset: reported by kifunet.cli (kifunet.errors)
     print(json.dumps(st, indent=2, ensure_ascii=False) if args.json else stats.format_stats(st))

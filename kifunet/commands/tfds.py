@@ -1,5 +1,5 @@
 """``kifunet tfds --config kgs_maddison --manual-dir ARCHIVES --data-dir DIR [options] [--beam BEAM_OPTIONS...]``:
-build the TFDS ``go_moves`` dataset (array_record; :mod:`kifunet.data_prep.tfds_go_moves`).
+build the TFDS ``go_moves`` dataset (array_record; :mod:`kifunet.data_prep.building.tfds_go_moves`).
 
 The options are ``kifunet build``'s (:mod:`kifunet.commands.dataset_options`: the same definitions, resolution
 and summary): ``--features``, ``--preset``, ``--options-file``, the game and move filters, ``--split``,
@@ -55,8 +55,8 @@ def run(args) -> int:
         raise CommandError(f"unrecognized arguments: {' '.join(args.extra)} (Beam pipeline options need --beam)")
     from etils import epath
 
-    from kifunet.data_prep import tfds_go_moves
-    from kifunet.data_prep.tfds_reader import METADATA, kifunet_metadata
+    from kifunet.data_prep.building import tfds_go_moves
+    from kifunet.data_prep.datasets.tfds_reader import METADATA, kifunet_metadata
 
     try:
         base = tfds_go_moves.named_config(args.config)

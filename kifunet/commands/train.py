@@ -36,7 +36,7 @@ config overrides: any field of the config file, e.g.
 configs: train/configs/*.py (cpu_small, maddison12, alphago13_192, cazenave10, gonn5, gonn12, agz20, mao,
 garb10, tiny); `kifunet train --config FILE --workdir DIR --print-config` shows the resolved config.
 datasets: a `kifunet build` directory, or a TFDS go_moves dataset: --config.dataset=tfds:DIR (its
-dataset_info.json directory) or tfds:go_moves/CONFIG@DATA_DIR (data_prep/dataset.py).
+dataset_info.json directory) or tfds:go_moves/CONFIG@DATA_DIR (data_prep/datasets/dataset.py).
 exit status:
 """ + "\n".join(f"  {code:>6}  {what}" for code, what in EXIT_STATUSES) + "\n"
 
@@ -72,7 +72,7 @@ def run(args) -> int:
 
     parallel.use_cpu_devices(cfg.cpu_devices)
     parallel.initialize_distributed()
-    from kifunet.data_prep.dataset_base import DatasetError
+    from kifunet.data_prep.datasets.dataset_base import DatasetError
     from kifunet.train import preemption, train
 
     try:

@@ -1,6 +1,6 @@
 """``kifunet verify DATASET|RUN``: check every file of a built dataset against the sha256 and row counts its manifest
-recorded (:func:`kifunet.data_prep.dataset.verify_dataset`), or every checkpoint step of a training run against the
-checksums recorded when it was saved (:func:`kifunet.train.checkpointing.verify_checkpoints`).
+recorded (:func:`kifunet.data_prep.datasets.dataset.verify_dataset`), or every checkpoint step of a training run against
+the checksums recorded when it was saved (:func:`kifunet.train.checkpointing.verify_checkpoints`).
 
 A run (a directory with ``checkpoints/``, its ``checkpoints`` directory, or one step's directory) prints one line
 per step (intact, unverified: saved without checksums, or damaged with the first problem) and exits 0 when no step
@@ -73,7 +73,7 @@ def verify_run(path: str) -> int:
 def run(args) -> int:
     if is_run(args.dataset) and not os.path.isfile(os.path.join(args.dataset, "manifest.json")):
         return verify_run(args.dataset)
-    from kifunet.data_prep.dataset import verify_dataset
+    from kifunet.data_prep.datasets.dataset import verify_dataset
 
     reports = verify_dataset(args.dataset)  # no dataset, a damaged manifest: reported by kifunet.cli
     print(f"{args.dataset}:")

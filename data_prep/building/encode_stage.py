@@ -1,10 +1,10 @@
 """Build stage 1, encode: game records -> work units of encoded positions spilled to ``WORK/units/``.
 
-The game records of the inputs (:mod:`kifunet.data_prep.inputs`, in input order) are cut into fixed *work
+The game records of the inputs (:mod:`kifunet.data_prep.sgf.inputs`, in input order) are cut into fixed *work
 units* of ``unit_games`` records (:func:`encode_inputs`). A worker process encodes each unit
 (:func:`encode_unit`): for each record (:func:`encode_record`) it loads it
-(:func:`kifunet.data_prep.sgf_io.load_game`), applies the game filters and the split rule, replays it
-(:func:`kifunet.data_prep.replay.encode_game`; an illegal move rejects the whole game, reason
+(:func:`kifunet.data_prep.sgf.sgf_io.load_game`), applies the game filters and the split rule, replays it
+(:func:`kifunet.data_prep.planes.replay.encode_game`; an illegal move rejects the whole game, reason
 ``illegal_move:<why>``, naming the move), applies the move filters and keeps the positions left, each point's
 planes packed into bytes. A unit's output depends only on its records and the options, never on the worker or
 timing.
@@ -22,8 +22,8 @@ exists only once complete):
 What a spill holds is versioned (:data:`SPILL_VERSION`, part of the build's fingerprint): a build started by a
 kifunet whose units hold something else is not resumed with them (it asks for ``--overwrite``).
 
-**Narrow columns.** The spill, the shards (:data:`kifunet.data_prep.shards.COLUMN_DTYPES`), the games tables
-(:data:`kifunet.data_prep.shards.GAME_NUM_COLUMNS`) and the TFDS features store small integers. Every value the
+**Narrow columns.** The spill, the shards (:data:`kifunet.data_prep.datasets.shards.COLUMN_DTYPES`), the games tables
+(:data:`kifunet.data_prep.datasets.shards.GAME_NUM_COLUMNS`) and the TFDS features store small integers. Every value the
 parser can produce either fits, or the record is rejected *here*, in the worker, right after it is read (before
 the game filters and the replay), so it is accounted for (``rejected{reason}``, a line in ``rejects.jsonl``) and
 never reaches a writer. Widening a stored column would change the bytes of every dataset, so absurd values are
@@ -67,8 +67,8 @@ per-row column is never narrower than the games-table value it comes from (``mov
 the ranks), and the shard and TFDS columns are never narrower than the spill's (tested).
 
 :func:`read_unit` and :func:`unit_arrays` read it back (the plan and write stages, the TFDS builder). A
-rerun reuses every finished unit. With a :class:`~kifunet.data_prep.worker_pool.WorkerPool`, a unit whose
-worker died is rerun alone (:func:`kifunet.data_prep.worker_pool.run_isolated`): a record that kills the worker
+rerun reuses every finished unit. With a :class:`~kifunet.data_prep.building.worker_pool.WorkerPool`, a unit whose
+worker died is rerun alone (:func:`kifunet.data_prep.building.worker_pool.run_isolated`): a record that kills the worker
 again is rejected (``worker_crash``) and its unit finishes without it.
 """
 
@@ -85,11 +85,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import inputs as inputs_mod
-from . import results as results_mod
-from . import shards as shards_mod
+from ..sgf import inputs as inputs_mod
+from .. import results as results_mod
+from ..datasets import shards as shards_mod
 from .build_space import count_moves_in, naming
-from .errors import IllegalMoveError, KifunetInputError
+from ..errors import IllegalMoveError, KifunetInputError
 from .filters import MOVE_REASONS, Filters
 from .progress import Progress
 from .worker_pool import WorkerPool, run_isolated
@@ -169,11 +169,11 @@ def _game_meta(rec) -> dict:
 
 
 def admit(src, filt: Filters, rule):
-    """The first half of encoding a record (an :class:`kifunet.data_prep.inputs.Source`): load it, check its
+    """The first half of encoding a record (an :class:`kifunet.data_prep.sgf.inputs.Source`): load it, check its
     columns' limits, apply the game filters and the split rule. Returns ``(game dict, record)`` for a game to
     replay (the dict has its ``split``), else ``(game dict, None)`` with ``status`` and ``reason``. Never raises
     for a bad record."""
-    from . import sgf_io
+    from ..sgf import sgf_io
 
     g = {"path": src.path}
     if src.error is not None:
@@ -206,11 +206,11 @@ def admit(src, filt: Filters, rule):
 
 
 def kept_positions(src, filt: Filters, rule) -> int:
-    """How many positions of a record (an :class:`kifunet.data_prep.inputs.Source`) the build keeps, without
+    """How many positions of a record (an :class:`kifunet.data_prep.sgf.inputs.Source`) the build keeps, without
     replaying it: 0 unless :func:`admit` admits the game, else its moves that pass the move filters (the columns
-    those read are :func:`kifunet.data_prep.replay.encode_game`'s, derived from the record alone). A game that
+    those read are :func:`kifunet.data_prep.planes.replay.encode_game`'s, derived from the record alone). A game that
     turns out to hold an illegal move is counted; the build rejects it."""
-    from .game import BLACK, MOVE
+    from ..game import BLACK, MOVE
 
     _, rec = admit(src, filt, rule)
     if rec is None:
@@ -227,8 +227,8 @@ def kept_positions(src, filt: Filters, rule) -> int:
 
 def sample_kept(inputs: list[str], step: int, filt: Filters, rule) -> tuple[int, int]:
     """(positions kept, moves) of every ``step``-th record of ``inputs`` (:func:`kept_positions`; moves as
-    :func:`kifunet.data_prep.build_space.count_moves_in` counts them): the sample of the build's space estimate.
-    Loads records: run in a worker process where there are workers."""
+    :func:`kifunet.data_prep.building.build_space.count_moves_in` counts them): the sample of the build's space
+    estimate. Loads records: run in a worker process where there are workers."""
     kept = moves = 0
     for i, src in enumerate(inputs_mod.iter_sources(inputs)):
         if i % step == 0:
@@ -239,7 +239,7 @@ def sample_kept(inputs: list[str], step: int, filt: Filters, rule) -> tuple[int,
 
 def _encode_one(src, fs, filt: Filters, rule, symmetries: str):
     """(game dict, planes uint8[R, N, N, Cs] | None, spill columns | None) for one record."""
-    from . import replay
+    from ..planes import replay
 
     g, rec = admit(src, filt, rule)
     if rec is None:
@@ -280,7 +280,7 @@ def _encode_one(src, fs, filt: Filters, rule, symmetries: str):
     cols["opponent_rank"] = enc.opponent_rank[keep]
     cols["outcome"] = results_mod.outcome(rec.info.result_kind, rec.info.winner, cols["to_move"])
     if symmetries == "all":
-        from . import symmetries as sym
+        from .. import symmetries as sym
 
         s = np.tile(np.arange(8, dtype=np.int64), k)
         planes = sym.apply_planes_batch(np.repeat(planes, 8, axis=0), s)
@@ -291,7 +291,7 @@ def _encode_one(src, fs, filt: Filters, rule, symmetries: str):
 
 
 def encode_record(src, fs, filt: Filters, rule, symmetries: str = "none"):
-    """One record (an :class:`kifunet.data_prep.inputs.Source`) -> (game dict, packed points uint8 [R, N, N, W]
+    """One record (an :class:`kifunet.data_prep.sgf.inputs.Source`) -> (game dict, packed points uint8 [R, N, N, W]
     | None, :data:`SPILL_DTYPE` columns | None); the points and columns are None unless the game is used
     (``status`` ``ok``). Never raises for a bad record: a bug on one record rejects it (``internal_error``)."""
     try:
@@ -322,7 +322,7 @@ def encode_unit(u: int, sources: list, cfg: dict, work: str, isolate: bool = Fal
     ``isolate``: write the index of the record in progress to ``unit-NNNNN.inprogress`` before each record, so
     that a crash can be pinned on it. ``skip``: record indices that crashed a worker before (rejected).
     """
-    from . import features
+    from ..planes import features
 
     fs = features.get(cfg["features"])
     filt = Filters(**cfg["filters"])
@@ -425,7 +425,7 @@ def encode_inputs(inputs: list[str], ucfg: dict, work: str, infos: list, *, unit
         p = os.path.join(units_dir, name)
         if ".tmp-" in name:
             shutil.rmtree(p, ignore_errors=True)
-    from ._jit import announce_compile
+    from .._jit import announce_compile
 
     announce_compile()  # before the bar, which would sit at 0% while the first unit compiles the kernels
     show = sys.stderr.isatty() if progress is None else progress

@@ -1,32 +1,32 @@
 """``kifunet build``: SGF inputs -> filtered, encoded, shuffled, sharded HDF5 with a manifest.
 
 This module is the command's orchestration: the options (:class:`BuildConfig`), the fingerprint and lock of the
-output directory, the disk space check (:mod:`kifunet.data_prep.build_space`), and :func:`build`, which runs the
-stages. Pipeline (every stage deterministic; see the README section "Building a dataset"):
+output directory, the disk space check (:mod:`kifunet.data_prep.building.build_space`), and :func:`build`, which runs
+the stages. Pipeline (every stage deterministic; see the README section "Building a dataset"):
 
-1. **Encode** (parallel, :mod:`kifunet.data_prep.encode_stage`). The game records of the inputs are cut into
+1. **Encode** (parallel, :mod:`kifunet.data_prep.building.encode_stage`). The game records of the inputs are cut into
    fixed *work units* of ``unit_games`` records; a worker process filters, splits and replays each record
    (an illegal move rejects the whole game) and appends the kept positions (each point's planes packed into
    bytes) to the unit's spill files in ``DIR/.work/units/unit-NNNNN/`` (written to a temporary name, then
    renamed). A unit's output depends only on its records and the options, never on the worker or timing.
-2. **Plan** (main process, :mod:`kifunet.data_prep.plan_stage`). Units are read in order: duplicates (the same
+2. **Plan** (main process, :mod:`kifunet.data_prep.building.plan_stage`). Units are read in order: duplicates (the same
    game, ``GameRecord.game_id``; the first copy that passed every filter wins) are dropped, each split gets its games table, and the
    split's positions are put in a random order drawn from ``seed`` (a full permutation of all the split's
    positions: shuffled across games and across shards) and cut into shards of at most ``shard_rows`` rows
    (sizes differ by at most one).
-3. **Write** (parallel, :mod:`kifunet.data_prep.write_stage`). Each shard gathers its rows from the spill files
+3. **Write** (parallel, :mod:`kifunet.data_prep.building.write_stage`). Each shard gathers its rows from the spill files
    (memory-mapped one unit at a time, so a worker holds one shard's rows whatever the dataset size) and is
    written to ``shard-NNNNN.h5.tmp``, then renamed.
 4. **Finish** (here): ``games.h5`` per split, ``rejects.jsonl`` (one line per game not used, and per damaged
-   input), ``manifest.json`` (atomic, :mod:`kifunet.data_prep.manifest`), then ``.work`` is removed.
+   input), ``manifest.json`` (atomic, :mod:`kifunet.data_prep.datasets.manifest`), then ``.work`` is removed.
 
-The encode and write stages share one :class:`kifunet.data_prep.worker_pool.WorkerPool` (``workers`` >= 1;
-0 runs everything in this process); :mod:`kifunet.data_prep.progress` draws the progress bars.
+The encode and write stages share one :class:`kifunet.data_prep.building.worker_pool.WorkerPool` (``workers`` >= 1;
+0 runs everything in this process); :mod:`kifunet.data_prep.building.progress` draws the progress bars.
 
 **Resume.** Rerunning the same command on the same ``DIR`` after a crash or ``kill -9`` reuses every finished
 unit and shard (their files exist only once complete) and redoes the rest; the result is byte-identical to an
 uninterrupted build. ``DIR/.work/fingerprint.json`` records the options, the inputs' sizes and mtimes and the
-spill version (:data:`kifunet.data_prep.encode_stage.SPILL_VERSION`); a rerun with different options or
+spill version (:data:`kifunet.data_prep.building.encode_stage.SPILL_VERSION`); a rerun with different options or
 changed inputs, or by a kifunet whose work units differ, is refused (``--overwrite`` starts over).
 
 **Lock.** A build holds ``DIR/.lock`` (an exclusive ``flock``; the file holds its pid) from before it looks at
@@ -38,12 +38,12 @@ finished build of the same settings there is found as usual, anything else is th
 **Space.** Before the encode stage the build prints its estimated spill and shards and the free space
 (``spill: about X MB needed in DIR/.work and Y MB for the shards (Z MB free in DIR; ...)``) and refuses to start
 when the free space is less than the estimate (less what an interrupted run already wrote); the spill of the
-default storage is 9.7 times the final shards (measured; the figures are in :mod:`kifunet.data_prep.build_space`).
-A full disk during the build is reported in one line (``PATH: No space left on device; ...``) and leaves the
-build resumable: rerun it when there is space.
+default storage is 9.7 times the final shards (measured; the figures are in
+:mod:`kifunet.data_prep.building.build_space`). A full disk during the build is reported in one line (``PATH: No space
+left on device; ...``) and leaves the build resumable: rerun it when there is space.
 
 **Crashes.** If a worker process dies (a crash in compiled code), the units it had in flight are rerun one
-at a time in *isolation* mode (:func:`kifunet.data_prep.worker_pool.run_isolated`), which notes the record in
+at a time in *isolation* mode (:func:`kifunet.data_prep.building.worker_pool.run_isolated`), which notes the record in
 progress before each one: a record that kills the worker again is rejected (``worker_crash``) and its unit
 finishes without it.
 """
@@ -62,15 +62,15 @@ import time
 from collections.abc import Callable
 
 from . import build_space
-from . import inputs as inputs_mod
-from . import shards as shards_mod
+from ..sgf import inputs as inputs_mod
+from ..datasets import shards as shards_mod
 from .encode_stage import SPILL_VERSION, UNIT_GAMES, encode_inputs, sample_kept, spill_row_bytes, unit_config
 from .filters import Filters
-from .manifest import BASE_COLUMNS, FORMAT_VERSION, MANIFEST, REJECTS, hash_json, tool_version
-from .manifest import manifest as make_manifest
-from .manifest import write_manifest
+from ..datasets.manifest import BASE_COLUMNS, FORMAT_VERSION, MANIFEST, REJECTS, hash_json, tool_version
+from ..datasets.manifest import manifest as make_manifest
+from ..datasets.manifest import write_manifest
 from .plan_stage import plan, shard_tasks
-from .shards import Storage
+from ..datasets.shards import Storage
 from .splits import SplitRule
 from .worker_pool import WorkerPool
 from .write_stage import write_shards
@@ -109,7 +109,7 @@ class BuildConfig:
 
     def fingerprint(self) -> dict:
         """Everything the output depends on (not workers, progress, keep_work or space_check)."""
-        from . import features
+        from ..planes import features
 
         fs = features.get(self.features)
         return {
@@ -241,7 +241,7 @@ def _clear_out(out: str) -> None:
 
 def build(cfg: BuildConfig, log: Callable[[str], None] | None = None, timings: dict | None = None) -> dict:
     """Run (or resume) a build. Returns the manifest; ``timings`` (if given) receives seconds per stage."""
-    from . import features
+    from ..planes import features
 
     log = log or (lambda msg: print(msg, file=sys.stderr))
     t0 = time.time()
@@ -263,7 +263,7 @@ def build(cfg: BuildConfig, log: Callable[[str], None] | None = None, timings: d
 
 
 def _kept_share(cfg: BuildConfig, step: int, pool: WorkerPool | None, log: Callable[[str], None]) -> float | None:
-    """:func:`kifunet.data_prep.encode_stage.sample_kept`, in a worker when there are workers (loading a record
+    """:func:`kifunet.data_prep.building.encode_stage.sample_kept`, in a worker when there are workers (loading a record
     could crash the process; the build's crash isolation covers the sample too); None if it crashed one."""
     args = (cfg.inputs, step, cfg.filters, cfg.splits)
     if pool is None:
@@ -279,7 +279,7 @@ def _kept_share(cfg: BuildConfig, step: int, pool: WorkerPool | None, log: Calla
 
 
 def _check_space(cfg: BuildConfig, fs, work: str, pool: WorkerPool | None, log: Callable[[str], None]) -> int | None:
-    """Print the estimated space (:mod:`kifunet.data_prep.build_space`); ``BuildError`` if the disk has less.
+    """Print the estimated space (:mod:`kifunet.data_prep.building.build_space`); ``BuildError`` if the disk has less.
     Returns the inputs' record count (the encode stage's progress total), or None when not checked."""
     if not cfg.space_check:
         return None

@@ -8,12 +8,12 @@ with ``BrokenProcessPool``; the caller collects those tasks and :meth:`WorkerPoo
 that kills the worker. The task follows a small protocol: it is called as ``fn(*args, True, skip)``; before each
 item of its list it writes the item's index to ``marker``, and the items whose indices are in ``skip`` it does
 not process (it records them as rejected). After a crash the marker names the culprit, which joins ``skip``, and
-the task runs again until it completes. :func:`kifunet.data_prep.encode_stage.encode_unit` is such a task.
+the task runs again until it completes. :func:`kifunet.data_prep.building.encode_stage.encode_unit` is such a task.
 
 The workers do not re-run the caller's ``__main__`` (multiprocessing's ``spawn``/``forkserver`` workers normally
 import the main script again, as ``__mp_main__``): every task they run is a function of kifunet's own modules,
 and a script that builds with workers at its top level, without an ``if __name__ == "__main__":`` guard (the
-``workers=2`` example of :mod:`kifunet.data_prep.tfds_go_moves`), would otherwise start a second build inside
+``workers=2`` example of :mod:`kifunet.data_prep.building.tfds_go_moves`), would otherwise start a second build inside
 each worker, which multiprocessing stops with an error that kills the worker before its first record. The
 flip side: a worker does not see what the main script defines (such as a feature set registered there).
 """
@@ -29,8 +29,9 @@ import types
 from collections.abc import Callable, Sequence
 
 # imported once in the forkserver, so that each worker starts with them loaded
-PRELOAD = ["kifunet.data_prep.encode_stage", "kifunet.data_prep.write_stage", "kifunet.data_prep.replay",
-           "kifunet.data_prep.sgf_io", "kifunet.data_prep.features", "h5py"]
+PRELOAD = ["kifunet.data_prep.building.encode_stage", "kifunet.data_prep.building.write_stage",
+           "kifunet.data_prep.planes.replay", "kifunet.data_prep.sgf.sgf_io", "kifunet.data_prep.planes.features",
+           "h5py"]
 
 
 # what a worker's start-up sees as the parent's __main__: no __file__ nor __spec__, so nothing to re-run

@@ -4,10 +4,10 @@ naming of the file a failed write was writing (:func:`naming`).
 **Estimate** (:func:`estimate`). The build reads its inputs twice before it starts: every record's moves
 (:func:`count_moves`: each ``;B[`` or ``;W[``; the same count gives the encode stage's progress total), then
 :data:`SAMPLE` records spread evenly over them, loaded and filtered without a replay, in a worker process where
-there are workers (:func:`kifunet.data_prep.encode_stage.sample_kept`: the game filters, the split rule, the move
-filters), which gives the share of moves the build keeps as positions. A position's spill row
-(:func:`kifunet.data_prep.encode_stage.spill_row_bytes`) is its packed points, ``N * N * ceil(Cs / 8)`` bytes
-for the feature set's ``Cs`` stored planes, and one :data:`~kifunet.data_prep.encode_stage.SPILL_DTYPE` row,
+there are workers (:func:`kifunet.data_prep.building.encode_stage.sample_kept`: the game filters, the split rule, the
+move filters), which gives the share of moves the build keeps as positions. A position's spill row
+(:func:`kifunet.data_prep.building.encode_stage.spill_row_bytes`) is its packed points, ``N * N * ceil(Cs / 8)`` bytes
+for the feature set's ``Cs`` stored planes, and one :data:`~kifunet.data_prep.building.encode_stage.SPILL_DTYPE` row,
 eight rows with ``--symmetries all``; every record adds its ``games.json`` entry (:data:`GAME_BYTES`). The
 shards are estimated from the same rows: for gzip-compressed ``codes`` (the default storage)
 :data:`SHARD_RATIO_GZIP_CODES` of the spill, for any other storage the rows' uncompressed size in that layout (a
@@ -52,8 +52,8 @@ import shutil
 
 import numpy as np
 
-from . import inputs as inputs_mod
-from . import shards as shards_mod
+from ..sgf import inputs as inputs_mod
+from ..datasets import shards as shards_mod
 
 MB = 1_000_000
 #: bytes of a record's ``games.json`` entry in the spill, measured: 670 a record (samples/gnugo), 691
@@ -77,8 +77,8 @@ _MOVE = re.compile(rb";\s*[BW]\[")
 class Scan:
     """What the build read of its inputs before it starts: ``records``, ``moves`` (of all records, from
     :func:`count_moves`), and ``kept``, the share of moves the build keeps as positions (its game and move
-    filters), measured on ``sampled`` records (:func:`kifunet.data_prep.encode_stage.sample_kept`); None when the
-    sample could not be measured (every move is then counted as kept)."""
+    filters), measured on ``sampled`` records (:func:`kifunet.data_prep.building.encode_stage.sample_kept`); None when
+    the sample could not be measured (every move is then counted as kept)."""
     records: int
     moves: int
     kept: float | None
@@ -129,9 +129,9 @@ def shard_row_bytes(storage, n: int, num_stored: int, spill_row: int) -> float:
 
 
 def estimate(cfg, fs, seen: Scan, spill_row: int) -> Estimate:
-    """The disk needs of the build ``cfg`` (a :class:`~kifunet.data_prep.build.BuildConfig`) with feature set
+    """The disk needs of the build ``cfg`` (a :class:`~kifunet.data_prep.building.build.BuildConfig`) with feature set
     ``fs``, from :func:`scan`'s ``seen`` and the bytes of a position in the spill
-    (:func:`kifunet.data_prep.encode_stage.spill_row_bytes`); see the module docstring."""
+    (:func:`kifunet.data_prep.building.encode_stage.spill_row_bytes`); see the module docstring."""
     kept = 1.0 if seen.kept is None else seen.kept
     rows = round(seen.moves * kept) * (8 if cfg.symmetries == "all" else 1)
     spill = rows * spill_row + seen.records * GAME_BYTES

@@ -38,7 +38,7 @@ Narrow columns (here and in ``games.h5``): every value the SGF parser can produc
 the record in its encode stage before any writer sees it: more than 32,767 moves ``too_many_moves`` (so
 ``move_number`` and ``num_moves`` fit int16), ``HA`` above 127 ``bad_handicap``, a rank, year or size out of
 its column ``bad_rank``/``bad_year``/``board_size``; a komi float32 cannot hold is stored as unknown. The
-table of columns, limits and rules is in :mod:`kifunet.data_prep.encode_stage`.
+table of columns, limits and rules is in :mod:`kifunet.data_prep.building.encode_stage`.
 
 File attributes: ``format`` (``kifunet-shard``), ``format_version``, ``planes_layout``, ``feature_set``,
 ``feature_version``, ``board_size``, ``num_stored``, ``split``, ``shard``, ``rows``.
@@ -63,8 +63,8 @@ import h5py
 import numpy as np
 from numba import njit
 
-from .results import KINDS as RESULT_KINDS
-from .results import OUTCOME_UNKNOWN
+from ..results import KINDS as RESULT_KINDS
+from ..results import OUTCOME_UNKNOWN
 
 FORMAT = "kifunet-shard"
 FORMAT_VERSION = 1
@@ -349,8 +349,8 @@ class ShardFile:
     existed) is its default on every row.
 
     ``expect``: the shard's manifest entry (``sha256``, ``rows``); given, the file is checked against it before
-    it first opens in a process (:func:`kifunet.data_prep.verify.check_shard`). A file that is damaged, cut or
-    missing raises :class:`kifunet.data_prep.dataset_base.CorruptDatasetError` naming it, on opening or on a
+    it first opens in a process (:func:`kifunet.data_prep.datasets.verify.check_shard`). A file that is damaged, cut or
+    missing raises :class:`kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` naming it, on opening or on a
     read that fails."""
 
     def __init__(self, path: str, *, cache_bytes: int = 16 << 20, expect: dict | None = None):
@@ -517,7 +517,7 @@ def write_games_table(path: str, games: list[dict], attrs: dict | None = None) -
     Numeric columns: GAME_NUM_COLUMNS (komi and margin NaN when unknown, year 0 when unknown, result_kind 0 =
     ``unknown`` and winner 0 = none when missing); string columns GAME_STR_COLUMNS (UTF-8). The attribute
     ``result_kinds`` lists the kind of each ``result_kind`` code (JSON). The build checks every value fits
-    before it gets here (:func:`kifunet.data_prep.encode_stage.limit_reason`).
+    before it gets here (:func:`kifunet.data_prep.building.encode_stage.limit_reason`).
     """
     tmp = tmp_path(path)
     with h5py.File(tmp, "w") as f:

@@ -1,9 +1,9 @@
 """The contract of a dataset container: what one split of a built dataset offers, whatever holds it.
 
-Both containers of the positions -- the HDF5 shards of ``kifunet build`` (:class:`kifunet.data_prep.reader.Reader`)
-and the TFDS ``go_moves`` array_record files (:class:`kifunet.data_prep.tfds_reader.TfdsReader`) -- subclass
-:class:`DatasetSplit`; :func:`kifunet.data_prep.dataset.open_split` picks one from a dataset spec. Nothing here
-imports a container.
+Both containers of the positions -- the HDF5 shards of ``kifunet build``
+(:class:`kifunet.data_prep.datasets.reader.Reader`) and the TFDS ``go_moves`` array_record files
+(:class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader`) -- subclass :class:`DatasetSplit`;
+:func:`kifunet.data_prep.datasets.dataset.open_split` picks one from a dataset spec. Nothing here imports a container.
 
 A split is read two ways:
 
@@ -11,11 +11,11 @@ A split is read two ways:
   ``split.read_range(start, stop)``, ``split.iter_batches(batch_size)``. A batch is a dict of NumPy arrays:
   ``planes`` uint8 ``[B, N, N, C]`` (the feature set's full planes, constant planes made from the columns by
   ``FeatureSet.assemble``) or, with ``assemble=False``, ``stored`` ``[B, N, N, Cs]``; every per-row column
-  of the split (:attr:`DatasetSplit.columns`, dtypes of :data:`kifunet.data_prep.shards.COLUMN_DTYPES`:
+  of the split (:attr:`DatasetSplit.columns`, dtypes of :data:`kifunet.data_prep.datasets.shards.COLUMN_DTYPES`:
   ``target``, ``to_move``, ``move_number``, ``player_rank``, ``opponent_rank``, ``outcome``, and the
   container's own); and ``index`` (the row's index in the split, int64). ``outcome`` is the value target (+1 the
   player to move won the game, -1 lost, 0 draw, -128 unknown: :mod:`kifunet.data_prep.results`); a dataset built
-  before it existed has it too, -128 on every row (:data:`kifunet.data_prep.shards.COLUMN_DEFAULTS`), so it
+  before it existed has it too, -128 on every row (:data:`kifunet.data_prep.datasets.shards.COLUMN_DEFAULTS`), so it
   loads and trains the policy only. A container may add keys of its own (HDF5: none beyond
   its columns; TFDS: ``game``, the game's ``game_id``). ``symmetries`` (one int 0..7 per row) transform planes
   and targets together (:mod:`kifunet.data_prep.symmetries`).
@@ -39,7 +39,7 @@ Errors, raised alike by both containers (and subclassing the built-in exceptions
 :class:`NotADatasetError` (``FileNotFoundError``), :class:`UnknownSplitError` (``KeyError``),
 :class:`EmptySplitError` (``ValueError``: raised by readers that need rows, e.g. the training pipeline),
 :class:`CorruptDatasetError` (a file of the dataset differs from what its manifest recorded, cannot be read, or the
-manifest itself is damaged; :mod:`kifunet.data_prep.verify` checks the files).
+manifest itself is damaged; :mod:`kifunet.data_prep.datasets.verify` checks the files).
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ class DatasetSplit(abc.ABC):
 
     def verify(self) -> None:
         """Check every file of the split now (each file is also checked when it first opens); raises
-        :class:`CorruptDatasetError`. Cheap when repeated in a process: :mod:`kifunet.data_prep.verify`
+        :class:`CorruptDatasetError`. Cheap when repeated in a process: :mod:`kifunet.data_prep.datasets.verify`
         remembers what it checked."""
         for _, check, _ in self.file_checks():
             if check is not None:
@@ -168,7 +168,7 @@ class DatasetSplit(abc.ABC):
     def feature_set(self):
         """The feature set the split was built with (checked against this code's version and planes)."""
         if self._fs is None:
-            from . import features
+            from ..planes import features
 
             fs = features.get(self.feature_name)
             if self.check_version and fs.version != self.feature_version:
@@ -222,7 +222,7 @@ class DatasetSplit(abc.ABC):
         """Stored planes + columns of rows ``idx`` -> a batch: symmetries applied, ``index`` added, planes
         assembled (or ``stored`` kept when :attr:`assemble` is false)."""
         if symmetries is not None:
-            from . import symmetries as sym
+            from .. import symmetries as sym
 
             s = np.asarray(symmetries, dtype=np.int64).reshape(-1)
             if s.shape[0] != stored.shape[0]:

@@ -1,12 +1,12 @@
 """Summaries of a built dataset (``kifunet stats``) and of one position (``kifunet inspect``).
 
 :func:`dataset_stats` reads an HDF5 build's manifest, games tables and the small per-row rank column of every shard
-(never the planes; through :class:`kifunet.data_prep.reader.Reader`) and returns a JSON-able dict: per split games,
-positions, rows, shards and bytes on disk; positions by rank of the player to move; games and positions by year and
+(never the planes; through :class:`kifunet.data_prep.datasets.reader.Reader`) and returns a JSON-able dict: per split
+games, positions, rows, shards and bytes on disk; positions by rank of the player to move; games and positions by year and
 by result kind (:mod:`kifunet.data_prep.results`; a games table written before the ``result_kind`` column is read
 from its ``result`` text); and the build's accounting (seen, used, filtered and rejected by reason, positions by
 move filter). :func:`render_position` draws one row of a split of either container
-(:func:`kifunet.data_prep.dataset.open_split`).
+(:func:`kifunet.data_prep.datasets.dataset.open_split`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from collections import Counter
 
 import numpy as np
 
-from .coords import from_flat, to_gtp
+from ..coords import from_flat, to_gtp
 from .manifest import check_manifest, read_manifest
-from .ranks import UNKNOWN, is_known, rank_to_text
+from ..ranks import UNKNOWN, is_known, rank_to_text
 from .reader import Reader
-from .results import KINDS, parse_result
+from ..results import KINDS, parse_result
 
 
 def _rank_key(v: int) -> str:

@@ -1,9 +1,9 @@
 """Board analysis: for every position of a game, the per-point facts that feature planes are made from.
 
 This module computes and holds them; it does not read records, choose feature sets or raise errors
-(:mod:`kifunet.data_prep.replay` does). :func:`replay_game` is the compiled kernel: it plays a game's events in
+(:mod:`kifunet.data_prep.planes.replay` does). :func:`replay_game` is the compiled kernel: it plays a game's events in
 one call and fills, per position, the arrays below; :class:`GameAnalysis` holds them for the features
-(:mod:`kifunet.data_prep.features` reads one, ``replay.analyse_game`` makes one).
+(:mod:`kifunet.data_prep.planes.features` reads one, ``replay.analyse_game`` makes one).
 
 One position per ``MOVE`` event: the board *before* the move, with the mover as "pla" (the player to move)
 and the other colour as "opp". Arrays are ``[T, N*N]`` over the game's T moves; which ones are filled is chosen
@@ -38,10 +38,10 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from ._jit import njit
+from .._jit import njit
 
 from .board import H, KO_COLOUR, KO_POINT, L, S, T, X, libs_after, new_board, play, rebuild, set_point, two_liberties
-from .game import MOVE
+from ..game import MOVE
 from .ladders import LADDER_BUDGET, ladder_attack_works, ladder_captured, ladder_escape_works
 
 LIBS_CAP = 8  # liberties-after-move are counted up to libs_cap <= LIBS_CAP (a feature set asks for what it uses)

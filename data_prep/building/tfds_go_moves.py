@@ -1,7 +1,7 @@
 """TensorFlow Datasets builder ``go_moves``: the positions of ``kifunet build``, as a TFDS dataset (array_record).
 
 The same SGF inputs, filters, splits, duplicates, rejects and feature planes as ``kifunet build``: the builder
-runs the build's own code (:func:`kifunet.data_prep.encode_stage.encode_record` per game record, and on one
+runs the build's own code (:func:`kifunet.data_prep.building.encode_stage.encode_record` per game record, and on one
 machine the build's encode and plan stages themselves), only the container differs. It needs
 ``tensorflow-datasets`` and ``array-record`` (``pip install 'kifunet[tfds]'``), **not TensorFlow**: the files are
 written in the ``array_record`` format (the builder's default) and read back with ``tfds.data_source``, which
@@ -11,7 +11,7 @@ Build (``manual_dir`` holds the SGF archives, ``.sgf`` files or directories of t
 directory, exactly as ``kifunet build MANUAL_DIR --preset P --features F`` reads it)::
 
     import tensorflow_datasets as tfds
-    from kifunet.data_prep import tfds_go_moves          # registers the builder
+    from kifunet.data_prep.building import tfds_go_moves          # registers the builder
 
     b = tfds_go_moves.GoMoves(config="kgs_maddison", data_dir="DATA_DIR", workers=2)
     b.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir="ARCHIVES_DIR"))
@@ -19,7 +19,7 @@ directory, exactly as ``kifunet build MANUAL_DIR --preset P --features F`` reads
 or from the command line: ``kifunet tfds --config kgs_maddison --manual-dir
 ARCHIVES_DIR --data-dir DATA_DIR [--workers 2]``. The example runs as is in a script, without an
 ``if __name__ == "__main__":`` guard: the encode workers do not re-run the script
-(:mod:`kifunet.data_prep.worker_pool`).
+(:mod:`kifunet.data_prep.building.worker_pool`).
 
 Configs (``protocol_features``): protocol ``kgs`` = preset ``gonn-kgs`` (GoNN's KGS protocol: both players
 >= 6d or one >= 7d, no handicap, moves by >= 6d players, train 2000-2014, test 2015); ``gogod`` = preset
@@ -55,11 +55,11 @@ feature            type             meaning
                                     the ``game_id`` column of the build's games tables)
 =================  ===============  ====================================================================
 
-The constant planes (rank, colour to move, ones) are not stored: :class:`kifunet.data_prep.tfds_reader.TfdsReader`
-(or :func:`kifunet.data_prep.tfds_reader.decode`) makes the full ``uint8 [B, N, N, C]`` planes from ``planes``
-and the columns with ``FeatureSet.assemble``, exactly as :class:`kifunet.data_prep.reader.Reader` does for the
-HDF5 build. Example keys are ``<game_id>-<move number>`` (unique: two games that share their moves have
-different ids, and copies of one game are dropped as duplicates): deterministic, so TFDS writes the records in the
+The constant planes (rank, colour to move, ones) are not stored:
+:class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader` (or :func:`kifunet.data_prep.datasets.tfds_reader.decode`)
+makes the full ``uint8 [B, N, N, C]`` planes from ``planes`` and the columns with ``FeatureSet.assemble``, exactly as
+:class:`kifunet.data_prep.datasets.reader.Reader` does for the HDF5 build. Example keys are ``<game_id>-<move number>``
+(unique: two games that share their moves have different ids, and copies of one game are dropped as duplicates): deterministic, so TFDS writes the records in the
 same (hash-of-key) order every time, which also shuffles positions across games.
 
 Reproducible: two builds of the same inputs with the same options write byte-identical files (every file of the
@@ -73,7 +73,7 @@ Accounting: every input is accounted for as in ``kifunet build``. ``builder.info
 ``filtered`` + ``rejected`` by reason, positions kept and dropped by move filter, games and positions by result
 kind, example paths), ``splits`` (games, positions, and both by result kind), ``inputs`` (records, ignored files, damaged archives), the filters, split rule and
 feature set, and ``files`` (per split, each array_record file's name, records and sha256, which the reader checks:
-:mod:`kifunet.data_prep.verify`); ``rejects.jsonl`` beside it has one line per game not used (path, status,
+:mod:`kifunet.data_prep.datasets.verify`); ``rejects.jsonl`` beside it has one line per game not used (path, status,
 reason, detail) and per damaged input, like the build's.
 
 Scale-out (Apache Beam, ``pip install 'kifunet[beam]'``): give ``download_and_prepare`` a ``DownloadConfig``
@@ -98,7 +98,7 @@ writes to (``gs://`` included). The README section "HDF5 build or TFDS" has the 
 single-machine path.
 
 TFDS cannot write an empty split: on one machine a split of the rule that receives no position is left out (the
-metadata lists it with 0 games; :class:`~kifunet.data_prep.tfds_reader.TfdsReader` opens it with 0 rows); in a
+metadata lists it with 0 games; :class:`~kifunet.data_prep.datasets.tfds_reader.TfdsReader` opens it with 0 rows); in a
 Beam build the number of positions is only known at the end, so an empty split stops the build with TFDS's
 error (``The total number of generated examples is 0 for split ...``). A build where no split receives a
 position is written (metadata and rejects, no split), and ``kifunet tfds`` then exits 2 with the accounting, as
@@ -126,16 +126,16 @@ from etils import epath
 from tensorflow_datasets.core import writer as tfds_writer
 from tensorflow_datasets.proto import tf_example_pb2
 
-from . import features as features_mod
+from ..planes import features as features_mod
 from . import filters as filters_mod
-from . import inputs as inputs_mod
-from . import shards as shards_mod
+from ..sgf import inputs as inputs_mod
+from ..datasets import shards as shards_mod
 from . import splits as splits_mod
 from .encode_stage import UNIT_GAMES, encode_inputs, encode_record, read_unit, unit_arrays, unit_config
-from .manifest import DEDUPE_RULE, ILLEGAL_MOVE_POLICY, hash_json, summary_lines, tool_version
+from ..datasets.manifest import DEDUPE_RULE, ILLEGAL_MOVE_POLICY, hash_json, summary_lines, tool_version
 from .plan_stage import add_result, plan, reject_line, result_counts
 from .worker_pool import WorkerPool
-from .tfds_reader import METADATA, kifunet_metadata
+from ..datasets.tfds_reader import METADATA, kifunet_metadata
 
 NAME = "go_moves"
 VERSION = "1.2.0"  # see GoMoves.RELEASE_NOTES: 1.2.0 the outcome feature; 1.1.0 duplicates by game_id
@@ -151,7 +151,7 @@ log = logging.getLogger(__name__)
 
 @dataclasses.dataclass(eq=False)
 class GoMovesConfig(tfds.core.BuilderConfig):
-    """One protocol x feature set. ``preset``: a :data:`kifunet.data_prep.filters.PRESETS` key (or None);
+    """One protocol x feature set. ``preset``: a :data:`kifunet.data_prep.building.filters.PRESETS` key (or None);
     ``options``: build config-file keys applied over it (filters, ``splits``, ``val_fraction``,
     ``hash_splits``)."""
 
@@ -352,8 +352,8 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
 
     def _file_checksums(self) -> dict:
         """``{split: [{"file", "rows", "sha256"}, ...]}`` of the array_record files just written, recorded in the
-        metadata as ``files`` (:mod:`kifunet.data_prep.verify` checks them when the dataset is read)."""
-        from .verify import sha256
+        metadata as ``files`` (:mod:`kifunet.data_prep.datasets.verify` checks them when the dataset is read)."""
+        from ..datasets.verify import sha256
 
         return {name: [{"file": os.path.basename(os.fspath(p)), "rows": int(n), "sha256": sha256(os.fspath(p))}
                        for p, n in zip(info.filepaths, info.shard_lengths)]
@@ -656,13 +656,13 @@ def _check_existing(b: GoMoves, manual_dir: str) -> None:
 
 def summary_text(b: GoMoves) -> str:
     """The accounting of a built dataset, as ``kifunet build`` prints it
-    (:func:`kifunet.data_prep.manifest.summary_lines`)."""
+    (:func:`kifunet.data_prep.datasets.manifest.summary_lines`)."""
     d = epath.Path(b.data_dir)
     return "\n".join(summary_lines(os.fspath(d), kifunet_metadata(b), (d / METADATA, d / REJECTS)))
 
 
 def main(argv=None) -> int:
-    """``python -m kifunet.data_prep.tfds_go_moves ARGS`` is ``kifunet tfds ARGS``."""
+    """``python -m kifunet.data_prep.building.tfds_go_moves ARGS`` is ``kifunet tfds ARGS``."""
     import sys
 
     from kifunet.cli import main as cli_main

@@ -1,7 +1,7 @@
 """Build stage 2, plan (main process): the encoded units -> accounting, games tables and each shard's rows.
 
-:func:`plan` reads the units' game dicts (:func:`kifunet.data_prep.encode_stage.read_unit`) in order: duplicates
-(the same game, ``game_id``: :meth:`kifunet.data_prep.game.GameRecord.game_id`; the first copy that passed
+:func:`plan` reads the units' game dicts (:func:`kifunet.data_prep.building.encode_stage.read_unit`) in order:
+duplicates (the same game, ``game_id``: :meth:`kifunet.data_prep.game.GameRecord.game_id`; the first copy that passed
 every filter wins) are dropped, every record is counted (``seen = used +
 filtered{reason} + rejected{reason}``, positions kept and dropped by move filter, and the used games and their
 positions by result kind: :func:`result_counts`), each game not used gets a
@@ -11,7 +11,7 @@ the spill rows of its games.
 :func:`shard_tasks` then puts a split's positions in a random order drawn from ``seed`` (:func:`split_rng`: a
 full permutation of all the split's positions, so they are shuffled across games and across shards) and cuts
 it into shards of at most ``shard_rows`` rows (:func:`shard_sizes`: sizes differ by at most one); each task
-says where every row of its shard is in the spill, for :func:`kifunet.data_prep.write_stage.write_one_shard`.
+says where every row of its shard is in the spill, for :func:`kifunet.data_prep.building.write_stage.write_one_shard`.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from collections import Counter
 
 import numpy as np
 
-from . import shards as shards_mod
+from ..datasets import shards as shards_mod
 from .encode_stage import read_unit, unit_game_column
-from .results import KINDS
+from ..results import KINDS
 
 
 def result_counts() -> dict[str, dict[str, int]]:
@@ -142,7 +142,7 @@ def split_rng(seed: int, split: str) -> np.random.Generator:
 def shard_tasks(cfg, work: str, split: str, sp: dict, fs):
     """The write tasks of one split (``sp``: its :func:`plan` entry), one per shard, in shard order.
 
-    ``cfg``: the build's :class:`~kifunet.data_prep.build.BuildConfig` (``out``, ``seed``, ``shard_rows``,
+    ``cfg``: the build's :class:`~kifunet.data_prep.building.build.BuildConfig` (``out``, ``seed``, ``shard_rows``,
     ``storage``, ``filters.board_size``, ``symmetries``)."""
     units = sorted(sp["units"])
     counts = np.array([len(sp["units"][u][0]) for u in units], dtype=np.int64)

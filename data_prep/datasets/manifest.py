@@ -12,14 +12,14 @@ manifest's keys:
 ``board_size``       N
 ``columns``          the per-row columns of every shard: :data:`BASE_COLUMNS` (+ ``symmetry`` when the eight
                      symmetries are stored)
-``storage``          plane layout, codec, level, chunk rows (:class:`kifunet.data_prep.shards.Storage`)
+``storage``          plane layout, codec, level, chunk rows (:class:`kifunet.data_prep.datasets.shards.Storage`)
 ``splits``           per split: ``games``, ``positions``, ``rows``, ``results`` (games and positions by result
                      kind), ``games_table``, ``games_table_sha256`` (recorded since kifunet checks it; older
                      manifests lack it) and ``shards`` (file, rows, layout, sha256)
 ``counts``           the accounting: ``seen = used + filtered{reason} + rejected{reason}``, positions, and
                      ``results``: the used games and their positions by result kind (every kind of
                      :data:`kifunet.data_prep.results.KINDS`; games sum to ``used``, positions to
-                     ``positions.kept``; :func:`kifunet.data_prep.plan_stage.result_counts`)
+                     ``positions.kept``; :func:`kifunet.data_prep.building.plan_stage.result_counts`)
 ``inputs``           every input with its hash, record count and damage
 other keys           ``preset``, ``options``, ``filters``, ``split_rule``, ``seed``, ``shuffle``,
                      ``symmetries``, ``shard_rows``, ``unit_games``, ``illegal_moves``, ``dedupe``
@@ -28,8 +28,8 @@ other keys           ``preset``, ``options``, ``filters``, ``split_rule``, ``see
 ``rejects.jsonl`` (:data:`REJECTS`) beside it holds one JSON line per record not used.
 
 :func:`read_manifest` reports a manifest that is not JSON, and :func:`check_manifest` one that lacks what the
-readers need, as :class:`kifunet.data_prep.dataset_base.CorruptDatasetError` (one line, naming the file);
-:mod:`kifunet.data_prep.verify` checks the files against it.
+readers need, as :class:`kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` (one line, naming the file);
+:mod:`kifunet.data_prep.datasets.verify` checks the files against it.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ ILLEGAL_MOVE_POLICY = ("a game with an illegal move (occupied point, suicide, si
 DEDUPE_RULE = ("first copy in input order among games that pass every filter; the same game: GameRecord.game_id "
                "(moves, setup and board size; players, date, result and time settings, normalised)")
 
-# Per-row columns of every dataset (see kifunet.data_prep.shards). The feature set's constant planes must be
+# Per-row columns of every dataset (see kifunet.data_prep.datasets.shards). The feature set's constant planes must be
 # made from these. ``outcome`` is new: a manifest written before it lists the others only (the readers fill it).
 BASE_COLUMNS = ("target", "to_move", "move_number", "player_rank", "opponent_rank", "game_index", "outcome")
 
@@ -113,7 +113,7 @@ def write_manifest(root: str, m: dict) -> None:
 
 def read_manifest(root: str) -> dict:
     """The manifest of the dataset at ``root``; ``FileNotFoundError`` if it is not a finished dataset,
-    :class:`~kifunet.data_prep.dataset_base.CorruptDatasetError` if it is not a JSON object."""
+    :class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` if it is not a JSON object."""
     from .dataset_base import CorruptDatasetError
 
     path = os.path.join(root, MANIFEST)
@@ -140,7 +140,7 @@ _REQUIRED = (
 
 
 def check_manifest(m: dict, root: str, extra: tuple = ()) -> None:
-    """Raise :class:`~kifunet.data_prep.dataset_base.CorruptDatasetError` naming ``root``'s manifest and the
+    """Raise :class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` naming ``root``'s manifest and the
     first key a reader needs that is missing or of the wrong type (``extra``: more top-level keys required)."""
     from .dataset_base import CorruptDatasetError
 

@@ -1,20 +1,20 @@
 """The TFDS container of a split: read a prepared ``go_moves`` dataset by rows and by blocks (:class:`TfdsReader`).
 
-The builder that writes these datasets is :mod:`kifunet.data_prep.tfds_go_moves` (its docstring tables the
+The builder that writes these datasets is :mod:`kifunet.data_prep.building.tfds_go_moves` (its docstring tables the
 example features); this module only reads them, with ``tensorflow-datasets`` and ``array-record`` (``pip
 install 'kifunet[tfds]'``), **not TensorFlow**: records come from ``tfds.data_source`` (array_record, random
 access) and decode to NumPy. Importing this module does not register the builder: a prepared dataset opens
 from its files.
 
->>> from kifunet.data_prep.tfds_reader import TfdsReader
+>>> from kifunet.data_prep.datasets.tfds_reader import TfdsReader
 >>> r = TfdsReader("go_moves/kgs_maddison", "train", data_dir="~/tfds")      # doctest: +SKIP
 >>> r = TfdsReader("DATA_DIR/go_moves/kgs_maddison/1.2.0", "train")          # or a dataset directory
 >>> len(r), r.batch([0, 5])["planes"].shape                                 # (B, 19, 19, C) uint8
 
-:class:`TfdsReader` is the TFDS implementation of :class:`kifunet.data_prep.dataset_base.DatasetSplit` (batches,
-pieces and errors are described there), so a batch is the one :class:`kifunet.data_prep.reader.Reader` gives
-for the HDF5 build of the same positions, plus ``game`` (the game's ``game_id``, the games tables' ``game_id`` column; there is no
-``game_index`` nor games table). A dataset built by ``go_moves`` 1.1.0 (before the ``outcome`` feature) reads
+:class:`TfdsReader` is the TFDS implementation of :class:`kifunet.data_prep.datasets.dataset_base.DatasetSplit`
+(batches, pieces and errors are described there), so a batch is the one
+:class:`kifunet.data_prep.datasets.reader.Reader` gives for the HDF5 build of the same positions, plus ``game`` (the
+game's ``game_id``, the games tables' ``game_id`` column; there is no ``game_index`` nor games table). A dataset built by ``go_moves`` 1.1.0 (before the ``outcome`` feature) reads
 with ``outcome`` -128 on every row, as an HDF5 dataset built before the column does. ``manifest`` is the
 builder's ``kifunet`` metadata (``metadata.json``: accounting, feature set, filters, splits). TFDS wrote the records in hash-of-key order, so consecutive records are already spread
 over games, as the HDF5 build's shuffled rows are; a block is ``block_rows`` (256) consecutive records. TFDS
@@ -25,8 +25,8 @@ Integrity: each array_record file of the split is checked when the split's data 
 (and by :meth:`TfdsReader.verify`): its records against ``dataset_info.json``'s shard lengths and, where the
 metadata records them (``files``: written by ``go_moves`` builds since kifunet checks them), its sha256. A dataset
 built before has no checksums and is checked by its record counts only, without a warning (``kifunet verify``
-says so). A difference raises :class:`~kifunet.data_prep.dataset_base.CorruptDatasetError`
-(:mod:`kifunet.data_prep.verify`).
+says so). A difference raises :class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError`
+(:mod:`kifunet.data_prep.datasets.verify`).
 
 :func:`decode` and :func:`decode_raw` turn records into a batch (``tfds.data_source`` dicts, or serialized
 ``tf.Example`` bytes, about 3x faster); :func:`open_builder` and :func:`kifunet_metadata` open a prepared
@@ -48,7 +48,7 @@ from . import verify as verify_mod
 from .dataset_base import DEFAULT_BLOCK_ROWS, CorruptDatasetError, DatasetSplit, NotADatasetError, UnknownSplitError
 
 #: per-row columns of a ``go_moves`` example (besides ``planes`` and ``game``); a dataset of a version before a
-#: column of :data:`kifunet.data_prep.shards.COLUMN_DEFAULTS` (``outcome``: 1.2.0) reads as its default
+#: column of :data:`kifunet.data_prep.datasets.shards.COLUMN_DEFAULTS` (``outcome``: 1.2.0) reads as its default
 COLUMNS = ("target", "to_move", "move_number", "player_rank", "opponent_rank", "outcome")
 METADATA = "metadata.json"
 

@@ -126,11 +126,11 @@ import unicodedata
 import numpy as np
 from sgfmill import sgf, sgf_grammar, sgf_properties
 
-from . import coords
-from .errors import SgfError
-from .game import BLACK, EMPTY, MOVE, SETUP, WHITE, GameInfo, GameRecord
-from .ranks import parse_rank
-from .results import parse_result
+from .. import coords
+from ..errors import SgfError
+from ..game import BLACK, EMPTY, MOVE, SETUP, WHITE, GameInfo, GameRecord
+from ..ranks import parse_rank
+from ..results import parse_result
 
 #: a record may set up at most this many whole boards' worth of points (AB/AW/AE, compressed lists expanded)
 #: over its main line; a handicap or a position copied from a book is one board at most

@@ -24,7 +24,7 @@ collections            a file holding several game trees (an SGF collection) giv
                        ``a.zip!x.sgf#3``; :func:`source_file` maps a record's path back to its file). A file
                        with one tree is one record, named and with bytes exactly as before (so existing
                        datasets and dedupe are unchanged); in a collection each record's bytes are its tree's
-                       (:func:`kifunet.data_prep.sgf_io.split_game_trees` says where they are cut). Each tree
+                       (:func:`kifunet.data_prep.sgf.sgf_io.split_game_trees` says where they are cut). Each tree
                        is then filtered, used or rejected like any other record; a damaged tree rejects only
                        itself (a tree that never closes runs to the end of the file); text between trees is
                        ignored, as sgfmill ignores it.

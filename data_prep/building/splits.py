@@ -22,7 +22,7 @@ import hashlib
 import re
 
 from .filters import game_date, parse_date_bound
-from .game import GameInfo
+from ..game import GameInfo
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_\-]+")
 

@@ -23,16 +23,16 @@ position, which is what the ladder reader copies at each node. ``nb`` is the ``(
 Rules: simple ko (the point and colour are recorded after a single-stone capture by a single stone left with one
 liberty); suicide is illegal unless ``allow_suicide`` (New Zealand-rules records), in which case the suicided
 chain is removed; pass clears the ko. Positional superko is checked by the replay kernel when asked
-(:mod:`kifunet.data_prep.replay`), not here.
+(:mod:`kifunet.data_prep.planes.replay`), not here.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from ._jit import njit
+from .._jit import njit
 
-from . import coords
-from .game import BLACK, EMPTY, WHITE
+from .. import coords
+from ..game import BLACK, EMPTY, WHITE
 
 S, H, X, L, Z, M, T = 0, 1, 2, 3, 4, 5, 6
 ROWS = 7

@@ -1,10 +1,10 @@
 """Integrity of a built dataset: each file is checked against the sha256 and row count its manifest recorded
-before any of its rows is used; a difference raises :class:`~kifunet.data_prep.dataset_base.CorruptDatasetError`
-with a one-line message (the file, what was expected, what was found, the fix).
+before any of its rows is used; a difference raises
+:class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` with a one-line message (the file, what was expected, what was found, the fix).
 
 Who checks what:
 
-* an HDF5 shard (:class:`kifunet.data_prep.shards.ShardFile`, through :func:`check_shard`): the sha256 of its bytes
+* an HDF5 shard (:class:`kifunet.data_prep.datasets.shards.ShardFile`, through :func:`check_shard`): the sha256 of its bytes
   against the manifest's ``sha256``, then the rows the file holds (its ``rows`` attribute, the length of
   ``planes`` and of every column, which must agree) against the manifest's ``rows``. A file HDF5 cannot open
   (cut, overwritten) or that is missing is reported the same way. Lazily: when the shard first opens in a
@@ -12,16 +12,16 @@ Who checks what:
 * a split's ``games.h5``: its sha256, when the manifest records one (``games_table_sha256``; builds before it
   recorded none and are not checked), when the table is first read.
 * a TFDS split's array_record files (:func:`check_tfds_file`): the sha256 the ``kifunet`` metadata records under
-  ``files`` (written at build time by :mod:`kifunet.data_prep.tfds_go_moves`; a dataset built before has none
+  ``files`` (written at build time by :mod:`kifunet.data_prep.building.tfds_go_moves`; a dataset built before has none
   and is checked by its row counts only, silently: the readers say nothing, ``kifunet verify`` says so in its
   report) and the records each file holds against ``dataset_info.json``'s shard lengths, when the split's data
   source first opens in a process.
-* whole splits, up front (:meth:`kifunet.data_prep.dataset_base.DatasetSplit.verify`): the trainer's first look
-  at its split (:func:`kifunet.data_prep.dataset.describe`, before the model is built) and the training
-  pipeline's source (:class:`kifunet.data_prep.dataset_base.Blocks`, in the process that creates it, before grain
-  starts workers), so a damaged file is reported by the trainer itself, never from a worker; ``kifunet eval``
+* whole splits, up front (:meth:`kifunet.data_prep.datasets.dataset_base.DatasetSplit.verify`): the trainer's first look
+  at its split (:func:`kifunet.data_prep.datasets.dataset.describe`, before the model is built) and the training
+  pipeline's source (:class:`kifunet.data_prep.datasets.dataset_base.Blocks`, in the process that creates it, before
+  grain starts workers), so a damaged file is reported by the trainer itself, never from a worker; ``kifunet eval``
   before it loads the net; ``kifunet stats`` before it reads the columns; ``kifunet verify`` every split
-  (:func:`kifunet.data_prep.dataset.verify_dataset`).
+  (:func:`kifunet.data_prep.datasets.dataset.verify_dataset`).
 
 Cost: a file's bytes are hashed at most once per process. :data:`_FOUND` maps a file's (realpath, size,
 mtime_ns) to what was found in it (sha256, rows), so re-created readers do not hash again, and a split pickled to
@@ -203,7 +203,7 @@ def forget() -> None:
 
 @dataclasses.dataclass
 class SplitReport:
-    """What checking one split found (:func:`kifunet.data_prep.dataset.verify_dataset`): ``files`` checked,
+    """What checking one split found (:func:`kifunet.data_prep.datasets.dataset.verify_dataset`): ``files`` checked,
     ``problems`` (one line each), ``rows`` (as recorded), ``bytes`` read, ``seconds`` taken, ``notes`` (what could
     not be checked)."""
 

@@ -20,7 +20,7 @@ reason              a game is filtered when
 ``ended_other``     ``ended`` is set and the game did not end one of those ways (a kind of
                     :data:`kifunet.data_prep.results.KINDS`: ``resign``, ``score``, ``time``, ``forfeit``,
                     ``win``, ``draw``, ``void``, ``unknown``)
-``no_split``        no split rule takes it (see :mod:`kifunet.data_prep.splits`)
+``no_split``        no split rule takes it (see :mod:`kifunet.data_prep.building.splits`)
 ``no_positions``    every one of its positions was dropped by the move filters below
 ``duplicate``       ``dedupe`` and an earlier game (in input order) that passed every filter is the same
                     game (``GameRecord.game_id``: the same moves and setup, players, date, result and
@@ -42,7 +42,7 @@ Presets: ``gonn-kgs`` is the GoNN KGS protocol, ``gonn-gogod`` the GoNN GoGoD on
 professional games from the Fox server (see :data:`PRESETS`). ``fox-pro`` is made for the Fox archive
 (``../shared/data/fox/fox-pro-2012-2019.tar.gz``: 10,348 games, each with a professional as White; Fox ranks
 ``P9段`` = 9p, ``9段`` = amateur 9d, read by :mod:`kifunet.data_prep.ranks`; komi in hundredths, read by
-:func:`kifunet.data_prep.sgf_io.komi_points`) and sets:
+:func:`kifunet.data_prep.sgf.sgf_io.komi_points`) and sets:
 
 ===================  ==========  ====================================================================================
 key                  value       why
@@ -75,9 +75,9 @@ import tomllib
 
 import numpy as np
 
-from .game import GameInfo, GameRecord
-from .ranks import UNKNOWN, parse_rank, rank_to_text
-from .results import UNKNOWN_KINDS, kind_names
+from ..game import GameInfo, GameRecord
+from ..ranks import UNKNOWN, parse_rank, rank_to_text
+from ..results import UNKNOWN_KINDS, kind_names
 
 GAME_REASONS = ("board_size", "handicap", "game_rank", "no_date", "date_range", "too_short", "result_unknown",
                 "ended_other", "no_split", "no_positions", "duplicate")

@@ -57,7 +57,7 @@ legality plane (eval replays the game, as for agz).
 Notes: "turns since" counts moves (passes included) since the stone on the point was played; setup stones
 count as played long ago (last bucket). Liberties after move and capture size count a legal pla move,
 captures included. The eye test for sensibleness: all on-board neighbours are pla stones, and of the diagonal
-points none is opp on the edge, at most one in the centre. Ladders: see :mod:`kifunet.data_prep.ladders`.
+points none is opp on the edge, at most one in the centre. Ladders: see :mod:`kifunet.data_prep.rules.ladders`.
 
 What a feature declares besides its planes (the input pipeline and eval read these fields, never names;
 :meth:`FeatureSet.history_channels` and :meth:`FeatureSet.legal_channels` place them in a set's channels):
@@ -87,11 +87,11 @@ import dataclasses
 from typing import Callable
 
 import numpy as np
-from ._jit import njit
+from .._jit import njit
 
-from . import analysis
-from .analysis import GameAnalysis
-from .game import BLACK, WHITE
+from ..rules import analysis
+from ..rules.analysis import GameAnalysis
+from ..game import BLACK, WHITE
 
 # ----------------------------------------------------------------------------------------------------------
 # compiled helpers
@@ -414,7 +414,7 @@ def _f_gonn_ladders(a, out, off):
 
 @feature("nogo_liberties", 4, "liberties of pla 1-lib, pla 2-lib, opp 1-lib, opp 2-lib chains")
 def _f_nogo(a, out, off):
-    from .board import neighbours_cached
+    from ..rules.board import neighbours_cached
 
     _liberty_points(a.stones, a.libs, a.to_move, neighbours_cached(a.size), out, off)
 

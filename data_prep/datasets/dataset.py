@@ -1,6 +1,6 @@
 """Open a split of a built dataset, whatever its container: :func:`open_split` (the one entry point).
 
->>> from kifunet.data_prep.dataset import open_split
+>>> from kifunet.data_prep.datasets.dataset import open_split
 >>> r = open_split("data/kgs", "train")                               # doctest: +SKIP
 >>> r = open_split("tfds:DATA_DIR/go_moves/kgs_maddison/1.2.0", "train")
 >>> len(r), r.batch([0, 5])["planes"].shape, r.blocks()               # rows, (2, 19, 19, C), grain source
@@ -9,14 +9,14 @@ Dataset specs:
 
 =========================================  =============================================================
 ``DIR``                                    a ``kifunet build`` output (``DIR/manifest.json``): HDF5,
-                                           :class:`kifunet.data_prep.reader.Reader`
+                                           :class:`kifunet.data_prep.datasets.reader.Reader`
 ``tfds:DIR`` (or a ``DIR`` holding         a prepared TFDS ``go_moves`` dataset directory:
-``dataset_info.json``)                     :class:`kifunet.data_prep.tfds_reader.TfdsReader`
+``dataset_info.json``)                     :class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader`
 ``tfds:go_moves/CONFIG[:VERSION]@DATA_DIR``  a prepared TFDS dataset by name under ``DATA_DIR``
 ``tfds:go_moves/CONFIG``                   the same under ``$TFDS_DATA_DIR`` (else ``~/tensorflow_datasets``)
 =========================================  =============================================================
 
-Both readers implement :class:`kifunet.data_prep.dataset_base.DatasetSplit` (rows and blocks) and raise its
+Both readers implement :class:`kifunet.data_prep.datasets.dataset_base.DatasetSplit` (rows and blocks) and raise its
 errors, re-exported here: :class:`NotADatasetError`, :class:`UnknownSplitError`, :class:`EmptySplitError`,
 :class:`CorruptDatasetError`. :func:`verify_dataset` checks every file of a dataset (``kifunet verify``).
 TFDS is imported only for a TFDS spec.
@@ -27,8 +27,8 @@ from __future__ import annotations
 import os
 import time
 
-from .dataset_base import (CorruptDatasetError, DatasetError, DatasetSplit, EmptySplitError,  # noqa: F401
-                           NotADatasetError, UnknownSplitError)
+from .dataset_base import (CorruptDatasetError, DatasetError, DatasetSplit, EmptySplitError, NotADatasetError,
+                           UnknownSplitError)
 from .manifest import MANIFEST, check_manifest, read_manifest
 from .reader import Reader
 
@@ -78,7 +78,7 @@ def open_split(spec, split: str = "train", *, assemble: bool = True, require_row
 
 def verify_dataset(spec) -> list:
     """Check every file of every split of the dataset ``spec`` against what it recorded, hashing afresh: one
-    :class:`kifunet.data_prep.verify.SplitReport` per split (``kifunet verify`` prints them). A spec that is no
+    :class:`kifunet.data_prep.datasets.verify.SplitReport` per split (``kifunet verify`` prints them). A spec that is no
     dataset raises :class:`NotADatasetError`, a damaged manifest :class:`CorruptDatasetError`; a damaged file
     is a problem of its split's report."""
     from . import verify

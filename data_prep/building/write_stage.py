@@ -1,11 +1,11 @@
 """Build stage 3, write: each shard's rows gathered from the spill files -> ``DIR/<split>/shard-NNNNN.h5``.
 
 :func:`write_one_shard` (run in a worker process) gathers the rows of one shard task
-(:func:`kifunet.data_prep.plan_stage.shard_tasks`) from the spill files, memory-mapped one unit at a time
-(:func:`kifunet.data_prep.encode_stage.unit_arrays`), so a worker holds one shard's rows, about 100 MB for
+(:func:`kifunet.data_prep.building.plan_stage.shard_tasks`) from the spill files, memory-mapped one unit at a time
+(:func:`kifunet.data_prep.building.encode_stage.unit_arrays`), so a worker holds one shard's rows, about 100 MB for
 65,536 maddison rows, whatever the dataset size; the shard is written to ``shard-NNNNN.h5.tmp`` and renamed
-(:func:`kifunet.data_prep.shards.write_shard`), once :func:`kifunet.data_prep.build_space.ensure_free` finds room
-for it (HDF5 fails badly on a full disk). :func:`write_shards` writes the shards of a build, reusing
+(:func:`kifunet.data_prep.datasets.shards.write_shard`), once :func:`kifunet.data_prep.building.build_space.ensure_free`
+finds room for it (HDF5 fails badly on a full disk). :func:`write_shards` writes the shards of a build, reusing
 the shards an interrupted run finished.
 """
 
@@ -16,11 +16,11 @@ import os
 import numpy as np
 
 from . import build_space
-from . import shards as shards_mod
+from ..datasets import shards as shards_mod
 from .encode_stage import unit_arrays
-from .manifest import BASE_COLUMNS
+from ..datasets.manifest import BASE_COLUMNS
 from .progress import Progress
-from .shards import Storage
+from ..datasets.shards import Storage
 from .worker_pool import WorkerPool
 
 

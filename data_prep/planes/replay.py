@@ -2,9 +2,9 @@
 
 Its one job is the path from a record to positions: load the record, replay it with the rules (suicide, ko,
 superko; an illegal move is an error naming the file and move), and turn the per-point board analysis
-(:mod:`kifunet.data_prep.analysis`) into a feature set's planes (:mod:`kifunet.data_prep.features`).
+(:mod:`kifunet.data_prep.rules.analysis`) into a feature set's planes (:mod:`kifunet.data_prep.planes.features`).
 
->>> from kifunet.data_prep import replay
+>>> from kifunet.data_prep.planes import replay
 >>> for pos in replay.iter_positions("game.sgf", "maddison"):       # doctest: +SKIP
 ...     pos.planes      # uint8 (N, N, 36): every plane of the set, constant planes included
 ...     pos.target      # flat index of the move played (pass = N*N)
@@ -13,7 +13,7 @@ superko; an illegal move is an error naming the file and move), and turn the per
 :func:`iter_positions` is the convenient per-position view. The dataset build and the GTP engine use
 :func:`encode_game`, which returns a whole game at once (stored planes only, plus the per-row columns that
 constant planes are made from) and is what makes the build fast. Both rest on :func:`analyse_game`, which runs
-the compiled replay (:mod:`kifunet.data_prep.analysis`) and raises :class:`IllegalMoveError` naming the file,
+the compiled replay (:mod:`kifunet.data_prep.rules.analysis`) and raises :class:`IllegalMoveError` naming the file,
 move number, move and reason for any illegal move in the record.
 """
 
@@ -24,11 +24,13 @@ from typing import Iterator
 
 import numpy as np
 
-from . import analysis, coords, features, ladders
-from .analysis import GameAnalysis
-from .board import ILLEGAL_REASONS, neighbours_cached
-from .errors import IllegalMoveError
-from .game import BLACK, COLOUR_NAMES, MOVE, GameRecord
+from ..rules import analysis, ladders
+from .. import coords
+from . import features
+from ..rules.analysis import GameAnalysis
+from ..rules.board import ILLEGAL_REASONS, neighbours_cached
+from ..errors import IllegalMoveError
+from ..game import BLACK, COLOUR_NAMES, MOVE, GameRecord
 
 _NO_SCRATCH = (np.zeros((1, 7, 1), dtype=np.int32), np.zeros((1, 3 + ladders.MAX_OPTIONS), dtype=np.int32))
 _SCRATCH: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -125,7 +127,7 @@ def load(source, *, path: str | None = None) -> GameRecord:
     """A GameRecord from a path, SGF bytes, or a GameRecord (returned as is)."""
     if isinstance(source, GameRecord):
         return source
-    from . import sgf_io
+    from ..sgf import sgf_io
 
     return sgf_io.load_game(source, path=path)
 

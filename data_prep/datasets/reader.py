@@ -1,6 +1,6 @@
 """The HDF5 container of a split: read ``kifunet build``'s shards by rows and by blocks (:class:`Reader`).
 
->>> from kifunet.data_prep.reader import Reader
+>>> from kifunet.data_prep.datasets.reader import Reader
 >>> r = Reader("data/kgs", "train")                     # doctest: +SKIP
 >>> len(r)                                               # rows of the split
 >>> b = r.batch([0, 5, 17])                              # dict of NumPy arrays, B = 3
@@ -9,14 +9,14 @@
 >>> for b in r.iter_batches(256): ...                    # sequential, chunk-friendly (rows are pre-shuffled)
 >>> src = r.blocks()                                     # grain source of chunk-sized blocks (training)
 
-:class:`Reader` is the HDF5 implementation of :class:`kifunet.data_prep.dataset_base.DatasetSplit` (batches,
-pieces and errors are described there); :func:`kifunet.data_prep.dataset.open_split` opens a split of either
+:class:`Reader` is the HDF5 implementation of :class:`kifunet.data_prep.datasets.dataset_base.DatasetSplit` (batches,
+pieces and errors are described there); :func:`kifunet.data_prep.datasets.dataset.open_split` opens a split of either
 container. ``planes`` are the feature set's full planes in its order: the stored planes unpacked, with the
 constant planes (rank, colour to move, ones...) made from the per-row columns by ``FeatureSet.assemble``. Other
 keys: every column of the shards (``target``, ``to_move``, ``move_number``, ``player_rank``, ``opponent_rank``,
 ``game_index``, ``outcome``, ``symmetry`` when materialised) and ``index`` (the global row index).
 ``assemble=False`` returns the stored planes only (``stored`` [B, N, N, Cs]). A dataset built before a column
-of :data:`kifunet.data_prep.shards.COLUMN_DEFAULTS` existed still has it, with its default on every row
+of :data:`kifunet.data_prep.datasets.shards.COLUMN_DEFAULTS` existed still has it, with its default on every row
 (``outcome`` -128: unknown, so such a dataset trains the policy only).
 
 Random access (``r[i]``, ``r.batch(indices)``) works on any global row index of the split, which is what
@@ -36,10 +36,10 @@ the child.
 
 Integrity: every shard is checked against the manifest (sha256 of its bytes, rows it holds) when it first opens
 in a process, the games table when first read (when the manifest records its sha256), and all of them by
-:meth:`Reader.verify` (the training pipeline's :class:`~kifunet.data_prep.dataset_base.Blocks` calls it before
+:meth:`Reader.verify` (the training pipeline's :class:`~kifunet.data_prep.datasets.dataset_base.Blocks` calls it before
 workers start); a pickled Reader carries what this process already checked, so workers do not hash it again
-(:mod:`kifunet.data_prep.verify`). A damaged, cut or missing file, or a manifest that is not valid, raises
-:class:`~kifunet.data_prep.dataset_base.CorruptDatasetError` with a one-line message naming the file.
+(:mod:`kifunet.data_prep.datasets.verify`). A damaged, cut or missing file, or a manifest that is not valid, raises
+:class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` with a one-line message naming the file.
 
 Symmetries: ``symmetries`` arrays (ints 0-7 per example, see :mod:`kifunet.data_prep.symmetries`) passed to
 ``batch`` apply to planes and targets together; ``iter_batches(augment=True, seed=...)`` draws them
