@@ -1,7 +1,7 @@
 """Decompression bombs against the inputs reader: seconds and peak RSS per container, next to the system tools.
 
 Builds (once, cached in ``--dir``) small archives whose one big member inflates far past the record cap
-(``inputs.MAX_MEMBER_BYTES``, 64 MiB), between two small games, then reads each with ``inputs.iter_sources`` in
+(``sources.MAX_MEMBER_BYTES``, 64 MiB), between two small games, then reads each with ``inputs.iter_sources`` in
 a fresh process and reports what came out, the wall time and the process's peak RSS (``ru_maxrss``). Next to
 it, the time the system's own decompressor takes to stream the same file (``gzip -dc FILE | wc -c`` and the
 like): a linear reader costs about that plus tarfile's skipping, whatever the member size.
@@ -125,13 +125,15 @@ if alt:
     inputs = importlib.util.module_from_spec(spec)
     sys.modules["bench_inputs_alt"] = inputs
     spec.loader.exec_module(inputs)
+    caps = inputs
 else:
     from kifunet.data_prep.sgf import inputs
+    from kifunet.data_prep.sgf import sources as caps
 t0 = time.perf_counter()
 infos = []
 out = [(s.path.rsplit("/", 1)[-1], s.error, len(s.data) if s.data is not None else None)
        for s in inputs.iter_sources([sys.argv[2]], infos)]
-print(json.dumps({"seconds": time.perf_counter() - t0, "cap": inputs.MAX_MEMBER_BYTES,
+print(json.dumps({"seconds": time.perf_counter() - t0, "cap": caps.MAX_MEMBER_BYTES,
                   "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "sources": out,
                   "errors": [(e["reason"], e["detail"][:160]) for e in infos[0].errors]}))
 """

@@ -21,7 +21,7 @@ import zipfile
 
 import pytest
 
-from kifunet.data_prep.sgf import inputs, sgf_io
+from kifunet.data_prep.sgf import archives, inputs, sgf_io, sources
 
 CAP = 1 << 20  # MAX_MEMBER_BYTES during the bomb tests
 BOMB = 24 << 20  # what a bomb member inflates to
@@ -100,8 +100,8 @@ def _zip_bytes(members: list[tuple[str, bytes | int]], method: int = zipfile.ZIP
 
 def _read_bounded(paths, monkeypatch):
     """iter_sources under the lowered cap: (sources, infos, seconds, peak traced bytes)."""
-    monkeypatch.setattr(inputs, "MAX_MEMBER_BYTES", CAP)
-    monkeypatch.setattr(inputs, "MAX_NESTED_ZIP_BYTES", 4 * CAP, raising=False)
+    monkeypatch.setattr(sources, "MAX_MEMBER_BYTES", CAP)
+    monkeypatch.setattr(sources, "MAX_NESTED_ZIP_BYTES", 4 * CAP)
     tracemalloc.start()
     t0 = time.perf_counter()
     try:
@@ -190,7 +190,7 @@ def test_nested_archive_bombs(tmp_path, monkeypatch):
 def test_decompressor_hands_out_at_most_what_is_asked(tmp_path):
     """The reader's decompressor is bounded per call whatever the ratio: 256 KiB of bzip2 zeros per request."""
     comp = bz2.compress(bytes(8 << 20))
-    dec = inputs._Decompressor(io.BytesIO(comp), "bz2", multistream=True)
+    dec = archives._Decompressor(io.BytesIO(comp), "bz2", multistream=True)
     buf = bytearray(1 << 18)
     sizes = []
     while n := dec.readinto(buf):

@@ -1,0 +1,136 @@
+"""Cut an SGF collection (several game trees in one file) into one byte string per tree: :func:`split_game_trees`.
+
+Trees are found where sgfmill looks for one (``(`` then ``;``); a damaged tree runs to the end of the file and
+text between trees is dropped, as sgfmill drops it. A file with one tree gives its bytes unchanged.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+from .charsets import UTF16_BOMS, decode_sgf_bytes
+
+# A game tree starts where sgfmill looks for one: '(' then ';' with ASCII whitespace between (its _find_start_re).
+_TREE_START = r"\([ \t\n\r\f\v]*;"
+# A property value as sgfmill reads it: no unescaped ']'; a backslash escapes any character (unrolled: linear).
+_TREE_VALUE = r"\[[^\\\]]*(?:\\.[^\\\]]*)*\]"
+# What lies up to the next '(', ')' or unclosed '[': runs of other characters and whole values. The bounded
+# repeat keeps sre's backtracking stack small (Python 3.10 has no possessive quantifiers).
+_TREE_SKIP = r"(?:[^()\[]+|" + _TREE_VALUE + r"){0,4096}"
+_TREE_RES = {t: tuple(re.compile(t(x) if t is str else x.encode(), re.DOTALL)
+                      for x in (_TREE_START, _TREE_VALUE, _TREE_SKIP)) for t in (str, bytes)}
+
+
+def _tree_spans(s: str | bytes) -> list[tuple[int, int]]:
+    """(start, end) of every game tree in ``s``: from a tree start to its matching ')', or to the end of ``s``
+    for a tree that never closes (a missing ')' or an unclosed value runs to the end, as in sgfmill).
+    Characters sgfmill would stop at (junk) are stepped over, so a damaged tree still ends at its own ')'."""
+    start_re, value_re, skip_re = _TREE_RES[type(s)]
+    lp, rp, lb = ("(", ")", "[") if isinstance(s, str) else (b"(", b")", b"[")
+    n, pos, spans = len(s), 0, []
+    while (m := start_re.search(s, pos)) is not None:
+        i, depth, end = m.end(), 1, n
+        while True:
+            i = skip_re.match(s, i).end()
+            if i >= n:
+                break
+            c = s[i:i + 1]
+            if c == lp:
+                depth += 1
+            elif c == rp:
+                depth -= 1
+                if depth == 0:
+                    end = i + 1
+                    break
+            elif c == lb:
+                if value_re.match(s, i) is None:
+                    break  # an unclosed value: the rest of the data is inside it
+                continue  # the repeat bound stopped before a value: go on
+            else:
+                continue  # the repeat bound stopped inside a run
+            i += 1
+        spans.append((m.start(), end))
+        pos = end
+    return spans
+
+
+def split_game_trees(raw: bytes) -> list[bytes]:
+    """The bytes of each game tree of an SGF file, in order: ``[raw]`` itself when it holds at most one tree.
+
+    Trees are found as sgfmill's ``parse_sgf_collection`` finds them (``(;`` starts one, its matching ``)`` ends
+    it; brackets inside property values do not count), on the text decoded as :func:`decode_sgf_bytes` decodes
+    it, so a Shift-JIS or GBK trail byte equal to ``]`` or ``\\`` cannot move a boundary. The first piece is
+    everything up to the end of the first tree (a byte-order mark or header included); a later piece is its
+    tree's bytes, with the file's byte-order mark (UTF-8 or UTF-16) in front so that it decodes as the file
+    does. Bytes between and after trees are dropped, as sgfmill ignores them. A tree that never closes runs to
+    the end of the data (it then fails to parse on its own; the trees before it are whole). Each piece is
+    decoded on its own when loaded: a later tree without ``CA[]`` in a file whose charset only the first tree
+    declares is decoded by the fallback rules. Never raises: anything unexpected gives ``[raw]``.
+    """
+    try:
+        return _split_game_trees(bytes(raw))
+    except Exception:  # noqa: BLE001 - splitting must never lose the record: load it whole as before
+        return [raw]
+
+
+def _several_starts(s: str | bytes) -> bool:
+    """Could ``s`` hold two game trees? Only if a tree start occurs twice (a cheap test that settles nearly all
+    files, those without variations, before the scan that tells values apart)."""
+    start_re = _TREE_RES[type(s)][0]
+    m = start_re.search(s)
+    return m is not None and start_re.search(s, m.end()) is not None
+
+
+def _split_game_trees(raw: bytes) -> list[bytes]:
+    if raw.startswith(UTF16_BOMS):
+        bom = raw[:2]
+        text, _codec = decode_sgf_bytes(raw)  # strict UTF-16 (else SgfError: the file stays whole)
+        chars = _tree_spans(text)
+        if len(chars) < 2:
+            return [raw]
+        enc = "utf-16-le" if bom == codecs.BOM_UTF16_LE else "utf-16-be"
+        at, done, offset = {}, 0, len(bom)  # character offset -> byte offset, encoding each stretch once
+        for k in sorted({k for span in chars for k in span}):
+            offset += len(text[done:k].encode(enc))
+            done, at[k] = k, offset
+        spans = [(at[a], at[b]) for a, b in chars]
+    else:
+        # In every ASCII-compatible codec read here '(', ')', ';' and ASCII whitespace are single bytes that
+        # are never part of a multi-byte character: a tree start in the text is one in the bytes.
+        if not _several_starts(raw):
+            return [raw]
+        bom = codecs.BOM_UTF8 if raw.startswith(codecs.BOM_UTF8) else b""
+        text, codec = (None, "ascii") if raw.isascii() else decode_sgf_bytes(raw)
+        if text is None or codec == "utf-8":
+            spans = _tree_spans(raw)  # UTF-8 multi-byte sequences hold no ASCII byte: the bytes split alike
+        else:
+            spans = _byte_spans(raw, text, _tree_spans(text))
+            if spans is None:
+                return [raw]
+    if len(spans) < 2:
+        return [raw]
+    return [raw[:spans[0][1]]] + [bom + raw[a:b] for a, b in spans[1:]]
+
+
+def _byte_spans(raw: bytes, text: str, chars: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+    """Byte offsets of tree spans found in the decoded ``text``: a tree starts at a '(' and ends after a ')',
+    and the n-th '(' (')') of the text is the n-th such byte of ``raw`` (never a trail byte, always kept by the
+    decoder). None if the counts disagree (a codec for which that does not hold)."""
+    opens = [m.start() for m in re.finditer(rb"\(", raw)]
+    closes = [m.start() for m in re.finditer(rb"\)", raw)]
+    if len(opens) != text.count("(") or len(closes) != text.count(")"):
+        return None
+    spans, n_open, n_close, at_open, at_close = [], 0, 0, 0, 0
+    for a, b in chars:
+        n_open += text.count("(", at_open, a)
+        at_open = a
+        start = opens[n_open]
+        if b == len(text) and text[b - 1:b] != ")":
+            end = len(raw)  # a tree that never closes
+        else:
+            n_close += text.count(")", at_close, b - 1)
+            at_close = b - 1
+            end = closes[n_close] + 1
+        spans.append((start, end))
+    return spans
