@@ -7,31 +7,11 @@ machine the build's encode and plan stages themselves), only the container diffe
 written in the ``array_record`` format (the builder's default) and read back with ``tfds.data_source``, which
 decodes to NumPy.
 
-Build (``manual_dir`` holds the SGF archives, ``.sgf`` files or directories of them; it is read as one input
-directory, exactly as ``kifunet build MANUAL_DIR --preset P --features F`` reads it)::
-
-    import tensorflow_datasets as tfds
-    from kifunet.data_prep.building import tfds_go_moves          # registers the builder
-
-    b = tfds_go_moves.GoMoves(config="kgs_maddison", data_dir="DATA_DIR", workers=2)
-    b.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir="ARCHIVES_DIR"))
-
-or from the command line: ``kifunet tfds --config kgs_maddison --manual-dir
-ARCHIVES_DIR --data-dir DATA_DIR [--workers 2]``. The example runs as is in a script, without an
-``if __name__ == "__main__":`` guard: the encode workers do not re-run the script
-(:mod:`kifunet.data_prep.building.worker_pool`).
-
-Configs (``protocol_features``): protocol ``kgs`` = preset ``gonn-kgs`` (GoNN's KGS protocol: both players
->= 6d or one >= 7d, no handicap, moves by >= 6d players, train 2000-2014, test 2015); ``gogod`` = preset
-``gonn-gogod`` (GoGoD 1900-2014 train, 2015-2016 test); feature sets ``maddison``, ``alphago``, ``agz``,
-``gonn``. E.g. ``kgs_maddison``, ``kgs_gonn``, ``gogod_agz``. Another protocol: pass
-``config=GoMovesConfig(name=..., preset=..., options={...})`` (``options``: the keys of a ``kifunet build
---config`` file, and ``hash_splits``; ``dedupe`` must stay on, it makes the example keys unique).
-``kifunet tfds`` takes ``kifunet build``'s options (:mod:`kifunet.commands.dataset_options`: filters,
-``--split``, ``--val-fraction``, ``--hash-split``, ``--preset``, ``--features``, ``--options-file``) over a named
-config, which is then only a preset and a feature set; options that change its positions make a custom config
-(:func:`config_from_options`: ``--name``, default ``CONFIG_<hash>``), so a named config's directory always holds
-that config's positions. A dataset directory that already holds other options is refused, not reused.
+Configs (``protocol_features``): protocol ``kgs`` = preset ``gonn-kgs``, ``gogod`` = preset ``gonn-gogod``;
+feature sets ``maddison``, ``alphago``, ``agz``, ``gonn`` (``kgs_maddison``, ``gogod_agz``, ...); other options
+make a custom config (:func:`config_from_options`), so a named config's directory always holds that config's
+positions. How to build one (Python, ``kifunet tfds``, Apache Beam runners): the manual's page on building
+datasets, section TFDS.
 
 Example (one position; ``N`` = 19, ``Cs`` = the feature set's stored planes, ``W = ceil(Cs / 8)``):
 
@@ -76,26 +56,9 @@ feature set, and ``files`` (per split, each array_record file's name, records an
 :mod:`kifunet.data_prep.datasets.verify`); ``rejects.jsonl`` beside it has one line per game not used (path, status,
 reason, detail) and per damaged input, like the build's.
 
-Scale-out (Apache Beam, ``pip install 'kifunet[beam]'``): give ``download_and_prepare`` a ``DownloadConfig``
-with ``beam_options`` (or ``beam_runner``) and the same dataset is built by a Beam pipeline, one element per
-file of ``manual_dir`` (archives in parallel), duplicates resolved by a group-by on ``game_id`` (the first
-copy in input order wins, as in the build) and the accounting combined across workers::
-
-    from apache_beam.options.pipeline_options import PipelineOptions
-    cfg = tfds.download.DownloadConfig(manual_dir="ARCHIVES_DIR",
-                                       beam_options=PipelineOptions(["--runner=DirectRunner"]))
-    GoMoves(config="kgs_maddison", data_dir="DATA_DIR").download_and_prepare(download_config=cfg)
-
-or ``kifunet tfds --config kgs_maddison --manual-dir ARCHIVES_DIR --data-dir DATA_DIR
---beam --runner=DirectRunner --direct_num_workers=2`` (every argument the command does not know is a Beam
-pipeline option). Other runners take their usual options (``--runner=DataflowRunner --project=P --region=R
---temp_location=gs://B/tmp``, ``--runner=FlinkRunner --flink_master=HOST:8081``, ``--runner=SparkRunner
---spark_master_url=spark://HOST:7077``) and need kifunet installed on the workers. The archives are opened
-with the local file system, once per file, by whichever worker gets the file: ``ARCHIVES_DIR`` must be a path
-every worker can open (a shared mount such as NFS or Cloud Storage FUSE); ``DATA_DIR`` may be anything TFDS
-writes to (``gs://`` included). The README section "HDF5 build or TFDS" has the command lines;
-``benchmarks/bench_tfds_beam.py`` checks that the Beam path writes the same examples and accounting as the
-single-machine path.
+A Beam build (``download_and_prepare`` with ``beam_options``) writes the same examples and accounting: one
+element per file of ``manual_dir``, duplicates resolved by a group-by on ``game_id`` (the first copy in input
+order wins); ``benchmarks/bench_tfds_beam.py`` checks it against the single-machine path.
 
 TFDS cannot write an empty split: on one machine a split of the rule that receives no position is left out (the
 metadata lists it with 0 games; :class:`~kifunet.data_prep.datasets.tfds_reader.TfdsReader` opens it with 0 rows); in a
