@@ -5,7 +5,7 @@
 
 For each config in ``train/configs/`` (or ``--configs``): the config's model (19x19, the planes of its
 feature set), optimizer and loss, compiled as in training (``parallel.data_parallel`` of
-``parallel.train_step`` over all local devices, state donated), fed random 0/1 ``uint8`` planes and random
+``steps.train_step`` over all local devices, state donated), fed random 0/1 ``uint8`` planes and random
 targets already on the device -- so it measures the step alone, not the input pipeline. ``--batch``
 replaces the config's global batch (default: the config's, capped at ``--max-batch`` on CPU, where the
 published batch sizes of the big nets take minutes per step). After ``--warmup`` steps, ``--steps`` steps
@@ -30,6 +30,7 @@ import numpy as np
 from kifunet.data_prep.planes import features
 from kifunet.train import configs as configs_mod
 from kifunet.train import parallel, train
+from kifunet.train import steps as train_steps
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIG_DIR = os.path.join(os.path.dirname(HERE), "train", "configs")
@@ -49,7 +50,7 @@ def bench(name: str, *, batch: int | None, max_batch: int, steps: int, warmup: i
     b -= b % mesh.size
     cfg.batch_size = b
     model_def, tx, schedule, state, model = train.setup(cfg, board_size=19, in_planes=planes, mesh=mesh)
-    step = parallel.data_parallel(parallel.train_step(model_def, tx, schedule, loss=cfg.loss), mesh,
+    step = parallel.data_parallel(train_steps.train_step(model_def, tx, schedule, loss=cfg.loss), mesh,
                                   donate_state=True)
     rng = np.random.default_rng(0)
     host = {"planes": rng.integers(0, 2, (b, 19, 19, planes), dtype=np.uint8),

@@ -28,7 +28,7 @@ net's moves are rare; the rule matters for constant or masked outputs (pass at -
 :func:`~kifunet.models.base.played_move_rank` (re-exported here) is the rule's one definition, kept beside the
 policy output contract in :mod:`kifunet.models.base` so that training and eval both import it from below them;
 it takes NumPy or JAX arrays (traced ones too), and the training loop's jitted top-1/top-4
-(:func:`kifunet.train.parallel.topk_correct`) call it as well, so training and eval count the same positions
+(:func:`kifunet.train.steps.topk_correct`) call it as well, so training and eval count the same positions
 as correct.
 
 Cross-entropy is ``logsumexp(z) - z[t]`` computed in float64 on the host from the float32 logits.

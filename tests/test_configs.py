@@ -11,7 +11,7 @@ from flax import nnx
 
 from kifunet import models
 from kifunet.data_prep.planes import features
-from kifunet.train import configs, model_config, optim, parallel
+from kifunet.train import configs, model_config, optim, steps
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "train" / "configs"
 NAMES = sorted(os.path.splitext(os.path.basename(p))[0] for p in glob.glob(str(CONFIG_DIR / "*.py"))
@@ -47,7 +47,7 @@ def test_config_loads_documents_and_builds(name):
     assert "ompare with" in docstring or "Published result" in docstring
     # consistent options
     assert cfg.optimizer.name in optim.OPTIMIZERS and cfg.schedule.name in optim.SCHEDULES
-    assert cfg.loss in parallel.LOSSES and cfg.batchnorm in parallel.BATCHNORM_MODES
+    assert cfg.loss in steps.LOSSES and cfg.batchnorm in steps.BATCHNORM_MODES
     assert cfg.batch_size > 0 and cfg.train_positions > 0 and cfg.model.name in models.names()
     assert cfg.value_weight >= 0.0
     feats = cfg.expect_features or "maddison"

@@ -41,11 +41,11 @@ def test_ties_count_against_the_played_move():
 
 
 def test_training_top_k_is_the_same_rule_as_eval():
-    """train/parallel.topk_correct (jitted, float32) counts exactly the positions eval's ranks put in the top k."""
+    """train/steps.topk_correct (jitted, float32) counts exactly the positions eval's ranks put in the top k."""
     import jax
     import jax.numpy as jnp
 
-    from kifunet.train import parallel
+    from kifunet.train import steps
 
     rng = np.random.default_rng(0)
     z = rng.integers(-3, 4, size=(64, 12)).astype(np.float32)  # small integers: many exact ties
@@ -54,7 +54,7 @@ def test_training_top_k_is_the_same_rule_as_eval():
     ranks = M.target_ranks(z, t)
     np.testing.assert_array_equal(np.asarray(jax.jit(M.played_move_rank)(jnp.asarray(z), jnp.asarray(t))), ranks)
     for k in (1, 2, 4, 11, 12):
-        got = jax.jit(parallel.topk_correct, static_argnums=2)(jnp.asarray(z), jnp.asarray(t), k)
+        got = jax.jit(steps.topk_correct, static_argnums=2)(jnp.asarray(z), jnp.asarray(t), k)
         np.testing.assert_array_equal(np.asarray(got), (ranks < k).astype(np.float32))
 
 

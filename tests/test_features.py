@@ -263,11 +263,11 @@ def _legality_by_name(fs):
 
 @pytest.mark.parametrize("name", ["maddison", "alphago", "agz", "gonn", "nogo_liberties", "agz+nogo_liberties"])
 def test_declared_history_and_legality_match_the_old_name_rules(name):
-    from kifunet.train import input_pipeline
+    from kifunet.train import windows
 
     fs = features.get(name)
     assert fs.history_channels() == _history_by_name(fs)
-    assert input_pipeline.layout_for(fs).history == _history_by_name(fs)
+    assert windows.layout_for(fs).history == _history_by_name(fs)
     assert fs.legal_channels() == _legality_by_name(fs)
     expected = {"maddison": (False, True), "alphago": (False, True), "agz": (True, False), "gonn": (True, False)}
     has_history, has_legality = expected.get(name.split("+")[0], (False, False))

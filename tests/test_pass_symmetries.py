@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 
 from kifunet.cli import main as cli_main
-from kifunet.data_prep.planes import replay
+from kifunet.data_prep.planes import features, replay
 from kifunet.data_prep.sgf import sgf_io
 from kifunet.data_prep import symmetries as sym
 from kifunet.data_prep.datasets.dataset import open_split
+from kifunet.train import batches, eval_batches
 from kifunet.train import input_pipeline as ip
 from test_build import write_corpus
 
@@ -37,7 +38,7 @@ def corpus(tmp_path_factory):
     targets = Counter()
     for p in paths:
         rec = sgf_io.load_game(open(p, "rb").read(), path=p)
-        targets.update(replay.encode_game(rec, "maddison", path=p).target.tolist())
+        targets.update(replay.encode_game(rec, features.get("maddison"), path=p).target.tolist())
     assert targets[PASS] >= 50  # enough passes for every symmetry to meet several of them
     return root, targets
 
@@ -124,7 +125,7 @@ def test_training_windows_keep_the_pass_under_every_symmetry(spec, mode):
         served_passes += int(at_pass.sum())
         if i == 0:
             ref = r.batch(rows, symmetries=s)
-            assert np.array_equal(ip.window_batch(w, 0, len(rows))["planes"], ref["planes"])
+            assert np.array_equal(batches.window_batch(w, 0, len(rows))["planes"], ref["planes"])
     assert set(syms_at_pass) == set(range(8)), syms_at_pass
     assert served_passes >= (target == PASS).sum()  # about two epochs' worth (windows drop a few rows)
 
@@ -141,6 +142,6 @@ def test_train_iterator_and_eval_batches_serve_the_passes(spec):
     it.close()
     assert rows == len(r) and int((got == PASS).sum()) == n_pass
     assert Counter(got[got != PASS].tolist()) != Counter(target[target != PASS].tolist())  # symmetries applied
-    ev = list(ip.eval_batches(spec, "train", batch_size=16))
+    ev = list(eval_batches.eval_batches(spec, "train", batch_size=16))
     t = np.concatenate([b["target"] for b in ev])[np.concatenate([b["weight"] for b in ev]) > 0]
     assert np.array_equal(t, target)

@@ -19,7 +19,7 @@ import pytest
 
 from kifunet.cli import main as cli_main
 from kifunet.train import checkpointing, configs, metric_writer, train
-from test_train_data import ds_maddison  # noqa: F401 (fixture)
+from test_train_data import ds_maddison, ds_qiqiao, qiqiao_run  # noqa: F401 (fixtures)
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = str(REPO / "train" / "configs" / "tiny.py")
@@ -188,7 +188,7 @@ EQUIV_SCRIPT = textwrap.dedent("""
 """)
 
 
-#: max |8 devices - 1 device| over parameters and optimizer state after 6 steps (README: 7.5e-9 and 9.2e-7 on the
+#: max |8 devices - 1 device| over params and optimizer state after 6 steps (docs/training.md: 7.5e-9, 9.2e-7 on the
 #: machine that wrote it; gonn_sync 1.10e-6 on this session's Intel Xeon: float sums differ between CPU models).
 #: Broken synchronisation (gonn_per_device) differs by more than 1e-3, so 1e-5 still tells the two apart.
 EIGHT_DEVICES_TOLERANCE = {"maddison": 1e-8, "gonn_sync": 1e-5}
@@ -209,7 +209,7 @@ def test_eight_devices_equal_one_device(ds_maddison, tmp_path):
     assert p.returncode == 0 and line, p.stdout[-3000:] + p.stderr[-3000:]
     res = json.loads(line[0][len("RESULT "):])
     print(res)
-    # the README's figures: 7.5e-9 and 9.2e-7 (measured 7.450580596923828e-09 = 2**-27 and 9.238719940185547e-07,
+    # docs/training.md's figures: 7.5e-9 and 9.2e-7 (measured 7.450580596923828e-09 = 2**-27 and 9.238719940185547e-07,
     # the same in every run on that machine; gonn_sync 1.1026859283447266e-06 on another CPU model)
     assert res["maddison"]["max_abs_diff"] <= EIGHT_DEVICES_TOLERANCE["maddison"]
     assert res["gonn_sync"]["max_abs_diff"] <= EIGHT_DEVICES_TOLERANCE["gonn_sync"]
@@ -355,3 +355,20 @@ def test_kill_9_then_restart_equals_uninterrupted(ds_maddison, tmp_path):
     tb = metric_writer.read_jsonl(str(tmp_path / "killed" / "metrics_train.jsonl"))
     assert [r["step"] for r in tb] == [r["step"] for r in ta]  # no duplicate lines after the resume
     assert [r["loss"] for r in tb] == [r["loss"] for r in ta]
+
+
+def test_a_two_headed_run_logs_value_metrics(qiqiao_run):
+    run, ds, final, log = qiqiao_run
+    assert "value head: weight 1" in log and "value mse" in log
+    tr = metric_writer.read_jsonl(str(run / "metrics_train.jsonl"))
+    ev = metric_writer.read_jsonl(str(run / "metrics_eval.jsonl"))
+    assert all({"loss", "value_mse", "winner_acc", "value_known", "winner_decided"} <= set(r) for r in tr)
+    assert all("value_baseline_mse" not in r for r in tr)
+    from kifunet.data_prep.datasets.dataset import open_split
+
+    test = open_split(ds, "test").batch(np.arange(len(open_split(ds, "test"))))["outcome"].astype(int)
+    known = test[test != -128]
+    assert final["value_known"] == len(known) and final["winner_decided"] == int((known != 0).sum())
+    mean = known.mean()
+    assert final["value_baseline_mse"] == pytest.approx((known ** 2).mean() - mean ** 2, rel=1e-5)
+    assert ev[-1]["value_mse"] == final["value_mse"] and 0.0 <= final["winner_acc"] <= 1.0

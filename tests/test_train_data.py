@@ -1,6 +1,6 @@
 """Datasets for the training tests, built by the real ``kifunet build`` from random legal 9x9 games.
 
-Session fixtures (imported by tests/test_input_pipeline.py, test_train.py, test_checkpointing.py):
+Session fixtures (imported by tests/test_input_pipeline.py, test_train*.py, test_checkpointing.py):
 
 * ``ds_maddison``: 60 games, ``maddison`` planes (36), chunks of 32 rows, shards of at most 600 rows,
   test split = a 20% game-hash share;

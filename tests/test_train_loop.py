@@ -26,8 +26,7 @@ import numpy as np
 import pytest
 
 from kifunet.cli import main as cli_main
-from kifunet.eval import runs
-from kifunet.train import metric_writer, parallel, train
+from kifunet.train import metric_writer, nets, parallel, train
 from test_train import TINY, _env, state_arrays, tiny
 from test_train_data import ds_maddison  # noqa: F401 (fixture)
 
@@ -155,16 +154,17 @@ def test_a_train_that_fails_before_its_first_checkpoint_leaves_no_run(ds_maddiso
                eval_split="", checkpoint_every_positions=32 * 100)
     with pytest.raises(train.NonFiniteLoss):
         train.train_and_evaluate(cfg, str(wd))
-    assert not (wd / "config.json").exists() and not runs.is_run_dir(str(wd))
+    assert not (wd / "config.json").exists() and not nets.is_run_dir(str(wd))
     with pytest.raises(FileNotFoundError, match="not a training run"):
-        runs.find_workdir(str(wd))
+        nets.find_workdir(str(wd))
 
 
+@pytest.mark.slow
 def test_a_failed_resume_keeps_the_run_s_config(ds_maddison, tmp_path):
     wd = tmp_path / "wd"
     train.train_and_evaluate(tiny(ds_maddison, train_positions=32 * 2, eval_split=""), str(wd))
     before = (wd / "config.json").read_text()
-    assert runs.is_run_dir(str(wd)) and json.loads(before)["model"]["name"] == "maddison_tiny"
+    assert nets.is_run_dir(str(wd)) and json.loads(before)["model"]["name"] == "maddison_tiny"
     with pytest.raises(ValueError, match="does not match"):
         train.train_and_evaluate(tiny(ds_maddison, train_positions=32 * 4, eval_split="", model__name="gonn_tiny"),
                                  str(wd))
@@ -189,8 +189,20 @@ def test_a_resumed_train_says_so_on_its_first_line(ds_maddison, tmp_path, capsys
 def test_quickstart_rerun_says_it_resumes_and_fresh_starts_over(tmp_path, monkeypatch, capsys):
     from kifunet.commands import quickstart
 
+    from kifunet.commands.eval import default_out
+
     calls = []
-    monkeypatch.setattr(quickstart, "_run", lambda argv: calls.append(argv))
+
+    def fake_run(argv, note=""):
+        calls.append(argv)
+        if argv[0] == "eval":  # the result file the summary reads (its lines: tests/test_quickstart.py)
+            result = Path(default_out(argv[argv.index("--checkpoint") + 1], argv[argv.index("--data") + 1], "test",
+                                      False))
+            result.parent.mkdir(parents=True, exist_ok=True)
+            result.write_text("{}")
+
+    monkeypatch.setattr(quickstart, "_run", fake_run)
+    monkeypatch.setattr(quickstart, "summary", lambda result, limit_s: "")
     out = tmp_path / "qs"
     assert cli_main(["quickstart", "--out", str(out), "--minutes", "1"]) == 0
     assert not capsys.readouterr().out.strip()  # a first run: nothing to say
@@ -259,15 +271,15 @@ def test_no_device_to_host_copy_per_step_and_no_recompilation(ds_maddison, tmp_p
 
 
 def test_windowed_step_donates_the_state_and_takes_device_batches(ds_maddison):
-    from kifunet.train import input_pipeline
+    from kifunet.train import input_pipeline, prefetch, steps
 
     cfg = tiny(ds_maddison)
     mesh = parallel.make_mesh(1)
     model_def, tx, schedule, state, _ = train.setup(cfg, board_size=9, in_planes=36, mesh=mesh)
-    fn = parallel.data_parallel(parallel.windowed(parallel.train_step(model_def, tx, schedule)), mesh,
+    fn = parallel.data_parallel(steps.windowed(steps.train_step(model_def, tx, schedule)), mesh,
                                 donate_state=True, carry=True)
     it = input_pipeline.train_iterator(ds_maddison, "train", batch_size=32, seed=0, window_blocks=2, workers=0)
-    pre = input_pipeline.Prefetcher(it, fn=lambda b: parallel.shard_batch(b, mesh))
+    pre = prefetch.Prefetcher(it, fn=lambda b: parallel.shard_batch(b, mesh))
     try:
         batch = next(pre)
         assert all(isinstance(v, jax.Array) for v in batch.values())  # put on the devices by the prefetch thread

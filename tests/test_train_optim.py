@@ -10,7 +10,7 @@ import pytest
 from flax import nnx
 
 from kifunet import models
-from kifunet.train import optim, parallel
+from kifunet.train import optim, steps
 
 
 def _opt(**kw):
@@ -29,12 +29,12 @@ def _sched(**kw):
 
 def _gonn():
     model = models.create("gonn_tiny", board_size=9, rngs=nnx.Rngs(0))
-    md = parallel.ModelDef(model)
+    md = steps.ModelDef(model)
     return model, md
 
 
 def _flat(tree):
-    return {"/".join(str(p) for p in parallel.path_tuple(k) if p != "value"): np.asarray(v)
+    return {"/".join(str(p) for p in steps.path_tuple(k) if p != "value"): np.asarray(v)
             for k, v in jax.tree_util.tree_flatten_with_path(tree)[0]}
 
 

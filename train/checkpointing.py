@@ -19,7 +19,7 @@ read back unchecked; its "tree verity" hook is not in the open-source package), 
 without a word. Each step therefore records the size and sha256 of every file under its directory in a sidecar,
 ``<step>/kifunet_checksums.json`` (:func:`write_checksums`; dot-files are left out), and every path that loads a
 step checks it first, before a byte is deserialized (:func:`verify_step`): :meth:`Checkpointer.restore`
-(training resume), :func:`load_weights` (``init_from``, and :mod:`kifunet.eval.runs`: eval, gtp, show, export,
+(training resume), :func:`load_weights` (``init_from``, and :mod:`kifunet.train.nets`: eval, gtp, show, export,
 notebooks). A damaged step raises :class:`CheckpointError` naming the file, what was expected and found, and the
 intact steps. The sidecar is written once orbax has *committed* the step (renamed it to its final name), by a
 thread per save that waits for orbax's (possibly asynchronous) save to finish and then hashes the step
@@ -65,7 +65,7 @@ INTACT, DAMAGED, UNVERIFIED = "intact", "damaged", "unverified"
 
 
 def _key(path) -> str:
-    from kifunet.train.parallel import path_tuple
+    from kifunet.train.steps import path_tuple
 
     return "/".join(str(p) for p in path_tuple(path) if p != "value")
 

@@ -12,7 +12,7 @@ the global batch's shapes; the loop's first call reuses that compilation, so the
   one in the step and one being built on the host -- plus the input pipeline's shuffle windows (one being cut into
   batches, grain's read-ahead of 2, each worker's buffer of 2 and the one it builds), a window holding
   ``window_blocks x block_rows`` rows of 2-byte point codes (the ``codes`` layout; see
-  :mod:`kifunet.train.input_pipeline`).
+  :mod:`kifunet.train.windows`).
 
 Not counted: the worker processes' own interpreters and datasets, and the evaluation's batches (``eval_batch_size``).
 benchmarks/bench_preemption.py measures the estimate against the peak resident memory (``VmHWM``) of real runs:
@@ -32,7 +32,7 @@ import os
 import jax
 import numpy as np
 
-from kifunet.train import input_pipeline, parallel
+from kifunet.train import batches, parallel
 
 GB = 1e9
 
@@ -86,7 +86,7 @@ def abstract_batch(config, mesh, *, board_size: int, num_planes: int) -> dict:
     """The global training batch as ``jax.ShapeDtypeStruct`` sharded like :func:`kifunet.train.parallel.shard_batch`
     puts it, to compile the step ahead."""
     sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(parallel.AXIS))
-    spec = input_pipeline.batch_spec(config.batch_size, board_size, num_planes, config.input.host_dtype)
+    spec = batches.batch_spec(config.batch_size, board_size, num_planes, config.input.host_dtype)
     return {k: jax.ShapeDtypeStruct(shape, dtype, sharding=sharding) for k, (shape, dtype) in spec.items()}
 
 
@@ -102,7 +102,7 @@ def estimate(compiled, config, mesh, *, board_size: int, num_planes: int, block_
     if ma is not None:
         step = (ma.temp_size_in_bytes + max(ma.output_size_in_bytes - ma.alias_size_in_bytes, 0)) * local_devices
     pc = jax.process_count()
-    spec = input_pipeline.batch_spec(config.batch_size // pc, board_size, num_planes, config.input.host_dtype)
+    spec = batches.batch_spec(config.batch_size // pc, board_size, num_planes, config.input.host_dtype)
     batch = sum(int(np.prod(shape)) * dtype.itemsize for shape, dtype in spec.values())
     in_flight = config.input.prefetch + config.max_steps_ahead + 2
     rows = config.input.window_blocks * int(block_rows)

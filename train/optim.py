@@ -80,7 +80,7 @@ def make_schedule(cfg, batch_size: int, total_positions: int):
 
 def decay_mask(params, bn_paths, mode: str):
     """Pytree of bools like ``params``: which parameters get weight decay."""
-    from kifunet.train.parallel import path_tuple
+    from kifunet.train.steps import path_tuple
 
     if mode not in DECAY_MASKS:
         raise ValueError(f"decay_mask must be one of {DECAY_MASKS}, got {mode!r}")

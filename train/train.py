@@ -19,7 +19,7 @@ Order of business, as in big_vision's trainer:
 5. **Input**: :func:`kifunet.train.input_pipeline.train_iterator` on this host's share of the dataset,
    prefetched and put on the devices in a background thread.
 6. **Loop**: the per-device step mapped by :func:`kifunet.train.parallel.data_parallel`, wrapped by
-   :func:`kifunet.train.parallel.windowed` so each step also adds its metrics to a *window* that stays on the
+   :func:`kifunet.train.steps.windowed` so each step also adds its metrics to a *window* that stays on the
    devices. Nothing goes from device to host per step: batches arrive already on the devices (the prefetch
    thread), the state is donated, and the host reads the window once per interval (:func:`_fetch`), so it can
    run ahead of the device -- by at most ``max_steps_ahead`` steps (it then waits for the device, without a
@@ -87,6 +87,9 @@ import numpy as np
 from kifunet import models
 from kifunet.train import (checkpointing, input_pipeline, memory, metric_writer, model_config, optim, parallel,
                            preemption, run_lock)
+from kifunet.train.eval_batches import eval_batches
+from kifunet.train.prefetch import Prefetcher
+from kifunet.train.steps import LAST_METRICS, ModelDef, eval_step, summed, train_step, value_metrics, windowed
 
 
 class NonFiniteLoss(FloatingPointError):
@@ -106,7 +109,7 @@ def _log(msg: str) -> None:
 def setup(config, *, board_size: int, in_planes: int, mesh):
     """(model_def, optimizer, schedule, replicated initial state, model) for a config and data shape."""
     model = model_config.build_model(config.model, seed=config.seed, board_size=board_size, in_planes=in_planes)
-    model_def = parallel.ModelDef(model, config.batchnorm)
+    model_def = ModelDef(model, config.batchnorm)
     schedule = optim.make_schedule(config.schedule, config.batch_size, config.train_positions)
     tx = optim.make_optimizer(config.optimizer, schedule, params=model_def.params, model=model,
                               bn_paths=model_def.bn_paths)
@@ -260,11 +263,9 @@ def evaluate(eval_fn, state, config, mesh, *, limit: int, value: bool = False, s
     pc = jax.process_count()
     local = config.eval_batch_size // pc
     t0 = time.perf_counter()
-    batches = input_pipeline.eval_batches(config.dataset, config.eval_split, batch_size=local,
-                                          process_index=jax.process_index(), process_count=pc, limit=limit,
-                                          host_dtype=config.input.host_dtype)
-    prefetch = input_pipeline.Prefetcher(batches, fn=lambda b: parallel.shard_batch(b, mesh),
-                                         depth=config.input.prefetch)
+    batches = eval_batches(config.dataset, config.eval_split, batch_size=local, process_index=jax.process_index(),
+                           process_count=pc, limit=limit, host_dtype=config.input.host_dtype)
+    prefetch = Prefetcher(batches, fn=lambda b: parallel.shard_batch(b, mesh), depth=config.input.prefetch)
     sums = parallel.empty_sums(mesh, value=value)
     inflight = _InFlight(config.max_steps_ahead)
     try:
@@ -280,7 +281,7 @@ def evaluate(eval_fn, state, config, mesh, *, limit: int, value: bool = False, s
     if n <= 0:
         return {}
     return {"loss": sums["loss_sum"] / n, "nats": sums["nats_sum"] / n, "top1": sums["top1_sum"] / n,
-            "top4": sums["top4_sum"] / n, "eval_positions": n, **_finite(parallel.value_metrics(sums)),
+            "top4": sums["top4_sum"] / n, "eval_positions": n, **_finite(value_metrics(sums)),
             "seconds": time.perf_counter() - t0}
 
 
@@ -327,7 +328,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     evaluation metrics (empty without an evaluation split) plus ``step`` and ``positions``.
 
     ``workdir/config.json`` is written once this run's first checkpoint is on disk: a run that fails before
-    it leaves no ``config.json``, so it is not taken for a run (:func:`kifunet.eval.runs.is_run_dir`), and a
+    it leaves no ``config.json``, so it is not taken for a run (:func:`kifunet.train.nets.is_run_dir`), and a
     resume that fails (another config) leaves the run's own ``config.json`` as it was.
 
     Raises :class:`kifunet.train.run_lock.RunInUse` when another trainer holds ``workdir``,
@@ -345,8 +346,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
 
 def _open_and_train(config, workdir: str, mesh, signals) -> dict:
     B = config.batch_size
-    ckpt = checkpointing.Checkpointer(os.path.join(workdir, "checkpoints"), keep=config.keep_checkpoints,
-                                      async_save=config.async_checkpoints)
+    ckpt_dir = os.path.join(workdir, "checkpoints")
+    made_dir = not os.path.isdir(ckpt_dir)  # orbax makes it now; a run that fails before its first save removes it
+    ckpt = checkpointing.Checkpointer(ckpt_dir, keep=config.keep_checkpoints, async_save=config.async_checkpoints)
     try:
         # verified newest first; a damaged step is set aside, in a line of its own (kifunet.train.checkpointing)
         latest = ckpt.newest_intact_step(log=lambda msg: _log(f"kifunet train: {msg}"))
@@ -356,6 +358,11 @@ def _open_and_train(config, workdir: str, mesh, signals) -> dict:
         return _train(config, workdir, mesh, ckpt, latest, signals)
     finally:
         ckpt.close()
+        if made_dir:
+            try:
+                os.rmdir(ckpt_dir)  # only when empty: no checkpoint was written (another host may be first)
+            except OSError:
+                pass
 
 
 def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dict:
@@ -375,10 +382,9 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dic
     eval_every = _every(config.eval_every_positions, B) if config.eval_split else 0
     ckpt_every = _every(config.checkpoint_every_positions, B)
     train_fn = parallel.data_parallel(
-        parallel.windowed(parallel.train_step(model_def, tx, schedule, loss=config.loss,
-                                              value_weight=config.value_weight)), mesh,
+        windowed(train_step(model_def, tx, schedule, loss=config.loss, value_weight=config.value_weight)), mesh,
         donate_state=True, carry=True)
-    eval_fn = parallel.data_parallel(parallel.summed(parallel.eval_step(model_def, loss=config.loss)), mesh,
+    eval_fn = parallel.data_parallel(summed(eval_step(model_def, loss=config.loss)), mesh,
                                      carry=True)
     mem = _fit_memory(train_fn, state, config, mesh, info, value=model_def.has_value)
 
@@ -421,8 +427,7 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dic
              f"{'' if default_planes == info['num_planes'] else f'; its default is {default_planes}'}{head}), "
              f"{mesh.size} device(s) x {pc} process(es), batch {B}, {info['rows']:,} training rows, "
              f"{total_steps:,} steps = {total_steps * B:,} positions, {memory.text(mem)}")
-        prefetch = input_pipeline.Prefetcher(train_iter, fn=lambda b: parallel.shard_batch(b, mesh),
-                                             depth=config.input.prefetch)
+        prefetch = Prefetcher(train_iter, fn=lambda b: parallel.shard_batch(b, mesh), depth=config.input.prefetch)
         return _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, state, start=start,
                      total_steps=total_steps, log_every=log_every, eval_every=eval_every, ckpt_every=ckpt_every,
                      elapsed_before=elapsed_before, info=info, value=model_def.has_value, signals=signals)
@@ -477,8 +482,8 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
         timed = host["steps"] - host["skip"]
         rec = {"positions": s * B, "loss": float(m["loss_sum"]) / n, "nats": float(m["nats_sum"]) / n,
                "top1": float(m["top1_sum"]) / n, "top4": float(m["top4_sum"]) / n,
-               **{k: float(m[k]) for k in parallel.LAST_METRICS}}
-        train_value = _finite(parallel.value_metrics(m))
+               **{k: float(m[k]) for k in LAST_METRICS}}
+        train_value = _finite(value_metrics(m))
         train_value.pop("value_baseline_mse", None)  # the baseline is the evaluation split's (module docstring)
         rec.update(train_value)
         if timed > 0 and dt > 0:  # (a window holding only the compiling first step has no rate)

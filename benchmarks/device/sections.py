@@ -9,7 +9,7 @@ section stopped by its timeout or killed by a crash keeps what it measured.
   back to back and waited for once, the best of ``reps`` timings; 2 n^3 FLOPs per product.
 * ``train_step``: the project's training step, as ``benchmarks/bench_train_step.py`` builds it (the config's
   model, optimizer and loss from ``kifunet.train.train.setup``, ``parallel.data_parallel`` of
-  ``parallel.train_step`` over all local devices, state donated, random 0/1 planes and targets already on
+  ``steps.train_step`` over all local devices, state donated, random 0/1 planes and targets already on
   the devices), for each (config, dtype, batch) item in the order given, while time is left: compile seconds
   (``lower().compile()``), the first step, then ``rounds`` rounds of back-to-back steps; step seconds = the
   median round's time per step; FLOPs from :func:`kifunet.models.train_flops`.
@@ -117,7 +117,7 @@ def time_train_step(name: str, *, dtype: str, batch: int, quick: bool, round_s: 
     from kifunet import models
     from kifunet.data_prep.planes import features
     from kifunet.train import configs as configs_mod
-    from kifunet.train import parallel, train
+    from kifunet.train import parallel, steps, train
 
     t_setup = time.perf_counter()
     cfg = configs_mod.load_file(os.path.join(CONFIG_DIR, f"{name}.py"))
@@ -133,7 +133,7 @@ def time_train_step(name: str, *, dtype: str, batch: int, quick: bool, round_s: 
     flops = models.train_flops(model)
     params = models.count_params(model)
     del model
-    step = parallel.data_parallel(parallel.train_step(model_def, tx, schedule, loss=cfg.loss), mesh,
+    step = parallel.data_parallel(steps.train_step(model_def, tx, schedule, loss=cfg.loss), mesh,
                                   donate_state=True)
     rng = np.random.default_rng(0)
     host = {"planes": rng.integers(0, 2, (b, 19, 19, planes), dtype=np.uint8),

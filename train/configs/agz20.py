@@ -2,7 +2,7 @@
 
 Build and train::
 
-    kifunet build /work/shared/data/kgs --out data/kgs_agz --features agz --split train:2000-2014 \
+    kifunet build ../shared/data/kgs --out data/kgs_agz --features agz --split train:2000-2014 \
         --split test:2015
     kifunet train --config train/configs/agz20.py --workdir runs/agz20 --config.dataset=data/kgs_agz
 

@@ -2,7 +2,7 @@
 
 Build and train::
 
-    kifunet build /work/shared/data/kgs --out data/kgs_alphago --features alphago \
+    kifunet build ../shared/data/kgs --out data/kgs_alphago --features alphago \
         --min-both-rank 6d --split train:2000-2014 --split test:2015
     kifunet train --config train/configs/alphago13_192.py --workdir runs/alphago13_192 \
         --config.dataset=data/kgs_alphago

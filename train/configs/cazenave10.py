@@ -2,7 +2,7 @@
 
 Build and train::
 
-    kifunet build /work/shared/data/kgs --out data/kgs_gonn_alphago --features alphago --preset gonn-kgs
+    kifunet build ../shared/data/kgs --out data/kgs_gonn_alphago --features alphago --preset gonn-kgs
     kifunet train --config train/configs/cazenave10.py --workdir runs/cazenave10 \
         --config.dataset=data/kgs_gonn_alphago
 

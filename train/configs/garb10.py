@@ -2,7 +2,7 @@
 
 Build and train::
 
-    kifunet build /work/shared/data/kgs --out data/kgs_agz_nogo --features agz+nogo_liberties \
+    kifunet build ../shared/data/kgs --out data/kgs_agz_nogo --features agz+nogo_liberties \
         --split train:2000-2014 --split test:2015
     kifunet train --config train/configs/garb10.py --workdir runs/garb10 --config.dataset=data/kgs_agz_nogo
 

@@ -2,7 +2,7 @@
 
 Build and train::
 
-    kifunet build /work/shared/data/kgs --out data/kgs_gonn --features gonn --preset gonn-kgs
+    kifunet build ../shared/data/kgs --out data/kgs_gonn --features gonn --preset gonn-kgs
     kifunet train --config train/configs/gonn12.py --workdir runs/gonn12 --config.dataset=data/kgs_gonn
 
 Hardware assumed: one GPU. Compare with (docs/published.md), same KGS protocol as gonn5.py: **58.2%

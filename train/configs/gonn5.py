@@ -2,7 +2,7 @@
 
 Build and train::
 
-    kifunet build /work/shared/data/kgs --out data/kgs_gonn --features gonn --preset gonn-kgs
+    kifunet build ../shared/data/kgs --out data/kgs_gonn --features gonn --preset gonn-kgs
     kifunet train --config train/configs/gonn5.py --workdir runs/gonn5 --config.dataset=data/kgs_gonn
 
 Hardware assumed: one GPU (GoNN trained on one). Compare with (docs/published.md): KGS ">= 7d or both

@@ -2,7 +2,7 @@
 
 Build and train::
 
-    kifunet build /work/shared/data/kgs --out data/kgs_maddison --features maddison \
+    kifunet build ../shared/data/kgs --out data/kgs_maddison --features maddison \
         --split train:2000-2014 --split test:2015
     kifunet train --config train/configs/maddison12.py --workdir runs/maddison12 \
         --config.dataset=data/kgs_maddison

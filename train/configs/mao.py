@@ -2,7 +2,7 @@
 
 Build and train::
 
-    kifunet build /work/shared/data/kgs --out data/kgs_agz --features agz --split train:2000-2014 \
+    kifunet build ../shared/data/kgs --out data/kgs_agz --features agz --split train:2000-2014 \
         --split test:2015
     kifunet train --config train/configs/mao.py --workdir runs/mao --config.dataset=data/kgs_agz
 

@@ -1,0 +1,48 @@
+"""Evaluation batches: a split read in order, unaugmented, each host's share padded to whole batches.
+
+Contract: :func:`eval_batches` yields :func:`kifunet.train.batches.window_batch` batches (no symmetry, no history
+dropout); every host yields the same number of batches, and rows past the host's share have ``weight`` 0, so sums
+over all hosts count every row of the split (or of its first ``limit`` rows) exactly once.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from kifunet.data_prep.datasets import dataset as dataset_mod
+from kifunet.train.batches import window_batch
+from kifunet.train.windows import WindowBuilder
+
+
+def eval_batches(root: str, split: str, *, batch_size: int, process_index: int = 0, process_count: int = 1,
+                 limit: int = 0, host_dtype: str = "uint8") -> Iterator[dict[str, np.ndarray]]:
+    """Batches over the host's share of the split's first ``limit`` rows (0: all), in order, unaugmented.
+
+    Every host yields the same number of batches (``ceil(ceil(rows / hosts) / batch_size)``); rows past the
+    host's share are padding with ``weight`` 0.
+    """
+    src = dataset_mod.open_split(root, split, assemble=False).blocks()
+    total = src.num_rows() if not limit else min(limit, src.num_rows())
+    lo = process_index * total // process_count
+    hi = (process_index + 1) * total // process_count
+    per_host = -(-total // process_count)
+    steps = -(-per_host // batch_size)
+    builder = WindowBuilder(src.feature_name, src.board_size, batch_size, symmetry="none", history="none",
+                            shuffle=False)
+    for i in range(steps):
+        a, b = lo + i * batch_size, min(hi, lo + (i + 1) * batch_size)
+        if b > a:
+            win = builder.build(src.read_rows(a, b), None, pad_to=batch_size)
+        else:  # this host has no rows left: a batch of padding
+            win = builder.build(src.read_rows(lo, lo + 1) if hi > lo else src.read_rows(0, 1), None,
+                                pad_to=batch_size)
+            win["weight"][:] = 0
+        yield window_batch(win, 0, batch_size, host_dtype)
+
+
+def num_eval_rows(root: str, split: str, limit: int = 0) -> int:
+    """The rows :func:`eval_batches` scores over all hosts: the split's first ``limit`` rows (0: all)."""
+    n = len(dataset_mod.open_split(root, split))
+    return n if not limit else min(limit, n)
