@@ -56,8 +56,8 @@ result from the side of the player to move, the one whose move is the row's targ
 +1                         the player to move won the game (kinds resign, score, time, forfeit, win)
 -1                         the player to move lost it
 0                          the game was drawn
--128 (:data:`OUTCOME_      the result is unknown or void: no value target (the sentinel of
-UNKNOWN`)                  :data:`kifunet.data_prep.ranks.UNKNOWN`); also every row of a dataset built
+-128                       the result is unknown or void (:data:`OUTCOME_UNKNOWN`): no value target (the
+                           sentinel of :data:`kifunet.data_prep.ranks.UNKNOWN`); also every row of a dataset built
                            before this column existed (the readers fill it in)
 =========================  ===========================================================================
 

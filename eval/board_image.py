@@ -21,6 +21,7 @@ import dataclasses
 import numpy as np
 
 from kifunet.data_prep import coords
+from kifunet.eval.legality import top_moves
 
 WOOD = "#dcb35c"
 
@@ -154,8 +155,7 @@ def draw_board(stones, *, probs=None, legal=None, top_k: int = 5, played: int | 
         im = ax.imshow(img, origin="lower", extent=(-0.5, n - 0.5, -0.5, n - 0.5), cmap=cmap,
                        norm=mcolors.PowerNorm(gamma=0.5, vmin=vmin, vmax=max(vmax, 1e-12)), zorder=2, alpha=0.85,
                        interpolation="nearest")
-        order = [int(i) for i in np.argsort(-p[: n * n], kind="stable") if lg[i]][: int(top_k)]
-        top = [(i, float(p[i])) for i in order]
+        top = [(i, float(p[i])) for i in top_moves(p[: n * n], lg, int(top_k))]
         for k, (i, _) in enumerate(top, 1):
             r, c = divmod(i, n)
             ax.text(*xy(r, c), str(k), ha="center", va="center", fontsize=10, fontweight="bold", color="white",

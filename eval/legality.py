@@ -1,4 +1,5 @@
-"""Legal-move masks for dataset rows: read off the planes when the feature set carries legality, else replayed.
+"""Legal moves: the top-k legal moves of a policy output (:func:`top_moves`), and legal-move masks for dataset rows
+(:class:`LegalMasker`): read off the planes when the feature set carries legality, else replayed.
 
 ``maddison`` has a ``legal`` plane and ``alphago`` its ``liberties_after_8`` buckets
 (:func:`kifunet.eval.metrics.legal_from_planes`). ``agz`` and ``gonn`` do not: :class:`ReplayLegality` finds each
@@ -9,6 +10,8 @@ plain ``.sgf`` files, or ``ARCHIVE!MEMBER`` (read by streaming the archive once,
 Rows of datasets built with ``--symmetries all`` carry a ``symmetry`` column; the mask is transformed with it.
 
 Masks are kept bit-packed per game (N*N bits per position), about 11 MB per 1,000 games of 250 moves.
+
+Importing this module loads NumPy only (``kifunet gtp`` uses :func:`top_moves` before JAX is loaded).
 """
 
 from __future__ import annotations
@@ -18,7 +21,23 @@ from collections import defaultdict
 
 import numpy as np
 
-from kifunet.eval.metrics import legal_from_planes
+
+def top_moves(probs, allowed, k: int) -> list[int]:
+    """The flat indices of the ``k`` allowed moves of highest probability, most probable first.
+
+    ``probs``: float ``[M]`` (a policy output, ``M = N*N + 1`` with pass last, or ``N*N`` for the points only);
+    ``allowed``: bool ``[M]``, the moves that may be listed (pass is listed when ``allowed[N*N]`` is set). Ties go
+    to the lower flat index; fewer than ``k`` moves when fewer are allowed; ``[]`` for ``k <= 0``.
+    """
+    p = np.asarray(probs)
+    ok = np.asarray(allowed, dtype=bool)
+    if p.shape != ok.shape or p.ndim != 1:
+        raise ValueError(f"top_moves needs probabilities and an allowed mask of one shape [M], not {p.shape} and "
+                         f"{ok.shape}")
+    if k <= 0:
+        return []
+    order = np.argsort(-p, kind="stable")
+    return [int(m) for m in order[ok[order]][:k]]
 
 
 class ReplayLegality:
@@ -89,6 +108,8 @@ class LegalMasker:
     """Planes first, replay when the feature set has no legality planes."""
 
     def __init__(self, reader):
+        from kifunet.eval.metrics import legal_from_planes
+
         self.reader = reader
         self.fs = reader.feature_set
         probe = legal_from_planes(np.zeros((1, reader.board_size, reader.board_size, self.fs.num_planes), np.uint8),
@@ -101,6 +122,8 @@ class LegalMasker:
 
     def __call__(self, batch: dict) -> np.ndarray:
         if self.source == "planes":
+            from kifunet.eval.metrics import legal_from_planes
+
             return legal_from_planes(batch["planes"], self.fs)
         if self._replay is None:
             self._replay = ReplayLegality(self.reader)

@@ -1,9 +1,9 @@
-"""Training run directories, as eval sees them: find them, and load one as a :class:`Predictor`.
+"""Training run directories, as eval and the notebooks see them: which runs to study, where their figures go, and
+one run as a :class:`kifunet.eval.evaluate.Predictor` (:func:`load_run`).
 
 A run directory (the ``--workdir`` of ``kifunet train``) holds ``config.json``, orbax checkpoints, and the
 JSON-lines metrics ``metrics_train.jsonl`` / ``metrics_eval.jsonl``; ``kifunet eval`` adds ``eval/*.json``.
-Eval reads the checkpoint through :mod:`kifunet.train.checkpointing` and rebuilds the model from the run's config
-with :mod:`kifunet.train.model_config` (as training does); the training loop is not imported.
+Loading a run's net is :mod:`kifunet.train.nets` (below eval and play, which both use it).
 
 Notebook settings (environment variables, read by :func:`run_dirs_from_env`):
 
@@ -14,7 +14,7 @@ Notebook settings (environment variables, read by :func:`run_dirs_from_env`):
                        being that of the current directory or of its nearest parent with one
                        (:func:`kifunet.paths.runs_dir`), then the default net
                        (:func:`kifunet.paths.default_net`); the net one studies (:func:`net_from_env`) is
-                       the first run it names, else the default net
+                       the first run it names, else the first of these with a checkpoint
 ``KIFUNET_FIGURES``    where notebooks write their PNGs; default ``figures/`` in the first run directory,
                        ``runs/figures`` when that is the default net (its folder is package data)
 =====================  =================================================================================
@@ -22,15 +22,10 @@ Notebook settings (environment variables, read by :func:`run_dirs_from_env`):
 
 from __future__ import annotations
 
-import dataclasses
-import logging
 import os
 
 from kifunet import paths
-
-
-def is_run_dir(path: str) -> bool:
-    return os.path.isfile(os.path.join(path, "config.json"))
+from kifunet.train.nets import is_run_dir, load_net
 
 
 #: files whose times say when a run last changed (with the run directory itself)
@@ -73,10 +68,21 @@ def run_dirs_from_env() -> list[str]:
 
 
 def net_from_env() -> str:
-    """The one net to study: the first run ``KIFUNET_RUN`` names, else the default net (not the newest run:
-    set ``KIFUNET_RUN`` to study your own)."""
+    """The one net to study: the first run ``KIFUNET_RUN`` names, else the first run of :func:`run_dirs_from_env`
+    that has a checkpoint (the newest under ``runs/``: after ``kifunet quickstart``, ``runs/quickstart/run``),
+    else the default net."""
     named = _named_runs()
-    return named[0] if named else str(paths.default_net())
+    if named:
+        return named[0]
+    from kifunet.train.nets import step_dir
+
+    for run in find_run_dirs(paths.runs_dir()):
+        try:
+            step_dir(run)
+        except (FileNotFoundError, ValueError):
+            continue  # a run stopped before its first checkpoint
+        return run
+    return str(paths.default_net())
 
 
 def _named_runs() -> list[str]:
@@ -103,196 +109,9 @@ def sample_sgf() -> str:
     return str(paths.sample_games() / "gnugo-0000.sgf")
 
 
-def find_workdir(path: str) -> str:
-    """The run directory of ``path``: itself, or the workdir above a ``checkpoints`` or step directory."""
-    p = os.path.abspath(path)
-    for cand in (p, os.path.dirname(p), os.path.dirname(os.path.dirname(p))):
-        if is_run_dir(cand):
-            return cand
-    raise FileNotFoundError(f"{path}: not a training run directory (no config.json here or above)")
-
-
-def read_config(workdir: str):
-    """The run's resolved config (``config.json``) as an ``ml_collections.ConfigDict``."""
-    import json
-
-    import ml_collections
-
-    with open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
-        return ml_collections.ConfigDict(json.load(f))
-
-
-def resolve_checkpoint(path: str, step: int | None = None) -> tuple[str, str]:
-    """(run directory, what :func:`kifunet.train.checkpointing.load_weights` reads) for a run directory, its
-    ``checkpoints`` directory or one step's directory; ``step`` picks that step of the run instead."""
-    workdir = find_workdir(path)
-    if step is None:
-        return workdir, (path if os.path.abspath(path) != workdir else workdir)
-    target = os.path.join(workdir, "checkpoints", str(int(step)))
-    if not os.path.isdir(target):
-        have = sorted((d for d in os.listdir(os.path.join(workdir, "checkpoints")) if d.isdigit()), key=int) \
-            if os.path.isdir(os.path.join(workdir, "checkpoints")) else []
-        raise FileNotFoundError(f"{workdir}: no checkpoint for step {step} (have: {', '.join(have) or 'none'})")
-    return workdir, target
-
-
-def _lookup(tree, names: tuple[str, ...]):
-    """First value under any of ``names`` in nested dicts (breadth first); a {'name': ...} dict gives its name."""
-    level = [tree]
-    while level:
-        nxt = []
-        for d in level:
-            if not isinstance(d, dict):
-                continue
-            for k in names:
-                if k in d and d[k] not in (None, "", {}):
-                    v = d[k]
-                    return v.get("name") if isinstance(v, dict) else v
-            nxt.extend(v for v in d.values() if isinstance(v, dict))
-        level = nxt
-    return None
-
-
-def _data_shape(cfg: dict, meta: dict, dataset: str | None, feature_set: str | None,
-                board_size: int | None) -> tuple[str, int]:
-    """(feature set, board size): the arguments, else the training dataset's manifest (``config.dataset``), else
-    ``dataset``'s, else what the checkpoint's metadata records."""
-    from kifunet.data_prep.datasets.manifest import read_manifest as load_manifest
-
-    tried = []
-    for root in (cfg.get("dataset") or None, dataset):
-        if feature_set and board_size:
-            break
-        if not root:
-            continue
-        tried.append(root)
-        if os.path.isfile(os.path.join(root, "manifest.json")):
-            m = load_manifest(root)
-            feature_set = feature_set or m["features"]["name"]
-            board_size = board_size or int(m["board_size"])
-    feature_set = feature_set or _lookup(meta, ("feature_set", "features"))
-    board_size = board_size or _lookup(meta, ("board_size",))
-    if not feature_set or not board_size:
-        raise FileNotFoundError("cannot tell the run's feature set and board size: no manifest.json in "
-                                f"{' or '.join(tried) or 'config.dataset'}; pass the dataset the run was trained on "
-                                "(or --features and --board-size)")
-    return str(feature_set), int(board_size)
-
-
-def step_dir(path: str, step: int | None = None) -> str:
-    """The checkpoint step directory :func:`load_net` reads for ``path`` (a run directory: its newest step; its
-    ``checkpoints`` directory: the newest; a step's directory: that one) or for ``step``; without JAX or orbax.
-    ``FileNotFoundError`` when there is no step."""
-    _, target = resolve_checkpoint(path, step)
-    target = os.path.abspath(target)
-    ck = os.path.join(target, "checkpoints") if os.path.isdir(os.path.join(target, "checkpoints")) else target
-    if os.path.isdir(os.path.join(ck, "state")) or os.path.isfile(os.path.join(ck, "kifunet_checksums.json")):
-        return ck  # a step's directory
-    steps = [d for d in os.listdir(ck) if d.isdigit() and os.path.isdir(os.path.join(ck, d))] \
-        if os.path.isdir(ck) else []
-    if not steps:
-        raise FileNotFoundError(f"{ck}: no checkpoint")
-    return os.path.join(ck, max(steps, key=int))
-
-
-def describe_net(path: str, *, step: int | None = None, dataset: str | None = None,
-                 feature_set: str | None = None, board_size: int | None = None) -> dict:
-    """What :func:`load_net` will load, read from ``config.json`` and the step's JSON metadata only (no JAX,
-    orbax or checkpoint arrays; milliseconds): ``workdir``, ``name``, ``step_dir``, ``step``, ``model`` (the
-    registry name), ``model_kwargs``, ``rank_embedding``, ``feature_set`` and ``board_size`` (as
-    :func:`load_net` decides them) and ``description`` (``MODEL from RUN step S``, as ``kifunet gtp`` shows it)."""
-    import json
-
-    workdir, _ = resolve_checkpoint(path, step)
-    target = step_dir(path, step)
-    meta = {}
-    meta_path = os.path.join(target, "meta", "metadata")
-    if os.path.isfile(meta_path):
-        with open(meta_path, encoding="utf-8") as f:
-            meta = json.load(f)
-    with open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
-        raw = json.load(f)
-    fs, n = _data_shape(raw, meta, dataset, feature_set, board_size)
-    model = dict(raw.get("model") or {})
-    name = model.get("name") or meta.get("model")
-    if not name:  # a partial config: the defaults' model, as load_net completes it
-        from kifunet.train.configs import default
-
-        name = default.get_config().model.name
-    at = meta.get("step")
-    desc = f"{name} from {os.path.basename(workdir)}" + (f" step {at}" if at is not None else "")
-    return {"workdir": workdir, "name": os.path.basename(workdir), "step_dir": target, "step": at, "model": name,
-            "model_kwargs": dict(model.get("kwargs") or {}), "rank_embedding": bool(model.get("rank_embedding")),
-            "feature_set": fs, "board_size": n, "description": desc}
-
-
-@dataclasses.dataclass
-class TrainedNet:
-    """A trained model rebuilt from a run: the model (eval mode), its feature set, board size and ``info``."""
-
-    model: object
-    feature_set: str
-    board_size: int
-    info: dict
-
-
-def load_net(path: str, *, step: int | None = None, dataset: str | None = None, feature_set: str | None = None,
-             board_size: int | None = None, dtype: str | None = None) -> TrainedNet:
-    """The net of a training run: its newest checkpoint (or ``step``, or the step directory named).
-
-    The model is rebuilt from ``config.json`` exactly as training built it (:mod:`kifunet.train.model_config`:
-    ``model.name``, ``model.dtype``, ``model.rank_embedding``, ``model.kwargs`` and ``seed``; a partial config is
-    completed with the defaults), computing in ``dtype`` if given (``'float32'`` for play), with the feature set
-    and board size of :func:`_data_shape`; parameters and BatchNorm statistics come from the checkpoint
-    (:func:`kifunet.train.checkpointing.load_weights`). A checkpoint of another shape is a ``ValueError``.
-
-    The model is built abstractly (``nnx.eval_shape``: shapes and dtypes, no random initialisation, no XLA
-    compilation) and the checkpoint's arrays are merged into it, so loading costs reading the checkpoint and no
-    more; the model's arrays are the checkpoint's (host NumPy arrays).
-    """
-    from flax import nnx
-
-    from kifunet.data_prep.planes import features
-    from kifunet.train import checkpointing, model_config
-
-    workdir, target = resolve_checkpoint(path, step)
-    raw = read_config(workdir).to_dict()
-    absl_log = logging.getLogger("absl")
-    level = absl_log.level
-    absl_log.setLevel(logging.ERROR)  # orbax's notes on opening a read-only manager are not news here
-    try:
-        weights, meta = checkpointing.load_weights(target)
-    finally:
-        absl_log.setLevel(level)
-    fs, n = _data_shape(raw, meta, dataset, feature_set, board_size)
-    spec = model_config.model_section(raw.get("model"))
-    if dtype is not None:
-        spec.dtype = dtype
-    # abstractly: shapes and dtypes only, no initialiser runs and nothing compiles; the checkpoint fills it
-    model = nnx.eval_shape(lambda: model_config.build_model(spec, seed=int(raw.get("seed", 0)), board_size=n,
-                                                            in_planes=features.get(fs).num_planes))
-    graph, params, extra = nnx.split(model, nnx.Param, ...)
-    template = {"params": params, "extra": extra}
-    want = {k: tuple(v.shape) for k, v in checkpointing.flatten_state(template).items()}
-    missing = sorted(set(want) - set(weights))
-    unexpected = sorted(set(weights) - set(want))
-    wrong = sorted(k for k in set(want) & set(weights) if tuple(weights[k].shape) != want[k])
-    if missing or unexpected or wrong:
-        raise ValueError(f"{target}: the checkpoint does not fit {spec.name} ({n}x{n}, {fs}): missing "
-                         f"{missing[:3]}, unexpected {unexpected[:3]}, other shapes "
-                         f"{[(k, tuple(weights[k].shape), want[k]) for k in wrong[:3]]}")
-    restored = checkpointing.unflatten_state(template, {k: weights[k] for k in want})
-    model = nnx.merge(graph, restored["params"], restored["extra"])
-    model.eval()
-    info = {"name": os.path.basename(workdir), "model": spec.name, "workdir": workdir,
-            "checkpoint": os.path.abspath(target), "step": meta.get("step"), "positions": meta.get("positions"),
-            "train_seconds": meta.get("train_seconds"), "train_dataset": raw.get("dataset"),
-            "feature_set": fs, "board_size": n}
-    return TrainedNet(model, fs, n, info)
-
-
 def load_run(path: str, *, dataset: str | None = None, step: int | None = None):
-    """A :class:`kifunet.eval.evaluate.Predictor` of :func:`load_net` (computing in the trained dtype)."""
+    """A :class:`kifunet.eval.evaluate.Predictor` of :func:`kifunet.train.nets.load_net` (computing in the trained
+    dtype)."""
     from kifunet.eval.evaluate import Predictor
 
     net = load_net(path, step=step, dataset=dataset)

@@ -38,8 +38,9 @@ module                      what it holds
                             ``OnnxPolicy`` / ``load_onnx_policy``: Policy over the file, without JAX
 ==========================  =====================================================================================
 
-``kifunet.play`` imports :mod:`kifunet.eval` (``load_policy`` rebuilds a net with :func:`kifunet.eval.runs.load_net`)
-and :mod:`kifunet.data_prep`; neither imports ``kifunet.play``.
+``kifunet.play`` imports :mod:`kifunet.train` (``load_policy`` rebuilds a net with :func:`kifunet.train.nets.load_net`),
+:mod:`kifunet.eval` (:func:`kifunet.eval.legality.top_moves`) and :mod:`kifunet.data_prep`; none imports
+``kifunet.play``.
 
 Commands: ``kifunet gtp``, ``kifunet match``, ``kifunet export``. Scripts: ``scripts/make_sample_corpus.py`` (GNU Go self-play over
 :mod:`~kifunet.play.gtp_client`), ``scripts/build_pachi.py`` (builds the Pachi that ``pachi[:PLAYOUTS]`` runs).

@@ -7,7 +7,7 @@ with a dynamic batch dimension ``B``. The file's inputs, outputs and metadata ar
 ===================  ========================================================================================
 step                 rule
 ===================  ========================================================================================
-the net              :func:`kifunet.eval.runs.load_net` (as ``kifunet gtp --checkpoint`` and ``eval`` load it),
+the net              :func:`kifunet.train.nets.load_net` (as ``kifunet gtp --checkpoint`` and ``eval`` load it),
                      computing in float32 whatever dtype it was trained in, BatchNorm in eval mode
 inputs               ``planes``, plus ``rank`` and ``to_move`` only if the forward pass reads them: an input is
                      kept when an equation of the traced jaxpr takes it (:func:`used_inputs`), so a net without
@@ -51,7 +51,7 @@ from kifunet.play import onnx_policy
 
 #: random positions the exported file is checked on against JAX before it is written
 CHECK_POSITIONS = 8
-#: the largest |logit difference| accepted at that check, relative to the largest |logit| (at least 1): float32
+#: the largest ``|logit difference|`` accepted at that check, relative to the largest ``|logit|`` (at least 1): float32
 #: rounding in another operation order; every registered net measured 1e-8 to 1.1e-5 of its scale
 CHECK_TOLERANCE = 1e-4
 RANK_SCALE = ("int32 rank of the player to move (kifunet.data_prep.ranks): 30k..1k = -30..-1, 1d..9d = 0..8, "
@@ -254,7 +254,7 @@ def manifest_summary(manifest: dict) -> dict:
 
 
 def run_metadata(net, raw_config: dict) -> dict:
-    """The metadata of a run's net (:class:`kifunet.eval.runs.TrainedNet` and its ``config.json``): model,
+    """The metadata of a run's net (:class:`kifunet.train.nets.TrainedNet` and its ``config.json``): model,
     config, trained dtype, run, step, and the training data (``config.dataset``'s manifest when it is there)."""
     from kifunet.data_prep.datasets.manifest import MANIFEST
 
@@ -278,7 +278,7 @@ def export_run(path: str | os.PathLike, out: str | os.PathLike, *, step: int | N
     """Export the net of a training run (its newest checkpoint, or ``step``) to ``out``.
 
     ``feature_set`` / ``board_size``: only for a run that records neither (as for ``kifunet gtp``)."""
-    from kifunet.eval.runs import load_net, read_config
+    from kifunet.train.nets import load_net, read_config
 
     net = load_net(os.fspath(path), step=step, feature_set=feature_set, board_size=board_size, dtype="float32")
     raw = read_config(net.info["workdir"]).to_dict()

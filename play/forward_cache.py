@@ -1,7 +1,7 @@
 """The forward pass of a trained net kept on disk, so that a warm ``kifunet gtp`` start imports JAX only.
 
->>> root = cache_root("/home/me/.cache/kifunet/jax")          # doctest: +SKIP
-'/home/me/.cache/kifunet/jax-forward'
+>>> root = cache_root("cache/kifunet/jax")          # doctest: +SKIP
+'cache/kifunet/jax-forward'
 >>> save_entry(root, info, policy)                            # doctest: +SKIP  (after a normal load)
 >>> pol = load_entry(root, info, rank="9d", full=load_full)   # doctest: +SKIP  (no flax, no orbax)
 
@@ -85,7 +85,7 @@ def _models_source_digest() -> str:
 
 
 def entry_key(info: dict) -> str:
-    """The key of the entry for :func:`kifunet.eval.runs.describe_net`'s ``info`` (module docstring); imports
+    """The key of the entry for :func:`kifunet.train.nets.describe_net`'s ``info`` (module docstring); imports
     JAX. ``CacheProblem`` when the step has no checksum sidecar."""
     import jax
     import jaxlib

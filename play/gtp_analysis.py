@@ -88,10 +88,11 @@ exists for that reason), and never an exponent. Not written: ``scoreMean``, ``sc
 ``scoreSelfplay`` (no net here predicts a score: Sabaki shows no score when ``scoreLead`` is absent and Lizzie
 keeps 0, while a made-up ``0.0`` would read as "even game"), ``utilityLcb``, ``ownership``.
 
-Candidates (:func:`top_moves`): ``genmove``'s candidates (:func:`kifunet.play.move_choice.choose_move`, rule 1:
-legal, not filling the mover's own eye, pass only for nets with a pass output) that ``avoid``/``allow`` leave,
-sorted by prior; :data:`DEFAULT_CANDIDATES` of them, raised to ``minmoves``, lowered to ``maxmoves``. So the
-order-0 move is the one ``genmove`` plays unless a pass rule applies.
+Candidates (:func:`kifunet.eval.legality.top_moves`): ``genmove``'s candidates
+(:func:`kifunet.play.move_choice.choose_move`, rule 1: legal, not filling the mover's own eye, pass only for nets
+with a pass output) that ``avoid``/``allow`` leave, sorted by prior; :data:`DEFAULT_CANDIDATES` of them, raised
+to ``minmoves``, lowered to ``maxmoves``. So the order-0 move is the one ``genmove`` plays unless a pass rule
+applies.
 
 PV: it deepens by one move per block, as a search's would: block 1 shows each candidate alone, block ``b`` up
 to ``b`` moves, up to :data:`DEFAULT_PV_LENGTH`. A reply is ``genmove``'s arg-max choice without its pass rules:
@@ -248,12 +249,6 @@ def parse_request(fmt: str, args: list[str], size: int) -> AnalyzeRequest:
         else:
             raise ValueError(f"unknown key {key!r}")
     return req
-
-
-def top_moves(probs: np.ndarray, allowed: np.ndarray, k: int) -> list[int]:
-    """The ``k`` allowed moves of highest probability (ties: the lower flat index first)."""
-    order = np.argsort(-np.asarray(probs), kind="stable")
-    return [int(m) for m in order if allowed[m]][:k]
 
 
 def visits_for(prior: float) -> int:

@@ -29,7 +29,7 @@ policy without that method plays only its own size) and the rules engine can
 Errors follow the spec: ``? unknown command``, ``? illegal move``, ``? unacceptable size``, ``? syntax error``
 (also for ``undo`` with arguments and a ``komi`` that is not one finite number), ``? cannot undo``, and
 ``? komi ... is out of range`` for ``|komi| > N*N`` (:func:`kifunet.play.scoring.komi_problem`). Ids are echoed;
-a success is ``=[id] `` and the text, with the space even when the text is empty (``= \n\n``), as GNU Go and
+a success is ``=[id]``, a space and the text, with the space even when the text is empty (``'= \\n\\n'``), as GNU Go and
 the spec's examples write it (an analysis response's first line is ``=[id]`` alone: the KataGo format); every
 response ends with a blank line.
 
@@ -66,6 +66,7 @@ import numpy as np
 from kifunet.data_prep import coords
 from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
+from kifunet.eval.legality import top_moves
 
 from . import gtp_analysis, gtp_gogui, gtp_sgf, life_death, scoring, time_manager
 from .move_choice import PlaySettings, choose_move, own_eyes
@@ -591,7 +592,7 @@ class Engine:
         s = self.state
         probs = self.policy.probabilities(s.moves, colour, s.setup)
         legal = s.board.legal_moves(colour)
-        idx = [int(i) for i in np.argsort(-probs, kind="stable") if legal[i]][:k]
+        idx = top_moves(probs, legal, k)
         return " ".join(f"{coords.to_gtp(coords.from_flat(i, self.size), self.size)} {probs[i]:.4f}" for i in idx)
 
     # --- time (kifunet.play.time_manager) -------------------------------------------------------------------
@@ -740,7 +741,7 @@ class Engine:
             self._said_no_value = True
         allowed = self._move_candidates(s.board, colour) & ~req.banned(colour, 1, n)
         candidates = []
-        for m in gtp_analysis.top_moves(probs, allowed, req.count()):
+        for m in top_moves(probs, allowed, req.count()):
             line = _PvLine(s.board.copy(), list(s.moves), list(s.setup), colour)
             line.play(m, nn)
             winrate = 0.5
@@ -766,7 +767,7 @@ class Engine:
         if probs is None:
             probs = gtp_analysis.evaluate(self.policy, line.moves, line.colour, line.setup)[0]
         ok = self._move_candidates(line.board, line.colour) & ~req.banned(line.colour, len(c.pv) + 1, n)
-        best = gtp_analysis.top_moves(probs, ok, 1)
+        best = top_moves(probs, ok, 1)
         if not best:
             c.done = True
             return

@@ -40,6 +40,7 @@ import numpy as np
 
 from kifunet.data_prep import coords
 from kifunet.data_prep.game import BLACK
+from kifunet.eval.legality import top_moves
 
 #: GoGui's analyze-command types (its manual's list)
 TYPES = ("bwboard", "cboard", "dboard", "eplist", "gfx", "hstring", "hpstring", "none", "param", "plist", "pspairs",
@@ -118,7 +119,7 @@ def policy_gfx(probs: np.ndarray, legal: np.ndarray, n: int, colour: int, *, has
     lines = []
     if pts:
         lines.append("INFLUENCE " + " ".join(f"{_vertex(i, n)} {h[i]:.3f}" for i in pts))
-    order = [int(i) for i in np.argsort(-probs[:nn], kind="stable") if legal[i]][:LABELLED_MOVES]
+    order = top_moves(probs[:nn], legal[:nn], LABELLED_MOVES)
     order = [i for i in order if probs[i] >= 0.0005]  # a label reading "0.0" says nothing
     if order:
         lines.append("LABEL " + " ".join(f"{_vertex(i, n)} {percent_label(float(probs[i]))}" for i in order))

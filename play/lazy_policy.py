@@ -8,7 +8,7 @@
 
 :class:`LazyPolicy` has the policy interface (:mod:`kifunet.play.policy`'s table). What a GTP controller asks
 first (``name``, ``version``, ``boardsize`` at the trained size, ``komi``...) needs only its cheap attributes,
-which come from the run's ``config.json`` and checkpoint metadata (:func:`kifunet.eval.runs.describe_net`) or
+which come from the run's ``config.json`` and checkpoint metadata (:func:`kifunet.train.nets.describe_net`) or
 from an ONNX file's metadata, without running the net:
 
 ====================  ======================================================================================
@@ -23,7 +23,7 @@ attribute             from
 ====================  ======================================================================================
 
 Meanwhile a daemon thread (``kifunet-net-loader``) imports JAX, restores the checkpoint into an abstractly
-built model (:func:`kifunet.eval.runs.load_net`) and warms the net up (one pass on the empty board: XLA
+built model (:func:`kifunet.train.nets.load_net`) and warms the net up (one pass on the empty board: XLA
 compiles the forward pass, or loads it from the persistent cache, :func:`enable_compile_cache`), while a second
 one (``kifunet-net-loader-features``) builds the empty board's feature planes, so that numba has loaded the
 feature code by then. With a compilation cache, a net loaded before starts from its exported forward pass
@@ -250,13 +250,13 @@ def lazy_run_policy(path: str, rank=None, *, step: int | None = None, feature_se
                     start: bool = True, compile_cache: str | None = None,
                     log: Callable[[str], None] | None = None) -> LazyPolicy:
     """A training run's net (:func:`kifunet.play.policy.load_policy`) as a :class:`LazyPolicy`: the cheap facts
-    from :func:`kifunet.eval.runs.describe_net` now (``FileNotFoundError`` / ``ValueError`` for a run that
+    from :func:`kifunet.train.nets.describe_net` now (``FileNotFoundError`` / ``ValueError`` for a run that
     cannot be described), the net in the background (from now, or from :meth:`LazyPolicy.start`);
     ``compile_cache``: a directory for JAX's persistent compilation cache (:func:`enable_compile_cache`), with
     the exported forward pass next to it (:mod:`kifunet.play.forward_cache`: a warm start imports JAX only, no
     flax or orbax; a missing or damaged entry means a normal load, after which the entry is written, 0.05-0.2 s
     for the shipped nets); ``log``: where cache misses and writes are told (``kifunet gtp --verbose``: stderr)."""
-    from kifunet.eval.runs import describe_net
+    from kifunet.train.nets import describe_net
 
     info = describe_net(path, step=step, feature_set=feature_set, board_size=board_size)
 

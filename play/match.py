@@ -25,6 +25,10 @@ rerun with different engine/opponent/size/komi/cap/referee settings is refused).
 out, that game is not saved, the worker restarts its processes, and the match goes on; the summary names the
 failed games and a rerun plays them.
 
+Progress: a line once the programs are up and one per finished game with the running score (``[3/10 played; engine
+2 of 3]``); on a terminal (``kifunet match``, stderr a tty) also a live line of each game's move number
+(:class:`kifunet.play.match_report.LiveMoves`).
+
 Results: ``DIR/results.json`` and a table (:mod:`kifunet.play.match_report`): games, engine wins (a jigo counts
 half), win rate, its 95% Wilson score interval, wins as black and as white, mean game length and how games
 ended.
@@ -50,7 +54,7 @@ from kifunet.data_prep.game import BLACK, WHITE
 
 from . import scoring
 from .gtp_client import EngineError, GtpProcess, resolve_command
-from .match_report import GameResult, MatchSummary, summarise
+from .match_report import GameResult, LiveMoves, MatchSummary, running_score, summarise
 from .match_sgf import finished_games, game_path, write_game
 
 DEFAULT_OPPONENT = "gnugo --mode gtp --level 10"
@@ -150,8 +154,10 @@ def _vertex(flat: int, n: int) -> str:
     return coords.to_gtp(coords.from_flat(flat, n), n)
 
 
-def play_game(index: int, players: _Players, cfg: MatchConfig) -> tuple[GameResult, list[tuple[int, int]], str]:
-    """Play game ``index``; returns (result, moves [(colour, flat)], referee note)."""
+def play_game(index: int, players: _Players, cfg: MatchConfig, on_move: Callable[[int, int], None] | None = None
+              ) -> tuple[GameResult, list[tuple[int, int]], str]:
+    """Play game ``index``; returns (result, moves [(colour, flat)], referee note). ``on_move(index, moves so
+    far)`` is called after every move."""
     n = cfg.board_size
     nn = n * n
     ecol = engine_colour(index)
@@ -195,6 +201,8 @@ def play_game(index: int, players: _Players, cfg: MatchConfig) -> tuple[GameResu
         if flat != nn:
             board.play(flat, colour)
         moves.append((colour, flat))
+        if on_move is not None:
+            on_move(index, len(moves))
         other = by_colour[3 - colour]
         good, text = other.command(f"play {letter.lower()} {_vertex(flat, n)}", cfg.move_timeout)
         if not good:
@@ -265,8 +273,11 @@ def check_programs(cfg: MatchConfig) -> None:
             raise MatchConfigError(f"--{label}: {e.args[0] if e.args else e}") from None
 
 
-def run_match(cfg: MatchConfig, log: Callable[[str], None] = print) -> MatchSummary:
-    """Play the games of ``cfg`` that ``cfg.out_dir`` lacks; summarise every game there (index < games)."""
+def run_match(cfg: MatchConfig, log: Callable[[str], None] = print, live: LiveMoves | None = None) -> MatchSummary:
+    """Play the games of ``cfg`` that ``cfg.out_dir`` lacks; summarise every game there (index < games).
+
+    ``log`` gets a line once the first programs are up and one per finished game, with the running score; ``live`` (a
+    terminal's :class:`kifunet.play.match_report.LiveMoves`) shows the move number of every game being played."""
     out = Path(cfg.out_dir)
     check_programs(cfg)
     _check_config(cfg, out)
@@ -277,6 +288,12 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print) -> MatchSumm
     if done:
         log(f"{out}: {len([i for i in done if i < cfg.games])} of {cfg.games} games already played; "
             f"playing {len(todo)}")
+    at_once = max(1, min(cfg.parallel, len(todo)))
+    started = (f"playing {len(todo)} game{'s' if len(todo) != 1 else ''} of {cfg.board_size}x{cfg.board_size}"
+               f"{f', {at_once} at a time' if at_once > 1 else ''}: a line as each one ends")
+    if live is not None:
+        live.start(len(todo))
+        log = live.wrap(log)
     q: queue.Queue[int] = queue.Queue()
     for i in todo:
         q.put(i)
@@ -285,6 +302,7 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print) -> MatchSumm
     errors: list[str] = []
     start_errors: list[EngineStartError] = []
     stop = threading.Event()
+    announced = threading.Event()
 
     def worker(w: int) -> None:
         players = None
@@ -303,20 +321,28 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print) -> MatchSumm
                                 start_errors.append(e)
                             stop.set()
                             return
-                    res, moves, note = play_game(i, players, cfg)
+                        with lock:  # said once, when the first worker's programs are up
+                            if not announced.is_set():
+                                announced.set()
+                                log(started)
+                    res, moves, note = play_game(i, players, cfg, None if live is None else live.move)
                     path = game_path(out, i)
                     write_game(path, res, moves, board_size=cfg.board_size, komi=cfg.komi, engine=cfg.engine,
                                opponent=cfg.opponent, names=players.names, note=note)
                     res.path = str(path)
                     with lock:
                         done[i] = res
+                        if live is not None:
+                            live.finished(i)
                         who = "engine" if res.engine_won == 1 else "opponent" if res.engine_won == 0 else "jigo"
                         log(f"game {i:4d}: engine {'B' if res.engine_colour == BLACK else 'W'}  {res.result:9s} "
                             f"({who}; {res.ended}; {res.moves} moves; {res.seconds:.0f} s, genmove: engine "
                             f"{res.think['engine']:.0f} s, opponent {res.think['opponent']:.0f} s)  "
-                            f"[{len(done)}/{cfg.games}]")
+                            f"[{running_score(done, cfg.games)}]")
                 except (EngineError, FileNotFoundError, OSError) as e:
                     with lock:
+                        if live is not None:
+                            live.finished(i)
                         failed.append(i)
                         errors.append(f"game {i}: {e}")
                         log(f"game {i:4d}: FAILED: {e} (see {log_dir}); restarting worker {w}'s processes")
@@ -335,6 +361,8 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print) -> MatchSumm
         t.start()
     for t in threads:
         t.join()
+    if live is not None:
+        live.close()
     remaining = [i for i in range(cfg.games) if i not in done]
     summary = summarise(done, cfg.games, out, failed=remaining)
     (out / "results.json").write_text(json.dumps(summary.to_json(), indent=2) + "\n")
@@ -343,15 +371,16 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print) -> MatchSumm
     return summary
 
 
-def run_rank_experiment(cfg: MatchConfig, ranks: list[str], log: Callable[[str], None] = print
-                        ) -> dict[str, MatchSummary]:
-    """Maddison's experiment: the engine told to imitate each rank (``--rank R`` appended) vs one opponent."""
+def run_rank_experiment(cfg: MatchConfig, ranks: list[str], log: Callable[[str], None] = print,
+                        live: Callable[[], LiveMoves] | None = None) -> dict[str, MatchSummary]:
+    """Maddison's experiment: the engine told to imitate each rank (``--rank R`` appended) vs one opponent;
+    ``live`` makes each match's :class:`LiveMoves`."""
     out = {}
     for r in ranks:
         sub = dataclasses.replace(cfg, engine=f"{cfg.engine} --rank {shlex.quote(r)}",
                                   out_dir=str(Path(cfg.out_dir) / f"rank-{r}"))
         log(f"--- rank {r}: {sub.engine}")
-        out[r] = run_match(sub, log=log)
+        out[r] = run_match(sub, log=log, live=None if live is None else live())
     (Path(cfg.out_dir) / "rank_experiment.json").write_text(
         json.dumps({r: s.to_json() for r, s in out.items()}, indent=2) + "\n")
     return out

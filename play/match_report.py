@@ -5,7 +5,8 @@ A :class:`GameResult` is one finished game as the engine under test sees it (its
 :class:`MatchSummary`: games, engine wins (a jigo counts half), win rate, its 95% Wilson score interval
 (:func:`wilson_interval`), wins as black and as white, mean game length and time, and how games ended (every
 forfeit counted under ``forfeit``). :func:`format_summary` prints one match as a Markdown table,
-:func:`format_rank_table` one row per rank of the rank experiment.
+:func:`format_rank_table` one row per rank of the rank experiment. While a match plays: :func:`running_score` for
+the line printed as each game ends, and :class:`LiveMoves`, a terminal's live line of each game's move number.
 
 Games are played by :mod:`kifunet.play.match` and read back from their SGFs by :mod:`kifunet.play.match_sgf`.
 """
@@ -14,6 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
+import threading
+import time
 
 import numpy as np
 
@@ -130,6 +134,70 @@ def format_rank_table(results: dict[str, MatchSummary], cfg=None) -> str:
 
 def _fmt_wins(x: float) -> str:
     return f"{x:g}"
+
+
+def running_score(done: dict[int, GameResult], requested: int) -> str:
+    """``3/10 played; engine 2 of 3`` over the match's finished games (index below ``requested``; a jigo counts
+    half), for the line printed as each game ends."""
+    rs = [r for i, r in done.items() if i < requested]
+    return f"{len(rs)}/{requested} played; engine {_fmt_wins(sum(r.engine_won for r in rs))} of {len(rs)}"
+
+
+class LiveMoves:
+    """A live status line for a terminal (a tqdm bar on ``file``, default stderr): the games finished of those to
+    play, and the move number each game in play has reached, redrawn at most every ``interval`` seconds; lines
+    logged through :meth:`wrap` are written above it. Safe to call from the match's worker threads."""
+
+    def __init__(self, file=None, interval: float = 0.5):
+        self.file, self.interval = file, interval
+        self._bar = None
+        self._moves: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._drawn = 0.0
+
+    def start(self, games: int) -> None:
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=games, desc="match", file=self.file or sys.stderr, leave=False, dynamic_ncols=True,
+                         bar_format="{desc}: {n}/{total} games finished [{elapsed}]{postfix}")
+
+    def wrap(self, log):
+        """``log``, writing its lines above the bar."""
+        def write(line: str) -> None:
+            with self._lock:
+                if self._bar is None:
+                    return log(line)
+                self._bar.clear()
+                log(line)
+                self._bar.refresh()
+        return write
+
+    def _draw(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self._bar is not None and (force or now - self._drawn >= self.interval):
+            self._bar.set_postfix_str(", ".join(f"game {i}: move {m}" for i, m in sorted(self._moves.items())),
+                                      refresh=True)
+            self._drawn = now
+
+    def move(self, index: int, moves: int) -> None:
+        """Game ``index`` has ``moves`` moves now."""
+        with self._lock:
+            self._moves[index] = moves
+            self._draw()
+
+    def finished(self, index: int) -> None:
+        """Game ``index`` is over (played or failed)."""
+        with self._lock:
+            self._moves.pop(index, None)
+            if self._bar is not None:
+                self._bar.update(1)
+            self._draw(force=True)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._bar is not None:
+                self._bar.close()
+                self._bar = None
 
 
 def _row(s: MatchSummary, first: str | None = None) -> str:

@@ -42,15 +42,17 @@ member                                            meaning
                                                   running the net)
 ``has_pass``                                      whether the net has a pass output (else pass is -1e9);
                                                   for a JAX net learnt on the first call
-``probabilities(moves, colour, setup=(), *,       float64 ``[N*N + 1]``: the softmax of the net's logits
-symmetries=1)``                                   (pass last). ``symmetries=k`` (1..8): the mean of the
+``probabilities(...)``                            ``probabilities(moves, colour, setup=(), *, symmetries=1)``:
+                                                  float64 ``[N*N + 1]``, the softmax of the net's logits
+                                                  (pass last). ``symmetries=k`` (1..8): the mean of the
                                                   probabilities over the first k of the 8 board symmetries
                                                   (:mod:`kifunet.data_prep.symmetries`: ``s = 0..k-1``), the
                                                   k transformed positions going through the net as one
                                                   batch and each result mapped back (``INVERSE[s]``); pass's
                                                   entry is averaged like any other
-``evaluate(moves, colour, setup=(), *,            ``(probabilities, value or None)``: the same, and the value
-symmetries=1)``                                   head's mean over the k passes
+``evaluate(...)``                                 ``evaluate(moves, colour, setup=(), *, symmetries=1)``:
+                                                  ``(probabilities, value or None)``, the same and the value
+                                                  head's mean over the k passes
 ``logits(moves, colour, setup=())``               float32 ``[N*N + 1]`` of the single pass
 ``size_problem(n) -> str | None``                 None when the net can play an n x n board, else why not:
                                                   a JAX net can when its forward pass runs at n x n with the
@@ -405,10 +407,10 @@ def load_policy(checkpoint_dir: str | os.PathLike, rank=None, *, step: int | Non
     """The trained net of a training run as a policy, computing in float32 whatever dtype it was trained in.
 
     ``checkpoint_dir``: the run's workdir (the newest checkpoint unless ``step``), its ``checkpoints``
-    directory, or one step's directory; the net is rebuilt by :func:`kifunet.eval.runs.load_net` (feature set and
+    directory, or one step's directory; the net is rebuilt by :func:`kifunet.train.nets.load_net` (feature set and
     board size: the arguments, else the training dataset's manifest, else the checkpoint's metadata).
     """
-    from kifunet.eval.runs import load_net
+    from kifunet.train.nets import load_net
 
     net = load_net(str(checkpoint_dir), step=step, feature_set=feature_set, board_size=board_size, dtype="float32")
     desc = f"{net.info['model']} from {os.path.basename(net.info['workdir'])}"

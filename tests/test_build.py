@@ -233,6 +233,24 @@ def test_workers_give_the_same_bytes_as_inline(tmp_path):
     assert key(ra) == key(rc)
 
 
+def test_the_feature_set_is_looked_up_once_and_passed_down_as_the_object(tmp_path, monkeypatch):
+    """The name becomes the FeatureSet in BuildConfig; the build, its stages and replay use that object (the
+    workers get it pickled: test_workers_give_the_same_bytes_as_inline)."""
+    import pickle
+
+    cfg = cfg_for([], tmp_path / "x", features="gonn")
+    assert cfg.features is features.get("gonn") and pickle.loads(pickle.dumps(cfg.features)) == cfg.features
+    assert cfg_for([], tmp_path / "x", features=cfg.features).features is cfg.features
+    with pytest.raises(KeyError, match="unknown feature set 'nope'"):
+        cfg_for([], tmp_path / "x", features="nope")
+    write_corpus(tmp_path / "in", 6, moves=20)
+    cfg = cfg_for([tmp_path / "in"], tmp_path / "out", unit_games=2)
+    looked_up = []
+    monkeypatch.setattr(features, "get", lambda name: looked_up.append(name) or features.SETS[name])
+    m = build.build(cfg, log=quiet)
+    assert looked_up == [] and m["features"]["name"] == "maddison" and m["counts"]["used"] == 6
+
+
 def _cli(args, **kw):
     env = dict(os.environ)
     env.update(kw.pop("env", {}))
@@ -253,6 +271,7 @@ def _kill_when(proc, cond, timeout=120):
     raise AssertionError("condition never met")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", ["encode", "write"])
 def test_kill_9_then_resume_is_byte_identical(tmp_path, stage):
     write_corpus(tmp_path / "in", 40, moves=40)
@@ -464,6 +483,7 @@ sgf_io.load_game = load_game
 """
 
 
+@pytest.mark.slow
 def test_worker_crash_rejects_the_record_and_keeps_the_rest(tmp_path):
     d = tmp_path / "in"
     write_corpus(d, 9, moves=20)
@@ -635,7 +655,7 @@ def test_gonn_kgs_protocol_matches_independent_count(tmp_path, which):
         got = m["splits"].get(split, {"games": 0, "positions": 0})
         assert (got["games"], got["positions"]) == tuple(want[split]), split
     assert m["splits"]["train"]["positions"] > 0
-    if which == "acceptance":  # the README's "Measured: ..." sentence of this build, every figure of it
+    if which == "acceptance":  # the "Measured: ..." sentence of this build (docs/building.md), every figure of it
         r = readme_gonn_build_figures()
         assert (c["seen"], c["used"], sum(c["filtered"].values())) == (r["seen"], r["used"], r["filtered"]), c
         assert c["filtered"] == r["filtered_by"] and sum(c["rejected"].values()) == r["rejected"], c
@@ -644,15 +664,17 @@ def test_gonn_kgs_protocol_matches_independent_count(tmp_path, which):
 
 
 def readme_gonn_build_figures() -> dict:
-    """The figures of the README sentence "Measured: N records seen = N used + N filtered (N reason, ...) + N
-    rejected; train N games / N positions, test N games / N positions"."""
+    """The figures of the docs/building.md sentence "Measured: N records seen = N used + N filtered (N reason, ...)
+    + N rejected; train N games / N positions, test N games / N positions"."""
     import re
 
-    text = " ".join(open(os.path.join(os.path.dirname(__file__), "..", "README.md"), encoding="utf-8").read().split())
+    from docs_pages import page
+
+    text = " ".join(page("building").split())
     num = r"(\d[\d,]*)"
     m = re.search(rf"Measured: {num} records seen = {num} used \+ {num} filtered \(([^)]*)\) \+ {num} rejected; "
                   rf"train {num} games / {num} positions, test {num} games / {num} positions", text)
-    assert m, "README: the GoNN KGS build's 'Measured:' sentence is not in the form this test reads"
+    assert m, "docs/building.md: the GoNN KGS build's 'Measured:' sentence is not in the form this test reads"
     n = [int(x.replace(",", "")) if i != 3 else x for i, x in enumerate(m.groups())]
     by = {}
     for part in n[3].split(", "):

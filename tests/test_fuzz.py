@@ -466,9 +466,9 @@ def check_split(raw: bytes) -> list[bytes]:
 def warm():
     rec = sgf_io.load_game(SEEDS[0])
     for name in features.names():
-        replay.encode_game(rec, name)
+        replay.encode_game(rec, features.get(name))
     for n in (9, 13, 2):
-        replay.encode_game(sgf_io.load_game(f"(;SZ[{n}];B[aa];W[])".encode()), "gonn")
+        replay.encode_game(sgf_io.load_game(f"(;SZ[{n}];B[aa];W[])".encode()), features.get("gonn"))
     with tempfile.TemporaryDirectory() as d:
         Path(d, "in").mkdir()
         Path(d, "in", "a.sgf").write_bytes(SEEDS[0])
@@ -485,7 +485,7 @@ def test_seeds_load_and_replay(i, warm):
     """Every seed is a good record (so the mutations start from real, legal games)."""
     rec = load_or_sgf_error(SEEDS[i])
     assert rec is not None and rec.num_moves >= 6
-    assert len(replay.encode_game(rec, "maddison")) == rec.num_moves
+    assert len(replay.encode_game(rec, features.get("maddison"))) == rec.num_moves
     if SEEDS[i] is FOX_GBK:
         assert rec.info.encoding == "gb18030" and rec.info.black == "黑棋手" and rec.info.black_rank == 8
 

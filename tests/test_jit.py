@@ -31,10 +31,10 @@ CHILD = textwrap.dedent(f"""
     import json, sys, time
     t0 = time.perf_counter()
     from numba.core.registry import CPUDispatcher
-    from kifunet.data_prep import _jit, replay, sgf_io
+    from kifunet.data_prep import _jit, features, replay, sgf_io
     path = sys.argv[1]
     rec = sgf_io.load_game(open(path, "rb").read(), path=path)
-    replay.encode_game(rec, {FEATURES!r}, path=path)
+    replay.encode_game(rec, features.get({FEATURES!r}), path=path)
     seconds = time.perf_counter() - t0
     kernels = {{}}  # name -> [signatures, cache hits, cache misses]
     for name, mod in list(sys.modules.items()):
@@ -85,7 +85,7 @@ def test_announce_compile_only_when_the_cache_lacks_the_kernels(tmp_path, monkey
     assert _jit.announce_compile() and not _jit.announce_compile()  # once per process
     assert capsys.readouterr().err == _jit.COMPILE_MESSAGE + "\n"
     # what numba writes for the entry kernel, in its folder for this source directory
-    here = os.path.dirname(os.path.abspath(_jit.__file__))
+    here = os.path.join(os.path.dirname(os.path.abspath(_jit.__file__)), "rules")  # where the entry kernel is
     sub = tmp_path / "numba" / "hash" / f"{os.path.basename(here)}_{hashlib.sha1(here.encode()).hexdigest()}"
     sub.mkdir(parents=True)
     (sub / f"{_jit.ENTRY_KERNEL}-194.py311.nbi").write_bytes(b"")

@@ -6,9 +6,9 @@ runs uses the ``*_tiny`` variants on small batches.
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -18,17 +18,19 @@ import pytest
 from flax import nnx
 
 from kifunet import models
+from kifunet.models import registry
 from kifunet.models.garb import GARBBlock, PreActBlock
 from kifunet.models.gonn import GoNNGlobalBlock
 
-TINY = ["clark_storkey_tiny", "maddison_tiny", "alphago_tiny", "darkforest_tiny", "cazenave_tiny", "agz_tiny",
-        "gonn_tiny", "mao_tiny", "garb_tiny", "qiqiao_tiny"]
+#: every family's small variant, read from the registry (a new ``*_tiny`` net is tested without an edit here)
+TINY = [n for n in models.names() if n.endswith("_tiny")]
 WITH_PASS = {"agz_tiny", "mao_tiny", "garb_tiny", "qiqiao_tiny"}
-# the two-headed nets: (name, overrides); qiqiao always has its value head, the others by the option (GoNN cut
-# to one plain block: its value head and activation are the same, and its compile is 3x shorter)
-TWO_HEADED = [("agz_tiny", {"value_head": True}),
-              ("gonn_tiny", {"value_head": True, "blocks": 1, "global_blocks": (), "head_global_pool": False}),
-              ("garb_tiny", {"value_head": True}), ("qiqiao_tiny", {})]
+# the two-headed nets: (name, overrides); qiqiao always has its value head, the others (every tiny net whose family
+# takes ``value_head``) by the option (GoNN cut to one plain block: its value head and activation are the same, and
+# its compile is 3x shorter)
+_SHORTER = {"gonn_tiny": {"blocks": 1, "global_blocks": (), "head_global_pool": False}}
+TWO_HEADED = [(n, {"value_head": True, **_SHORTER.get(n, {})}) for n in TINY
+              if "value_head" in inspect.signature(registry.spec(n).family.__init__).parameters] + [("qiqiao_tiny", {})]
 
 
 from model_helpers import _fast_compiles, rngs  # noqa: F401  (autouse fixture)
@@ -52,7 +54,6 @@ def batch(model, b=4, seed=0):
 
 # ------------------------------------------------------------------------------------- parameter counts
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 _INT = r"\d{1,3}(?:,\d{3})*"
 # "555,241 (~560k published)", "551,762 / 1,132,754 / ... (2.3M published)": our counts, then the published one
 # where it is only given rounded (the count is ours, checked exactly; the published figure must round to it)
@@ -60,9 +61,11 @@ _COUNT_CELL = re.compile(rf"^({_INT}(?: / {_INT})*)(?: \((~?)(\d+(?:\.\d+)?)([kM
 
 
 def readme_table(header: str) -> list[list[str]]:
-    """The cells of every row of the README table whose header line starts with ``header``."""
-    text = README.read_text(encoding="utf-8")
-    assert text.count(header) == 1, f"README: table {header!r} not found once"
+    """The cells of every row of the manual's table whose header line starts with ``header`` (in the one page of
+    docs/ that holds it: docs/models.md, docs/speed.md)."""
+    from docs_pages import page_holding
+
+    _, text = page_holding(header)
     lines = text[text.index(header):].splitlines()
     assert set(lines[1].replace("|", "").strip()) <= set("-: "), lines[1]
     rows = []
@@ -83,14 +86,14 @@ def _expand_names(cell: str) -> list[str]:
 
 
 def readme_parameter_rows() -> list[tuple[str, int, int, dict]]:
-    """(model name, planes, trainable params, extras) for every number in the README's model table (the value
-    head of agz_resnet20 too; extras: ``value_head``, or ``published`` = (digits, k|M) where the README gives a
+    """(model name, planes, trainable params, extras) for every number in docs/models.md's model table (the value
+    head of agz_resnet20 too; extras: ``value_head``, or ``published`` = (digits, k|M) where the page gives a
     rounded published figure). Any cell this cannot read fails: no row goes unchecked."""
     out = []
     for name_cell, family, planes, counts in readme_table("| name | family | planes | trainable params |"):
         names = _expand_names(name_cell)
         m = _COUNT_CELL.match(counts)
-        assert m, f"README model table: cannot read the count cell {counts!r}"
+        assert m, f"the model table (docs/models.md): cannot read the count cell {counts!r}"
         values = [int(v.replace(",", "")) for v in m.group(1).split(" / ")]
         assert len(values) == len(names), (name_cell, counts)
         published = (m.group(3), m.group(4)) if m.group(3) else None
@@ -116,8 +119,8 @@ def test_readme_model_table_is_read_whole():
 @pytest.mark.parametrize("name,planes,expected,kw", README_ROWS,
                          ids=[r[0] + ("+value_head" if "value_head" in r[3] else "") for r in README_ROWS])
 def test_readme_parameter_counts_exact(name, planes, expected, kw):
-    """Every count in the README's model table, exactly, and its planes. Where a paper gives only a rounded
-    figure the README shows it beside ours ("555,241 (~560k published)"): ours must round to it at the
+    """Every count in docs/models.md's model table, exactly, and its planes. Where a paper gives only a rounded
+    figure the page shows it beside ours ("555,241 (~560k published)"): ours must round to it at the
     significant digits written."""
     kw = dict(kw)
     published = kw.pop("published", None)
@@ -201,6 +204,11 @@ def test_registry_names_and_default_planes():
     assert abstract("maddison_tiny").board_size == 19
     with pytest.raises(KeyError):
         models.create("no_such_net")
+
+
+def test_every_family_has_a_tiny_net():
+    """So that TINY (read from the registry) runs the call contract on every family."""
+    assert {registry.spec(n).family for n in models.names()} == {registry.spec(n).family for n in TINY}
 
 
 def test_create_overrides():

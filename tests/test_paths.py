@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 from kifunet import paths
 from kifunet.eval import runs
+from kifunet.train import nets
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -58,7 +60,7 @@ def test_runs_are_found_at_any_depth_newest_first(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path / "runs" / "quickstart")  # any folder below the checkout finds its runs/
     want = [made["a/b/c"], made["quickstart/run"], made["x"]]
     assert runs.run_dirs_from_env() == [*want, str(paths.default_net())]  # the default net comes last
-    assert runs.net_from_env() == str(paths.default_net())  # the net to study is the default, not the newest
+    assert runs.net_from_env() == made["a/b/c"]  # the net to study: the newest run with a checkpoint
     assert runs.find_run_dirs(root) == want
     os.utime(root / "x" / "config.json")  # touched now: the newest
     assert runs.run_dirs_from_env()[0] == made["x"]
@@ -83,12 +85,12 @@ def test_the_default_net_is_package_data_and_a_trained_run():
 
     net = paths.default_net()
     assert net == REPO / "pretrained" / paths.DEFAULT_NET  # an editable install: the checkout's folder
-    assert runs.is_run_dir(str(net)) and list((net / "checkpoints").glob("*/state"))
+    assert nets.is_run_dir(str(net)) and list((net / "checkpoints").glob("*/state"))
     shipped = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     globs = shipped["kifunet.pretrained"]
     assert {g.split("/")[0] for g in globs} == {"README.md", paths.DEFAULT_NET}
     assert {f"{paths.DEFAULT_NET}/config.json", f"{paths.DEFAULT_NET}/checkpoints/**/*"} <= set(globs)
-    assert runs.read_config(str(net))  # the config loads
+    assert nets.read_config(str(net))  # the config loads
 
 
 def test_notebook_figures_of_the_default_net_go_to_runs(tmp_path, monkeypatch):
@@ -111,3 +113,57 @@ def test_gtp_plays_the_default_net_when_none_is_named(monkeypatch, capsys):
     assert main(["gtp"]) == 0
     replies = [r.strip() for r in capsys.readouterr().out.split("\n\n") if r.strip()]
     assert replies[:2] == ["= kifunet", "="] and replies[2].startswith("= ") and replies[2] != "= PASS", replies
+
+
+# --------------------------------------------------------------------------- no path of one particular machine
+
+#: roots of one machine's file system that code and docs must not cite (data sits in ``../shared/data/...`` beside
+#: the repository, or is "a KGS archive"); ``/home/me/`` is the docs' placeholder for the reader's own home, and
+#: ``/tmp`` is every POSIX machine's scratch
+MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:work|root|check)/|(?<![\w.~-])/home/(?!me/)[\w.-]+/")
+#: code and docs (records of measurements -- JSON results, checkpoints -- keep the paths they were made with)
+CODE_AND_DOCS = {".py", ".md", ".rst", ".toml", ".cfg", ".ini", ".ipynb", ".sh", ".yml", ".yaml", ".in"}
+
+
+def machine_paths(rel_paths, root: Path) -> list[str]:
+    """``FILE:LINE: text`` for each line of a code or docs file (or ``#!`` script) that cites a machine's path."""
+    found = []
+    for rel in rel_paths:
+        p = root / rel
+        if not p.is_file():
+            continue
+        data = p.read_bytes()
+        if p.suffix not in CODE_AND_DOCS and not (p.suffix == "" and data.startswith(b"#!")):
+            continue
+        for i, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+            if MACHINE_PATH.search(line):
+                found.append(f"{rel}:{i}: {line.strip()[:100]}")
+    return found
+
+
+def test_no_file_outside_tests_cites_a_path_of_one_machine():
+    """Tracked files and new ones not ignored (what the next commit holds), tests/ excepted (they may write
+    ``/tmp``-style fixtures); say ``../shared/data/kgs`` (relative to the repository) or "a KGS archive"."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO,
+                             capture_output=True, check=True, timeout=60).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout (an installed wheel): no file list to check")
+    files = sorted({f for f in out.decode().split("\0") if f and not f.startswith("tests/")})
+    assert len(files) > 100  # the whole checkout, not an empty listing
+    assert machine_paths(files, REPO) == []
+
+
+def test_machine_paths_are_found_and_placeholders_are_not(tmp_path):
+    bad = ["kifunet build /work/shared/data/kgs --out x", "python -m venv /root/beamenv", "`/check/x.sgf`",
+           "see /home/alice/data/kgs"]
+    good = ["kifunet build ../shared/data/kgs --out x", "--workdir /tmp/tiny", "`/home/me/kifunet/.venv/bin/kifunet`",
+            "https://example.org/work/x", "data/root/x", "~/work/x"]
+    (tmp_path / "a.py").write_text("\n".join(bad + good))
+    (tmp_path / "b.json").write_text('{"path": "/work/main/data"}')  # a record: not checked
+    (tmp_path / "run").write_text("#!/bin/sh\ncd /work/main\n")
+    got = machine_paths(["a.py", "b.json", "run"], tmp_path)
+    assert [g.split(":")[:2] for g in got] == [["a.py", "1"], ["a.py", "2"], ["a.py", "3"], ["a.py", "4"],
+                                              ["run", "2"]]

@@ -27,6 +27,18 @@ def test_move_on_an_occupied_point_names_file_move_and_reason():
     assert err.reason == "illegal_move:occupied"
 
 
+def test_encode_game_takes_the_feature_set_and_iter_positions_its_name_too():
+    from kifunet.data_prep.planes import features
+
+    rec = GameRecord.from_moves(5, [(BLACK, 0), (WHITE, 6)])
+    with pytest.raises(TypeError, match="takes a FeatureSet, not its name"):
+        replay.encode_game(rec, "maddison")
+    enc = replay.encode_game(rec, features.get("maddison"))
+    by_name = list(replay.iter_positions(rec, "maddison"))
+    assert len(enc) == len(by_name) == 2 and [p.target for p in by_name] == enc.target.tolist()
+    assert [p.planes.shape for p in replay.iter_positions(rec, features.get("agz"))] == [(5, 5, 17)] * 2
+
+
 def test_suicide_is_illegal_unless_allowed():
     # white plays into the corner surrounded by black: suicide
     rec = sgf_io.load_game(sgf(";B[ba];W[ee];B[ab];W[aa]"), path="nz.sgf")

@@ -60,6 +60,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from . import build_space
 from ..sgf import inputs as inputs_mod
@@ -80,12 +81,18 @@ LOCK = ".lock"  # DIR/.lock: the build lock, outside WORK (which --overwrite cle
 READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)  # DIR cannot be written: no lock, only a finished build
 SYMMETRY_MODES = ("none", "all")
 
+if TYPE_CHECKING:
+    from ..planes.features import FeatureSet
+
 
 @dataclasses.dataclass
 class BuildConfig:
+    """The options of one build. ``features``: a feature set's name (``kifunet build --features``) or the
+    :class:`~kifunet.data_prep.planes.features.FeatureSet`; looked up here, once, and passed on as the object."""
+
     inputs: list[str]
     out: str
-    features: str = "maddison"
+    features: FeatureSet | str = "maddison"
     filters: Filters = dataclasses.field(default_factory=Filters)
     splits: SplitRule = dataclasses.field(default_factory=SplitRule)
     seed: int = 0
@@ -102,6 +109,10 @@ class BuildConfig:
     progress: bool | None = None  # None: a progress bar when stderr is a terminal
 
     def __post_init__(self):
+        if isinstance(self.features, str):
+            from ..planes import features
+
+            self.features = features.get(self.features)  # KeyError naming the known sets
         if self.symmetries not in SYMMETRY_MODES:
             raise ValueError(f"symmetries must be one of {SYMMETRY_MODES}")
         if self.shard_rows < 1 or self.unit_games < 1:
@@ -109,9 +120,7 @@ class BuildConfig:
 
     def fingerprint(self) -> dict:
         """Everything the output depends on (not workers, progress, keep_work or space_check)."""
-        from ..planes import features
-
-        fs = features.get(self.features)
+        fs = self.features
         return {
             "tool_version": tool_version(),
             "format_version": FORMAT_VERSION,
@@ -241,11 +250,9 @@ def _clear_out(out: str) -> None:
 
 def build(cfg: BuildConfig, log: Callable[[str], None] | None = None, timings: dict | None = None) -> dict:
     """Run (or resume) a build. Returns the manifest; ``timings`` (if given) receives seconds per stage."""
-    from ..planes import features
-
     log = log or (lambda msg: print(msg, file=sys.stderr))
     t0 = time.time()
-    fs = features.get(cfg.features)
+    fs = cfg.features
     _check_features(fs)
     fingerprint = cfg.fingerprint()
     _make_out(cfg.out)

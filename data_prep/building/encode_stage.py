@@ -12,12 +12,14 @@ timing.
 The spill of unit ``u`` is the directory :func:`unit_dir` (written under a temporary name, then renamed, so it
 exists only once complete):
 
+=================  ==========================================================================================
 ``planes.bin``     the kept positions' packed points, uint8 [rows, N * N * W] (``W = ceil(Cs / 8)``)
 ``cols.npy``       one :data:`SPILL_DTYPE` row per position (``game``: the record's index in the unit; a
                    game's rows are consecutive)
 ``games.json``     one dict per record: its metadata and ``status`` (``ok``, ``filtered``, ``rejected``) with
                    ``reason``, ``split``, ``moves_hash``, ``game_id`` and position counts
 ``summary.json``   ``unit``, ``records``, ``rows``, ``positions``, ``width``
+=================  ==========================================================================================
 
 What a spill holds is versioned (:data:`SPILL_VERSION`, part of the build's fingerprint): a build started by a
 kifunet whose units hold something else is not resumed with them (it asks for ``--overwrite``).
@@ -135,8 +137,9 @@ def _komi(komi: float | None) -> float | None:
         return komi if np.isfinite(np.float32(komi)) else None
 
 
-def unit_config(features: str, filters: Filters, rule, symmetries: str = "none") -> dict:
-    """The options a work unit is encoded with (picklable, sent to the workers with each unit)."""
+def unit_config(features, filters: Filters, rule, symmetries: str = "none") -> dict:
+    """The options a work unit is encoded with, sent to the workers with each unit (pickled). ``features``: the
+    :class:`~kifunet.data_prep.planes.features.FeatureSet` (it pickles: its feature functions travel by name)."""
     return {"features": features, "filters": dataclasses.asdict(filters), "rule": rule,
             "symmetries": symmetries, "board_size": filters.board_size}
 
@@ -322,9 +325,7 @@ def encode_unit(u: int, sources: list, cfg: dict, work: str, isolate: bool = Fal
     ``isolate``: write the index of the record in progress to ``unit-NNNNN.inprogress`` before each record, so
     that a crash can be pinned on it. ``skip``: record indices that crashed a worker before (rejected).
     """
-    from ..planes import features
-
-    fs = features.get(cfg["features"])
+    fs = cfg["features"]
     filt = Filters(**cfg["filters"])
     rule = cfg["rule"]
     final = unit_dir(work, u)

@@ -122,6 +122,11 @@ class GoMovesConfig(tfds.core.BuilderConfig):
     preset: str | None = None
     options: dict = dataclasses.field(default_factory=dict)
 
+    def feature_set(self) -> features_mod.FeatureSet:
+        """The :class:`~kifunet.data_prep.planes.features.FeatureSet` named ``features`` (the builder passes the
+        object on: to the encode stage and its workers, and to the Beam steps)."""
+        return features_mod.get(self.features)
+
     def resolved(self) -> dict:
         opts = dict(self.options)
         hash_splits = opts.pop("hash_splits", None)
@@ -158,9 +163,8 @@ def named_config(name: str) -> GoMovesConfig:
     raise ValueError(f"unknown go_moves config {name!r}; known: {', '.join(c.name for c in GoMoves.BUILDER_CONFIGS)}")
 
 
-def _content(features: str, filt: filters_mod.Filters, rule: splits_mod.SplitRule) -> dict:
+def _content(fs: features_mod.FeatureSet, filt: filters_mod.Filters, rule: splits_mod.SplitRule) -> dict:
     """What a dataset's positions depend on besides its inputs (as the build's fingerprint, less storage)."""
-    fs = features_mod.get(features)
     return {"features": {"name": fs.name, "version": fs.version}, "filters": filt.to_json(),
             "split_rule": rule.to_json()}
 
@@ -177,8 +181,9 @@ def config_from_options(base: str, opts, name: str | None = None) -> str | GoMov
     cfg = GoMovesConfig(name=name or base, features=opts.features, preset=opts.preset, options=options,
                         description=f"{base} with options {json.dumps(opts.options, sort_keys=True)}, "
                                     f"feature set {opts.features}")
-    content = _content(cfg.features, cfg.filters(), cfg.split_rule())
-    same = [c.name for c in GoMoves.BUILDER_CONFIGS if _content(c.features, c.filters(), c.split_rule()) == content]
+    content = _content(cfg.feature_set(), cfg.filters(), cfg.split_rule())
+    same = [c.name for c in GoMoves.BUILDER_CONFIGS
+            if _content(c.feature_set(), c.filters(), c.split_rule()) == content]
     if name is None:
         if same:  # the positions of a named config (``--config kgs_maddison --features agz`` is ``kgs_agz``)
             return base if base in same else same[0]
@@ -271,7 +276,7 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
 
     # -- info ----------------------------------------------------------------------------------------------
     def _feature_set(self):
-        return features_mod.get(self.builder_config.features)
+        return self.builder_config.feature_set()
 
     def _info(self) -> tfds.core.DatasetInfo:
         fs = self._feature_set()
@@ -344,7 +349,7 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
         manual = self._manual(dl_manager)
         self._work = tempfile.mkdtemp(prefix="kifunet-tfds-")
         work = self._work
-        ucfg = unit_config(cfg.features, filt, rule)
+        ucfg = unit_config(self._feature_set(), filt, rule)
         infos: list = []
         pool = WorkerPool(self.workers) if self.workers >= 1 else None
         try:
@@ -392,7 +397,7 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
             raise FileNotFoundError(f"manual_dir {manual} is not a directory")
         files = list(enumerate(inputs_mod.walk(manual)))
         names = rule.names()
-        ecfg = {"features": cfg.features, "filters": dataclasses.asdict(filt), "rule": rule}
+        ecfg = {"features": self._feature_set(), "filters": dataclasses.asdict(filt), "rule": rule}
         meta = self._kifunet_meta(filt, rule, {}, {}, [], "beam")
         out_dir = os.fspath(self.data_dir)
 
@@ -452,7 +457,7 @@ class _EncodeFile(_DoFn):
 
     def process(self, item):
         k, path = item
-        fs = features_mod.get(self.ecfg["features"])
+        fs = self.ecfg["features"]
         filt = filters_mod.Filters(**self.ecfg["filters"])
         info = inputs_mod.InputInfo(path=path, kind=inputs_mod.input_kind(path))
         for j, src in enumerate(inputs_mod.iter_file(path, info)):
@@ -606,7 +611,7 @@ def _check_existing(b: GoMoves, manual_dir: str) -> None:
     path = b.data_path / METADATA
     old = json.loads(path.read_text()).get("kifunet", {}) if path.exists() else {}
     cfg = b.builder_config
-    want = _content(cfg.features, cfg.filters(), cfg.split_rule())
+    want = _content(cfg.feature_set(), cfg.filters(), cfg.split_rule())
     want["inputs"] = os.path.normpath(os.fspath(manual_dir))
     have = {"features": {k: old.get("features", {}).get(k) for k in ("name", "version")},
             "filters": old.get("filters"), "split_rule": old.get("split_rule"),

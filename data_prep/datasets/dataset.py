@@ -7,14 +7,14 @@
 
 Dataset specs:
 
-=========================================  =============================================================
-``DIR``                                    a ``kifunet build`` output (``DIR/manifest.json``): HDF5,
-                                           :class:`kifunet.data_prep.datasets.reader.Reader`
-``tfds:DIR`` (or a ``DIR`` holding         a prepared TFDS ``go_moves`` dataset directory:
-``dataset_info.json``)                     :class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader`
+===========================================  =============================================================
+``DIR``                                      a ``kifunet build`` output (``DIR/manifest.json``): HDF5,
+                                             :class:`kifunet.data_prep.datasets.reader.Reader`
+``tfds:DIR`` (or a ``DIR`` holding           a prepared TFDS ``go_moves`` dataset directory:
+``dataset_info.json``)                       :class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader`
 ``tfds:go_moves/CONFIG[:VERSION]@DATA_DIR``  a prepared TFDS dataset by name under ``DATA_DIR``
-``tfds:go_moves/CONFIG``                   the same under ``$TFDS_DATA_DIR`` (else ``~/tensorflow_datasets``)
-=========================================  =============================================================
+``tfds:go_moves/CONFIG``                     the same under ``$TFDS_DATA_DIR`` (else ``~/tensorflow_datasets``)
+===========================================  =============================================================
 
 Both readers implement :class:`kifunet.data_prep.datasets.dataset_base.DatasetSplit` (rows and blocks) and raise its
 errors, re-exported here: :class:`NotADatasetError`, :class:`UnknownSplitError`, :class:`EmptySplitError`,

@@ -66,7 +66,7 @@ What a feature declares besides its planes (the input pipeline and eval read the
 field       meaning, and the features that declare it
 ==========  ==================================================================================================
 history     its planes of history depth 1, 2, ...: each group shows the game d moves back, and history
-            dropout (:mod:`kifunet.train.input_pipeline`) zeroes whole groups, keeping depth d only with
+            dropout (:mod:`kifunet.train.windows`) zeroes whole groups, keeping depth d only with
             depths 1..d-1. ``previous_moves_5``: depth d = plane d-1 (the move d back); ``history_8``:
             depth d = planes d and 8+d (pla and opp stones at t-d; planes 0 and 8, the stones at t, are the
             present board and are never dropped); ``colour_history_4``: depth d = planes 3-d and 7-d (each

@@ -98,10 +98,13 @@ class EncodedGame:
                 "player_rank": self.player_rank, "opponent_rank": self.opponent_rank}
 
 
-def encode_game(record: GameRecord, feature_set, *, path: str | None = None, allow_suicide: bool = False,
-                superko: bool = False) -> EncodedGame:
-    """Stored planes and per-row columns of every position of ``record`` (one per move, passes included)."""
-    fs = features.get(feature_set) if isinstance(feature_set, str) else feature_set
+def encode_game(record: GameRecord, feature_set: features.FeatureSet, *, path: str | None = None,
+                allow_suicide: bool = False, superko: bool = False) -> EncodedGame:
+    """Stored planes and per-row columns of every position of ``record`` (one per move, passes included).
+    ``feature_set``: a :class:`~kifunet.data_prep.planes.features.FeatureSet` (``features.get(name)``)."""
+    if isinstance(feature_set, str):
+        raise TypeError(f"encode_game takes a FeatureSet, not its name: features.get({feature_set!r})")
+    fs = feature_set
     a = analyse_game(record, fs.flags, libs_cap=fs.libs_cap, allow_suicide=allow_suicide, superko=superko, path=path)
     planes = fs.compute(a)
     info = record.info
@@ -134,7 +137,8 @@ def load(source, *, path: str | None = None) -> GameRecord:
 
 def iter_positions(source, feature_set="maddison", *, path: str | None = None, allow_suicide: bool = False,
                    superko: bool = False) -> Iterator[Position]:
-    """Replay a game (SGF path, SGF bytes or GameRecord) and yield every position with all its planes."""
+    """Replay a game (SGF path, SGF bytes or GameRecord) and yield every position with all its planes.
+    ``feature_set``: a :class:`~kifunet.data_prep.planes.features.FeatureSet` or its name (looked up here)."""
     fs = features.get(feature_set) if isinstance(feature_set, str) else feature_set
     record = load(source, path=path)
     enc = encode_game(record, fs, path=path, allow_suicide=allow_suicide, superko=superko)

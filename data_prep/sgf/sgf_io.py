@@ -25,8 +25,8 @@ Board size: ``SZ`` (19 when missing, per the SGF spec). ``SZ[19:19]`` is accepte
 field              from
 =================  ======================================================================================
 black, white       ``PB``, ``PW`` text, stripped ("" if missing); likewise every text field below
-*_rank_text        ``BR``, ``WR`` text ("" if missing)
-*_rank             :func:`kifunet.data_prep.ranks.parse_rank` of that text, ``source='gogod'`` when the root's
+``*_rank_text``    ``BR``, ``WR`` text ("" if missing)
+``*_rank``         :func:`kifunet.data_prep.ranks.parse_rank` of that text, ``source='gogod'`` when the root's
                    ``CP``, ``SO``, ``GC``, ``US`` or ``AN`` contains ``GoGoD`` (any case), else ``'kgs'``
 komi               ``KM`` in points (:func:`komi_points`: Fox's hundredths, ``KM[650]`` -> 6.5, ``KM[375]`` under
                    ``RU[Chinese]`` -> 7.5); ``None`` if missing or not a finite number
