@@ -4,9 +4,11 @@
 module                      what it holds
 ==========================  =====================================================================================
 ``metrics``                 top-k (tie rule), nats, perplexity; exact sums; breakdowns; ensemble; legality planes
-``legality``                legal-move masks for dataset rows: from the planes, else by replaying the games
+``legality``                ``top_moves`` (top-k legal moves of a policy output); legal-move masks for dataset
+                            rows: from the planes, else by replaying the games
 ``evaluate``                ``Predictor`` (model + feature set -> logits), ``evaluate`` a split, result JSON
-``runs``                    training run directories: find them, ``load_run`` (newest checkpoint -> Predictor)
+``runs``                    run directories for eval and the notebooks; ``load_run`` (a Predictor of
+                            :func:`kifunet.train.nets.load_net`)
 ``published``               ``published.toml``: every published row with its dataset spec
 ``tables``                  our results beside the published rows (Markdown, HTML)
 ``board_image``             a position with the policy as a heatmap over legal points, top-k labelled

@@ -109,6 +109,13 @@ class Predictor:
 
             self.info["params"] = int(count_params(model))
 
+
+    @property
+    def reads_rank(self) -> bool:
+        """Whether the prediction depends on the player's rank: the feature set has planes made from the
+        ``player_rank`` column (Maddison's rank planes) or the model was built with a rank embedding."""
+        return (any(f.constant and f.column == "player_rank" for f in self.fs.features)
+                or getattr(self.model, "rank_embedding", None) is not None)
     @property
     def num_moves(self) -> int:
         return self.board_size * self.board_size + 1
@@ -265,7 +272,7 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
              legal_mask: bool = False, limit: int | None = None, start: int = 0, phase_starts=M.PHASE_STARTS,
              progress: bool = True, as_rank: int | None = None) -> dict:
     """Metrics of ``predictor`` on every row of ``reader`` (a dataset split:
-    :func:`kifunet.data_prep.datasets.dataset.open_split`), or on rows ``start .. start + limit - 1`` (a part of the
+    :func:`kifunet.data_prep.datasets.dataset.open_split`), or on rows ``start`` to ``start + limit - 1`` (a part of the
     split: parts evaluated apart, on one machine or several, add up with :func:`merge_results`); see the module
     docstring. ``as_rank`` (the :mod:`kifunet.data_prep.ranks` scale) tells the net that every mover has that
     rank (:func:`with_player_rank`); the breakdown by rank still groups rows by the mover's real rank."""

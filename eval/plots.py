@@ -6,15 +6,17 @@ from the extension. Inputs are the files a run leaves behind (``metrics_*.jsonl`
 (:mod:`kifunet.eval.evaluate`); nothing here trains or evaluates.
 
 * :func:`learning_curves`: every numeric field of ``metrics_train.jsonl`` / ``metrics_eval.jsonl`` against the
-  training positions seen (the first of ``samples``, ``examples``, ``positions``, ``step`` present). Losses
+  training positions seen (the first of ``samples``, ``examples``, ``positions``, ``step`` present); two fields
+  with the same values (a policy net's ``loss`` and ``nats``) are one line named after both, and evaluations
+  that all record ``eval_positions`` say how many. Losses
   (fields named ``*loss*``, ``*nll*``, ``*nats*``, ``*cross_entropy*``) go on the left panel, accuracies
   (``*acc*``, ``*top*``; a value head's ``winner_acc`` too) in the middle, and, for a run of a net with a value
   head, squared errors (``*mse*``: ``value_mse``, and the evaluations' ``value_baseline_mse``, the constant
   predictor's) on a third panel.
 * :func:`topn_curve`: top-n accuracy for n = 1..max_n from each result's rank histogram, as Maddison et al.'s
   Figure 1, with the published top-1 / top-4 / top-10 numbers as points.
-* :func:`accuracy_vs_nats`: top-1 against cross-entropy for our results (single pass and ensemble marked apart)
-  beside GoNN's published points.
+* :func:`accuracy_vs_nats`: top-1 against cross-entropy for our results (single pass and ensemble marked apart,
+  each legend entry naming the run and the data, :func:`ours_from_results`) beside GoNN's published points.
 * :func:`value_by_phase`: a value head's MSE by game phase beside the constant predictor's, and its winner
   accuracy by phase, from eval results' ``value`` blocks (:mod:`kifunet.eval.metrics`).
 * :func:`learning_vs_published`: a run's test top-1 (``metrics_eval.jsonl``) against training positions seen, on a
@@ -47,6 +49,14 @@ def _figure(ax, ncols=1, size=(6.4, 4.4)):
     fig = Figure(figsize=size, dpi=100, layout="constrained")
     axes = fig.subplots(1, ncols)
     return fig, axes
+
+
+def _legend_below(fig, ax, own: bool) -> None:
+    """The legend under the axes when the figure is ours (long entries then cover no point), else in the axes."""
+    if own:
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", fontsize=7, frameon=False)
+    else:
+        ax.legend(fontsize=7)
 
 
 def read_jsonl(path: str) -> list[dict]:
@@ -131,25 +141,34 @@ def learning_curves(metrics: dict[str, list[dict]], *, title: str = "", axes=Non
         if xk is None:
             continue
         xlabel = xlabel or xk
+        sizes = {r.get("eval_positions") for r in metrics.get(kind, [])}
+        name = kind  # evaluations all on the same number of test positions say how many
+        if kind == "eval" and len(sizes) == 1 and isinstance(next(iter(sizes)), (int, float)):
+            name = f"eval ({next(iter(sizes)):,.0f} test positions)"
+        same: dict = {}  # a field equal to one drawn already (a policy net's loss is its nats): one line, both names
         for k, (x, y) in ser.items():
-            if _is(VALUE_WORDS, k):
-                if ax_v is not None:
-                    ax_v.plot(x, y, style, ms=3, lw=1.2, label=f"{kind} {k}")
-                    drawn += 1
-            elif _is(LOSS_WORDS, k):
-                ax_l.plot(x, y, style, ms=3, lw=1.2, label=f"{kind} {k}")
-                drawn += 1
-            elif _is(ACC_WORDS, k):
-                yy = y * 100 if np.nanmax(y) <= 1.0 else y
-                ax_a.plot(x, yy, style, ms=3, lw=1.2, label=f"{kind} {k}")
-                drawn += 1
+            ax = (ax_v if _is(VALUE_WORDS, k) else ax_l if _is(LOSS_WORDS, k) else ax_a if _is(ACC_WORDS, k)
+                  else None)
+            if ax is None:
+                continue
+            if ax is ax_a and np.nanmax(y) <= 1.0:
+                y = y * 100
+            twin = same.get((id(ax), x.tobytes(), y.tobytes()))
+            if twin is not None:
+                twin.set_label(f"{twin.get_label()} = {k}")
+                continue
+            same[(id(ax), x.tobytes(), y.tobytes())] = ax.plot(x, y, style, ms=3, lw=1.2, label=f"{name} {k}")[0]
+            drawn += 1
     label = {"step": "training step", "positions": "training positions", None: "?"}.get(
         xlabel, f"training {xlabel} (positions)")
     panels = [(ax_l, "loss (nats)"), (ax_a, "accuracy (%)")]
     if ax_v is not None:
         panels.append((ax_v, "value head: squared error"))
+    from matplotlib.ticker import EngFormatter
+
     for ax, yl in panels:
         ax.set_xlabel(label)
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 1.5M, not 1.5 with "1e6" in the corner
         ax.set_ylabel(yl)
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
@@ -165,7 +184,8 @@ def topn_curve(results: dict[str, dict], *, max_n: int = 20, published_points: b
     """Top-n accuracy (%) against n for each ``{label: result block}`` (a block has ``rank_histogram``)."""
     from kifunet.eval import metrics as M
 
-    fig, ax = _figure(ax)
+    own = ax is None
+    fig, ax = _figure(ax, size=(7, 4.4 + 0.14 * (len(results) + 3)))
     for label, block in results.items():
         y = M.topn_curve(block, max_n) * 100
         ax.plot(np.arange(1, len(y) + 1), y, "o-", ms=3, label=label)
@@ -186,7 +206,7 @@ def topn_curve(results: dict[str, dict], *, max_n: int = 20, published_points: b
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="center right")
+    _legend_below(fig, ax, own)
     return fig
 
 
@@ -195,7 +215,8 @@ def accuracy_vs_nats(ours: list[tuple[str, float, float, str]], *, ax=None):
     ``single`` or ``ensemble``; GoNN's accuracy/nats table and the published rows with both numbers beside."""
     from kifunet.eval import published as P
 
-    fig, ax = _figure(ax)
+    own = ax is None
+    fig, ax = _figure(ax, size=(7, 4.4 + 0.14 * (len(ours) + 2)))
     pts = P.accuracy_nats()
     ax.plot([p["ce"] for p in pts], [p["top1"] for p in pts], "s--", color="grey", mfc="none",
             label="GoNN GoGoD nets (published)")
@@ -206,14 +227,16 @@ def accuracy_vs_nats(ours: list[tuple[str, float, float, str]], *, ax=None):
     ax.plot([r.ce for r in rows], [r.top1 for r in rows], "D", color="tab:green", mfc="none",
             label="GoNN README nets (published)")
     markers = {"single": "o", "ensemble": "*"}
-    for label, top1, ce, mode in ours:
+    colours = [f"C{i}" for i in range(10) if i not in (2, 7)]  # not the published points' green and grey
+    for i, (label, top1, ce, mode) in enumerate(ours):
         ax.plot([ce], [100 * top1], markers.get(mode, "o"), ms=9 if mode == "ensemble" else 7,
-                label=f"{label} ({'8-symmetry ensemble' if mode == 'ensemble' else 'single pass'})")
+                color=colours[i % len(colours)],
+                label=f"{label}: {'8-symmetry ensemble' if mode == 'ensemble' else 'single pass'}")
     ax.set_xlabel("cross-entropy of the played move (nats)")
     ax.set_ylabel("top-1 accuracy (%)")
     ax.invert_xaxis()
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    _legend_below(fig, ax, own)
     return fig
 
 
@@ -272,9 +295,10 @@ def _left_out_caption(left_out) -> str:
 def learning_vs_published(eval_records: list[dict], *, finals=(), label: str = "ours", rows=None, ax=None):
     """Test top-1 (%) against training positions seen (log axis): ``eval_records`` (``metrics_eval.jsonl``: ``top1``
     against the first of ``samples``, ``examples``, ``positions``) as a line; ``finals`` as stars, ``[(label,
-    positions, top1 fraction)]`` (whole-split evaluations); each published row with a training length as one point
-    (KGS filled circles, other datasets open squares; a published range as its midpoint with an error bar), its
-    legend entry giving how many times our last positions it saw; the rows left out named in a caption box."""
+    positions, top1 fraction)]`` (evaluations after training; the label names the data); each published row with a
+    training length as one point (KGS filled circles, other datasets open squares; a published range as its
+    midpoint with an error bar), its legend entry giving how many times our last positions it saw; the rows left
+    out named in a caption box."""
     from kifunet.eval import published as P
 
     fig, ax = _figure(ax, size=(10, 6))
@@ -290,7 +314,7 @@ def learning_vs_published(eval_records: list[dict], *, finals=(), label: str = "
     ax.plot(pts[:, 0], y, "o-", ms=4, lw=1.5, color="black", label=f"{label}: test top-1 during training")
     last = pts[-1, 0]
     for flabel, positions, top1 in finals:
-        ax.plot([positions], [100 * top1], "*", ms=12, label=f"{flabel}: {100 * top1:.1f}% (whole split)")
+        ax.plot([positions], [100 * top1], "*", ms=12, label=f"{flabel}: {100 * top1:.1f}%")
     placed, left_out = published_end_points(rows)
     for r in placed:
         lo, hi = (r.top1 if isinstance(r.top1, tuple) else (r.top1, r.top1))
@@ -317,10 +341,12 @@ def learning_vs_published(eval_records: list[dict], *, finals=(), label: str = "
 
 
 def ours_from_results(results: list[tuple[str, dict]]) -> list[tuple[str, float, float, str]]:
-    """``(label, top1, ce, mode)`` for :func:`accuracy_vs_nats` from ``(path, eval result)`` pairs."""
+    """``(label, top1, ce, mode)`` for :func:`accuracy_vs_nats` from ``(path, eval result)`` pairs; the label names
+    the run and the data (:func:`kifunet.eval.tables.result_label`)."""
+    from kifunet.eval.tables import result_label
+
     out = []
     for path, res in results:
-        name = res.get("run", {}).get("name") or os.path.basename(path)
         for mode, block in res["results"].items():
-            out.append((name, block["accuracy"]["1"], block["cross_entropy_nats"], mode))
+            out.append((result_label(path, res), block["accuracy"]["1"], block["cross_entropy_nats"], mode))
     return out

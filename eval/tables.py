@@ -2,8 +2,9 @@
 
 ``comparison_rows(results)`` gives one row per published number (:mod:`kifunet.eval.published`) and one per
 evaluation mode of each of our results (single pass and, when computed, the 8-symmetry ensemble, never merged).
-Our rows carry the dataset spec of the split they were measured on (:func:`kifunet.eval.evaluate.dataset_spec`)
-and say whether the legal-move mask was on. ``render(rows, fmt)`` prints them.
+Our rows name the split they were measured on in a short cell (:func:`dataset_label`, with a note number) and
+say whether the legal-move mask was on; the note under the table gives each dataset's full spec
+(:func:`kifunet.eval.evaluate.dataset_spec`) once (:func:`dataset_notes`). ``render(rows, fmt)`` prints them.
 
 Results are eval JSON files (``kifunet eval --out``); :func:`find_results` also accepts run directories and reads
 their ``eval/*.json``.
@@ -37,10 +38,11 @@ import glob
 import html
 import os
 
+from kifunet.data_prep import ranks
 from kifunet.eval import published as P
 from kifunet.eval.evaluate import MODE_TEXT, MODES, load_result
 
-COLUMNS = [("result", "result"), ("dataset", "dataset / split"), ("inputs", "inputs"), ("net", "net"),
+COLUMNS = [("result", "result"), ("data", "dataset / split"), ("inputs", "inputs"), ("net", "net"),
            ("params", "params"), ("eval", "eval"), ("top1", "top-1 %"), ("top4", "top-4 %"),
            ("top10", "top-10 %"), ("ce", "CE (nats)"), ("steps", "steps (positions)")]
 
@@ -69,11 +71,47 @@ def _pct(x) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 
 
+def dataset_label(res: dict) -> str:
+    """A short name of the data ``res`` was measured on, for a table cell or a legend entry: the build preset
+    (else the dataset folder's name), the split, and how much of it was evaluated, e.g. ``gonn-kgs test, whole
+    split (954,190 positions)`` or ``fox-pro test, first 100,000 of 545,569 positions``. The full description
+    is the spec's ``text`` (:func:`dataset_notes` prints it once per dataset)."""
+    ds = res["dataset"]
+    n = ds["evaluated"]
+    rows = ds.get("rows", n)
+    if n >= rows:
+        part = f"whole split ({rows:,} positions)"
+    elif [list(r) for r in ds.get("ranges", [[0, n]])] == [[0, n]]:
+        part = f"first {n:,} of {rows:,} positions"
+    else:
+        part = f"{n:,} of {rows:,} positions"
+    return f"{_data_name(ds)}, {part}"
+
+
+def result_label(path: str, res: dict, mode: str | None = None) -> str:
+    """``NAME on DATA[: MODE]`` for a legend: the run's name (else the result file's name), :func:`dataset_label`,
+    and the evaluation mode's text when ``mode`` is given; distinct for distinct results of one run."""
+    name = (res.get("run", {}).get("name") or os.path.splitext(os.path.basename(path))[0]) + _as_rank(res)
+    return f"{name} on {dataset_label(res)}" + (f": {MODE_TEXT[mode]}" if mode else "")
+
+
+def _as_rank(res: dict) -> str:
+    """`` as 5d`` for a result of ``kifunet eval --as-rank 5d`` (every mover told that rank), else nothing."""
+    as_rank = res.get("settings", {}).get("as_rank")
+    return "" if as_rank is None else f" as {ranks.rank_to_text(as_rank)}"
+
+
+def _data_name(ds: dict) -> str:
+    name = ds.get("spec", {}).get("preset") or os.path.basename(os.path.normpath(ds.get("path") or "")) or "dataset"
+    return f"{name} {ds['split']}"
+
+
 def our_rows(path: str, res: dict) -> list[dict]:
     run, ds, st = res.get("run", {}), res["dataset"], res["settings"]
     name = run.get("name") or os.path.basename(os.path.dirname(os.path.abspath(path))) or path
     if run.get("step") is not None:
         name += f" @ step {run['step']}"
+    name += _as_rank(res)
     rows = []
     for mode in MODES:
         r = res["results"].get(mode)
@@ -83,8 +121,8 @@ def our_rows(path: str, res: dict) -> list[dict]:
         ev = MODE_TEXT[mode] + (", legal mask" if st.get("legal_mask") else "")
         samples = run.get("positions")
         rows.append({
-            "ours": True, "mode": mode, "result": f"ours: {name}",
-            "dataset": f"{ds['spec']['text']} ({ds['evaluated']} positions evaluated)",
+            "ours": True, "mode": mode, "result": f"ours: {name}", "data": dataset_label(res),
+            "data_name": _data_name(ds), "dataset": ds["spec"]["text"],
             "inputs": f"{run.get('feature_set', '?')} planes", "net": str(run.get("model", "?")),
             "params": f"{run['params']:,}" if isinstance(run.get("params"), int) else "-", "eval": ev,
             "top1": _pct(acc.get("1")), "top4": _pct(acc.get("4")), "top10": _pct(acc.get("10")),
@@ -117,7 +155,8 @@ def published_rows(which: str = "all") -> list[dict]:
 
         rows.append({
             "ours": False, "mode": r.eval, "result": r.source + (" (secondary)" if r.secondary else ""),
-            "dataset": r.dataset.spec, "inputs": r.inputs, "net": r.net, "params": P.fmt_params(r),
+            "data": r.dataset.spec, "dataset": r.dataset.spec, "inputs": r.inputs, "net": r.net,
+            "params": P.fmt_params(r),
             "eval": MODE_TEXT[r.eval] + (f" ({r.note})" if r.note and r.eval == "ensemble" else ""),
             "top1": pct("top1"), "top4": pct("top4"), "top10": pct("top10"),
             "ce": "-" if r.ce is None else f"{r.ce:.3f}", "steps": P.fmt_steps(r.steps, r.steps_secondary),
@@ -127,24 +166,37 @@ def published_rows(which: str = "all") -> list[dict]:
 
 
 def comparison_rows(results: list[tuple[str, dict]], which: str = "all") -> list[dict]:
+    """The published rows of ``which``, then ours, our datasets numbered (:func:`dataset_notes`)."""
     rows = published_rows(which)
     for path, res in results:
         rows += our_rows(path, res)
+    _mark_datasets(rows)
     return rows
 
 
-def protocol_notes(rows: list[dict]) -> list[str]:
-    """Say which of our rows used the same build preset (filters and split) as a published dataset."""
+def _mark_datasets(rows: list[dict]) -> None:
+    """Number our rows' distinct datasets (by their full description) in order of first use: each row's ``data``
+    cell ends in ``[n]`` and its ``note`` is note n of :func:`dataset_notes`."""
     by_preset = {}
     for r in P.move_prediction():
         if r.dataset.kifunet_preset:
             by_preset.setdefault(r.dataset.kifunet_preset, r.dataset.spec)
-    notes = []
+    numbers: dict[str, int] = {}
     for r in rows:
-        if r["ours"] and r.get("preset") in by_preset:
-            notes.append(f"{r['result']} ({MODE_TEXT[r['mode']]}): built with preset {r['preset']}, the filters "
-                         f"and split of \"{by_preset[r['preset']]}\" (archive edition may differ)")
-    return notes
+        if not r["ours"]:
+            continue
+        n = numbers.setdefault(r["dataset"], len(numbers) + 1)
+        r["data"] = f"{r['data']} [{n}]"
+        r["note"] = f"[{n}] {r['data_name']}: {r['dataset']}"
+        if r.get("preset") in by_preset:
+            r["note"] += (f"; built with preset {r['preset']}, the filters and split of \"{by_preset[r['preset']]}\" "
+                          "(archive edition may differ)")
+
+
+def dataset_notes(rows: list[dict]) -> list[str]:
+    """The notes of :func:`comparison_rows`' rows, each once: the full description of every dataset our rows were
+    measured on, and whether its build preset gave it a published dataset's filters and split."""
+    return list(dict.fromkeys(r["note"] for r in rows if r.get("note")))
 
 
 OUR_DOMAINS = {"gonn-kgs": "kgs", "fox-pro": "pro", "gonn-gogod": "pro"}  # build preset -> domain (docstring)
@@ -173,7 +225,8 @@ def two_domain_rows(results: list[tuple[str, dict]]) -> list[dict]:
         rows.append({"ours": False, "result": source, "net": net, "eval": MODE_TEXT[mode],
                      "kgs": P.fmt_pct(k.top1), "pro": P.fmt_pct(p.top1), "gap": _gap(k.top1, p.top1),
                      "kgs_ce": "-" if k.ce is None else f"{k.ce:.3f}", "pro_ce": "-" if p.ce is None else f"{p.ce:.3f}",
-                     "tests": f"KGS: {k.dataset.spec}; pro: {p.dataset.spec}", "kgs_value": k.top1, "pro_value": p.top1})
+                     "tests": f"KGS: {k.dataset.spec}; pro: {p.dataset.spec}", "kgs_value": k.top1,
+                     "pro_value": p.top1})
     ours: dict = {}
     for path, res in results:
         dom = OUR_DOMAINS.get(res["dataset"]["spec"].get("preset"))
@@ -199,12 +252,12 @@ def two_domain_rows(results: list[tuple[str, dict]]) -> list[dict]:
 
 def accuracy_nats_rows(results: list[tuple[str, dict]]) -> list[dict]:
     rows = [{"ours": False, "result": "GoNN (GoGoD nets)", "top1": f"{p['top1']:.0f}", "ce": f"{p['ce']:.2f}",
-             "elo": ("~" if p.get("elo_approx") else "") + str(p["elo"]), "sort": p["top1"] / 100}
-            for p in P.accuracy_nats()]
+             "elo": ("~" if p.get("elo_approx") else "") + str(p["elo"]), "data": "GoGoD (GoNN's test set)",
+             "sort": p["top1"] / 100} for p in P.accuracy_nats()]
     for path, res in results:
         for r in our_rows(path, res):
             rows.append({"ours": True, "result": f"{r['result']} ({MODE_TEXT[r['mode']]})", "top1": r["top1"],
-                         "ce": r["ce"], "elo": "-", "sort": r["top1_value"]})
+                         "ce": r["ce"], "elo": "-", "data": r["data"], "sort": r["top1_value"]})
     return sorted(rows, key=lambda r: r["sort"])
 
 
@@ -234,7 +287,8 @@ def render_html(rows: list[dict], columns=COLUMNS) -> str:
     return "\n".join(out)
 
 
-NATS_COLUMNS = [("result", "result"), ("top1", "top-1 %"), ("ce", "CE (nats)"), ("elo", "relative Elo")]
+NATS_COLUMNS = [("result", "result"), ("top1", "top-1 %"), ("ce", "CE (nats)"), ("elo", "relative Elo"),
+                ("data", "dataset / split")]
 VALUE_COLUMNS = [("result", "result"), ("eval", "eval"), ("known", "known results"), ("mse", "value MSE"),
                  ("baseline", "constant MSE"), ("winner", "winner %"), ("decided", "decided")]
 
@@ -261,12 +315,12 @@ def value_rows(results: list[tuple[str, dict]]) -> list[dict]:
 
 
 def render(results: list[tuple[str, dict]], fmt: str = "markdown", which: str = "all") -> str:
-    """The full comparison: move prediction table, protocol notes, the two-domain table when one of ours has
+    """The full comparison: move prediction table, the notes on our datasets, the two-domain table when one of ours has
     results on both domains (:func:`two_domain_rows`), accuracy-vs-nats table, and the value-head table when a
     result has a value block."""
     rows = comparison_rows(results, which)
     nats = accuracy_nats_rows(results)
-    notes = protocol_notes(rows)
+    notes = dataset_notes(rows)
     values = value_rows(results)
     domains = two_domain_rows(results)
     domains = domains if any(r["ours"] for r in domains) else []

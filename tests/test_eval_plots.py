@@ -135,6 +135,27 @@ def test_show_draws_the_default_net_s_policy_when_none_is_named(tmp_path, monkey
     assert "before move 30" in kw["title"], kw["title"]
 
 
+def test_show_names_a_rank_in_the_title_only_for_a_net_that_reads_one(tmp_path, monkeypatch, capsys):
+    """The default net (gonn planes, no rank embedding) predicts the same for every rank: no "as 5d" in its title,
+    and --rank says so; kgs_cpu_small (Maddison's rank planes) is predicted as the rank asked for."""
+    from kifunet import paths
+    from kifunet.cli import main
+    from kifunet.eval.runs import sample_sgf
+
+    titles = []
+    draw = bi.draw_position
+    monkeypatch.setattr(bi, "draw_position", lambda pos, logits, **kw: titles.append(kw["title"]) or draw(pos, logits,
+                                                                                                        **kw))
+    small = paths.default_net().parent / "kgs_cpu_small"
+    for net in (paths.default_net(), small):
+        assert main(["show", sample_sgf(), "--move", "30", "--out", str(tmp_path / "x.png"), "--rank", "5d",
+                     "--checkpoint", str(net)]) == 0
+    default, rank_aware = (t.splitlines()[0] for t in titles)
+    assert default.endswith("before move 30, White to play") and "5d" not in titles[0], titles[0]
+    assert rank_aware.endswith("before move 30, White to play as 5d"), rank_aware
+    assert "has no rank input, so the rank changes nothing" in capsys.readouterr().err
+
+
 def test_learning_curves_plot_every_metric(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
@@ -167,7 +188,7 @@ def test_topn_and_accuracy_vs_nats():
     fig = plots.accuracy_vs_nats([("tiny", 0.30, 3.1, "single"), ("tiny", 0.32, 3.0, "ensemble")])
     ax = fig.axes[0]
     labels = [ln.get_label() for ln in ax.get_lines()]
-    assert "tiny (single pass)" in labels and "tiny (8-symmetry ensemble)" in labels
+    assert "tiny: single pass" in labels and "tiny: 8-symmetry ensemble" in labels
     gonn = [ln for ln in ax.get_lines() if ln.get_label() == "GoNN GoGoD nets (published)"][0]
     assert list(gonn.get_xdata()) == [2.73, 2.31, 1.95, 1.77, 1.67, 1.55]
     assert ax.xaxis_inverted()
@@ -195,7 +216,7 @@ def test_learning_vs_published_places_our_curve_and_the_published_end_points():
     ours = by_label["run: test top-1 during training"]
     np.testing.assert_allclose(ours.get_xdata(), [250, 500, 1000])  # sorted by positions
     np.testing.assert_allclose(ours.get_ydata(), [25, 30, 35])  # fractions drawn as percent
-    star = by_label["whole: 36.0% (whole split)"]
+    star = by_label["whole: 36.0%"]
     assert (list(star.get_xdata()), list(star.get_ydata())) == ([1000], [pytest.approx(36)])
     published = {c.get_label(): c.lines[0] for c in ax.containers}  # one errorbar container per row
     a_label, a = next((k, ln) for k, ln in published.items() if k.startswith("Src A"))
@@ -236,3 +257,58 @@ def test_tables_command_draws_the_learning_figure(tmp_path, capsys):
     assert "lc.pdf: --learning-figure must end in .png or .svg" in capsys.readouterr().err
     assert main(["tables", "--learning-figure", str(tmp_path / "x.png"), str(run / "eval" / "fox_test.json")]) == 2
     assert "needs a RUN directory holding metrics_eval.jsonl" in capsys.readouterr().err
+
+
+def test_accuracy_vs_nats_legend_entries_are_distinct_and_name_the_data():
+    """The default net's four results (KGS and Fox, whole split and first 100,000, single pass and ensemble):
+    one legend entry each, naming the data and how much of it."""
+    from kifunet import paths
+    from kifunet.eval import tables
+
+    results = tables.find_results([str(paths.default_net())])
+    fig = plots.accuracy_vs_nats(plots.ours_from_results(results))
+    ours = [ln.get_label() for ln in fig.axes[0].get_lines() if ln.get_label().startswith(paths.DEFAULT_NET)]
+    assert len(ours) == sum(len(res["results"]) for _, res in results) >= 6
+    assert len(set(ours)) == len(ours), ours
+    assert all(("gonn-kgs test" in x) != ("fox-pro test" in x) for x in ours), ours
+    assert f"{paths.DEFAULT_NET} on gonn-kgs test, whole split (954,190 positions): single pass" in ours
+    assert f"{paths.DEFAULT_NET} on fox-pro test, first 100,000 of 545,569 positions: 8-symmetry ensemble" in ours
+
+
+def test_learning_figure_stars_say_how_much_of_the_split_was_evaluated(tmp_path):
+    from kifunet import paths
+    from kifunet.commands.tables import learning_figure
+
+    drawn = {}
+    real = plots.learning_vs_published
+    try:
+        plots.learning_vs_published = lambda recs, **kw: drawn.update(kw) or real(recs, **kw)
+        learning_figure([str(paths.default_net())], str(tmp_path / "lvp.png"))
+    finally:
+        plots.learning_vs_published = real
+    labels = [f[0] for f in drawn["finals"]]
+    assert "gonn-kgs test, first 100,000 of 954,190 positions, single pass" in labels
+    assert "gonn-kgs test, whole split (954,190 positions), single pass" in labels
+    assert not [x for x in labels if "first" in x and "whole" in x] and len(set(labels)) == len(labels)
+
+
+def test_learning_curves_draw_equal_fields_once_and_say_how_many_positions_each_evaluation_saw():
+    train = [{"positions": 100 * i, "loss": 3.0 / i, "nats": 3.0 / i, "top1": 0.1 * i} for i in (1, 2, 3)]
+    evals = [{"positions": 300, "nats": 2.0, "loss": 2.0, "top1": 0.3, "eval_positions": 10000}]
+    fig = plots.learning_curves({"train": train, "eval": evals})
+    labels = sorted(ln.get_label() for ax in fig.axes[:2] for ln in ax.get_lines())
+    assert labels == ["eval (10,000 test positions) loss = nats", "eval (10,000 test positions) top1",
+                      "train loss = nats", "train top1"], labels
+    assert fig.axes[0].xaxis.get_major_formatter()(1_500_000, 0) == "1.5M"
+
+
+def test_long_legends_go_below_the_axes():
+    """Our entries name run, data and mode: under the axes they cover no point (in a given ``ax``, the axes')."""
+    fig = plots.accuracy_vs_nats([("a run on some data, whole split (1,000 positions)", 0.3, 3.1, "single")])
+    assert fig.axes[0].get_legend() is None and len(fig.legends) == 1
+    fig = plots.topn_curve({"x": {"count": 1, "rank_histogram": [1] + [0] * 361}}, max_n=5)
+    assert fig.axes[0].get_legend() is None and len(fig.legends) == 1
+    from matplotlib.figure import Figure
+
+    ax = Figure().subplots()
+    assert plots.accuracy_vs_nats([("r", 0.3, 3.1, "single")], ax=ax) is ax.figure and ax.get_legend() is not None

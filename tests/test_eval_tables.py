@@ -47,3 +47,53 @@ def test_two_domain_rows_pair_kgs_and_professional_results():
     assert "| AlphaGo Zero SL 2017 | ResNet 20 x 256 | single pass | 60.4 | 54.3 | -6.1 |" in section
     assert "Two domains" in T.render([("k.json", kgs), ("f.json", fox)], "html")
     assert "Two domains" not in T.render([("k.json", kgs), ("o.json", other)], "markdown")  # no pro result
+
+
+def test_tables_of_the_default_net_name_the_data_in_short_and_describe_it_once_below():
+    """`kifunet tables` on the default net: the dataset column holds a short label (preset, split, how much of
+    it), each dataset's full spec is one note under the table (never two alike), and the accuracy/nats table
+    says which data each of our rows is."""
+    from kifunet import paths
+
+    results = T.find_results([str(paths.default_net())])
+    md = T.render(results, "markdown")
+    table, rest = md.split("\n\n- ", 1)
+    notes = ["- " + ln if i == 0 else ln for i, ln in enumerate(rest.split("\n\n")[0].splitlines())]
+    specs = {res["dataset"]["spec"]["text"] for _, res in results}
+    assert len(notes) == len(set(notes)) == len(specs) == 2, notes
+    for spec in specs:
+        assert sum(spec in n for n in notes) == 1 and spec not in table
+    ours = [ln for ln in table.splitlines() if ln.startswith("| **ours")]
+    assert len(ours) == 6
+    cells = [ln.split(" | ")[1] for ln in ours]
+    assert "gonn-kgs test, whole split (954,190 positions) [2]" in cells
+    assert "fox-pro test, first 100,000 of 545,569 positions [1]" in cells
+    assert notes[0].startswith("- [1] fox-pro test: fox-pro-2012-2019.tar.gz")
+    assert notes[1].startswith("- [2] gonn-kgs test: ") and "built with preset gonn-kgs" in notes[1]
+    nats = md.split("## Accuracy and nats")[1]
+    assert "| **ours: kgs_cpu_default @ step 11719 (8-symmetry ensemble)** | 45.6 | 1.992 | - | gonn-kgs test, " \
+           "first 100,000 of 954,190 positions |" in nats
+
+
+def test_dataset_label_says_how_much_of_the_split():
+    res = _result("fox-pro", [0, 1, 2, 3])
+    assert T.dataset_label(res) == "fox-pro test, whole split (4 positions)"
+    res["dataset"].update(rows=10, evaluated=4, ranges=[[0, 4]])
+    assert T.dataset_label(res) == "fox-pro test, first 4 of 10 positions"
+    res["dataset"].update(ranges=[[2, 6]])
+    assert T.dataset_label(res) == "fox-pro test, 4 of 10 positions"
+    res["dataset"]["spec"]["preset"] = None
+    assert T.dataset_label(res) == "x test, 4 of 10 positions"
+    res["settings"]["as_rank"] = 8
+    assert T.result_label("r.json", res, "ensemble") == "net1 as 9d on x test, 4 of 10 positions: 8-symmetry ensemble"
+
+
+def test_results_told_a_rank_are_told_apart():
+    """`kifunet eval --as-rank R` results of one net: each row and legend label names the rank it was told."""
+    told = []
+    for r in (0, 8):
+        res = _result("gonn-kgs", [0, 1])
+        res["settings"]["as_rank"] = r
+        told.append((f"r{r}.json", res))
+    names = [row["result"] for row in T.comparison_rows(told) if row["ours"]]
+    assert names[0] == "ours: net1 @ step 10 as 1d" and names[2] == "ours: net1 @ step 10 as 9d", names

@@ -136,6 +136,35 @@ def test_fake_engines_in_parallel_alternate_colours_and_score_tromp_taylor(tmp_p
     assert "| 4 | 4 | 100.0% | 51.0-100.0% | 2/2 | 2/2 |" in table
 
 
+def test_a_line_per_finished_game_with_the_running_score_and_a_live_move_counter(tmp_path, fake):
+    """A line once the programs are up; each game's line ends with the running score; the live line (here into a string,
+    redrawn on every move) shows each game's move number and is cleared before every logged line."""
+    import io
+
+    from kifunet.play.match_report import LiveMoves
+
+    cfg = match.MatchConfig(engine=fake("first", "3"), opponent=fake("first", "2"), games=3, board_size=9,
+                            komi=0.5, referee=None, out_dir=str(tmp_path / "m"))
+    screen = io.StringIO()
+    lines = []
+
+    def log(line):
+        lines.append((line, screen.getvalue()))
+
+    match.run_match(cfg, log=log, live=LiveMoves(file=screen, interval=0))
+    assert lines[0][0] == "playing 3 games of 9x9: a line as each one ends"
+    # the engine (3 stones) beats the opponent (2) with komi 0.5 as black, and as white by 1.5
+    assert [ln.split("[")[-1] for ln, _ in lines[1:]] == [
+        "1/3 played; engine 1 of 1]", "2/3 played; engine 2 of 2]", "3/3 played; engine 3 of 3]"]
+    drawn = screen.getvalue()
+    for i in range(3):
+        assert all(f"game {i}: move {m}" in drawn for m in range(1, 8)), drawn[-500:]  # 5 stones, 2 passes
+    assert "match: 3/3 games finished" in drawn
+    # before each logged game line the live line was wiped (tqdm's clear: back to the line's start, blanked)
+    for _, before in lines[1:]:
+        assert before.endswith("\r") and not before.rsplit("\r", 2)[-2].strip(), repr(before[-80:])
+
+
 def test_illegal_and_unreadable_moves_forfeit(tmp_path, fake):
     cfg = match.MatchConfig(engine=fake("illegal"), opponent=fake("first", "5"), games=2, board_size=9, komi=7.5,
                             referee=None, out_dir=str(tmp_path / "ill"))
@@ -165,7 +194,9 @@ def test_a_crashed_game_is_not_saved_and_a_rerun_plays_it(tmp_path, fake):
     s = match.run_match(cfg, log=msgs.append)
     assert s.failed == [] and s.games == 2
     assert msgs[0].endswith("1 of 2 games already played; playing 1")
-    assert sum(m.startswith("game ") for m in msgs) == 1 and "game    0" in msgs[1]
+    assert msgs[1] == "playing 1 game of 9x9: a line as each one ends"
+    assert sum(m.startswith("game ") for m in msgs) == 1 and "game    0" in msgs[2]
+    assert msgs[2].endswith("[2/2 played; engine 2 of 2]")  # game 1, played before, counts in the score
     assert game_path(cfg.out_dir, 1).read_bytes() == before  # finished games are kept as they were
     # a different match in the same directory is refused
     other = match.MatchConfig(engine=cfg.engine, opponent=cfg.opponent, games=2, board_size=9, komi=6.5,
@@ -187,6 +218,7 @@ def test_rank_experiment_appends_the_rank_and_tabulates(tmp_path, fake):
     assert set(json.loads((tmp_path / "rx" / "rank_experiment.json").read_text())) == {"1d", "9d"}
 
 
+@pytest.mark.slow
 def test_two_real_9x9_games_against_gnugo_resumed_and_replayable(tmp_path):
     gnugo_or_skip()
     out = tmp_path / "gg"

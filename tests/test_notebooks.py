@@ -117,3 +117,28 @@ def test_notebook_reaches_for_the_default_net(name, tmp_path, monkeypatch):
         assert str(net) in text, text[:2000]
     assert list((tmp_path / "runs" / "figures").glob("*.png"))
     assert sorted(p.name for p in (net / "figures").glob("*.png")) == before
+
+
+def test_explore_predictions_studies_the_quickstart_run(evaluated_run, tmp_path, monkeypatch):
+    """KIFUNET_RUN unset after `kifunet quickstart`: the notebook studies runs/quickstart/run (found as
+    reproduce_tables finds runs), not the default net, and writes its figures into that run."""
+    import shutil
+
+    run = tmp_path / "runs" / "quickstart" / "run"
+    shutil.copytree(evaluated_run, run)
+    (tmp_path / "runs" / "stopped").mkdir()  # a newer run that never reached a checkpoint is passed over
+    (tmp_path / "runs" / "stopped" / "config.json").write_text("{}")
+    monkeypatch.delenv("KIFUNET_RUN", raising=False)
+    monkeypatch.delenv("KIFUNET_FIGURES", raising=False)
+    monkeypatch.setenv("KIFUNET_MOVE", "40")
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    monkeypatch.chdir(tmp_path)
+    nb = nbformat.read(ROOT / "notebooks" / "explore_predictions.ipynb", as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    first = outputs[0].get("text", "")
+    assert first.startswith(str(run)), first
+    assert sorted(p.name for p in (run / "figures").glob("*.png")) == [
+        "played_move_probability.png", "position_move40.png", "position_move40_1d.png", "position_move40_9d.png",
+        "position_move40_ensemble.png"]

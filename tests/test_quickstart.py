@@ -1,10 +1,13 @@
-"""The README's first command: `kifunet quickstart` builds, trains and evaluates on the sample corpus."""
+"""The README's first command: `kifunet quickstart` builds, trains and evaluates on the sample corpus, and prints
+the training steps reached beside the figures and whether the build's time included the one-time compile."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from kifunet import cli
+from kifunet.commands import quickstart
 
 
 @pytest.mark.slow
@@ -18,3 +21,64 @@ def test_quickstart_runs_build_train_eval(tmp_path, capsys):
     assert manifest["counts"]["seen"] == manifest["counts"]["used"] >= 30
     result = json.loads(next((out / "run" / "eval").glob("*.json")).read_text())
     assert result["results"]["single"]["count"] == manifest["splits"]["test"]["positions"] > 0
+    assert "quickstart: top-1 " in printed and "These figures depend on the steps reached" in printed
+    run = result["run"]
+    assert f"after {run['step']:,} training steps ({run['positions']:,} positions" in printed
+
+
+def _fake_result(step=6, positions=768, seconds=18.2) -> dict:
+    return {"run": {"step": step, "positions": positions, "train_seconds": seconds},
+            "dataset": {"evaluated": 2036},
+            "results": {"single": {"accuracy": {"1": 0.2603}, "cross_entropy_nats": 3.34781}}}
+
+
+def test_summary_puts_the_steps_reached_beside_the_figures():
+    text = quickstart.summary(_fake_result(1_234, 157_952), 180)
+    assert ("quickstart: top-1 26.03%, 3.3478 nats on 2,036 test positions, after 1,234 training steps "
+            "(157,952 positions, 18 s of training)") in text
+    assert "--minutes 3 is a time limit, and a slower or busier machine trains fewer steps" in text
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_the_build_time_says_when_it_included_the_compile(tmp_path, monkeypatch, capsys, cached):
+    """The stages stubbed: the build's timing line names the one-time compile only when the rules engine was not
+    compiled yet; the summary reads the eval result the eval stage wrote."""
+    from kifunet.commands.eval import default_out
+    from kifunet.data_prep import _jit
+
+    out = tmp_path / "qs"
+    stages = []
+    monkeypatch.setattr(_jit, "kernels_cached", lambda: cached)
+    monkeypatch.setattr(quickstart, "_run", lambda argv, note="": stages.append((argv[0], note)))
+    result = Path(default_out(str(out / "run"), str(out / "data"), "test", False))
+    result.parent.mkdir(parents=True)
+    result.write_text(json.dumps(_fake_result()))
+    assert cli.main(["quickstart", "--out", str(out)]) == 0
+    assert stages == [("build", "" if cached else quickstart.COMPILE_NOTE), ("train", ""), ("eval", "")]
+    assert "after 6 training steps (768 positions, 18 s of training)" in capsys.readouterr().out
+
+
+
+def test_fresh_deletes_a_finished_run_with_its_lock_file(tmp_path, monkeypatch, capsys):
+    """A run that `kifunet train` left (its run lock included) is deleted by --fresh; a stranger file is not."""
+    from kifunet.commands.eval import default_out
+
+    out = tmp_path / "qs"
+    run = out / "run"
+    (run / "checkpoints" / "6").mkdir(parents=True)
+    for name in ("config.json", "metrics_train.jsonl", "train.lock"):
+        (run / name).write_text("{}")
+    result = Path(default_out(str(run), str(out / "data"), "test", False))
+
+    def stage(argv, note=""):
+        assert not (run / "train.lock").exists()  # deleted before the first stage
+        if argv[0] == "eval":
+            result.parent.mkdir(parents=True)
+            result.write_text(json.dumps(_fake_result()))
+
+    monkeypatch.setattr(quickstart, "_run", stage)
+    assert cli.main(["quickstart", "--out", str(out), "--fresh"]) == 0
+    assert "--fresh: deleted the previous run" in capsys.readouterr().out
+    (run / "notes.txt").write_text("mine")
+    assert cli.main(["quickstart", "--out", str(out), "--fresh"]) == 2
+    assert "holds more than a training run (notes.txt)" in capsys.readouterr().err

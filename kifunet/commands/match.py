@@ -1,6 +1,9 @@
-"""``kifunet match``: games between two GTP engines, refereed, saved as SGF, with a win-rate table."""
+"""``kifunet match``: games between two GTP engines, refereed, saved as SGF, with a win-rate table; a line per
+finished game with the running score as it ends, and on a terminal a live line of each game's move number."""
 
 from __future__ import annotations
+
+import argparse
 
 from kifunet.errors import CommandError
 from kifunet.play.gtp_client import PACHI_DEFAULT_PLAYOUTS, PACHI_MIN_PLAYOUTS  # standard library only
@@ -39,6 +42,9 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0, help="base of the per-game set_random_seed (default 0)")
     p.add_argument("--resign", action="store_true", help="let kifunet players resign lost games (they do by "
                    "default against people; in a match only with this flag)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a live line of each game's move number (default: when stderr is a terminal); a line per "
+                        "finished game with the running score is printed either way")
     p.add_argument("--rank-experiment", metavar="RANKS",
                    help="comma-separated ranks (e.g. 1d,5d,9d): one match per rank with --rank R appended to "
                         "the engine command, each in DIR/rank-R, and one table")
@@ -75,11 +81,19 @@ def run(args) -> int:
                             komi=args.komi, max_moves=args.max_moves, referee=referee, parallel=args.parallel,
                             out_dir=args.out, move_timeout=args.move_timeout, seed=args.seed,
                             resign=args.resign)
+    import sys
+
+    from kifunet.play.match_report import LiveMoves
+
+    def log(line: str) -> None:  # each line as it happens, also into a pipe or a file
+        print(line, flush=True)
+
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
     if args.rank_experiment:
         ranks = [r.strip() for r in args.rank_experiment.split(",") if r.strip()]
-        results = match.run_rank_experiment(cfg, ranks)
+        results = match.run_rank_experiment(cfg, ranks, log=log, live=LiveMoves if progress else None)
         print(format_rank_table(results, cfg))
         return 1 if any(s.failed for s in results.values()) else 0
-    summary = match.run_match(cfg)
+    summary = match.run_match(cfg, log=log, live=LiveMoves() if progress else None)
     print(format_summary(summary, cfg))
     return 1 if summary.failed else 0

@@ -1,9 +1,13 @@
 """``kifunet quickstart``: the whole path on a CPU in a few minutes: build → train ``cpu_small`` → eval.
 
 Each stage is the ordinary command, printed before it runs, so the output shows what to type to do the same
-by hand. By default it uses the project's sample corpus (``samples/gnugo``, GNU Go self-play, test split: the
-2015 games; installed with the package, :func:`kifunet.paths.sample_games`); ``--sgf PATH...`` runs it on real
-archives (a deterministic 5% of games by hash is the test split). Output goes under ``--out``, relative to the
+by hand, and its time after (the build's says when it included the one-time compile of the rules engine). The
+last lines give the eval figures beside the training steps and positions they came from (:func:`summary`):
+training stops at a time limit, so the figures depend on the machine's speed.
+
+By default it uses the project's sample corpus (``samples/gnugo``, GNU Go self-play, test split: the 2015 games;
+installed with the package, :func:`kifunet.paths.sample_games`); ``--sgf PATH...`` runs it on real archives (a
+deterministic 5% of games by hash is the test split). Output goes under ``--out``, relative to the
 current directory.
 
 Rerunning it continues the run in ``OUT/run`` (``kifunet train`` resumes a workdir), with the time limit
@@ -33,9 +37,10 @@ def add_arguments(p) -> None:
                    help="delete OUT/run and train a new net (default: a rerun resumes the run in OUT/run)")
 
 
-#: what a ``kifunet train`` workdir may hold (``--fresh`` deletes nothing else)
+#: what a ``kifunet train`` workdir may hold (``--fresh`` deletes nothing else; ``train.lock`` is the run lock,
+#: train/run_lock.py)
 _RUN_ENTRIES = {"checkpoints", "config.json", "metrics_train.jsonl", "metrics_eval.jsonl", "tensorboard", "eval",
-                "figures"}
+                "figures", "train.lock"}
 
 
 def previous_run(workdir: Path) -> dict | None:
@@ -52,7 +57,8 @@ def previous_run(workdir: Path) -> dict | None:
     return {"step": steps[0], "train_seconds": meta.get("train_seconds")}
 
 
-def _run(argv: list[str]) -> None:
+def _run(argv: list[str], note: str = "") -> None:
+    """Run one stage as ``kifunet ARGV``, printing the command before and ``[stage: N s{note}]`` after."""
     from kifunet import cli
 
     print(f"\n$ kifunet {shlex.join(argv)}", flush=True)
@@ -60,7 +66,26 @@ def _run(argv: list[str]) -> None:
     rc = cli.main(argv)
     if rc:
         raise CommandError(f"`kifunet {argv[0]}` failed with exit code {rc}")
-    print(f"[{argv[0]}: {time.perf_counter() - t0:.0f} s]", flush=True)
+    print(f"[{argv[0]}: {time.perf_counter() - t0:.0f} s{note}]", flush=True)
+
+
+#: what the build's timing says when the rules engine was not compiled yet (data_prep/_jit.py)
+COMPILE_NOTE = (", including the one-time compile of the rules engine (about 30 s; later builds load it in "
+                "about a second)")
+
+
+def summary(result: dict, limit_s: int) -> str:
+    """The closing lines: the eval figures beside the training they came from (steps, positions, seconds), and
+    that the figures depend on how far the time limit let training go."""
+    run, single = result["run"], result["results"]["single"]
+    trained = run.get("train_seconds")
+    return (f"\nquickstart: top-1 {100 * single['accuracy']['1']:.2f}%, {single['cross_entropy_nats']:.4f} nats on "
+            f"{result['dataset']['evaluated']:,} test positions, after {run['step']:,} training steps "
+            f"({run['positions']:,} positions"
+            + (f", {trained:.0f} s of training" if trained is not None else "") + ")\n"
+            f"These figures depend on the steps reached: --minutes {limit_s / 60:g} is a time limit, and a slower "
+            "or busier machine trains fewer steps in it (and gets a lower top-1 and more nats). Rerun to train "
+            "further (the run resumes) or pass a larger --minutes.")
 
 
 def run(args) -> int:
@@ -94,9 +119,15 @@ def run(args) -> int:
     build = ["build", *inputs, "--out", str(data), "--features", "maddison", *splits]
     if args.workers:
         build += ["--workers", str(args.workers)]
-    _run(build)
+    from kifunet.data_prep._jit import kernels_cached
+
+    _run(build, "" if kernels_cached() else COMPILE_NOTE)
     config = Path(configs.__file__).parent / "cpu_small.py"
     _run(["train", "--config", str(config), "--workdir", str(workdir), f"--config.dataset={data}",
           f"--config.time_limit_s={limit_s}"])
+    from kifunet.commands.eval import default_out
+
     _run(["eval", "--checkpoint", str(workdir), "--data", str(data), "--split", "test", "--no-breakdowns"])
+    result = json.loads(Path(default_out(str(workdir), str(data), "test", False)).read_text())
+    print(summary(result, limit_s), flush=True)
     return 0

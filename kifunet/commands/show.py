@@ -5,7 +5,8 @@ the board alone.
 
 Every input is checked before the net loads (which takes seconds): the SGF exists and replays to move N, the
 output's folder exists, ``--rank`` is a rank, ``--checkpoint`` is a run directory. The stones are drawn from the
-game's replay, whatever the net's feature set (9x9 ``qiqiao`` nets included); a net with a value head adds its
+game's replay, whatever the net's feature set (9x9 ``qiqiao`` nets included). The title names the rank the net
+predicts for only when the net reads one (:attr:`~kifunet.eval.evaluate.Predictor.reads_rank`); a net with a value head adds its
 value of the position for the side to move (in [-1, 1], +1 a win; with ``--ensemble`` the mean of the 8 passes')
 to the title."""
 
@@ -57,7 +58,7 @@ def run(args) -> int:
         if not ranks.is_known(rank):
             raise CommandError(f"--rank {args.rank!r} is not a rank (e.g. 1d, 9d, 3k)")
     if args.checkpoint:
-        from kifunet.eval.runs import find_workdir
+        from kifunet.train.nets import find_workdir
 
         find_workdir(args.checkpoint)  # FileNotFoundError: not a run directory
     named = bool(args.checkpoint)
@@ -113,8 +114,12 @@ def run(args) -> int:
             logits, value = z[0], (None if v is None else float(v[0]))
         who = "Black" if pos.to_move == 1 else "White"
         name = predictor.info.get("name") or predictor.info.get("model", "")
-        title = (f"{os.path.basename(args.sgf)}: before move {args.move}, {who} to play as "
-                 f"{ranks.rank_to_text(rank) if ranks.is_known(rank) else 'unknown rank'}\n"
+        as_rank = ""  # a net without rank input predicts the same for every rank: its title names none
+        if predictor.reads_rank:
+            as_rank = f" as {ranks.rank_to_text(rank)}" if ranks.is_known(rank) else " (rank unknown)"
+        elif args.rank:
+            print(f"--rank {args.rank}: {name} has no rank input, so the rank changes nothing", file=sys.stderr)
+        title = (f"{os.path.basename(args.sgf)}: before move {args.move}, {who} to play{as_rank}\n"
                  f"{name}{' (8-symmetry ensemble)' if args.ensemble else ''}"
                  + ("" if value is None else f"; value {value:+.3f} for {who}"))
     fig = board_image.draw_position(pos, logits, top_k=args.top_k, title=title)

@@ -58,10 +58,8 @@ def learning_figure(runs: list[str], out: str) -> None:
     finals = []
     for path, res in tables.find_results([run]):
         positions, single = res.get("run", {}).get("positions"), res["results"].get("single")
-        if positions and single:
-            label = os.path.splitext(os.path.basename(path))[0]
-            preset = res["dataset"]["spec"].get("preset")
-            finals.append((f"{label} ({preset})" if preset else label, positions, single["accuracy"]["1"]))
+        if positions and single:  # labelled with the data and how much of it was evaluated
+            finals.append((f"{tables.dataset_label(res)}, single pass", positions, single["accuracy"]["1"]))
     metrics = os.path.join(run, "metrics_eval.jsonl")
     try:
         fig = plots.learning_vs_published(plots.read_jsonl(metrics), finals=finals,
