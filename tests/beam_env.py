@@ -2,17 +2,18 @@
 
 apache-beam 2.x pins protobuf < 7 (and pillow < 13, pyarrow < 26), while the project's environment has protobuf 7,
 so the Beam build of ``go_moves`` is tested in an environment of its own. It is a venv that sees the project's
-environment (``--system-site-packages``; where the project's Python is itself a venv, a ``.pth`` file adds the
-site-packages that venv sees, in its order, after the Beam venv's own) and holds only what apache-beam needs on top: the Beam venv's
-site-packages come first on ``sys.path``, so its protobuf 6, pillow 12 and pyarrow 25 shadow the project's and
-nothing of the project's environment is changed or reinstalled (kifunet, JAX, tensorflow-datasets... are the
-project's). The requirements are the ``beam`` extra of ``pyproject.toml`` (``kifunet[...]`` in it expanded).
+environment (``--system-site-packages``; where the project's Python is itself a venv, :func:`see_this_environment`)
+and holds only what apache-beam needs on top: the Beam venv's site-packages come first on ``sys.path``, so its
+protobuf 6, pillow 12 and pyarrow 25 shadow the project's and nothing of the project's environment is changed or
+reinstalled (kifunet, JAX, tensorflow-datasets... are the project's). The requirements are the ``beam`` extra of
+``pyproject.toml`` (``kifunet[...]`` in it expanded).
 
 ``python tests/beam_env.py`` makes it (``.ci/run`` does, before the tests) or brings it up to date, and prints its
 Python: it is reused when its stamp (a hash of the requirements, the Python version and the name and version of
 every distribution of the project's environment) matches, reinstalled into (``pip install``) when the stamp
-differs, and made afresh when its Python is gone or another version. ``tests/test_tfds_go_moves.py::
-test_beam_tests_pass_in_the_beam_environment`` runs the Beam tests with its Python (``--path`` prints it).
+differs, and made afresh when its Python is gone or another version, or the project's Python is another.
+``tests/test_tfds_go_moves.py::test_beam_tests_pass_in_the_beam_environment`` runs the Beam tests with its Python
+(``--path`` prints it).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import json
 import os
 import re
 import shutil
-import site
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +72,28 @@ def stamp(reqs: list[str]) -> dict:
             "environment": hashlib.sha256("\n".join(dists).encode()).hexdigest()}
 
 
+def site_dirs() -> list[str]:
+    """The site-packages directories this Python imports from, in ``sys.path`` order."""
+    return [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
+
+
+def see_this_environment(venv: Path) -> bool:
+    """Where this Python is itself a venv, let the venv at ``venv`` import this Python's packages after its own.
+
+    ``python -m venv --system-site-packages`` from a venv's Python sees the *base* Python's site-packages, not the
+    venv's (``ModuleNotFoundError`` for the project's dependencies): so ``outer_env.pth`` in ``venv``'s
+    site-packages adds each of :func:`site_dirs` with ``site.addsitedir``, after the venv's own, and their ``.pth``
+    files run too (an editable ``kifunet`` is one). The one home of this; the Beam venv and the wheel test's venv use
+    it. Returns whether it wrote the file (False: this Python is no venv, nothing to do)."""
+    if sys.prefix == sys.base_prefix:
+        return False
+    purelib = _run([python(venv), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                   capture_output=True, text=True, check=True).stdout.strip()
+    adds = "; ".join(f"site.addsitedir({d!r})" for d in site_dirs())
+    Path(purelib, "outer_env.pth").write_text(f"import site; {adds}\n")
+    return True
+
+
 def _run(args: list, **kw) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     return subprocess.run([str(a) for a in args], env=env, **kw)
@@ -91,16 +113,18 @@ def create(venv: Path = VENV, *, quiet: bool = False) -> Path:
     want = stamp(reqs)
     stamp_file = venv / STAMP
     say = (lambda *a: None) if quiet else (lambda *a: print("beam_env:", *a, file=sys.stderr, flush=True))
-    if stamp_file.exists() and _venv_python_ok(venv):
-        try:
-            if json.loads(stamp_file.read_text()) == want:
-                say(f"{venv} is up to date")
-                return python(venv)
-        except ValueError:
-            pass
+    try:
+        had = json.loads(stamp_file.read_text()) if stamp_file.exists() else None
+    except ValueError:
+        had = None
+    if had is not None and _venv_python_ok(venv) and had.get("executable") == want["executable"]:
+        if had == want:
+            say(f"{venv} is up to date")
+            return python(venv)
         say(f"{venv}: the requirements or the project's environment changed: pip install into it")
-    elif venv.exists() and not _venv_python_ok(venv):
-        say(f"{venv}: its Python is gone or another version: made afresh")
+    elif venv.exists() and (not _venv_python_ok(venv) or (had or {}).get("executable") != want["executable"]):
+        # another project Python (a venv now, or none): how the venv sees the project's packages differs
+        say(f"{venv}: its Python is gone, another version, or made from another Python: made afresh")
         shutil.rmtree(venv)
     if not venv.exists():
         say(f"making {venv} (a venv over the project's environment) for {' '.join(reqs)}")
@@ -108,10 +132,7 @@ def create(venv: Path = VENV, *, quiet: bool = False) -> Path:
         outer_venv = sys.prefix != sys.base_prefix
         _run([sys.executable, "-m", "venv", "--without-pip", *([] if outer_venv else ["--system-site-packages"]),
               venv], check=True)
-        if outer_venv:  # the project's Python is a venv: its sys.path's site-packages, after the Beam venv's own
-            purelib = _run([python(venv), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                           capture_output=True, text=True, check=True).stdout.strip()
-            Path(purelib, "outer_env.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+        see_this_environment(venv)  # the project's Python is a venv: its site-packages, after the Beam venv's own
     stamp_file.unlink(missing_ok=True)
     p = _run([python(venv), "-m", "pip", "install", *PIP_FLAGS, *reqs])
     if p.returncode:

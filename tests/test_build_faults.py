@@ -118,6 +118,7 @@ def reference(corpus, tmp_path_factory) -> dict:
 
 # ------------------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_overwrite_is_refused_while_another_build_holds_the_lock(corpus, reference, tmp_path):
     """The second build (``--overwrite``) exits 2 at once, touching nothing; the first completes correctly."""
     out = tmp_path / "ds"
@@ -140,6 +141,7 @@ def test_overwrite_is_refused_while_another_build_holds_the_lock(corpus, referen
     assert h5_hashes(out) == reference["hashes"]
 
 
+@pytest.mark.slow
 def test_full_disk_is_one_line_and_the_rerun_resumes_byte_identical(corpus, reference, tmpfs):
     """Full during the encode stage (workers' writes), then during the write stage (HDF5's), then room."""
     fs = tmpfs.mount(reference["spill"] // 2)
@@ -174,6 +176,7 @@ def test_space_estimate_refuses_a_build_that_cannot_fit(corpus, reference, tmpfs
     assert 0.97 <= est * 1e6 / reference["spill"] <= 1.03, (est, reference["spill"])
 
 
+@pytest.mark.slow
 def test_read_only_out(corpus, reference, tmpfs):
     fs = tmpfs.mount(reference["spill"] + reference["shards"] + 8 * MB)
     (fs / "there").mkdir()
@@ -226,6 +229,7 @@ def test_out_without_permission(corpus, tmp_path):
 # ------------------------------------------------------------------------------------------------------------
 # the same faults in other commands that write (kifunet.errors reports them for every command)
 
+@pytest.mark.slow
 def test_train_workdir_on_a_read_only_file_system(tmpfs):
     fs = tmpfs.mount(MB)
     tmpfs.remount("ro")
@@ -236,6 +240,7 @@ def test_train_workdir_on_a_read_only_file_system(tmpfs):
                    "is read-only", line
 
 
+@pytest.mark.slow
 def test_eval_out_on_a_full_file_system(tmpfs):
     """The write fails as the file closes, an error that names no file: the line names the file, gives the reason
     and the fix, and no temporary is left behind."""

@@ -197,6 +197,7 @@ def test_a_step_without_checksums_loads_with_one_warning_unless_its_json_is_cut(
 # training resumes from the newest intact step
 
 
+@pytest.mark.slow
 def test_the_trainer_resumes_from_the_newest_intact_step_as_if_nothing_happened(ds_maddison, run, tmp_path):
     """The real program (a subprocess): a flipped byte in the newest step's state. The resumed run ends with the
     state of the uninterrupted run (the fixture's step 20: a resume is bit-identical, tests/test_train.py)."""

@@ -113,6 +113,7 @@ def test_no_pickle_in_checkpoints(tmp_path):
     assert isinstance(ocp.StandardCheckpointer().restore(str(tmp_path / "ck" / "1" / "state")), dict)
 
 
+@pytest.mark.slow
 def test_a_checkpoint_saved_on_two_devices_loads_in_a_one_device_process(tmp_path):
     """A run trained with ``cpu_devices=2`` (or on a GPU) is played and exported by one-device processes:
     ``load_weights`` restores host arrays instead of the saved shardings (orbax: "topology mismatch")."""

@@ -93,7 +93,13 @@ def test_ci_run_exports_ci_and_stops_without_gnugo(tmp_path):
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     log = tmp_path / "calls.log"
-    for name, body in (("apt-get", "exit 100"), ("python", f'echo "python CI=$CI $*" >> {log}'),
+    # `python -m venv DIR` makes DIR/bin/python (a copy of venv_python, which logs as venv-python): the README's
+    # commands must run with that one
+    venv_python = tmp_path / "venv_python"
+    venv_python.write_text(f'#!/bin/sh\necho "venv-python CI=$CI VIRTUAL_ENV=$VIRTUAL_ENV $*" >> {log}\n')
+    fake_python = (f'echo "python CI=$CI $*" >> {log}\nif [ "$1 $2" = "-m venv" ]; then mkdir -p "$3/bin" && '
+                   f'cp {venv_python} "$3/bin/python" && chmod +x "$3/bin/python"; fi')
+    for name, body in (("apt-get", "exit 100"), ("python", fake_python),
                        ("node", "exit 0"), ("npm", f'echo "npm $*" >> {log}')):
         (bin_ / name).write_text(f"#!/bin/sh\n{body}\n")
         (bin_ / name).chmod(0o755)
@@ -103,15 +109,20 @@ def test_ci_run_exports_ci_and_stops_without_gnugo(tmp_path):
     assert p.returncode != 0 and "could not install gnugo" in p.stderr, (p.returncode, p.stdout, p.stderr)
     assert not log.exists()  # neither the install nor the tests ran
 
-    # with GNU Go present the same script goes on to pip and pytest, with CI=true
+    # with GNU Go present the same script goes on: a fresh venv (.ci-venv; an old one is removed first), and in it
+    # pip, the Beam environment and pytest, with CI=true
     (bin_ / "gnugo").write_text("#!/bin/sh\nexit 0\n")
     (bin_ / "gnugo").chmod(0o755)
+    (root / ".ci-venv" / "bin").mkdir(parents=True)
+    (root / ".ci-venv" / "stale").write_text("from an earlier run\n")
     p = subprocess.run(["bash", str(root / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, (p.stdout, p.stderr)
     calls = log.read_text().splitlines()
+    in_venv = f"venv-python CI=true VIRTUAL_ENV={root / '.ci-venv'}"
     assert calls == ["npm ci --prefix tests/sabaki_client --no-audit --no-fund --loglevel=error",
-                     "python CI=true -m pip install -q -e .[dev]", "python CI=true tests/beam_env.py",
-                     "python CI=true -m pytest -q"], calls
+                     "python CI=true -m venv .ci-venv", f"{in_venv} -m pip install -q -e .[dev]",
+                     f"{in_venv} tests/beam_env.py", f"{in_venv} -m pytest -q"], calls
+    assert not (root / ".ci-venv" / "stale").exists()  # made afresh
 
     # the Sabaki client's packages cannot be installed: the script stops before pip and pytest
     log.unlink()
@@ -123,6 +134,6 @@ def test_ci_run_exports_ci_and_stops_without_gnugo(tmp_path):
 
     # the Beam environment (tests/beam_env.py) cannot be made: the script stops before pytest
     log.unlink()
-    (bin_ / "python").write_text(f'#!/bin/sh\necho "python CI=$CI $*" >> {log}\n[ "$1" != tests/beam_env.py ]\n')
+    venv_python.write_text(venv_python.read_text() + '[ "$1" != tests/beam_env.py ]\n')
     p = subprocess.run(["bash", str(root / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
-    assert p.returncode != 0 and log.read_text().splitlines()[-1] == "python CI=true tests/beam_env.py", p.stderr
+    assert p.returncode != 0 and log.read_text().splitlines()[-1] == f"{in_venv} tests/beam_env.py", p.stderr

@@ -7,6 +7,7 @@ a run or dataset that does not exist, a GTP engine that exits at once with a mes
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -83,6 +84,9 @@ CASES = [
     ("export", [PRETRAINED, "--out", "{tmp}/no/x.onnx"], "does not exist"),
     ("gtp", ["--model", "{tmp}/missing.onnx"], "missing.onnx: no such file"),
     ("verify", ["/no/such/dataset"], "/no/such/dataset"),
+    # appended (the rows above are numbered by test_the_program_itself_reports_bad_input)
+    ("train", ["--config", "nosuch_config", "--workdir", "{tmp}/w"], "no such config file, nor a config name"),
+    ("eval", ["--data", "/no/such/dataset"], "/no/such/dataset"),  # the default net, then the missing dataset
 ]
 
 
@@ -213,3 +217,54 @@ def test_show_reports_bad_inputs_before_loading_the_net(args, tmp_path):
     assert "jax imported" not in proc.stderr, proc.stderr
     # loading JAX and the checkpoint took 6-9 s here; the inputs are checked in well under 2 s (slack for load)
     assert seconds < 5.0, f"{seconds:.1f} s: {proc.stderr}"
+
+
+# issue 32, the first hour: eval's default net, config names, the configs --help lists, no empty checkpoints/
+@pytest.mark.slow
+def test_eval_without_checkpoint_evaluates_the_default_net_and_says_so(tmp_path, capsys, monkeypatch):
+    from kifunet import paths
+
+    shipped = paths.default_net()
+    features = json.loads((shipped / "config.json").read_text())["expect_features"]
+    dataset = tmp_path / "ds"
+    assert main(["build", GAME, str(SAMPLES / "gnugo-0001.sgf"), "--out", str(dataset), "--workers", "0",
+                 "--no-progress", "--features", features, "--hash-split", "test:0.5"]) == 0
+    capsys.readouterr()
+    before = sorted(p.name for p in (shipped / "eval").iterdir())
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", "--data", str(dataset), "--limit", "16", "--cpu-devices", "0", "--no-breakdowns"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"net: the default net {shipped} (no --checkpoint)", out
+    written = tmp_path / "runs" / paths.DEFAULT_NET / "eval" / f"{dataset.name}_test_first16.json"
+    assert written.is_file() and f"wrote {written}" in out, out
+    assert sorted(p.name for p in (shipped / "eval").iterdir()) == before  # the shipped net's folder untouched
+
+
+def test_train_takes_a_config_name_or_its_file(capsys):
+    from kifunet.commands import train as train_cmd
+
+    assert main(["train", "--config", "tiny", "--workdir", "w", "--print-config"]) == 0
+    by_name = capsys.readouterr().out
+    assert main(["train", "--config", TINY, "--workdir", "w", "--print-config"]) == 0
+    assert by_name == capsys.readouterr().out and "dataset" in by_name
+    assert train_cmd.config_file("cpu_small") == str(ROOT / "train" / "configs" / "cpu_small.py")
+    assert train_cmd.config_file("agz20:x") == f"{ROOT / 'train' / 'configs' / 'agz20.py'}:x"  # NAME:ARG
+    assert train_cmd.config_file(TINY) == TINY
+
+
+def test_train_help_lists_every_config_there_is():
+    names = sorted(f.stem for f in (ROOT / "train" / "configs").glob("*.py") if f.stem != "__init__")
+    assert len(names) >= 10
+    proc = kifunet("train", "--help", cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    listed = proc.stdout.split("configs (a name", 1)[1].split("`kifunet train", 1)[0]
+    assert sorted(n.strip(" ,\n") for n in listed.split("\n", 1)[1].split(",")) == names, listed
+
+
+def test_a_failed_train_leaves_no_empty_checkpoints_folder(tmp_path):
+    work = tmp_path / "w"
+    proc = kifunet("train", "--config", "tiny", "--workdir", work, "--config.dataset", tmp_path / "no_such_ds",
+                   cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.startswith("kifunet train: error: "), proc.stderr
+    assert "no_such_ds" in proc.stderr, proc.stderr
+    assert not (work / "checkpoints").exists(), sorted(p.name for p in work.iterdir())

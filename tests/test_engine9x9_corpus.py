@@ -53,6 +53,7 @@ def test_pack_keeps_the_first_copy_of_each_game_and_counts_it(work, tmp_path):
     assert (tmp_path / "again" / "engine9x9.tar.xz").read_bytes() == first  # deterministic
 
 
+@pytest.mark.slow
 def test_the_committed_corpus_is_what_its_counts_say_and_builds(tmp_path):
     """Every game of corpora/engine9x9 is a scored 9x9 engine game at komi 7, counted by pairing in counts.json
     and its README; `kifunet build` uses all of them (nothing rejected, no duplicate, every result known)."""

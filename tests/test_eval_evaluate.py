@@ -298,6 +298,7 @@ def test_as_rank_tells_the_net_one_rank_and_keeps_the_real_ranks_in_the_breakdow
     assert "told every mover is 9d" in format_result(told[8], breakdowns=False)
 
 
+@pytest.mark.slow
 def test_a_rank_embedding_net_evaluates_on_two_devices(maddison_ds):
     """``kifunet eval`` splits batches over one JAX device per core: a net with a rank embedding (a gather of the
     batch's ranks) must run there too, and agree with one device."""

@@ -1,18 +1,17 @@
-"""eval/runs.py and the `kifunet eval` / `kifunet show` commands on a real (tiny) training run."""
+"""eval/runs.py and the `kifunet eval` / `kifunet show` commands on a real (tiny) training run (loading a net from
+its run directory: tests/test_train_nets.py)."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from kifunet.cli import main
 from kifunet.data_prep.datasets.reader import Reader
 from kifunet.eval.evaluate import evaluate, load_result
-from kifunet.eval.runs import find_workdir, load_run
+from kifunet.eval.runs import load_run
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "gnugo"
 TINY = Path(__file__).resolve().parents[1] / "train" / "configs" / "tiny.py"
@@ -52,67 +51,6 @@ def test_load_run_reproduces_the_training_evaluation(tiny_run):
     # training and eval count top-k with the same rule (kifunet.models.base.played_move_rank): the same positions
     assert s["topk_correct"][0] == round(final["top1"] * 128) and s["accuracy"]["1"] == pytest.approx(final["top1"])
     assert s["topk_correct"][3] == round(final["top4"] * 128) and s["accuracy"]["4"] == pytest.approx(final["top4"])
-
-
-def test_load_net_builds_the_model_without_the_training_loop(tiny_run):
-    """eval rebuilds the net with kifunet.train.model_config (the function training uses), not kifunet.train.train."""
-    import subprocess
-    import sys
-
-    run, _, _ = tiny_run
-    code = ("import sys; from kifunet.eval.runs import load_net; net = load_net(sys.argv[1]); "
-            "print(net.info['model'], sorted(m for m in sys.modules if m.startswith('kifunet.train.')))")
-    out = subprocess.run([sys.executable, "-c", code, str(run)], capture_output=True, text=True, check=True,
-                         env={**os.environ, "JAX_PLATFORMS": "cpu"}).stdout.split("\n")[-2]
-    assert out.startswith("maddison_tiny ") and "kifunet.train.model_config" in out
-    assert "kifunet.train.train'" not in out and "input_pipeline" not in out
-
-
-def test_load_run_from_a_step_directory(tiny_run):
-    run, ds, _ = tiny_run
-    step3 = run / "checkpoints" / "3"
-    assert step3.is_dir()
-    assert find_workdir(str(step3)) == str(run)
-    early, late = load_run(str(step3)), load_run(str(run))
-    assert early.info["step"] == 3 and late.info["step"] == 6
-    b = Reader(str(ds), "test").batch(np.arange(8))
-    assert not np.allclose(early.predict(b), late.predict(b))
-
-
-def test_load_run_needs_a_dataset_shape(tiny_run, tmp_path):
-    run, ds, _ = tiny_run
-    with pytest.raises(FileNotFoundError, match="not a training run"):
-        load_run(str(tmp_path))
-    moved = tmp_path / "moved"
-    moved.mkdir()
-    cfg = json.loads((run / "config.json").read_text())
-    cfg["dataset"] = str(tmp_path / "gone")
-    (moved / "config.json").write_text(json.dumps(cfg))
-    os.symlink(run / "checkpoints", moved / "checkpoints")
-    # the checkpoint's metadata records the data shape, so the run loads without its dataset (a fresh clone)
-    pred = load_run(str(moved))
-    assert (pred.info["step"], pred.feature_set, pred.board_size) == (6, "maddison", 19)
-    assert load_run(str(moved), dataset=str(ds)).info["step"] == 6
-
-
-def test_load_run_without_any_record_of_the_data_shape(tmp_path):
-    from flax import nnx
-
-    from kifunet import models
-    from kifunet.train import checkpointing
-
-    net = models.create("maddison_tiny", board_size=9, rngs=nnx.Rngs(0))
-    _, params, extra = nnx.split(net, nnx.Param, ...)
-    run = tmp_path / "run"
-    ck = checkpointing.Checkpointer(str(run / "checkpoints"), async_save=False)
-    ck.save(1, {"params": params, "extra": extra, "opt_state": {}, "step": np.int32(1)}, {"position": 1}, {"step": 1})
-    ck.close()
-    (run / "config.json").write_text(json.dumps({"model": {"name": "maddison_tiny"}, "dataset": str(tmp_path / "gone")}))
-    with pytest.raises(FileNotFoundError, match="feature set and board size"):
-        load_run(str(run))
-    from kifunet.eval.runs import load_net
-
-    assert load_net(str(run), feature_set="maddison", board_size=9).board_size == 9
 
 
 def test_eval_command_writes_json_and_tables_reads_it(tiny_run, capsys):
@@ -159,6 +97,7 @@ def test_show_command_with_a_checkpoint(tiny_run, tmp_path, capsys):
     assert "is not a rank" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_eval_and_train_split_over_cpu_devices(tiny_run, tmp_path):
     """`--cpu-devices 2` (eval) and `cpu_devices=2` (train) make two JAX CPU devices in a fresh process; eval's
     data-parallel forward pass gives the same numbers as one device (the ragged last batch padded per device)."""

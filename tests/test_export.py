@@ -308,6 +308,7 @@ def test_the_file_decides_features_and_board_size(tiny, tmp_path):
 SHIPPED = ("kgs_cpu_default", "kgs_cpu_small", "qiqiao9x9", "rank_experiment/base", "rank_experiment/cond")
 
 
+@pytest.mark.slow
 def test_every_shipped_net_exports_and_plays_like_jax(tmp_path):
     """``export_run`` over every net under pretrained/ (gonn_resnet5, maddison3 with rank planes, with a rank
     embedding, qiqiao with its value head): the file's logits (and value) equal JAX's within LOGIT_TOL of the

@@ -239,6 +239,7 @@ def test_the_dead_stone_marks_show_the_estimate():
     assert e.handle("kifunet-dead_gfx now") == "? syntax error\n\n"
 
 
+@pytest.mark.slow
 def test_kifunet_gtp_answers_gogui_s_commands(tmp_path):
     """The real ``kifunet gtp`` (a random 9x9 net) driven through the project's GTP client as GoGui drives an
     engine: the analyze list and each listed command, a timed game, printsgf and loadsgf, cputime (~10 s)."""

@@ -101,6 +101,7 @@ def _check_clean_run(rc: int, s: dict, stderr: str) -> None:
     assert s["exit_code"] == 0
 
 
+@pytest.mark.slow
 def test_kifunet_gtp_through_sabaki_client(node, tmp_path):
     """A short game and streamed analysis against ``kifunet gtp --checkpoint pretrained/qiqiao9x9``, every
     response parsed by @sabaki/gtp and checked against Sabaki's board (5-10 s on the shared 2-core machine)."""

@@ -113,9 +113,9 @@ def test_value_heads_are_known_from_the_config_for_every_registered_model():
 def test_the_command_line_imports_no_jax():
     """``kifunet --version``, the command modules and everything ``kifunet gtp`` needs before it answers."""
     code = ("import sys\nfrom kifunet.cli import main\n"
-            "import kifunet.commands.gtp, kifunet.commands.export, kifunet.play.lazy_policy, kifunet.eval.runs\n"
+            "import kifunet.commands.gtp, kifunet.commands.export, kifunet.play.lazy_policy, kifunet.train.nets\n"
             "import kifunet.play.gtp_engine, kifunet.train.checkpointing, kifunet.play.onnx_policy\n"
-            "from kifunet.eval.runs import describe_net\n"
+            "from kifunet.train.nets import describe_net\n"
             "print(sorted(m for m in ('jax', 'flax', 'orbax', 'grain', 'onnxruntime') if m in sys.modules))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stdout + proc.stderr

@@ -443,6 +443,7 @@ def test_split_agrees_with_sgfmills_collection_parse():
         assert pieces[1:] == trees[1:] and pieces[0].endswith(trees[0])
 
 
+@pytest.mark.slow
 def test_build_cli_counts_every_game_tree(tmp_path):
     d = tmp_path / "in"
     d.mkdir()

@@ -237,6 +237,7 @@ def _reference_planes(stones, pla, legal):
     return out
 
 
+@pytest.mark.slow
 def test_ladder_planes_match_the_reference_on_real_positions(kgs_2017_01):
     flags = analysis.F_LIBS_AFTER_PLA | analysis.F_LADDER_PLA | analysis.F_LADDER_CHAINS
     records = archive_records(kgs_2017_01, limit=12)

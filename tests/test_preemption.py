@@ -76,6 +76,7 @@ def _segment(cmd, at_step: int, *, second: bool = False, during=None):
     return p.returncode, lines, took, p.pid
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc (Linux)")
 def test_sigterm_checkpoints_exits_143_and_resumes_bit_identically(ds_maddison, tmp_path, capsys):
     steps = 60

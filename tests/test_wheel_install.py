@@ -3,19 +3,21 @@ quickstart run and with the default net (package data).
 
 The wheel is built from a copy of the packaged folders (so the checkout gets no ``build/``), installed into a fresh
 venv that sees the system site-packages (the dependencies; or, when pytest runs in a venv, that venv's
-site-packages through a ``.pth`` file) but imports its own ``kifunet``, not the editable one, and run from a temporary directory: the samples come from the package data, ``runs/`` from the cwd.
+site-packages: ``beam_env.see_this_environment``) but imports its own ``kifunet``, not the editable one, and run
+from a temporary directory: the samples come from the package data, ``runs/`` from the cwd.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import site
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import beam_env
 
 try:
     import tomllib
@@ -52,10 +54,7 @@ def installed(tmp_path_factory):
     venv = tmp / "venv"
     _sh([sys.executable, "-m", "venv", "--system-site-packages", venv], cwd=tmp, env=env)
     py, bin_dir = venv / "bin" / "python", venv / "bin"
-    if sys.prefix != sys.base_prefix:  # pytest itself runs in a venv: "system" site-packages are not its packages
-        purelib = Path(_sh([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=tmp,
-                           env=env).strip())
-        (purelib / "outer_env.pth").write_text("\n".join(site.getsitepackages()) + "\n")  # after its own
+    beam_env.see_this_environment(venv)  # pytest itself in a venv: "system" site-packages are not its packages
     _sh([py, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", "--no-index", whl], cwd=tmp, env=env)
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     return py, bin_dir, env
@@ -77,8 +76,8 @@ def test_wheel_runs_quickstart_and_gtp_from_any_directory(installed, tmp_path):
     run = work / "runs" / "quickstart" / "run"
     assert (run / "config.json").is_file() and list((run / "eval").glob("*.json"))
     # runs/ is the cwd's (the notebooks' default), and a run loads from there
-    found = _sh([py, "-c", "from kifunet import paths; from kifunet.eval import runs; print(paths.runs_dir()); "
-                 "print(runs.find_workdir('runs/quickstart/run/checkpoints'))"], cwd=work, env=env).split()
+    found = _sh([py, "-c", "from kifunet import paths; from kifunet.train import nets; print(paths.runs_dir()); "
+                 "print(nets.find_workdir('runs/quickstart/run/checkpoints'))"], cwd=work, env=env).split()
     assert [Path(p).resolve() for p in found] == [(work / "runs").resolve(), run.resolve()]
 
     gtp = _sh([bin_dir / "kifunet", "gtp", "--checkpoint", run], cwd=work, env=env, stdin="genmove b\nquit\n")

@@ -1,6 +1,8 @@
-"""``kifunet eval --checkpoint RUN --data DATASET --split test``: top-k, nats and perplexity of a trained net; for a
-net with a value head also its value MSE (beside the constant predictor's) and winner accuracy, overall and by
-game phase (the rules: :mod:`kifunet.eval.metrics`)."""
+"""``kifunet eval [--checkpoint RUN] --data DATASET --split test``: top-k, nats and perplexity of a trained net;
+for a net with a value head also its value MSE (beside the constant predictor's) and winner accuracy, overall and
+by game phase (the rules: :mod:`kifunet.eval.metrics`). Without ``--checkpoint`` it evaluates the default net
+(:func:`kifunet.paths.default_net`), says so on its first line, and writes its result under
+``runs/DEFAULT_NET/eval/`` (never into the shipped net's folder)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ HELP = ("evaluate a training run on a dataset split: top-1..10, nats, perplexity
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", metavar="RUN",
-                   help="training run directory (its latest checkpoint) or a checkpoint step directory in it")
+                   help="training run directory (its latest checkpoint) or a checkpoint step directory in it "
+                        "(default: the default net, kifunet.paths.DEFAULT_NET)")
     p.add_argument("--data", metavar="DATASET", help="a directory written by `kifunet build` (or tfds:DIR, a TFDS "
                    "go_moves dataset)")
     p.add_argument("--split", default="test", help="split name (default test)")
@@ -49,7 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def default_out(run: str, data: str, split: str, legal: bool, limit: int | None = None, start: int = 0,
                 as_rank: str | None = None) -> str:
-    from kifunet.eval.runs import find_workdir
+    from kifunet.train.nets import find_workdir
 
     try:
         run_dir = find_workdir(run)
@@ -101,7 +104,8 @@ def run(args) -> int:
     from kifunet.data_prep.datasets.dataset import open_split
     from kifunet.eval import metrics
     from kifunet.eval.evaluate import evaluate, format_result, load_result, merge_results, save_result
-    from kifunet.eval.runs import find_workdir, load_run
+    from kifunet.eval.runs import load_run
+    from kifunet.train.nets import find_workdir
 
     if args.merge:
         try:
@@ -113,13 +117,20 @@ def run(args) -> int:
             save_result(res, args.out)
             print(f"\nwrote {args.out}")
         return 0
-    if not args.checkpoint or not args.data:
-        raise CommandError("--checkpoint and --data are required (or --merge PART.json ...)")
+    if not args.data:
+        raise CommandError("--data is required (or --merge PART.json ...)")
     phases = _check_options(args) or metrics.PHASE_STARTS
+    default_net = not args.checkpoint
+    if default_net:
+        from kifunet import paths
+
+        args.checkpoint = str(paths.default_net())
     # the inputs before the net (loading JAX and a checkpoint takes seconds): the run, the dataset and its split
     find_workdir(args.checkpoint)
     with open_split(args.data, args.split) as split:
         split.verify()  # a damaged file is reported now, not after the net has loaded
+    if default_net:
+        print(f"net: the default net {args.checkpoint} (no --checkpoint)", flush=True)
     from kifunet.train.parallel import use_cpu_devices
 
     use_cpu_devices(args.cpu_devices)
@@ -136,6 +147,8 @@ def run(args) -> int:
     print(format_result(res, breakdowns=not args.no_breakdowns))
     out = args.out or default_out(args.checkpoint, args.data, args.split, args.legal_mask, args.limit, args.start,
                                   args.as_rank)
+    if default_net and not args.out:  # the shipped net's folder is package data: its results go to runs/
+        out = os.path.join(paths.runs_dir(), paths.DEFAULT_NET, "eval", os.path.basename(out))
     if out != "-":
         save_result(res, out)
         print(f"\nwrote {out}")

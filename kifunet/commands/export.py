@@ -29,7 +29,7 @@ def _check_inputs(args) -> None:
     import importlib.util
     import os
 
-    from kifunet.eval.runs import resolve_checkpoint
+    from kifunet.train.nets import resolve_checkpoint
 
     workdir, target = resolve_checkpoint(args.run, args.step)  # FileNotFoundError: no run, no such step
     if os.path.abspath(target) == workdir:

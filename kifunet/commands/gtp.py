@@ -79,7 +79,7 @@ def _check_inputs(args) -> None:
 
         args.checkpoint = str(paths.default_net())
     if args.checkpoint:
-        from kifunet.eval.runs import resolve_checkpoint
+        from kifunet.train.nets import resolve_checkpoint
 
         resolve_checkpoint(args.checkpoint, args.step)  # FileNotFoundError: no run, no such step
     elif args.step is not None:
@@ -123,7 +123,7 @@ def _open_policy(args, error):
         pol = load_onnx_policy(args.model, rank=args.rank, feature_set=args.features, board_size=args.board_size)
         return lazy_policy.lazy_wrap(pol, error=error, start=False)
     if args.checkpoint:
-        from kifunet.eval.runs import step_dir
+        from kifunet.train.nets import step_dir
         from kifunet.train.checkpointing import require_loadable
 
         require_loadable(step_dir(args.checkpoint, args.step))  # CheckpointError: a damaged step, before answering

@@ -12,7 +12,10 @@ Exit statuses (also in ``--help``): :data:`EXIT_STATUSES`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import textwrap
+from pathlib import Path
 
 from kifunet.errors import CommandError
 
@@ -33,21 +36,53 @@ EPILOG = """\
 config overrides: any field of the config file, e.g.
   --config.dataset=DIR --config.batch_size=512 --config.schedule.lr=0.05 --config.model.dtype=bfloat16
   --config.init_from=OTHER_WORKDIR (weights only) --config.time_limit_s=3600
-configs: train/configs/*.py (cpu_small, maddison12, alphago13_192, cazenave10, gonn5, gonn12, agz20, mao,
-garb10, tiny); `kifunet train --config FILE --workdir DIR --print-config` shows the resolved config.
+configs (a name, or a file defining get_config(); NAME:ARG / FILE:ARG pass ARG to it):
+{configs}
+`kifunet train --config NAME --workdir DIR --print-config` shows the resolved config.
 datasets: a `kifunet build` directory, or a TFDS go_moves dataset: --config.dataset=tfds:DIR (its
 dataset_info.json directory) or tfds:go_moves/CONFIG@DATA_DIR (data_prep/datasets/dataset.py).
 exit status:
 """ + "\n".join(f"  {code:>6}  {what}" for code, what in EXIT_STATUSES) + "\n"
 
 
+def config_dir() -> Path:
+    """The folder of the shipped training configs (``train/configs/``; package ``kifunet.train.configs``), found
+    without importing it (every command's parser is built at start-up)."""
+    import importlib.util
+
+    return Path(importlib.util.find_spec("kifunet.train.configs").submodule_search_locations[0])
+
+
+def config_names() -> list[str]:
+    """The shipped configs' names, read from :func:`config_dir` now (every ``*.py`` but ``__init__``)."""
+    return sorted(f.stem for f in config_dir().glob("*.py") if f.stem != "__init__")
+
+
+def config_file(spec: str) -> str:
+    """A ``--config`` value as a file spec: a path (``FILE`` or ``FILE:ARG``: it exists, has a ``/`` or ends in
+    ``.py``; the loader names a missing one) as given, a shipped config's name (``NAME`` or ``NAME:ARG``) as its
+    file. Anything else is a :class:`CommandError` that lists the names."""
+    path, sep, arg = spec.partition(":")
+    if os.path.exists(spec) or os.path.exists(path) or os.sep in path or path.endswith(".py"):
+        return spec
+    named = config_dir() / f"{path}.py"
+    if path in config_names():
+        return f"{named}{sep}{arg}"
+    raise CommandError(f"--config {spec!r}: no such config file, nor a config name ({', '.join(config_names())})")
+
+
+def _epilog() -> str:
+    names = textwrap.fill(", ".join(config_names()), width=110, initial_indent="  ", subsequent_indent="  ")
+    return EPILOG.replace("{configs}", names)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", required=True, metavar="FILE[:ARG]",
-                   help="config file defining get_config() (train/configs/*.py)")
+    p.add_argument("--config", required=True, metavar="NAME|FILE[:ARG]",
+                   help="a config's name (listed below; train/configs/NAME.py) or a file defining get_config()")
     p.add_argument("--workdir", required=True, metavar="DIR",
                    help="checkpoints, metrics_*.jsonl, tensorboard/, config.json; resumed if it has a checkpoint")
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
-    p.epilog = EPILOG
+    p.epilog = _epilog()
     p.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
@@ -61,7 +96,7 @@ def run(args) -> int:
     if rest:
         raise CommandError(f"unrecognized arguments: {' '.join(rest)}")
     try:
-        cfg = configs.load(args.config, overrides)
+        cfg = configs.load(config_file(args.config), overrides)
     except (FileNotFoundError, KeyError, ValueError, TypeError) as e:
         raise CommandError(e) from e
     if args.print_config:
