@@ -17,7 +17,7 @@ zip-in-tar.gz  that zip inside a .tar.gz
 =============  ==========================================================================================
 
     python benchmarks/bench_bombs.py [--dir DIR] [--cases tar.bz2,tar.gz,...] [--timeout S] [--out FILE.json]
-    python benchmarks/bench_bombs.py --inputs /tmp/old/inputs.py   # the same cases against another reader
+    python benchmarks/bench_bombs.py --inputs OLD/inputs.py       # the same cases against another reader
 
 ``--inputs`` loads a stand-alone copy of ``data_prep/sgf/inputs.py`` (one that imports only the standard library,
 as the reader before issue 13 did) in place of the package's. A case that runs past ``--timeout`` is reported

@@ -3,7 +3,7 @@
 Two sources:
 
 * KGS games that ended by two passes and carry a score (``RE[B+3.5]``), from the archives in
-  ``/work/shared/data/kgs`` (default: the 2015 and 2017 ones). KGS writes the territory it counted in the last
+  ``../shared/data/kgs`` (default: the 2015 and 2017 ones). KGS writes the territory it counted in the last
   node (``TB``/``TW``; a dead stone's point is the other colour's territory), so the dead stones KGS's players
   agreed on are the stones lying on the other colour's ``TB``/``TW`` points.
 * The kept match games against GNU Go (``pretrained/*/match-gnugo10/games/*.sgf``) that ended by two passes:

@@ -31,7 +31,8 @@ import time
 import jax
 import numpy as np
 
-ARCHIVE = "/work/shared/data/kgs/KGS-2017_02-19-525-.tar.gz"
+ARCHIVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "shared", "data", "kgs",
+                       "KGS-2017_02-19-525-.tar.gz")  # ../shared/data/kgs beside the repository
 
 
 def build(archive: str, out: str) -> str:

@@ -8,17 +8,17 @@ the tests' Beam environment ``.ci-beam-venv`` (a venv over the project's environ
 pins on top; ``.ci/run`` makes it too), then run this script with ``.ci-beam-venv/bin/python``. Or a separate
 environment of its own; commands, from the repository root::
 
-    python -m venv /root/beamenv
-    /root/beamenv/bin/pip install "apache-beam>=2.60,<3" "tensorflow-datasets==4.9.10" "array-record==0.8.6" \\
+    python -m venv ../beamenv
+    ../beamenv/bin/pip install "apache-beam>=2.60,<3" "tensorflow-datasets==4.9.10" "array-record==0.8.6" \\
         "numpy==2.4.6" "numba==0.68.1" "sgfmill==1.1.1" "h5py==3.16.0" tqdm pytest
-    /root/beamenv/bin/pip install --no-deps -e .          # kifunet itself (data_prep needs no JAX)
+    ../beamenv/bin/pip install --no-deps -e .          # kifunet itself (data_prep needs no JAX)
 
     # the small archive of tests/test_tfds_go_moves.py (8 records: 5 used, a duplicate, a weak game, a damaged
     # record; a README), preset gonn-kgs:
-    /root/beamenv/bin/python benchmarks/bench_tfds_beam.py --hdf5
+    ../beamenv/bin/python benchmarks/bench_tfds_beam.py --hdf5
 
     # a real archive: KGS 2017-01 (733 games), gonn-kgs filters, every year in train, 10% of the games in val:
-    /root/beamenv/bin/python benchmarks/bench_tfds_beam.py --archive ../shared/data/kgs/KGS-2017_01-19-733-.tar.gz \\
+    ../beamenv/bin/python benchmarks/bench_tfds_beam.py --archive ../shared/data/kgs/KGS-2017_01-19-733-.tar.gz \\
         --preset gonn-kgs --split train:rest --val-fraction 0.1 --hdf5 --workers 2
 
 Each build runs in this process, one after the other: (1) ``GoMoves(...).download_and_prepare()`` without Beam

@@ -8,9 +8,9 @@ planes; counts by :func:`kifunet.models.params.count_params`, checked in tests/t
 ==================  ======  =====================================================================  ===========
 family              planes  structure                                                              params
 ==================  ======  =====================================================================  ===========
-ClarkStorkey        48      7x7x64, 5x5x64, 5x5x64, 5x5x48, 5x5x48, 5x5x32, 5x5x32 convs with bias  555,241
-                            and ReLU, then a 5x5 conv 32->1 plus a bias per point; every kernel     (~560,000
-                            symmetric under the 8 board symmetries (tied weights)                   published)
+ClarkStorkey        48      7x7x64, 5x5x64, 5x5x64, 5x5x48, 5x5x48, 5x5x32, 5x5x32 convs with       555,241
+                            bias and ReLU, then a 5x5 conv 32->1 plus a bias per point; every       (~560,000
+                            kernel symmetric under the 8 board symmetries (tied weights)            published)
 Maddison 12         36      5x5 then 11 3x3 convs of 128, a bias per point and channel in every     2,294,738
                             layer instead of a channel bias; output 3x3 conv to 2 planes + point    (2.3M)
                             biases: plane 0 is the softmax for black to move, plane 1 for white

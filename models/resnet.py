@@ -7,10 +7,10 @@ CazenaveResNet 10   45      input = 5x5 conv + 1x1 conv 45->256 (summed), BN, Re
                             blocks conv3x3-BN-ReLU-conv3x3-BN + skip, ReLU; output 3x3 conv
                             256->1; no conv biases
 CazenaveResNet 14   45      same with 14 blocks                                                   16,816,896
-AGZResNet 20        17      3x3 conv 17->256 (bias) + BN + ReLU; 19 residual blocks as above with  22,837,864
-                            conv biases; policy head 1x1 conv 256->2 (bias) + BN + ReLU + dense    (with the
-                            to N*N+1 (pass included); value head 1x1 conv 256->1 + BN + ReLU +     value head)
-                            dense N*N->256 + ReLU + dense 256->1 + tanh
+AGZResNet 20        17      3x3 conv 17->256 (bias) + BN + ReLU; 19 residual blocks as above      22,837,864
+                            with conv biases; policy head 1x1 conv 256->2 (bias) + BN + ReLU +    (with the
+                            dense to N*N+1 (pass included); value head 1x1 conv 256->1 + BN +     value head)
+                            ReLU + dense N*N->256 + ReLU + dense 256->1 + tanh
 ==================  ======  ====================================================================  ==========
 
 Cazenave's BatchNorm is built **without** learned scale and offset (``bn_affine=False``, the default), so

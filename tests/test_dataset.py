@@ -141,6 +141,7 @@ def test_same_rows_by_blocks(specs, split):
 
 
 def test_same_errors(specs, tmp_path):
+    from kifunet.train import eval_batches as eb
     from kifunet.train import input_pipeline as ip
 
     h5, tf = specs
@@ -153,7 +154,7 @@ def test_same_errors(specs, tmp_path):
         # a split of the build that received no game: there, with no rows (TFDS did not write it)
         empty = open_split(spec, "val")
         assert len(empty) == 0 and len(empty.blocks()) == 0 and empty.batch([])["target"].shape == (0,)
-        assert ip.num_eval_rows(spec, "val") == 0 and list(ip.eval_batches(spec, "val", batch_size=4)) == []
+        assert eb.num_eval_rows(spec, "val") == 0 and list(eb.eval_batches(spec, "val", batch_size=4)) == []
         for call in (lambda: open_split(spec, "val", require_rows=True),
                      lambda: ip.window_dataset(spec, "val", batch_size=4, seed=0)):
             with pytest.raises(EmptySplitError) as e:

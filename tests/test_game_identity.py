@@ -96,7 +96,7 @@ def test_identity_fields():
 # ------------------------------------------------------------------------------------------ real data
 
 # Pairs of KGS records with the same moves (and setup) that moves_hash took for one game. The first nine are
-# every "duplicate" the GoNN KGS build dropped (README, 9 over the 9 archives): all different games.
+# every "duplicate" the GoNN KGS build dropped (docs/building.md, 9 over the 9 archives): all different games.
 KGS_SAME_MOVES_DIFFERENT_GAMES = [
     ("KGS-2001-19-2298-.tar.gz!KGS2001/2001-03-06-2.sgf", "KGS-2001-19-2298-.tar.gz!KGS2001/2001-03-26-2.sgf"),
     ("KGS-2001-19-2298-.tar.gz!KGS2001/2001-03-02-8.sgf", "KGS-2001-19-2298-.tar.gz!KGS2001/2001-12-28-3.sgf"),

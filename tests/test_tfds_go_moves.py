@@ -215,14 +215,14 @@ def test_training_runs_from_the_tfds_source(built, tmp_path):
 def test_tfds_source_batches_match_the_reader(built):
     pytest.importorskip("jax")
     from kifunet.data_prep.datasets import tfds_reader
-    from kifunet.train import input_pipeline
+    from kifunet.train import eval_batches, input_pipeline
 
     _, res, out = built
     info = input_pipeline.describe(f"tfds:{res['dir']}", "test")
     assert info["features"] == "maddison" and info["num_planes"] == 36 and info["board_size"] == 19
     r = tfds_reader.TfdsReader(res["dir"], "test")
     assert len(r) == info["rows"]
-    batches = list(input_pipeline.eval_batches(f"tfds:{res['dir']}", "test", batch_size=16))
+    batches = list(eval_batches.eval_batches(f"tfds:{res['dir']}", "test", batch_size=16))
     planes = np.concatenate([b["planes"] for b in batches])[: len(r)]
     assert np.array_equal(planes, np.load(out / "test.npz")["planes"])  # in record order, unaugmented
     # TfdsReader parses the records itself (decode_raw): the same as tfds.data_source + decode
@@ -291,7 +291,7 @@ def test_beam_test_passes_in_the_beam_environment(kgs_2017_01, tmp_path):
 
 
 #: how many games of the real archive the Beam test takes (its first ones, in archive order; 25 used, 5,052
-#: positions): a slice, since the whole month takes the DirectRunner 28 s (README) on top of its fixed cost (two
+#: positions): a slice, since the whole month takes the DirectRunner 28 s (docs/tfds.md) on top of its fixed cost (two
 #: worker processes, each importing Beam and TFDS: about 20 CPU-seconds of the test's 40)
 REAL_GAMES = 40
 
@@ -315,7 +315,7 @@ def add_real_games(archive: Path, manual: Path) -> int:
 
 @pytest.mark.manual(BEAM_ENV)
 def test_beam_direct_runner_builds_the_same_dataset(kgs_2017_01, tmp_path):
-    """`kifunet tfds --beam` with the DirectRunner in two processes (the README's command), on the small archive
+    """`kifunet tfds --beam` with the DirectRunner in two processes (the command of docs/tfds.md), on the small archive
     of :func:`make_inputs` (a duplicate, a weak game, a damaged record, every kind of result) and real KGS games
     (:func:`add_real_games`), against the one-machine build and `kifunet build` (HDF5) of the same directory with
     the same options: the same records in the same order and metadata as the one-machine build, the same
@@ -631,16 +631,17 @@ def test_train_without_train_rows_fails_alike_on_both_containers(tmp_path, capsy
     assert msgs == [f"kifunet train: error: {want}"] * 2
 
 
-DOC_SCRIPT_PATTERN = r"Build \(.*?::\n\n((?:(?:    [^\n]*)?\n)+)"
+#: the manual's first Python example on the TFDS page (section "From Python")
+DOC_SCRIPT_PATTERN = r"## From Python\n.*?```python\n(.*?)```"
 
 
-def test_docstring_workers_example_runs_as_a_script_without_main_guard(built, tmp_path):
-    """The module docstring's `workers=2` example, pasted into a script as is (no `if __name__ == "__main__":`)."""
+def test_manual_workers_example_runs_as_a_script_without_main_guard(built, tmp_path):
+    """docs/tfds.md's `workers=2` example, pasted into a script as is (no `if __name__ == "__main__":`)."""
     import re
 
-    from kifunet.data_prep.building import tfds_go_moves
+    from docs_pages import page
 
-    code = re.search(DOC_SCRIPT_PATTERN, tfds_go_moves.__doc__, re.S).group(1)
+    code = re.search(DOC_SCRIPT_PATTERN, page("tfds"), re.S).group(1)
     assert "workers=2" in code and "__main__" not in code
     code = textwrap.dedent(code).replace("DATA_DIR", str(tmp_path / "data")).replace("ARCHIVES_DIR",
                                                                                       built[1]["manual"])
