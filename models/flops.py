@@ -2,9 +2,10 @@
 
 A same-padded conv costs ``N*N * k*k * C_in * C_out`` MACs on an N x N board (padding taps counted, the
 usual convention, and the one GoNN used: docs/gonn.md section 4.2 gives 1.29 G and 2.97 G MACs for its 5- and
-12-block nets, which :func:`count_macs` reproduces); a dense layer ``in * out``. BatchNorm, activations,
-pooling and the extra centre weight (folded into the kernel) are not counted. 2 FLOPs per MAC; a
-forward+backward step is counted as 3 forwards (the backward pass needs the gradients with respect to
+12-block nets, which :func:`count_macs` reproduces); a line-shaped pair
+(:class:`~kifunet.models.layers.LinePairConv`) twice ``N*N * length * C_in * C_out``; a dense layer ``in * out``.
+BatchNorm, activations, pooling and the extra centre weight (folded into the kernel) are not counted. 2 FLOPs per
+MAC; a forward+backward step is counted as 3 forwards (the backward pass needs the gradients with respect to
 both the activations and the weights).
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from flax import nnx
 
-from kifunet.models.layers import Conv
+from kifunet.models.layers import Conv, LinePairConv
 
 
 def count_macs(model: nnx.Module) -> int:
@@ -20,7 +21,7 @@ def count_macs(model: nnx.Module) -> int:
     points = model.board_size * model.board_size
     total = 0
     for _, module in nnx.iter_modules(model):
-        if isinstance(module, Conv):
+        if isinstance(module, (Conv, LinePairConv)):
             total += points * module.macs_per_point()
         elif isinstance(module, nnx.Linear):
             total += module.in_features * module.out_features

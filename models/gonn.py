@@ -10,6 +10,9 @@ Structure (docs/gonn.md section 4), C = ``channels`` = 192 by default:
 * blocks listed in ``global_blocks``, *global*: the first conv gives C-64 channels ``a`` and 64 channels
   ``b``; ``b`` -> BN -> act -> mean and max over the board -> matmul (no bias, init x0.5) -> bias on ``a``;
   then BN -> act -> conv3x3 (C-64)->C.
+* blocks listed in ``wide_blocks``, *wide low-rank* (docs/gonn.md section 7; not in GoNN's nets): a
+  1x9 -> 9x1 path and, with the same kernels transposed, a 9x1 -> 1x9 path (:class:`GoNNWideBlock`); as many
+  parameters as an ordinary block, twice its MACs.
 * end of trunk: BN -> act.
 * policy head: p1 = conv3x3 C->48, biased by g1 = conv3x3 C->32 -> BN -> act -> mean and max -> matmul
   64->48 (init x0.5, i.e. fan-in x4); BN -> CReLU (96 channels) -> conv5x5 96->1 (init x0.5) -> N*N logits.
@@ -54,6 +57,7 @@ from kifunet.models.layers import (
     Conv,
     DilatedGroupConv,
     GlobalPoolBias,
+    LinePairConv,
     PooledValueHead,
     PReLU,
     batch_norm,
@@ -112,6 +116,37 @@ class GoNNGlobalBlock(nnx.Module):
         return x + self.conv2(self.act2(self.bn2(a)))
 
 
+class GoNNWideBlock(nnx.Module):
+    """Wide low-rank pre-activation residual block (docs/gonn.md section 7), symmetric under transposition.
+
+    BN -> act -> two paths from one pair of kernels (:class:`~kifunet.models.layers.LinePairConv`): path A a
+    1 x ``length`` conv to ``mid`` channels, path B the same kernel transposed (``length`` x 1); both paths ->
+    one BN over the two as one batch (so its statistics do not depend on the orientation) -> act -> path A a
+    ``length`` x 1 conv back to C, path B that kernel transposed; the sum of the paths is added to the trunk.
+    ``block(transpose(x)) == transpose(block(x))``. Parameters ``2 * length * C * mid + 3 * C + 3 * mid`` (PReLU):
+    with ``mid = C`` and ``length = 9`` exactly an ordinary block's ``18 C^2 + 6 C``, at twice its MACs. No centre
+    emphasis (a line has no centre tap in GoNN's sense).
+    """
+
+    def __init__(self, features: int, *, mid: int, length: int, act: dict, dtype, param_dtype, rngs):
+        bn = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        conv = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        self.bn1 = batch_norm(features, **bn)
+        self.act1 = _Act(features, **act)
+        self.conv1 = LinePairConv(features, mid, length, horizontal=True, **conv)
+        self.bn2 = batch_norm(mid, **bn)
+        self.act2 = _Act(mid, **act)
+        self.conv2 = LinePairConv(mid, features, length, horizontal=False, **conv)
+
+    def __call__(self, x):
+        h = self.act1(self.bn1(x))
+        a, b = self.conv1(h, h)
+        ab = self.act2(self.bn2(jnp.concatenate([a, b], axis=0)))
+        a, b = jnp.split(ab, 2, axis=0)
+        a, b = self.conv2(a, b)
+        return x + a + b
+
+
 class GoNNPolicyHead(nnx.Module):
     """p1 (+ global bias from g1) -> BN -> CReLU -> 5x5 conv to one plane."""
 
@@ -145,7 +180,9 @@ class GoNNResNet(PolicyNet):
     Switches: ``dilated_channels=0`` (no dilation), ``global_blocks=()`` (no global trunk blocks),
     ``head_global_pool=False``, ``activation="relu"``, ``center_emphasis=False``; ``pool_stdev`` and
     ``pool_board_scaling`` add the standard deviation and KataGo's board-size-scaled mean to every pooling;
-    ``value_head=True`` adds the value head (``value_channels``, ``value_hidden``).
+    ``value_head=True`` adds the value head (``value_channels``, ``value_hidden``). ``wide_blocks`` lists the
+    blocks that are wide low-rank blocks (:class:`GoNNWideBlock`, ``wide_channels`` in the middle, 0 = C, lines of
+    ``wide_length``) instead of ordinary or dilated ones.
     """
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 26, channels: int = 192, blocks: int = 12,
@@ -154,11 +191,16 @@ class GoNNResNet(PolicyNet):
                  head_pooled: int = 32, head_global_pool: bool = True, activation: str = "prelu",
                  prelu_init: float = 0.0, center_emphasis: bool = True, pool_stdev: bool = False,
                  pool_board_scaling: bool = False, value_head: bool = False, value_channels: int = 32,
-                 value_hidden: int = 64, rank_embedding: bool = False, dtype=jnp.float32,
-                 param_dtype=jnp.float32, rngs: nnx.Rngs):
+                 value_hidden: int = 64, rank_embedding: bool = False, wide_blocks: Sequence[int] = (),
+                 wide_channels: int = 0, wide_length: int = 9, dtype=jnp.float32, param_dtype=jnp.float32,
+                 rngs: nnx.Rngs):
         global_blocks = tuple(int(i) for i in global_blocks)
         if any(not 0 < i < blocks for i in global_blocks):
             raise ValueError(f"global_blocks {global_blocks} must be block indices in [1, {blocks})")
+        wide_blocks = tuple(int(i) for i in wide_blocks)
+        if any(not 0 <= i < blocks for i in wide_blocks) or set(wide_blocks) & set(global_blocks):
+            raise ValueError(f"wide_blocks {wide_blocks} must be block indices in [0, {blocks}) that are not "
+                             f"global blocks {global_blocks}")
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
                     rank_embedding=rank_embedding, trunk_features=channels, rngs=rngs, has_value=value_head)
         act = dict(activation=activation, prelu_init=prelu_init, param_dtype=param_dtype)
@@ -170,7 +212,10 @@ class GoNNResNet(PolicyNet):
                          dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         blocks_list, n_dilated = [], 0
         for i in range(blocks):
-            if i in global_blocks:
+            if i in wide_blocks:
+                blocks_list.append(GoNNWideBlock(channels, mid=wide_channels or channels, length=wide_length,
+                                                 act=act, dtype=dtype, param_dtype=param_dtype, rngs=rngs))
+            elif i in global_blocks:
                 blocks_list.append(GoNNGlobalBlock(channels, pooled=global_channels, act=act, conv=conv, bn=bn,
                                                    pool=dict(pool, dtype=dtype, param_dtype=param_dtype), rngs=rngs))
             else:

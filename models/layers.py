@@ -152,6 +152,37 @@ class Conv(nnx.Module):
         return self.kernel_size * self.kernel_size * self.in_features * self.out_features
 
 
+class LinePairConv(nnx.Module):
+    """One line-shaped kernel convolved two ways: ``(a, b) -> (conv(a, K), conv(b, K^T))``, same-padded, stride 1.
+
+    ``K`` is ``[1, length, C_in, C_out]`` (a 1 x ``length`` row) when ``horizontal``, else ``[length, 1, C_in,
+    C_out]`` (a column); ``K^T`` swaps its two spatial axes. So with ``b`` the transpose (rows <-> columns) of
+    ``a``, the second output is the transpose of the first: the pair keeps horizontal-vertical symmetry with the
+    parameters of one kernel. He init with fan-in ``length * C_in``; no bias. Cost: twice one conv's MACs.
+    """
+
+    def __init__(self, in_features: int, out_features: int, length: int, *, horizontal: bool,
+                 kernel_init=he_normal, dtype: Dtype = jnp.float32, param_dtype: Dtype = jnp.float32,
+                 rngs: nnx.Rngs):
+        if length % 2 != 1:
+            raise ValueError(f"length must be odd for same padding, got {length}")
+        self.in_features, self.out_features, self.length = in_features, out_features, length
+        self.dtype = dtype
+        shape = (1, length, in_features, out_features) if horizontal else (length, 1, in_features, out_features)
+        self.kernel = nnx.Param(kernel_init(rngs.params(), shape, param_dtype))
+
+    def _conv(self, x: jax.Array, k: jax.Array) -> jax.Array:
+        return jax.lax.conv_general_dilated(x.astype(self.dtype), k.astype(self.dtype), window_strides=(1, 1),
+                                            padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def __call__(self, a: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+        k = jnp.asarray(self.kernel[...])
+        return self._conv(a, k), self._conv(b, jnp.swapaxes(k, 0, 1))
+
+    def macs_per_point(self) -> int:
+        """Multiply-accumulates per output board point of both convolutions (zero padding counted)."""
+        return 2 * self.length * self.in_features * self.out_features
+
 class DilatedGroupConv(nnx.Module):
     """``out - dilated`` ordinary output channels followed by ``dilated`` channels of a dilated conv.
 

@@ -157,6 +157,43 @@ def test_gonn_component_counts_and_ablation_switches():
     assert models.count_params(abstract("gonn_resnet5", rank_embedding=True)) - base == 49 * 192
 
 
+
+def test_gonn_wide_low_rank_block_counts_macs_and_placement():
+    """docs/gonn.md section 7 as built: a wide low-rank block in place of a dilated one keeps the parameter count
+    (``18 C^2 + 6 C`` either way), costs twice its MACs, and any block index but a global one may hold it."""
+    from kifunet.models.flops import count_macs
+    from kifunet.models.gonn import GoNNWideBlock
+
+    base = abstract("gonn_resnet5")
+    wide = abstract("gonn_resnet5", wide_blocks=(0, 3))
+    assert models.count_params(wide) == models.count_params(base)
+    assert [type(b).__name__ for b in wide.blocks][:4] == ["GoNNWideBlock", "GoNNBlock", "GoNNBlock", "GoNNWideBlock"]
+    assert count_macs(wide) - count_macs(base) == 2 * 361 * 18 * 192 * 192  # each: 36 C^2 per point, not 18 C^2
+    narrow = abstract("gonn_resnet5", wide_blocks=(2,), wide_channels=64, wide_length=7)
+    assert models.count_params(base) - models.count_params(narrow) == 664_704 - (2 * 7 * 192 * 64 + 3 * 192 + 3 * 64)
+    assert isinstance(narrow.blocks[2], GoNNWideBlock)
+    for bad in (dict(wide_blocks=(5,)), dict(wide_blocks=(-1,)), dict(wide_blocks=(2,), global_blocks=(2,))):
+        with pytest.raises(ValueError, match="wide_blocks"):
+            abstract("gonn_resnet5", **bad)
+
+
+def test_gonn_wide_block_is_symmetric_under_transposition():
+    """The two paths share their kernels transposed and one BN: block(x^T) = block(x)^T, in training and eval."""
+    from kifunet.models.gonn import GoNNWideBlock
+
+    act = dict(activation="prelu", prelu_init=0.25, param_dtype=jnp.float32)
+    blk = GoNNWideBlock(8, mid=6, length=5, act=act, dtype=jnp.float32, param_dtype=jnp.float32, rngs=nnx.Rngs(1))
+    x = jnp.asarray(np.random.default_rng(0).normal(size=(3, 7, 7, 8)).astype(np.float32))
+    for mode in ("train", "eval"):
+        getattr(blk, mode)()
+        y, yt = blk(x), blk(jnp.swapaxes(x, 1, 2))
+        np.testing.assert_allclose(np.swapaxes(np.asarray(y), 1, 2), np.asarray(yt), atol=2e-5)
+        assert float(jnp.abs(y - x).max()) > 1e-3  # the block does something
+    m = create("gonn_tiny", board_size=9, in_planes=7, wide_blocks=(1,))
+    x, _ = batch(m)
+    logits, _ = models.policy_and_value(m(x))
+    assert logits.shape == (4, 82) and bool(jnp.all(jnp.isfinite(logits)))
+
 def test_cazenave_bn_affine_switch():
     n = models.count_params(abstract("cazenave_resnet10", bn_affine=True))
     assert n - 12_098_304 == 2 * 256 * 21  # stem BN + 2 per block
