@@ -274,15 +274,20 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
     """Metrics of ``predictor`` on every row of ``reader`` (a dataset split:
     :func:`kifunet.data_prep.datasets.dataset.open_split`), or on rows ``start`` to ``start + limit - 1`` (a part of the
     split: parts evaluated apart, on one machine or several, add up with :func:`merge_results`); see the module
-    docstring. ``as_rank`` (the :mod:`kifunet.data_prep.ranks` scale) tells the net that every mover has that
+    docstring. A net trained with constant planes added to the dataset's set (``input.add_planes``) reads them
+    added here too. ``as_rank`` (the :mod:`kifunet.data_prep.ranks` scale) tells the net that every mover has that
     rank (:func:`with_player_rank`); the breakdown by rank still groups rows by the mover's real rank."""
     from tqdm.auto import tqdm
 
     from kifunet.eval.legality import LegalMasker
 
-    if reader.feature_name != predictor.feature_set:
+    from kifunet.data_prep.planes import features
+
+    extra = features.constant_extension(reader.feature_name, predictor.feature_set)
+    if extra is None:
         raise ValueError(f"dataset {reader.root} has feature set {reader.feature_name}; the model was trained on "
                          f"{predictor.feature_set}")
+    reader.add_constant_planes(extra)  # a net trained with input.add_planes reads those planes here too
     if reader.board_size != predictor.board_size:
         raise ValueError(f"dataset board {reader.board_size}x{reader.board_size}, model {predictor.board_size}")
     if batch_size < 1:

@@ -1,7 +1,7 @@
 """Chain pooling (GoNN README, Feb 2018; docs/gonn.md section 7): each channel max-pooled over a chain of stones.
 
 :func:`chain_labels` names every chain: each stone gets the smallest flat index of its chain (4-connected stones of
-one colour), each empty point ``N*N``; :func:`chain_max` gives every stone the maximum of each channel over its
+one colour), each empty point ``N*N``; :func:`pool_chains` (or :func:`chain_max`, which labels first) gives every stone the maximum of each channel over its
 chain, and every empty point its own values. The labels come from the stones alone (integers, no gradient): a
 ``lax.while_loop`` spreads the smallest index along each chain until nothing changes (as many rounds as the longest
 shortest path inside a chain), then one ``segment_max`` over the labels pools all channels at once, so the cost in
@@ -50,12 +50,18 @@ def chain_labels(black: jax.Array, white: jax.Array) -> jax.Array:
     return lab
 
 
+def pool_chains(x: jax.Array, labels: jax.Array) -> jax.Array:
+    """``x`` ``[B, N, N, C]`` with every stone's channels replaced by their maximum over its chain, the chains given
+    by :func:`chain_labels` (compute them once per position and pool as many tensors as needed); empty points keep
+    their own values."""
+    b, n, _, c = x.shape
+    seg = (labels + (n * n + 1) * jnp.arange(b, dtype=jnp.int32)[:, None, None]).reshape(-1)
+    pooled = jax.ops.segment_max(x.reshape(-1, c), seg, num_segments=b * (n * n + 1))
+    out = pooled[seg].reshape(b, n, n, c)
+    return jnp.where((labels < n * n)[..., None], out, x)
+
+
 def chain_max(x: jax.Array, black: jax.Array, white: jax.Array) -> jax.Array:
     """``x`` ``[B, N, N, C]`` with every stone's channels replaced by their maximum over its chain (empty points
     keep their own values); ``black`` and ``white`` are the ``[B, N, N]`` stone planes."""
-    b, n, _, c = x.shape
-    lab = chain_labels(black, white)
-    seg = (lab + (n * n + 1) * jnp.arange(b, dtype=jnp.int32)[:, None, None]).reshape(-1)
-    pooled = jax.ops.segment_max(x.reshape(-1, c), seg, num_segments=b * (n * n + 1))
-    out = pooled[seg].reshape(b, n, n, c)
-    return jnp.where((lab < n * n)[..., None], out, x)
+    return pool_chains(x, chain_labels(black, white))

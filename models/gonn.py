@@ -13,6 +13,12 @@ Structure (docs/gonn.md section 4), C = ``channels`` = 192 by default:
 * blocks listed in ``wide_blocks``, *wide low-rank* (docs/gonn.md section 7; not in GoNN's nets): a
   1x9 -> 9x1 path and, with the same kernels transposed, a 9x1 -> 1x9 path (:class:`GoNNWideBlock`); as many
   parameters as an ordinary block, twice its MACs.
+* blocks listed in ``chain_blocks``, *chain pooling* (docs/gonn.md section 7; not in GoNN's nets): BN -> act ->
+  conv3x3 C->P (P = ``chain_channels``, C by default) -> each of the P channels max-pooled over every chain of
+  stones (:mod:`kifunet.models.chain_pool`; empty points keep their values) -> BN -> act -> conv3x3 P->C, added
+  to the trunk (:class:`GoNNChainBlock`). ``18 C P + 3 C + 3 P`` parameters: an ordinary block's at P = C. The
+  chains come from the input's stone planes ``chain_stone_planes`` (pla, opp: planes 1 and 2 of the ``gonn`` set)
+  and are labelled once per forward pass.
 * end of trunk: BN -> act.
 * policy head: p1 = conv3x3 C->48, biased by g1 = conv3x3 C->32 -> BN -> act -> mean and max -> matmul
   64->48 (init x0.5, i.e. fan-in x4); BN -> CReLU (96 channels) -> conv5x5 96->1 (init x0.5) -> N*N logits.
@@ -53,6 +59,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from kifunet.models.base import PolicyNet, board_logits_without_pass
+from kifunet.models.chain_pool import chain_labels, pool_chains
 from kifunet.models.layers import (
     Conv,
     DilatedGroupConv,
@@ -147,6 +154,26 @@ class GoNNWideBlock(nnx.Module):
         return x + a + b
 
 
+class GoNNChainBlock(nnx.Module):
+    """Chain-pooling pre-activation residual block (docs/gonn.md section 7): BN -> act -> conv3x3 C->``pooled``
+    -> max over each chain of stones (:func:`~kifunet.models.chain_pool.pool_chains`) -> BN -> act -> conv3x3
+    ``pooled``->C, added to the trunk. Called with the chain labels of the position (computed once per forward
+    pass). ``18 C P + 3 C + 3 P`` parameters with PReLU (P = ``pooled``): an ordinary block's ``18 C^2 + 6 C`` at
+    P = C. Equivariant under the 8 symmetries, like a convolution with symmetric inputs (tested)."""
+
+    def __init__(self, features: int, *, pooled: int, act: dict, conv: dict, bn: dict, rngs):
+        self.bn1 = batch_norm(features, rngs=rngs, **bn)
+        self.act1 = _Act(features, **act)
+        self.conv1 = Conv(features, pooled, 3, rngs=rngs, **conv)
+        self.bn2 = batch_norm(pooled, rngs=rngs, **bn)
+        self.act2 = _Act(pooled, **act)
+        self.conv2 = Conv(pooled, features, 3, rngs=rngs, **conv)
+
+    def __call__(self, x, labels):
+        h = pool_chains(self.conv1(self.act1(self.bn1(x))), labels)
+        return x + self.conv2(self.act2(self.bn2(h)))
+
+
 class GoNNPolicyHead(nnx.Module):
     """p1 (+ global bias from g1) -> BN -> CReLU -> 5x5 conv to one plane."""
 
@@ -182,7 +209,9 @@ class GoNNResNet(PolicyNet):
     ``pool_board_scaling`` add the standard deviation and KataGo's board-size-scaled mean to every pooling;
     ``value_head=True`` adds the value head (``value_channels``, ``value_hidden``). ``wide_blocks`` lists the
     blocks that are wide low-rank blocks (:class:`GoNNWideBlock`, ``wide_channels`` in the middle, 0 = C, lines of
-    ``wide_length``) instead of ordinary or dilated ones.
+    ``wide_length``) instead of ordinary or dilated ones; ``chain_blocks`` likewise lists chain-pooling blocks
+    (:class:`GoNNChainBlock`, ``chain_channels`` pooled, 0 = C), whose chains come from the input planes
+    ``chain_stone_planes`` (the two stone planes, either colour order).
     """
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 26, channels: int = 192, blocks: int = 12,
@@ -192,7 +221,8 @@ class GoNNResNet(PolicyNet):
                  prelu_init: float = 0.0, center_emphasis: bool = True, pool_stdev: bool = False,
                  pool_board_scaling: bool = False, value_head: bool = False, value_channels: int = 32,
                  value_hidden: int = 64, rank_embedding: bool = False, wide_blocks: Sequence[int] = (),
-                 wide_channels: int = 0, wide_length: int = 9, dtype=jnp.float32, param_dtype=jnp.float32,
+                 wide_channels: int = 0, wide_length: int = 9, chain_blocks: Sequence[int] = (),
+                 chain_channels: int = 0, chain_stone_planes: Sequence[int] = (1, 2), dtype=jnp.float32, param_dtype=jnp.float32,
                  rngs: nnx.Rngs):
         global_blocks = tuple(int(i) for i in global_blocks)
         if any(not 0 < i < blocks for i in global_blocks):
@@ -201,6 +231,15 @@ class GoNNResNet(PolicyNet):
         if any(not 0 <= i < blocks for i in wide_blocks) or set(wide_blocks) & set(global_blocks):
             raise ValueError(f"wide_blocks {wide_blocks} must be block indices in [0, {blocks}) that are not "
                              f"global blocks {global_blocks}")
+        chain_blocks = tuple(int(i) for i in chain_blocks)
+        if any(not 0 <= i < blocks for i in chain_blocks) or set(chain_blocks) & (set(global_blocks) | set(wide_blocks)):
+            raise ValueError(f"chain_blocks {chain_blocks} must be block indices in [0, {blocks}) that are neither "
+                             f"global blocks {global_blocks} nor wide blocks {wide_blocks}")
+        self.chain_stone_planes = tuple(int(i) for i in chain_stone_planes)
+        if chain_blocks and (len(self.chain_stone_planes) != 2
+                             or any(not 0 <= i < in_planes for i in self.chain_stone_planes)):
+            raise ValueError(f"chain_stone_planes {tuple(chain_stone_planes)} must be two input planes in "
+                             f"[0, {in_planes}) (the stone planes)")
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
                     rank_embedding=rank_embedding, trunk_features=channels, rngs=rngs, has_value=value_head)
         act = dict(activation=activation, prelu_init=prelu_init, param_dtype=param_dtype)
@@ -212,7 +251,10 @@ class GoNNResNet(PolicyNet):
                          dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         blocks_list, n_dilated = [], 0
         for i in range(blocks):
-            if i in wide_blocks:
+            if i in chain_blocks:
+                blocks_list.append(GoNNChainBlock(channels, pooled=chain_channels or channels, act=act, conv=conv,
+                                                  bn=bn, rngs=rngs))
+            elif i in wide_blocks:
                 blocks_list.append(GoNNWideBlock(channels, mid=wide_channels or channels, length=wide_length,
                                                  act=act, dtype=dtype, param_dtype=param_dtype, rngs=rngs))
             elif i in global_blocks:
@@ -238,7 +280,14 @@ class GoNNResNet(PolicyNet):
 
     def heads(self, x, rank, to_move):
         h = self.add_rank(self.stem(x), rank)
+        labels = None
         for block in self.blocks:
-            h = block(h)
+            if isinstance(block, GoNNChainBlock):
+                if labels is None:
+                    a, b = self.chain_stone_planes
+                    labels = chain_labels(x[..., a], x[..., b])
+                h = block(h, labels)
+            else:
+                h = block(h)
         h = self.final_act(self.final_bn(h))
         return board_logits_without_pass(self.head(h)), None if self.value is None else self.value(h)

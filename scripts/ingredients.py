@@ -64,6 +64,19 @@ ROWS = {
     "constant": Row("constant rate, 900 s of training instead of 600k positions (seed 0)",
                     overrides=CONSTANT),
     "constant_seed1": Row("constant rate, 900 s of training (seed 1)", overrides=(*CONSTANT, "--config.seed=1")),
+    # issue 34: GoNN's blocks that carry information across the board (docs/gonn.md section 7), each one block
+    # added after the trunk's four (so `extra_block` is their reference), and rank planes on the `gonn` set
+    "extra_block": Row("5 blocks: one more dilated block at the end", overrides=("--config.model.kwargs.blocks=5",)),
+    "extra_wide": Row("5 blocks, the 5th a wide low-rank block (1x9 + 9x1, both orders)",
+                      overrides=("--config.model.kwargs.blocks=5", "--config.model.kwargs.wide_blocks=(4,)")),
+    "chain_1x32": Row("5 blocks, the 5th a chain-pooling block of 32 channels",
+                      overrides=("--config.model.kwargs.blocks=5", "--config.model.kwargs.chain_blocks=(4,)",
+                                 "--config.model.kwargs.chain_channels=32")),
+    "chain_2x64": Row("6 blocks, the 5th and 6th chain-pooling blocks of 64 channels",
+                      overrides=("--config.model.kwargs.blocks=6", "--config.model.kwargs.chain_blocks=(4,5)",
+                                 "--config.model.kwargs.chain_channels=64")),
+    "rank_planes": Row("rank planes (Maddison's 9, one-hot 1d-9d) added to the `gonn` planes",
+                       overrides=("--config.input.add_planes=rank_planes",)),
 }
 
 

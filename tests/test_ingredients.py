@@ -41,6 +41,11 @@ CHANGED = {
     "batch256": {"batch_size"},
     "constant": {"schedule.name", "train_positions", "time_limit_s"},
     "constant_seed1": {"schedule.name", "train_positions", "time_limit_s", "seed"},
+    "extra_block": {"model.kwargs.blocks"},
+    "extra_wide": {"model.kwargs.blocks", "model.kwargs.wide_blocks"},
+    "chain_1x32": {"model.kwargs.blocks", "model.kwargs.chain_blocks", "model.kwargs.chain_channels"},
+    "chain_2x64": {"model.kwargs.blocks", "model.kwargs.chain_blocks", "model.kwargs.chain_channels"},
+    "rank_planes": {"input.add_planes"},
 }
 
 
@@ -59,13 +64,32 @@ def test_each_row_changes_exactly_its_keys_and_builds(name):
     assert {k for k in got if got[k] != base[k]} == CHANGED[name]
     cmd, ov = ing.command(name, ing.ROWS[name], ing.Path("data")), list(ing.ROWS[name].overrides)
     assert cmd[len(cmd) - len(ov):] == ov and f"--config.dataset=data/kgs_{ing.ROWS[name].features}" in cmd
-    fs = features.get(ing.ROWS[name].features)
-    model_config.build_model(cfg.model, seed=0, board_size=19, in_planes=fs.num_planes)
+    fs = features.get(features.with_constant_planes(ing.ROWS[name].features, cfg.input.add_planes))
+    model = model_config.build_model(cfg.model, seed=0, board_size=19, in_planes=fs.num_planes)
+    assert model.in_planes == (35 if name == "rank_planes" else fs.num_planes)
 
 
 #: config fields that cannot change a row's figures: where the data lies, and when checkpoints are written (a resume
 #: is bit-identical; ``checkpoint_every_minutes`` came after the rows were run)
 NOT_RESULTS = {"dataset", "checkpoint_every_minutes"}
+
+#: keys added to the config after some rows ran, with the value the code had before they existed (a kept row
+#: without the key ran with it); ``test_added_keys_hold_what_the_code_did_before`` checks the values
+ADDED_LATER = {"model.kwargs.wide_blocks": (), "model.kwargs.chain_blocks": (), "model.kwargs.chain_channels": 0,
+               "input.add_planes": ""}
+
+
+def test_added_keys_hold_what_the_code_did_before():
+    import inspect
+
+    from kifunet.models.gonn import GoNNResNet
+
+    base = _flat(_config(ing.ROWS["base"]).to_dict())
+    sig = inspect.signature(GoNNResNet.__init__).parameters
+    for key, before in ADDED_LATER.items():
+        assert base[key] == before, key
+        if key.startswith("model.kwargs."):  # the model's default: what a config without the key built
+            assert sig[key.rsplit(".", 1)[1]].default == before, key
 
 
 def test_each_kept_row_ran_the_config_its_command_gives_today():
@@ -78,6 +102,7 @@ def test_each_kept_row_ran_the_config_its_command_gives_today():
         now = _flat(_config(ing.ROWS[d.name]).to_dict())
         ran = {k: (tuple(v) if isinstance(v, list) else v) for k, v in ran.items()}
         now = {k: (tuple(v) if isinstance(v, list) else v) for k, v in now.items()}
+        ran = {**{k: v for k, v in ADDED_LATER.items() if k not in ran}, **ran}
         diff = {k for k in set(ran) | set(now) if ran.get(k) != now.get(k)} - NOT_RESULTS
         assert not diff, (d.name, {k: (ran.get(k), now.get(k)) for k in diff})
         assert json.loads((d / "row.json").read_text())["command"] == " ".join(

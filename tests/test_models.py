@@ -194,6 +194,54 @@ def test_gonn_wide_block_is_symmetric_under_transposition():
     logits, _ = models.policy_and_value(m(x))
     assert logits.shape == (4, 82) and bool(jnp.all(jnp.isfinite(logits)))
 
+def test_gonn_chain_block_counts_and_placement():
+    """docs/gonn.md section 7 as built: a chain-pooling block of P channels has ``18 C P + 3 C + 3 P`` parameters
+    (an ordinary block's at P = C), sits at any non-global, non-wide index, and reads two valid stone planes."""
+    from kifunet.models.gonn import GoNNChainBlock
+
+    base = abstract("gonn_resnet5")
+    same = abstract("gonn_resnet5", chain_blocks=(0, 3))
+    assert models.count_params(same) == models.count_params(base)
+    assert [type(b).__name__ for b in same.blocks][:4] == ["GoNNChainBlock", "GoNNBlock", "GoNNBlock", "GoNNChainBlock"]
+    narrow = abstract("gonn_resnet5", chain_blocks=(2,), chain_channels=32)
+    assert models.count_params(base) - models.count_params(narrow) == 664_704 - (18 * 192 * 32 + 3 * 192 + 3 * 32)
+    assert isinstance(narrow.blocks[2], GoNNChainBlock)
+    for bad in (dict(chain_blocks=(5,)), dict(chain_blocks=(2,), global_blocks=(2,)),
+                dict(chain_blocks=(2,), wide_blocks=(2,))):
+        with pytest.raises(ValueError, match="chain_blocks"):
+            abstract("gonn_resnet5", **bad)
+    with pytest.raises(ValueError, match="chain_stone_planes"):
+        abstract("gonn_resnet5", chain_blocks=(1,), chain_stone_planes=(1, 26))
+
+
+def test_gonn_chain_block_carries_information_along_a_chain():
+    """A change of the input at one end of a long chain reaches the other end through one chain block, 12 points
+    away (two 3x3 convolutions reach 2); cut the chain in the middle and it no longer does."""
+    m = create("gonn_tiny", board_size=9, in_planes=7, chain_blocks=(0,))
+    m.eval()
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 2, size=(1, 9, 9, 7)).astype(np.float32)
+    x[..., 1:3] = 0
+    x[0, 2, 0:9, 1] = 1  # a pla chain along row 2 ...
+    x[0, 2:7, 8, 1] = 1  # ... and down column 8: 13 stones from (2, 0) to (6, 8)
+    block = m.blocks[0]
+    h = m.stem(jnp.asarray(x))
+
+    def far_change(x, h):
+        from kifunet.models.chain_pool import chain_labels
+
+        lab = chain_labels(jnp.asarray(x[..., 1]), jnp.asarray(x[..., 2]))
+        bumped = h.at[0, 2, 0].add(5.0)
+        return float(jnp.abs(block(bumped, lab) - block(h, lab))[0, 6, 8].max())
+
+    assert far_change(x, h) > 1e-3
+    cut = x.copy()
+    cut[0, 2, 4, 1] = 0
+    assert far_change(cut, m.stem(jnp.asarray(cut))) == 0.0
+    logits, _ = models.policy_and_value(m(batch(m)[0]))
+    assert logits.shape == (4, 82) and bool(jnp.all(jnp.isfinite(logits)))
+
+
 def test_cazenave_bn_affine_switch():
     n = models.count_params(abstract("cazenave_resnet10", bn_affine=True))
     assert n - 12_098_304 == 2 * 256 * 21  # stem BN + 2 per block

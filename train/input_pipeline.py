@@ -57,18 +57,20 @@ from kifunet.train.prefetch import Prefetcher  # noqa: F401
 from kifunet.train.windows import layout_for  # noqa: F401
 
 
-def block_source(root: str, split: str, block_rows: int = 0):
+def block_source(root: str, split: str, block_rows: int = 0, add_planes: str = ""):
     """The blocks of a dataset split (HDF5 or ``tfds:``; :func:`kifunet.data_prep.datasets.dataset.open_split`) as a
     grain source: :class:`kifunet.data_prep.datasets.dataset_base.Blocks` (blocks, ``read_rows``, ``num_rows``)."""
-    return dataset_mod.open_split(root, split, assemble=False).blocks(block_rows)
+    return dataset_mod.open_split(root, split, assemble=False, add_planes=add_planes).blocks(block_rows)
 
 
 def window_dataset(root: str, split: str, *, batch_size: int, seed: int, process_index: int = 0,
                    process_count: int = 1, symmetry: str = "example", history: str = "none",
                    history_p: float = 0.0, keep_probs=GONN_KEEP_PROBS, window_blocks: int = 16,
-                   block_rows: int = 0) -> grain.MapDataset:
-    """The infinite grain ``MapDataset`` of this host's training windows (element ``i`` = window ``i``)."""
-    src = dataset_mod.open_split(root, split, assemble=False, require_rows=True).blocks(block_rows)
+                   block_rows: int = 0, add_planes: str = "") -> grain.MapDataset:
+    """The infinite grain ``MapDataset`` of this host's training windows (element ``i`` = window ``i``);
+    ``add_planes``: constant-only feature sets added to the dataset's (:func:`dataset_mod.open_split`)."""
+    src = dataset_mod.open_split(root, split, assemble=False, require_rows=True,
+                                 add_planes=add_planes).blocks(block_rows)
     ds = grain.MapDataset.source(src)
     if process_count > 1:
         if len(src) < process_count:
@@ -88,7 +90,7 @@ def train_iterator(root: str, split: str, *, batch_size: int, seed: int, process
                    process_count: int = 1, symmetry: str = "example", history: str = "none",
                    history_p: float = 0.0, keep_probs=GONN_KEEP_PROBS, window_blocks: int = 16,
                    block_rows: int = 0, workers: int = 1, worker_buffer: int = 2,
-                   host_dtype: str = "uint8") -> BatchIterator:
+                   host_dtype: str = "uint8", add_planes: str = "") -> BatchIterator:
     """The training batches of this host (``batch_size`` = rows per host): infinite, shuffled, augmented.
 
     ``workers`` > 0 builds windows in that many grain worker processes (``mp_prefetch``; the sequence of
@@ -96,7 +98,8 @@ def train_iterator(root: str, split: str, *, batch_size: int, seed: int, process
     """
     ds = window_dataset(root, split, batch_size=batch_size, seed=seed, process_index=process_index,
                         process_count=process_count, symmetry=symmetry, history=history, history_p=history_p,
-                        keep_probs=keep_probs, window_blocks=window_blocks, block_rows=block_rows)
+                        keep_probs=keep_probs, window_blocks=window_blocks, block_rows=block_rows,
+                        add_planes=add_planes)
     if workers > 0:
         mark_absl_flags_parsed()
     watch = functools.partial(exit_with_parent, os.getpid())
@@ -112,7 +115,7 @@ def train_iterator(root: str, split: str, *, batch_size: int, seed: int, process
     return BatchIterator(make_windows, batch_size, host_dtype, workers)
 
 
-def describe(root: str, split: str) -> dict:
+def describe(root: str, split: str, add_planes: str = "") -> dict:
     """Shape facts of a built split: rows, board size, feature set, plane count and shards
-    (:meth:`kifunet.data_prep.datasets.dataset_base.DatasetSplit.describe`)."""
-    return dataset_mod.describe(root, split)
+    (:meth:`kifunet.data_prep.datasets.dataset_base.DatasetSplit.describe`), read with ``add_planes``."""
+    return dataset_mod.describe(root, split, add_planes)

@@ -77,10 +77,13 @@ def _lookup(tree, names: tuple[str, ...]):
 def _data_shape(cfg: dict, meta: dict, dataset: str | None, feature_set: str | None,
                 board_size: int | None) -> tuple[str, int]:
     """(feature set, board size): the arguments, else the training dataset's manifest (``config.dataset``), else
-    ``dataset``'s, else what the checkpoint's metadata records."""
+    ``dataset``'s (either with the config's ``input.add_planes`` added), else what the checkpoint's metadata
+    records."""
     from kifunet.data_prep.datasets.manifest import read_manifest as load_manifest
+    from kifunet.data_prep.planes import features
 
     tried = []
+    added = (cfg.get("input") or {}).get("add_planes") or ""
     for root in (cfg.get("dataset") or None, dataset):
         if feature_set and board_size:
             break
@@ -89,7 +92,7 @@ def _data_shape(cfg: dict, meta: dict, dataset: str | None, feature_set: str | N
         tried.append(root)
         if os.path.isfile(os.path.join(root, "manifest.json")):
             m = load_manifest(root)
-            feature_set = feature_set or m["features"]["name"]
+            feature_set = feature_set or features.with_constant_planes(m["features"]["name"], added)
             board_size = board_size or int(m["board_size"])
     feature_set = feature_set or _lookup(meta, ("feature_set", "features"))
     board_size = board_size or _lookup(meta, ("board_size",))

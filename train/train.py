@@ -264,7 +264,8 @@ def evaluate(eval_fn, state, config, mesh, *, limit: int, value: bool = False, s
     local = config.eval_batch_size // pc
     t0 = time.perf_counter()
     batches = eval_batches(config.dataset, config.eval_split, batch_size=local, process_index=jax.process_index(),
-                           process_count=pc, limit=limit, host_dtype=config.input.host_dtype)
+                           process_count=pc, limit=limit, host_dtype=config.input.host_dtype,
+                           add_planes=config.input.add_planes)
     prefetch = Prefetcher(batches, fn=lambda b: parallel.shard_batch(b, mesh), depth=config.input.prefetch)
     sums = parallel.empty_sums(mesh, value=value)
     inflight = _InFlight(config.max_steps_ahead)
@@ -367,7 +368,7 @@ def _open_and_train(config, workdir: str, mesh, signals) -> dict:
 
 def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dict:
     pidx, pc = jax.process_index(), jax.process_count()
-    info = input_pipeline.describe(config.dataset, config.train_split)
+    info = input_pipeline.describe(config.dataset, config.train_split, config.input.add_planes)
     if config.expect_features and info["features"] != config.expect_features:
         raise ValueError(f"config expects a dataset built with --features {config.expect_features}; "
                          f"{config.dataset} has {info['features']}")
@@ -414,7 +415,7 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dic
         process_count=pc, symmetry=config.input.symmetry, history=config.input.history_dropout,
         history_p=config.input.history_p, keep_probs=tuple(config.input.history_keep_probs),
         window_blocks=config.input.window_blocks, block_rows=config.input.block_rows,
-        workers=config.input.workers, host_dtype=config.input.host_dtype)
+        workers=config.input.workers, host_dtype=config.input.host_dtype, add_planes=config.input.add_planes)
     prefetch = writer = None
     try:
         if data_state is not None:
@@ -444,7 +445,8 @@ def _fit_memory(train_fn, state, config, mesh, info, *, value: bool) -> dict:
     estimate this process's memory from it, and refuse a run that cannot fit (:mod:`kifunet.train.memory`)."""
     batch = memory.abstract_batch(config, mesh, board_size=info["board_size"], num_planes=info["num_planes"])
     compiled = train_fn.lower(state, batch, parallel.empty_window(mesh, value=value)).compile()
-    rows = input_pipeline.block_source(config.dataset, config.train_split, config.input.block_rows).block_rows
+    rows = input_pipeline.block_source(config.dataset, config.train_split, config.input.block_rows,
+                                       config.input.add_planes).block_rows
     est = memory.estimate(compiled, config, mesh, board_size=info["board_size"], num_planes=info["num_planes"],
                           block_rows=rows)
     memory.check(est, config, model=config.model.name)

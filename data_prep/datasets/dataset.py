@@ -57,9 +57,12 @@ def parse_tfds(spec: str) -> tuple[str, str | None]:
     return name, (data_dir if sep else os.environ.get("TFDS_DATA_DIR") or None)
 
 
-def open_split(spec, split: str = "train", *, assemble: bool = True, require_rows: bool = False) -> DatasetSplit:
+def open_split(spec, split: str = "train", *, assemble: bool = True, require_rows: bool = False,
+               add_planes: str = "") -> DatasetSplit:
     """The split ``split`` of the dataset ``spec`` (see the module docstring), files not yet open.
 
+    ``add_planes``: read it with constant-only feature sets added to its own (e.g. ``rank_planes``;
+    :meth:`DatasetSplit.add_constant_planes`).
     ``assemble=False``: batches hold the stored planes (``stored``) instead of the full ``planes``.
     ``require_rows``: raise :class:`EmptySplitError` for a split without rows. A spec that is no finished
     dataset raises :class:`NotADatasetError`, an unknown split :class:`UnknownSplitError`.
@@ -73,7 +76,7 @@ def open_split(spec, split: str = "train", *, assemble: bool = True, require_row
         out = Reader(os.fspath(spec), split, assemble=assemble)
     if require_rows and len(out) == 0:
         raise EmptySplitError.at(os.fspath(spec), split)
-    return out
+    return out.add_constant_planes(add_planes)
 
 
 def verify_dataset(spec) -> list:
@@ -118,10 +121,10 @@ def verify_dataset(spec) -> list:
     return out
 
 
-def describe(spec, split: str) -> dict:
+def describe(spec, split: str, add_planes: str = "") -> dict:
     """Shape facts of a split: ``rows``, ``board_size``, ``features``, ``num_planes``, ``shards``; its files are
     checked first (:meth:`DatasetSplit.verify`; what the trainer sets a run up from, so a damaged file is reported
     before the model is built, and the training pipeline's own check in this process is then free)."""
-    with open_split(spec, split) as s:
+    with open_split(spec, split, add_planes=add_planes) as s:
         s.verify()
         return s.describe()

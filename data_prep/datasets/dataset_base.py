@@ -164,6 +164,25 @@ class DatasetSplit(abc.ABC):
         """Close open files (they reopen on the next read)."""
 
     # -- shared ------------------------------------------------------------------------------------------
+    added_planes: str = ""
+
+    def add_constant_planes(self, extra: str) -> "DatasetSplit":
+        """Read the split as its feature set plus the constant-only sets ``extra`` (e.g. ``rank_planes``, made at
+        load time from the stored columns: :func:`kifunet.data_prep.planes.features.with_constant_planes`);
+        ``feature_name`` and ``num_planes`` change, the stored planes do not. Returns ``self``."""
+        if not extra:
+            return self
+        from ..planes import features
+
+        name = features.with_constant_planes(self.feature_name, extra)
+        missing = sorted({f.column for f in features.get(extra).features} - set(self.columns))
+        if missing:
+            raise ValueError(f"{self.root}: cannot add {extra} planes: no column {', '.join(missing)}")
+        self.feature_name, self.added_planes = name, extra
+        self.num_planes += features.get(extra).num_planes
+        self._fs = None
+        return self
+
     @property
     def feature_set(self):
         """The feature set the split was built with (checked against this code's version and planes)."""

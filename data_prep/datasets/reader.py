@@ -100,13 +100,14 @@ class Reader(DatasetSplit):
     # -- pickling: no open files travel (what this process verified does) ----------------------------------
     def __getstate__(self):
         return {"root": self.root, "split": self.split, "assemble": self.assemble, "cache_bytes": self.cache_bytes,
-                "check_version": self.check_version,
+                "check_version": self.check_version, "added_planes": self.added_planes,
                 "verified": verify_mod.found_entries(self.shard_paths + [self.games_path])}
 
     def __setstate__(self, st):
         verify_mod.adopt(st.get("verified"))
         self.__init__(st["root"], st["split"], assemble=st["assemble"], cache_bytes=st["cache_bytes"],
                       check_version=st["check_version"])
+        self.add_constant_planes(st.get("added_planes", ""))
 
     def file_checks(self) -> list:
         """Every shard against its manifest entry (sha256, rows) and the games table against its sha256 (when

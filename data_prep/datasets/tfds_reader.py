@@ -170,12 +170,13 @@ class TfdsReader(DatasetSplit):
 
     def __getstate__(self):
         return {"dataset": self.builder_dir, "split": self.split, "assemble": self.assemble,
-                "check_version": self.check_version,
+                "check_version": self.check_version, "added_planes": self.added_planes,
                 "verified": verify_mod.found_entries([p for p, _, _ in self._files])}
 
     def __setstate__(self, st):
         verify_mod.adopt(st.get("verified"))
         self.__init__(st["dataset"], st["split"], assemble=st["assemble"], check_version=st["check_version"])
+        self.add_constant_planes(st.get("added_planes", ""))
 
     def file_checks(self) -> list:
         """Every array_record file of the split: its records and, where the metadata records it, its sha256."""

@@ -36,6 +36,10 @@ qiqiao     10      black stones as they stood after each of black's last 4 moves
 Addable group ``nogo_liberties`` (4 planes, NoGoZero+): liberty points of pla chains with 1 and with 2
 liberties, then of opp chains with 1 and 2. Combine with ``+``: ``get("agz+nogo_liberties")`` (21 planes).
 
+Addable group ``rank_planes`` (9 constant planes, Maddison's rank planes ``rank_dan_9``): all constant, so it adds
+nothing to what a build stores; a dataset built with a set ``S`` can be read as ``S+rank_planes``
+(:func:`constant_extension`; the trainer's ``input.add_planes``), which is how the ``gonn`` set gets rank planes.
+
 The ``qiqiao`` set is our reading of the seed (Qiqiao/CleverGo, 9x9: "4 matrices of black stones over the last 4
 steps, 4 of white, one for the side to move, one for the previous move, all 0 after a pass") and of its reference
 code, CleverGo's ``GoEngine._update_state_step`` (``state_format='separated'``, ``record_step=4``,
@@ -570,10 +574,12 @@ SETS: dict[str, FeatureSet] = {
         _set("gonn", 1, ["ones", "pla_opp_stones", "gonn_liberties", "gonn_liberties_after", "ko_ban",
                          "previous_moves_5", "gonn_ladders"]),
         _set("nogo_liberties", 1, ["nogo_liberties"]),
+        _set("rank_planes", 1, ["rank_dan_9"]),
         _set("qiqiao", 1, ["colour_history_4", "white_to_move", "previous_move"]),
     ]
 }
-PLANE_COUNTS = {"maddison": 36, "alphago": 48, "agz": 17, "gonn": 26, "nogo_liberties": 4, "qiqiao": 10}
+PLANE_COUNTS = {"maddison": 36, "alphago": 48, "agz": 17, "gonn": 26, "nogo_liberties": 4, "qiqiao": 10,
+                "rank_planes": 9}
 
 
 def names() -> list[str]:
@@ -590,3 +596,32 @@ def get(name: str) -> FeatureSet:
     except KeyError as e:
         raise KeyError(f"unknown feature set {e.args[0]!r}; known: {', '.join(names())}") from None
     return fs
+
+
+def with_constant_planes(name: str, extra: str) -> str:
+    """The name of set ``name`` followed by the sets ``extra`` (``a+b``; "" adds nothing), checking that ``extra``
+    adds constant planes only, so a dataset built with ``name`` stores every plane the result needs."""
+    if not extra:
+        return name
+    added = get(extra)
+    stored = [f.name for f in added.features if not f.constant]
+    if stored:
+        raise ValueError(f"{extra!r} adds stored planes ({', '.join(stored)}); only constant planes can be added "
+                         f"to a built dataset (known constant-only sets: "
+                         f"{', '.join(n for n in names() if all(f.constant for f in SETS[n].features))})")
+    return f"{name}+{extra}"
+
+
+def constant_extension(base: str, name: str) -> str | None:
+    """``extra`` when ``name`` is ``with_constant_planes(base, extra)`` ("" when ``name == base``), else None: how
+    a net trained on set ``name`` reads a dataset built with ``base``."""
+    if name == base:
+        return ""
+    if not name.startswith(base + "+"):
+        return None
+    extra = name[len(base) + 1:]
+    try:
+        with_constant_planes(base, extra)
+    except (KeyError, ValueError):
+        return None
+    return extra

@@ -65,6 +65,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.input.workers = 1  # grain worker processes building windows; 0 = a thread of the main process
     c.input.host_dtype = "uint8"  # planes leave the host as uint8 (cast on the device) | float32 | bfloat16
     c.input.prefetch = 2  # batches put on the devices ahead of the step
+    c.input.add_planes = ""  # constant-only feature sets read on top of the dataset's, e.g. "rank_planes"
 
     c.eval_batch_size = 1024  # global
     c.eval_every_positions = 1_000_000

@@ -54,6 +54,9 @@ def get_config():
     k.head_pooled = 8
     k.head_global_pool = True  # the keys the table's rows switch (an override cannot add a key)
     k.activation = "prelu"
+    k.wide_blocks = ()  # issue 34's rows (added later: the model's defaults, so the earlier rows ran with them)
+    k.chain_blocks = ()
+    k.chain_channels = 0
     c.batch_size = 128
     c.eval_batch_size = 1000
     c.train_positions = 600_000
