@@ -9,6 +9,8 @@ module                      what it holds
 ``evaluate``                ``Predictor`` (model + feature set -> logits), ``evaluate`` a split, result JSON
 ``runs``                    run directories for eval and the notebooks; ``load_run`` (a Predictor of
                             :func:`kifunet.train.nets.load_net`)
+``probes``                  the probe positions (``probes.sgf``, long-distance tactics: ladders, races, far-away
+                            defence, second eyes) and a net's top-1 / top-5 on them (``kifunet eval --probes``)
 ``published``               ``published.toml``: every published row with its dataset spec
 ``tables``                  our results beside the published rows (Markdown, HTML)
 ``board_image``             a position with the policy as a heatmap over legal points, top-k labelled

@@ -2,12 +2,14 @@
 
     python scripts/ingredients.py list                     # the rows: name, change, command
     python scripts/ingredients.py run base base_seed1 relu # train each row (15 min) and keep its metrics
+    python scripts/ingredients.py probes base              # score a row's trained net on the probe set again
     python scripts/ingredients.py table                    # the markdown table of the kept rows
 
 A row trains in ``runs/ingredients/ROW`` on ``data/kgs_FEATURES`` (``kifunet build ../shared/data/kgs/*.tar.gz
 --out data/kgs_gonn --features gonn --preset gonn-kgs``, likewise ``maddison`` and ``alphago``), then keeps its
 ``config.json``, ``metrics_train.jsonl``, ``metrics_eval.jsonl`` and ``row.json`` (the command, the wall time
-and the load average before and after) in ``benchmarks/results/ingredients/ROW/``: a few kB each, committed. A
+and the load average before and after) and ``probes.json`` (the trained net's scores on the probe set,
+:mod:`kifunet.eval.probes`) in ``benchmarks/results/ingredients/ROW/``: a few kB each, committed. A
 row already kept is not run again (delete its folder to redo it). The table compares each row's final
 evaluation (the first 100,000 test rows) with the mean of the baseline's seeds and prints the seeds' spread
 beside every difference.
@@ -105,7 +107,25 @@ def run(name: str, data_root: Path) -> Path:
                   loadavg_after=[round(x, 2) for x in load_after],
                   date=time.strftime("%Y-%m-%d %H:%M", time.gmtime()))
     (kept / "row.json").write_text(json.dumps(record, indent=1) + "\n")
+    score_probes(name)
     return kept
+
+
+def score_probes(name: str) -> Path:
+    """The probe set's scores (:mod:`kifunet.eval.probes`) of row ``name``'s trained net (``runs/ingredients/ROW``,
+    its last checkpoint), kept as ``probes.json`` beside its metrics: top-1 and top-5 per category."""
+    from kifunet.eval import probes
+    from kifunet.eval.runs import load_run
+
+    work = REPO / "runs" / "ingredients" / name
+    res = probes.score(load_run(str(work)), probes.load_probes())
+    res["net"] = {k: (os.path.relpath(v, REPO) if k in ("workdir", "checkpoint") and isinstance(v, str) else v)
+                  for k, v in res["net"].items()}
+    out = KEPT / name / "probes.json"
+    out.write_text(json.dumps(res, indent=1) + "\n")
+    print(f"ingredients: {name}: probes top-1 {100 * res['overall']['top1']:.1f}%, top-5 "
+          f"{100 * res['overall']['top5']:.1f}% ({out})", file=sys.stderr)
+    return out
 
 
 def summary(kept: Path) -> dict:
@@ -116,8 +136,10 @@ def summary(kept: Path) -> dict:
     evals, train = read_jsonl(str(kept / "metrics_eval.jsonl")), read_jsonl(str(kept / "metrics_train.jsonl"))
     final = evals[-1]
     rates = sorted(r["positions_per_s"] for r in train if "positions_per_s" in r)
+    probes = json.loads((kept / "probes.json").read_text())["overall"] if (kept / "probes.json").exists() else None
     return dict(row, top1=100 * final["top1"], nats=final["nats"], eval_rows=int(final["eval_positions"]),
-                positions=int(final["positions"]), rate=rates[len(rates) // 2])
+                positions=int(final["positions"]), rate=rates[len(rates) // 2],
+                probes=None if probes is None else (100 * probes["top1"], 100 * probes["top5"]))
 
 
 def table(rows: dict[str, dict]) -> str:
@@ -129,14 +151,16 @@ def table(rows: dict[str, dict]) -> str:
     bn = sum(r["nats"] for r in base) / len(base)
     s1 = max(r["top1"] for r in base) - min(r["top1"] for r in base)
     sn = max(r["nats"] for r in base) - min(r["nats"] for r in base)
-    out = ["| row | change | positions | pos/s (median) | top-1 % | Δ top-1 (seed spread) | nats | Δ nats (seed spread) |",
-           "|---|---|---:|---:|---:|---:|---:|---:|"]
+    out = ["| row | change | positions | pos/s (median) | top-1 % | Δ top-1 (seed spread) | nats | Δ nats (seed spread) "
+           "| probes top-1 / top-5 % |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name in ROWS:
         if name not in rows:
             continue
         r = rows[name]
         out.append(f"| `{name}` | {r['change']} | {r['positions']:,} | {r['rate']:,.0f} | {r['top1']:.2f} | "
-                   f"{r['top1'] - b1:+.2f} ({s1:.2f}) | {r['nats']:.4f} | {r['nats'] - bn:+.4f} ({sn:.4f}) |")
+                   f"{r['top1'] - b1:+.2f} ({s1:.2f}) | {r['nats']:.4f} | {r['nats'] - bn:+.4f} ({sn:.4f}) | "
+                   + ("not scored |" if r.get("probes") is None else f"{r['probes'][0]:.1f} / {r['probes'][1]:.1f} |"))
     for pair in SEED_ROWS:
         if all(n in rows for n in pair):
             a, b = (rows[n] for n in pair)
@@ -152,6 +176,8 @@ def main(argv=None) -> int:
     r = sub.add_parser("run", help="train rows and keep their metrics")
     r.add_argument("rows", nargs="+", choices=sorted(ROWS))
     r.add_argument("--data-root", type=Path, default=Path("data"), help="where data/kgs_FEATURES are (default data)")
+    pr = sub.add_parser("probes", help="score rows' trained nets (runs/ingredients/ROW) on the probe set")
+    pr.add_argument("rows", nargs="+", choices=sorted(ROWS))
     sub.add_parser("table", help="the markdown table of the kept rows")
     args = p.parse_args(argv)
     if args.what == "list":
@@ -160,6 +186,9 @@ def main(argv=None) -> int:
     elif args.what == "run":
         for name in args.rows:
             run(name, args.data_root)
+    elif args.what == "probes":
+        for name in args.rows:
+            score_probes(name)
     else:
         kept = {d.name: summary(d) for d in sorted(KEPT.iterdir()) if (d / "row.json").exists()} if KEPT.is_dir() else {}
         print(table(kept))

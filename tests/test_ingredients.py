@@ -129,8 +129,11 @@ def test_table_against_the_mean_of_the_seeds_with_their_spread(tmp_path):
     assert len(lines) == 7 and lines[5] == ""
     assert lines[6] == "Seed spread of `base` / `base_seed1`: 1.00 points top-1, 0.0200 nats."
     assert lines[4] == ("| `relu` | ReLU instead of PReLU | 640,000 | 900 | 39.50 | -1.00 (1.00) | 2.4200 | "
-                        "+0.0300 (0.0200) |")
-    assert "| 710 | 40.00 | -0.50 (1.00) | 2.4000 | +0.0100 (0.0200) |" in lines[2]
+                        "+0.0300 (0.0200) | not scored |")
+    assert "| 710 | 40.00 | -0.50 (1.00) | 2.4000 | +0.0100 (0.0200) | not scored |" in lines[2]
+    (tmp_path / "relu" / "probes.json").write_text(json.dumps({"overall": {"top1": 0.125, "top5": 0.5}}))
+    rows["relu"] = ing.summary(tmp_path / "relu")
+    assert ing.table(rows).splitlines()[4].endswith("| +0.0300 (0.0200) | 12.5 / 50.0 |")
     rows["constant"] = _kept(tmp_path, "constant", 0.38, 2.5, [650])
     rows["constant_seed1"] = _kept(tmp_path, "constant_seed1", 0.3925, 2.45, [650])
     assert ing.table(rows).splitlines()[-1] == ("Seed spread of `constant` / `constant_seed1`: 1.25 points top-1, "

@@ -2,7 +2,11 @@
 for a net with a value head also its value MSE (beside the constant predictor's) and winner accuracy, overall and
 by game phase (the rules: :mod:`kifunet.eval.metrics`). Without ``--checkpoint`` it evaluates the default net
 (:func:`kifunet.paths.default_net`), says so on its first line, and writes its result under
-``runs/DEFAULT_NET/eval/`` (never into the shipped net's folder)."""
+``runs/DEFAULT_NET/eval/`` (never into the shipped net's folder).
+
+``kifunet eval --probes [FILE] [--checkpoint RUN]`` scores the net on the probe set instead (:mod:`kifunet.eval.probes`;
+default the shipped ``eval/probes.sgf``): top-1 and top-5 per category beside a uniform legal choice's, JSON with
+``--out`` (default ``RUN/eval/probes.json``, for the default net under ``runs/``)."""
 
 from __future__ import annotations
 
@@ -20,6 +24,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", metavar="RUN",
                    help="training run directory (its latest checkpoint) or a checkpoint step directory in it "
                         "(default: the default net, kifunet.paths.DEFAULT_NET)")
+    p.add_argument("--probes", nargs="?", const="", default=None, metavar="FILE",
+                   help="score the net on the probe positions (default file: the shipped eval/probes.sgf) instead of "
+                        "a dataset split: top-1 / top-5 per category")
     p.add_argument("--data", metavar="DATASET", help="a directory written by `kifunet build` (or tfds:DIR, a TFDS "
                    "go_moves dataset)")
     p.add_argument("--split", default="test", help="split name (default test)")
@@ -117,8 +124,10 @@ def run(args) -> int:
             save_result(res, args.out)
             print(f"\nwrote {args.out}")
         return 0
+    if args.probes is not None:
+        return _run_probes(args)
     if not args.data:
-        raise CommandError("--data is required (or --merge PART.json ...)")
+        raise CommandError("--data is required (or --merge PART.json ..., or --probes)")
     phases = _check_options(args) or metrics.PHASE_STARTS
     default_net = not args.checkpoint
     if default_net:
@@ -151,5 +160,57 @@ def run(args) -> int:
         out = os.path.join(paths.runs_dir(), paths.DEFAULT_NET, "eval", os.path.basename(out))
     if out != "-":
         save_result(res, out)
+        print(f"\nwrote {out}")
+    return 0
+
+
+def _run_probes(args) -> int:
+    from kifunet import paths
+    from kifunet.eval import probes as P
+    from kifunet.eval.runs import load_run
+    from kifunet.train.nets import find_workdir
+
+    other = [flag for flag, given in (("--data", args.data), ("--merge", args.merge), ("--ensemble", args.ensemble),
+                                      ("--limit", args.limit is not None), ("--start", args.start),
+                                      ("--phase-starts", args.phase_starts)) if given]
+    if other:
+        raise CommandError(f"--probes scores the probe set (single pass, legal moves only): drop {', '.join(other)}")
+    if args.cpu_devices < 0:
+        raise CommandError(f"--cpu-devices must be at least 0, not {args.cpu_devices}")
+    as_rank = None
+    if args.as_rank is not None:
+        from kifunet.data_prep import ranks
+
+        as_rank = ranks.parse_rank(args.as_rank)
+        if as_rank == ranks.UNKNOWN and args.as_rank.strip().lower() not in ("unknown", "?"):
+            raise CommandError(f"--as-rank {args.as_rank!r} is not a rank: give e.g. 1d, 5d, 9d, 3k, 9p or unknown")
+    try:
+        probes = P.load_probes(args.probes or None)
+    except ValueError as e:
+        raise CommandError(e) from e
+    default_net = not args.checkpoint
+    if default_net:
+        args.checkpoint = str(paths.default_net())
+        print(f"net: the default net {args.checkpoint} (no --checkpoint)", flush=True)
+    run_dir = find_workdir(args.checkpoint)
+    from kifunet.train.parallel import use_cpu_devices
+
+    use_cpu_devices(args.cpu_devices)
+    try:
+        res = P.score(load_run(args.checkpoint), probes, as_rank=as_rank)
+    except (KeyError, ValueError) as e:  # a checkpoint that does not fit, a net for another board size
+        raise CommandError(e) from e
+    res["probes_file"] = os.path.abspath(args.probes) if args.probes else "eval/probes.sgf (shipped)"
+    print(P.format_score(res))
+    out = args.out or os.path.join(str(run_dir), "eval", "probes.json")
+    if default_net and not args.out:  # the shipped net's folder is package data: its results go to runs/
+        out = os.path.join(paths.runs_dir(), paths.DEFAULT_NET, "eval", "probes.json")
+    if out != "-":
+        import json
+
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, "w") as f:
+            json.dump(res, f, indent=1)
+            f.write("\n")
         print(f"\nwrote {out}")
     return 0
