@@ -66,5 +66,13 @@ def test_train_and_eval_a_net_with_rank_planes_on_gonn(ds_gonn, tmp_path, capsys
     capsys.readouterr()
     assert cli_main(["eval", "--checkpoint", str(wd), "--data", ds_gonn, "--split", "test", "--out", str(out),
                      "--no-progress"]) == 0
+    from kifunet.data_prep import ranks
+    from kifunet.data_prep.game import BLACK
+    from kifunet.play.policy import load_policy
+
+    pol = load_policy(wd, rank=ranks.parse_rank("5d"))  # what show and gtp play with
+    planes = pol.planes([], BLACK)
+    assert planes.shape[-1] == 35 and (planes[..., 26:] == np.eye(9, dtype=planes.dtype)[4]).all()
+    assert pol.probabilities([], BLACK).shape == (82,)
     res = json.loads(out.read_text())
     assert res["run"]["feature_set"] == "gonn+rank_planes" and res["results"]["single"]["count"] > 0
