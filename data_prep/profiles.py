@@ -1,0 +1,271 @@
+"""Game profiles: who played a move, when, where and how (issue 33), and their encoding as one float vector.
+
+A :class:`Profile` holds what a record says about the position's game, each field optional (``None`` = unknown):
+
+=================  ==============================================  ==========================================
+field              values                                          read from
+=================  ==============================================  ==========================================
+``rank``           the mover's rank (:mod:`kifunet.data_prep.ranks`  ``BR``/``WR`` of the colour to move
+                   scale: 30k = -30 .. 1d = 0 .. 9d = 8, 1p = 9 ..
+                   9p = 17)
+``opponent_rank``  the other player's, same scale                  the other colour's ``BR``/``WR``
+``date``           days since 1970-01-01 (int)                     ``DT`` (its first date), else the middle
+                                                                   of the year it names
+``source``         one of :data:`SOURCES`                          the build's ``--source``, else
+                                                                   :func:`source_of` (``PC``, ``AP``, path)
+``time_control``   one of :data:`TIME_CONTROLS`                    :func:`time_control_of` (``TM``, ``OT``;
+                                                                   Fox's ``TC``/``TT``)
+``handicap``       stones, 0..9 (``HA``; 0 when absent)            ``HA``
+``komi``           points (float)                                  ``KM`` (as :mod:`kifunet.data_prep.sgf`
+                                                                   reads it; unknown when absent or absurd)
+=================  ==============================================  ==========================================
+
+The vector (:func:`encode`, float32, :data:`SIZE` = 46 numbers; every unknown field is all zeros but its flag):
+
+======  =====  ===============================================================================================
+offset  count  meaning
+======  =====  ===============================================================================================
+0       7      mover's rank: strength ``s / 10`` where ``s`` = kyu-dan axis (30k = -29 .. 1k = 0, 1d = 1 ..
+               9d = 9, 1p = 9.25 .. 9p = 11.25: pros a little above 9d, 0.25 per pro dan); one-hot band
+               (kyu 10k and weaker, 9k-1k, 1d-4d, 5d-9d, pro: 5); unknown flag (1)
+7      7      the opponent's rank, likewise
+14     14     date: ``sin`` and ``cos`` of ``2 pi t / P`` for periods P = 2, 4, 8, 16, 32, 64 years (12), the
+               linear ``(year - 2000) / 20`` with fractional years (1), unknown flag (1); ``t`` in years since
+               1970 (365.25 days)
+28     8      source: one-hot of :data:`SOURCES` (7), unknown flag (1)
+36     6      time control: one-hot of :data:`TIME_CONTROLS` (5), unknown flag (1)
+42     2      handicap: ``stones / 9`` (1), ``1`` when a handicap game (1)
+44     2      komi: ``(komi - 6.5) / 10`` (1), unknown flag (1)
+======  =====  ===============================================================================================
+
+So an all-unknown profile (:data:`UNKNOWN_PROFILE`) encodes as its six unknown flags and zeros elsewhere
+(handicap 0 counts as known: a record without ``HA`` is an even game).
+
+Time control classes, by the seconds a player has for a 100-move game (``TM`` main time plus, per move
+beyond what main time covers, the overtime's seconds per move: byo-yomi ``N x S`` gives ``S`` a move, Canadian
+``M/S`` gives ``S / M``; absolute time only ``TM``): ``blitz`` under 10 minutes, ``fast`` under 30, ``normal``
+under 90, ``slow`` under a day, ``correspondence`` a day or more. Main time alone counts as covering the
+100 moves. No ``TM`` and no ``OT`` (or text neither reads) is unknown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import math
+import re
+
+import numpy as np
+
+from kifunet.data_prep import ranks
+
+SOURCES = ("kgs", "fox", "ogs", "tygem", "gogod", "go4go", "other")
+TIME_CONTROLS = ("blitz", "fast", "normal", "slow", "correspondence")
+PERIODS_YEARS = (2, 4, 8, 16, 32, 64)
+RANK_BANDS = ("kyu_10_plus", "kyu_1_9", "dan_1_4", "dan_5_9", "pro")
+SIZE = 7 + 7 + 2 * len(PERIODS_YEARS) + 2 + len(SOURCES) + 1 + len(TIME_CONTROLS) + 1 + 2 + 2
+OFFSETS = {"rank": 0, "opponent_rank": 7, "date": 14, "source": 28, "time_control": 36, "handicap": 42,
+           "komi": 44}
+_EPOCH = datetime.date(1970, 1, 1)
+_DAYS_PER_YEAR = 365.25
+_TIME_LIMITS = (600.0, 1800.0, 5400.0, 86400.0)  # blitz < 10 min <= fast < 30 <= normal < 90 <= slow < 1 day
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """What is known of a position's game (``None``: unknown); see the module docstring's table."""
+
+    rank: int | None = None
+    opponent_rank: int | None = None
+    date: int | None = None
+    source: str | None = None
+    time_control: str | None = None
+    handicap: int = 0
+    komi: float | None = None
+
+    def __post_init__(self):
+        for name in ("rank", "opponent_rank"):
+            v = getattr(self, name)
+            if v is not None and not ranks.MIN <= int(v) <= ranks.MAX:
+                raise ValueError(f"{name} {v} is not a rank (the scale runs {ranks.MIN}..{ranks.MAX})")
+        if self.source is not None and self.source not in SOURCES:
+            raise ValueError(f"source {self.source!r}: one of {', '.join(SOURCES)}")
+        if self.time_control is not None and self.time_control not in TIME_CONTROLS:
+            raise ValueError(f"time control {self.time_control!r}: one of {', '.join(TIME_CONTROLS)}")
+        if not 0 <= int(self.handicap) <= 9:
+            raise ValueError(f"handicap {self.handicap}: 0..9 stones")
+        if self.komi is not None and not math.isfinite(self.komi):
+            raise ValueError(f"komi {self.komi} is not a number")
+
+
+UNKNOWN_PROFILE = Profile()
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+def days_since_epoch(date_text: str | None, year: int | None = None) -> int | None:
+    """Days since 1970-01-01 of the first date in an SGF ``DT`` (``2017-01-31``, ``2017-01-31,02-01``,
+    ``2017-01``, ``2017``), else of 1 July of ``year``; None when neither gives a date."""
+    m = re.match(r"\s*(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?", date_text or "")
+    y, mo, d = (int(m.group(1)), m.group(2), m.group(3)) if m else (year, None, None)
+    if not y or not 1 <= y <= 9999:
+        return None
+    try:
+        day = datetime.date(y, int(mo) if mo else 7, int(d) if d else 1)
+    except ValueError:  # month 13, 31 February: the year alone
+        day = datetime.date(y, 7, 1)
+    return (day - _EPOCH).days
+
+
+_SOURCE_MARKS = (("kgs", ("gokgs", "kgs go server", "kiseido go server")), ("fox", ("foxwq", "野狐", "fox")),
+                 ("ogs", ("online-go.com", "ogs")), ("tygem", ("tygem", "타이젬")), ("gogod", ("gogod",)),
+                 ("go4go", ("go4go",)))
+
+
+def source_of(place: str = "", application: str = "", path: str = "") -> str | None:
+    """The server or collection a record comes from, by the first of :data:`SOURCES` whose mark is in its ``PC``,
+    then its ``AP``, then its path (case-insensitive); None when nothing names one."""
+    for text in (place, application, path):
+        t = (text or "").casefold()
+        for name, marks in _SOURCE_MARKS:
+            if any(mark in t for mark in marks):
+                return name
+    return None
+
+
+def _seconds(text: str) -> float | None:
+    t = (text or "").strip().casefold()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|sec|seconds?|m|min|minutes?|h|hours?)?", t)
+    if not m:
+        return None
+    unit = (m.group(2) or "s")[0]
+    return float(m.group(1)) * {"s": 1.0, "m": 60.0, "h": 3600.0}[unit]
+
+
+def overtime_seconds_per_move(text: str) -> float | None:
+    """Seconds a move of ``OT``: byo-yomi ``5x30 byo-yomi`` -> 30, Canadian ``25/600 Canadian`` -> 24, ``0``
+    or ``none`` -> 0 (absolute time); None for text it does not read."""
+    t = (text or "").strip().casefold()
+    if t in ("", "none", "0", "absolute"):
+        return 0.0 if t else None
+    m = re.match(r"(\d+)\s*[x×*]\s*(\d+(?:\.\d+)?)\s*(?:s|sec)?\b.*byo", t)
+    if m:
+        return float(m.group(2))
+    m = re.match(r"(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*(?:s|sec)?\b.*canad", t)
+    if m and int(m.group(1)) > 0:
+        return float(m.group(2)) / int(m.group(1))
+    m = re.match(r"(\d+(?:\.\d+)?)\s*(?:s|sec)?\s*fischer", t)
+    if m:
+        return float(m.group(1))
+    return None
+
+
+def time_control_of(main_time: str = "", overtime: str = "") -> str | None:
+    """The class of :data:`TIME_CONTROLS` of ``TM`` (seconds) and ``OT`` (module docstring), None when unknown."""
+    main = _seconds(main_time) if (main_time or "").strip() else None
+    per_move = overtime_seconds_per_move(overtime) if (overtime or "").strip() else None
+    if main is None and per_move is None:
+        return None
+    total = (main or 0.0) + 100 * (per_move or 0.0)
+    for name, limit in zip(TIME_CONTROLS, _TIME_LIMITS):
+        if total < limit:
+            return name
+    return TIME_CONTROLS[-1]
+
+
+# ---------------------------------------------------------------------------------------------------- encoding
+def _strength(rank: int) -> float:
+    if rank < 0:
+        return float(rank + 1)  # 1k = 0, 30k = -29
+    if rank <= 8:
+        return float(rank + 1)  # 1d = 1 .. 9d = 9
+    return 9.0 + 0.25 * (rank - 8)  # 1p = 9.25 .. 9p = 11.25
+
+
+def _band(rank: int) -> int:
+    if rank <= -10:
+        return 0
+    if rank < 0:
+        return 1
+    if rank <= 3:
+        return 2
+    if rank <= 8:
+        return 3
+    return 4
+
+
+def _rank_part(out: np.ndarray, rank: int | None) -> None:
+    if rank is None:
+        out[6] = 1.0
+        return
+    out[0] = _strength(int(rank)) / 10.0
+    out[1 + _band(int(rank))] = 1.0
+
+
+def encode(p: Profile) -> np.ndarray:
+    """The float32 vector of ``p`` (:data:`SIZE` numbers; the module docstring's table)."""
+    v = np.zeros(SIZE, np.float32)
+    _rank_part(v[0:7], p.rank)
+    _rank_part(v[7:14], p.opponent_rank)
+    d = v[14:28]
+    if p.date is None:
+        d[13] = 1.0
+    else:
+        years = p.date / _DAYS_PER_YEAR
+        for i, period in enumerate(PERIODS_YEARS):
+            d[2 * i] = math.sin(2 * math.pi * years / period)
+            d[2 * i + 1] = math.cos(2 * math.pi * years / period)
+        d[12] = (1970.0 + years - 2000.0) / 20.0
+    s = v[28:36]
+    s[SOURCES.index(p.source) if p.source is not None else len(SOURCES)] = 1.0
+    t = v[36:42]
+    t[TIME_CONTROLS.index(p.time_control) if p.time_control is not None else len(TIME_CONTROLS)] = 1.0
+    v[42] = p.handicap / 9.0
+    v[43] = float(p.handicap > 0)
+    if p.komi is None:
+        v[45] = 1.0
+    else:
+        v[44] = (p.komi - 6.5) / 10.0
+    return v
+
+
+def parse(text: str) -> Profile:
+    """A profile from ``key=value`` pairs separated by commas, as the command line takes it: ``rank=7d``,
+    ``opponent_rank=5d``, ``date=2016-03-09`` (or ``year=2010``), ``source=kgs``, ``time=fast``, ``handicap=2``,
+    ``komi=6.5``; keys left out are unknown (``handicap``: 0). A bad key or value is a ``ValueError`` naming it."""
+    fields: dict = {}
+    for part in filter(None, (x.strip() for x in (text or "").split(","))):
+        key, sep, value = part.partition("=")
+        key, value = key.strip().casefold(), value.strip()
+        if not sep or not value:
+            raise ValueError(f"profile: {part!r} is not key=value")
+        if key in ("rank", "opponent_rank", "opponent"):
+            r = ranks.parse_rank(value)
+            if r == ranks.UNKNOWN:
+                raise ValueError(f"profile: {key}={value!r} is not a rank (e.g. 5k, 7d, 9p)")
+            fields["opponent_rank" if key != "rank" else "rank"] = r
+        elif key in ("date", "year"):
+            days = days_since_epoch(value) if key == "date" else (days_since_epoch("", int(value))
+                                                                  if value.isdigit() else None)
+            if days is None:
+                raise ValueError(f"profile: {key}={value!r} is not a {'date (YYYY-MM-DD)' if key == 'date' else 'year'}")
+            fields["date"] = days
+        elif key == "source":
+            fields["source"] = value.casefold()
+        elif key in ("time", "time_control"):
+            fields["time_control"] = value.casefold()
+        elif key == "handicap":
+            if not value.isdigit():
+                raise ValueError(f"profile: handicap={value!r} is not a number of stones")
+            fields["handicap"] = int(value)
+        elif key == "komi":
+            try:
+                fields["komi"] = float(value)
+            except ValueError:
+                raise ValueError(f"profile: komi={value!r} is not a number") from None
+        else:
+            raise ValueError(f"profile: unknown key {key!r} (rank, opponent_rank, date, year, source, time, "
+                             f"handicap, komi)")
+    try:
+        return Profile(**fields)
+    except ValueError as e:
+        raise ValueError(f"profile: {e}") from None
