@@ -261,7 +261,8 @@ def _legality_by_name(fs):
     return tuple(range(int(offsets[lib[0]]), int(offsets[lib[0] + 1]))) if lib else None
 
 
-@pytest.mark.parametrize("name", ["maddison", "alphago", "agz", "gonn", "nogo_liberties", "agz+nogo_liberties"])
+@pytest.mark.parametrize("name", ["maddison", "alphago", "agz", "gonn", "nogo_liberties", "agz+nogo_liberties",
+                                  "rank_planes", "gonn+rank_planes"])
 def test_declared_history_and_legality_match_the_old_name_rules(name):
     from kifunet.train import windows
 
@@ -276,7 +277,7 @@ def test_declared_history_and_legality_match_the_old_name_rules(name):
 
 def test_every_registered_set_is_covered_by_the_declaration_test():
     # qiqiao came after the name rules: tests/test_features_qiqiao.py::test_set_declarations checks its declarations
-    assert set(features.names()) <= {"maddison", "alphago", "agz", "gonn", "nogo_liberties", "qiqiao"}
+    assert set(features.names()) <= {"maddison", "alphago", "agz", "gonn", "nogo_liberties", "qiqiao", "rank_planes"}
 
 
 def test_feature_declarations_are_checked():

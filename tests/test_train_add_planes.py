@@ -76,3 +76,14 @@ def test_train_and_eval_a_net_with_rank_planes_on_gonn(ds_gonn, tmp_path, capsys
     assert pol.probabilities([], BLACK).shape == (82,)
     res = json.loads(out.read_text())
     assert res["run"]["feature_set"] == "gonn+rank_planes" and res["results"]["single"]["count"] > 0
+
+
+def test_a_build_refuses_a_set_of_constant_planes_only(tmp_path, capsys):
+    from test_build import write_corpus
+
+    write_corpus(tmp_path / "in", 2, moves=10)
+    rc = cli_main(["build", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--features", "rank_planes",
+                   "--board-size", "9", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "only constant planes" in err and "--config.input.add_planes=rank_planes" in err, err
+    assert not (tmp_path / "out" / "manifest.json").exists()

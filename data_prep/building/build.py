@@ -113,6 +113,10 @@ class BuildConfig:
             from ..planes import features
 
             self.features = features.get(self.features)  # KeyError naming the known sets
+        if self.features.num_stored == 0:
+            raise ValueError(f"feature set {self.features.name} has only constant planes, made at load time: build "
+                             f"with a set that stores planes and add it when training "
+                             f"(--config.input.add_planes={self.features.name})")
         if self.symmetries not in SYMMETRY_MODES:
             raise ValueError(f"symmetries must be one of {SYMMETRY_MODES}")
         if self.shard_rows < 1 or self.unit_games < 1:
