@@ -4,6 +4,7 @@
     python scripts/ingredients.py run base base_seed1 relu # train each row (15 min) and keep its metrics
     python scripts/ingredients.py probes base              # score a row's trained net on the probe set again
     python scripts/ingredients.py table                    # the markdown table of the kept rows
+    python scripts/ingredients.py table --into docs/runs.md   # ... written into the manual's page
 
 A row trains in ``runs/ingredients/ROW`` on ``data/kgs_FEATURES`` (``kifunet build ../shared/data/kgs/*.tar.gz
 --out data/kgs_gonn --features gonn --preset gonn-kgs``, likewise ``maddison`` and ``alphago``), then keeps its
@@ -169,6 +170,22 @@ def table(rows: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
+def replace_table(page: str, new: str) -> str:
+    """``page`` with its ingredient table (from the header line through the last "Seed spread of" line after it)
+    replaced by ``new``; ``SystemExit`` when the page has no such table."""
+    lines = page.split("\n")
+    head = next((i for i, ln in enumerate(lines) if ln.startswith("| row | change | positions |")), None)
+    if head is None:
+        raise SystemExit("ingredients: the page has no ingredient table (a line starting '| row | change | positions |')")
+    end = head
+    while end + 1 < len(lines) and (lines[end + 1].startswith("|") or lines[end + 1] == ""
+                                    or lines[end + 1].startswith("Seed spread of")):
+        end += 1
+    while lines[end] == "":
+        end -= 1
+    return "\n".join(lines[:head] + new.split("\n") + lines[end + 1:])
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="ingredients", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -178,7 +195,9 @@ def main(argv=None) -> int:
     r.add_argument("--data-root", type=Path, default=Path("data"), help="where data/kgs_FEATURES are (default data)")
     pr = sub.add_parser("probes", help="score rows' trained nets (runs/ingredients/ROW) on the probe set")
     pr.add_argument("rows", nargs="+", choices=sorted(ROWS))
-    sub.add_parser("table", help="the markdown table of the kept rows")
+    t = sub.add_parser("table", help="the markdown table of the kept rows")
+    t.add_argument("--into", type=Path, default=None, metavar="PAGE.md",
+                   help="replace the table (and its seed-spread lines) in this page instead of printing it")
     args = p.parse_args(argv)
     if args.what == "list":
         for name, row in ROWS.items():
@@ -191,7 +210,11 @@ def main(argv=None) -> int:
             score_probes(name)
     else:
         kept = {d.name: summary(d) for d in sorted(KEPT.iterdir()) if (d / "row.json").exists()} if KEPT.is_dir() else {}
-        print(table(kept))
+        if args.into is None:
+            print(table(kept))
+        else:
+            args.into.write_text(replace_table(args.into.read_text(), table(kept)))
+            print(f"ingredients: wrote the table of {len(kept)} rows into {args.into}", file=sys.stderr)
     return 0
 
 

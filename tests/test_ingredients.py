@@ -147,3 +147,15 @@ def test_readme_table_is_the_kept_runs():
 
     kept = {d.name: ing.summary(d) for d in ing.KEPT.iterdir() if (d / "row.json").exists()}
     assert ing.table(kept) in page("runs")  # the manual's table (docs/runs.md: What each ingredient is worth)
+
+
+def test_the_table_is_written_into_the_page_in_place():
+    page = ("# Runs\n\ntext before\n\n| row | change | positions |\n|---|---|---:|\n| `a` | x | 1 |\n\n"
+            "Seed spread of `base` / `base_seed1`: 1.00 points top-1, 0.0200 nats.\n\n"
+            "Seed spread of `constant` / `constant_seed1`: 2.00 points top-1, 0.0300 nats.\n\nThe text after.\n")
+    new = "| row | change | positions |\n|---|---|---:|\n| `b` | y | 2 |\n\nSeed spread of `base` / `base_seed1`: 0."
+    out = ing.replace_table(page, new)
+    assert out == "# Runs\n\ntext before\n\n" + new + "\n\nThe text after.\n"
+    assert ing.replace_table(out, new) == out
+    with pytest.raises(SystemExit, match="no ingredient table"):
+        ing.replace_table("# nothing here\n", new)
