@@ -15,7 +15,8 @@ field              values                                           read from
                                                                     :func:`source_of` (``PC``, ``AP``, path)
 ``time_control``   one of :data:`TIME_CONTROLS`                     :func:`time_control_of` (``TM``, ``OT``;
                                                                     Fox's ``TC``/``TT``)
-``handicap``       stones, 0..9 (0 when ``HA`` is absent)           ``HA``
+``handicap``       stones, 0..9 (0 when ``HA`` is absent, 9 for     ``HA``
+                   more)
 ``komi``           points (float)                                   ``KM`` (as :mod:`kifunet.data_prep.sgf` reads
                                                                     it; unknown when absent or absurd)
 =================  ===============================================  =============================================
@@ -116,18 +117,20 @@ def days_since_epoch(date_text: str | None, year: int | None = None) -> int | No
     return (day - _EPOCH).days
 
 
-_SOURCE_MARKS = (("kgs", ("gokgs", "kgs go server", "kiseido go server")), ("fox", ("foxwq", "野狐", "fox")),
-                 ("ogs", ("online-go.com", "ogs")), ("tygem", ("tygem", "타이젬")), ("gogod", ("gogod",)),
-                 ("go4go", ("go4go",)))
+# a source's marks: words, not letters inside words ("ogs" is not in "blogs")
+_SOURCE_MARKS = tuple((name, re.compile(rf"(?<![a-z]){pattern}(?![a-z])")) for name, pattern in (
+    ("kgs", r"(?:gokgs|kgs|kiseido go server)"), ("fox", r"(?:foxwq|fox|野狐)"), ("ogs", r"(?:online-go|ogs)"),
+    ("tygem", r"(?:tygem|타이젬)"), ("gogod", r"gogod"), ("go4go", r"go4go")))
 
 
 def source_of(place: str = "", application: str = "", path: str = "") -> str | None:
-    """The server or collection a record comes from, by the first of :data:`SOURCES` whose mark is in its ``PC``,
-    then its ``AP``, then its path (case-insensitive); None when nothing names one."""
+    """The server or collection a record comes from: the first of :data:`SOURCES` whose mark (a word: ``kgs``,
+    ``gokgs``, ``fox``, ``foxwq``, ``ogs``, ``online-go``, ``tygem``, ``gogod``, ``go4go``) is in its ``PC``, then
+    its ``AP``, then its path (case-insensitive); None when nothing names one."""
     for text in (place, application, path):
         t = (text or "").casefold()
-        for name, marks in _SOURCE_MARKS:
-            if any(mark in t for mark in marks):
+        for name, mark in _SOURCE_MARKS:
+            if mark.search(t):
                 return name
     return None
 
@@ -170,6 +173,24 @@ def time_control_of(main_time: str = "", overtime: str = "") -> str | None:
         if total < limit:
             return name
     return TIME_CONTROLS[-1]
+
+
+def profile_of(info, colour: int, *, source: str | None = None) -> Profile:
+    """The profile of a move by ``colour`` (``BLACK``/``WHITE`` of :mod:`kifunet.data_prep.game`) in the game
+    ``info`` (a :class:`kifunet.data_prep.game.GameInfo`): the mover's and the opponent's rank, the date, the
+    time control and handicap and komi as the record gives them; ``source`` (a build's declaration) wins over what
+    :func:`source_of` reads from the record's path."""
+    from kifunet.data_prep.game import BLACK, WHITE
+
+    if colour not in (BLACK, WHITE):
+        raise ValueError(f"colour {colour}: BLACK ({BLACK}) or WHITE ({WHITE})")
+    mine, theirs = (info.black_rank, info.white_rank) if colour == BLACK else (info.white_rank, info.black_rank)
+    known = lambda r: int(r) if ranks.is_known(int(r)) else None  # noqa: E731
+    komi = info.komi if info.komi is not None and math.isfinite(info.komi) and abs(info.komi) <= 1000 else None
+    return Profile(rank=known(mine), opponent_rank=known(theirs), date=days_since_epoch(info.date, info.year),
+                   source=source or source_of(path=info.path),
+                   time_control=time_control_of(info.time_limit, info.overtime),
+                   handicap=min(max(int(info.handicap or 0), 0), 9), komi=komi)
 
 
 # ---------------------------------------------------------------------------------------------------- encoding

@@ -62,6 +62,9 @@ def test_dates():
     ("", "", "Tygem/2010/a.sgf", "tygem"),
     ("", "", "GoGoD/1995/x.sgf", "gogod"),
     ("", "", "games/a.sgf", None),
+    ("", "", "blogs/dogs/logs.sgf", None),  # marks are words
+    ("", "", "KGS-2017_01-19-913-.tar.gz:kgs-19-2017-01-new/a.sgf", "kgs"),
+    ("", "", "foxy/a.sgf", None),
 ])
 def test_source_of(pc, ap, path, want):
     assert P.source_of(pc, ap, path) == want
@@ -112,3 +115,24 @@ def test_every_profile_encodes_to_bounded_numbers_with_one_hot_groups(rank, opp,
         assert v[off + 1:off + 7].sum() == 1
     assert v[28:36].sum() == 1 and v[36:42].sum() == 1
     assert (v[27] == 1) == (date is None) and (v[45] == 1) == (komi is None)
+
+
+KGS_HEADER = (b"(;GM[1]FF[4]SZ[19]PW[kaler]WR[7d]PB[Whis]BR[6d]DT[2017-01-28]"
+              b"PC[The KGS Go Server at http://www.gokgs.com/]KM[0.50]RE[B+Resign]RU[Japanese]TM[60]"
+              b"OT[3x10 byo-yomi]HA[2];B[dp];W[pd])")
+
+
+def test_profile_of_a_record():
+    from kifunet.data_prep.game import BLACK, WHITE
+    from kifunet.data_prep.sgf.sgf_io import load_game
+
+    info = load_game(KGS_HEADER, path="kgs/KGS-2017_01.tar.gz:2017-01-28-8.sgf").info
+    b = P.profile_of(info, BLACK)
+    assert b == P.Profile(rank=5, opponent_rank=6, date=P.days_since_epoch("2017-01-28"), source="kgs",
+                          time_control="fast", handicap=2, komi=info.komi)
+    w = P.profile_of(info, WHITE, source="fox")  # a build's declaration wins over the path
+    assert (w.rank, w.opponent_rank, w.source) == (6, 5, "fox")
+    bare = load_game(b"(;GM[1]SZ[19];B[dp])", path="a.sgf").info
+    assert P.profile_of(bare, BLACK) == P.Profile(komi=bare.komi)  # nothing known but what KM defaults to
+    with pytest.raises(ValueError, match="colour 0"):
+        P.profile_of(info, 0)
