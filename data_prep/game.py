@@ -78,6 +78,10 @@ class GameInfo:
     encoding_replaced: int = 0  # bytes the codec could not decode, shown as U+FFFD
     time_limit: str = ""  # TM
     overtime: str = ""  # OT
+    place: str = ""  # PC
+    application: str = ""  # AP
+    periods: str = ""  # Fox's TC: byo-yomi periods
+    period_time: str = ""  # Fox's TT: seconds a period
     content_hash: str = ""  # sha256 of the file's bytes
 
 

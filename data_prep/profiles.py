@@ -178,8 +178,9 @@ def time_control_of(main_time: str = "", overtime: str = "") -> str | None:
 def profile_of(info, colour: int, *, source: str | None = None) -> Profile:
     """The profile of a move by ``colour`` (``BLACK``/``WHITE`` of :mod:`kifunet.data_prep.game`) in the game
     ``info`` (a :class:`kifunet.data_prep.game.GameInfo`): the mover's and the opponent's rank, the date, the
-    time control and handicap and komi as the record gives them; ``source`` (a build's declaration) wins over what
-    :func:`source_of` reads from the record's path."""
+    time control (``TM`` with ``OT``, else Fox's ``TC`` periods of ``TT`` seconds) and handicap and komi as the
+    record gives them; ``source`` (a build's declaration) wins over what :func:`source_of` reads from the
+    record's ``PC``, ``AP`` and path."""
     from kifunet.data_prep.game import BLACK, WHITE
 
     if colour not in (BLACK, WHITE):
@@ -187,9 +188,12 @@ def profile_of(info, colour: int, *, source: str | None = None) -> Profile:
     mine, theirs = (info.black_rank, info.white_rank) if colour == BLACK else (info.white_rank, info.black_rank)
     known = lambda r: int(r) if ranks.is_known(int(r)) else None  # noqa: E731
     komi = info.komi if info.komi is not None and math.isfinite(info.komi) and abs(info.komi) <= 1000 else None
+    overtime = info.overtime
+    if not overtime and info.periods and info.period_time:  # Fox: TC periods of TT seconds
+        overtime = f"{info.periods}x{info.period_time} byo-yomi"
     return Profile(rank=known(mine), opponent_rank=known(theirs), date=days_since_epoch(info.date, info.year),
-                   source=source or source_of(path=info.path),
-                   time_control=time_control_of(info.time_limit, info.overtime),
+                   source=source or source_of(info.place, info.application, info.path),
+                   time_control=time_control_of(info.time_limit, overtime),
                    handicap=min(max(int(info.handicap or 0), 0), 9), komi=komi)
 
 

@@ -132,6 +132,11 @@ def test_profile_of_a_record():
                           time_control="fast", handicap=2, komi=info.komi)
     w = P.profile_of(info, WHITE, source="fox")  # a build's declaration wins over the path
     assert (w.rank, w.opponent_rank, w.source) == (6, 5, "fox")
+    fox = load_game(b"(;GM[1]FF[4]SZ[19]DT[2017-08-30]BR[9\xe6\xae\xb5]WR[P9\xe6\xae\xb5]KM[0]HA[2]"
+                    b"TM[1200]TC[3]TT[60]AP[foxwq];AB[pd][dp];W[cd])", path="Pro/9p/1.sgf").info
+    assert (fox.place, fox.application, fox.periods, fox.period_time) == ("", "foxwq", "3", "60")
+    assert P.profile_of(fox, WHITE) == P.Profile(rank=17, opponent_rank=8, date=P.days_since_epoch("2017-08-30"),
+                                                 source="fox", time_control="slow", handicap=2, komi=fox.komi)
     bare = load_game(b"(;GM[1]SZ[19];B[dp])", path="a.sgf").info
     assert P.profile_of(bare, BLACK) == P.Profile(komi=bare.komi)  # nothing known but what KM defaults to
     with pytest.raises(ValueError, match="colour 0"):

@@ -42,6 +42,10 @@ encoding           the codec used (above)
 encoding_replaced  bytes that codec could not decode, replaced by ``U+FFFD`` (above; 0 for a clean file)
 time_limit,        ``TM``, ``OT`` text (main time; overtime), kept for the game's identity
 overtime           (:meth:`~kifunet.data_prep.game.GameRecord.game_id`)
+place,             ``PC``, ``AP`` text as written (where the game was played; the program that wrote the file):
+application        what :func:`kifunet.data_prep.profiles.source_of` reads
+periods,           Fox's ``TC``, ``TT`` as written (byo-yomi periods; seconds a period), "" elsewhere: Fox
+period_time        writes its overtime there, not in ``OT``
 content_hash       sha256 hex digest of the file's raw bytes
 =================  ======================================================================================
 
@@ -178,6 +182,8 @@ def _read_info(root, n: int, path: str, decoded: Decoded, raw: bytes) -> GameInf
         year=int(m.group(1)) if m else None,
         rules=_text(root, "RU"), encoding=decoded.codec, encoding_replaced=decoded.replaced,
         time_limit=_raw_text(root, "TM"), overtime=_text(root, "OT"), content_hash=hashlib.sha256(raw).hexdigest(),
+        place=_text(root, "PC"), application=_raw_text(root, "AP"), periods=_raw_text(root, "TC"),
+        period_time=_raw_text(root, "TT"),
     )
 
 
