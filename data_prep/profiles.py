@@ -199,10 +199,8 @@ def profile_of(info, colour: int, *, source: str | None = None) -> Profile:
 
 # ---------------------------------------------------------------------------------------------------- encoding
 def _strength(rank: int) -> float:
-    if rank < 0:
-        return float(rank + 1)  # 1k = 0, 30k = -29
     if rank <= 8:
-        return float(rank + 1)  # 1d = 1 .. 9d = 9
+        return float(rank + 1)  # 30k = -29 .. 1k = 0, 1d = 1 .. 9d = 9
     return 9.0 + 0.25 * (rank - 8)  # 1p = 9.25 .. 9p = 11.25
 
 

@@ -82,11 +82,7 @@ def _check_options(args) -> tuple[int, ...] | None:
         raise CommandError(f"--start must be at least 0, not {args.start}")
     if args.cpu_devices < 0:
         raise CommandError(f"--cpu-devices must be at least 0, not {args.cpu_devices}")
-    if args.as_rank is not None:
-        from kifunet.data_prep import ranks
-
-        if ranks.parse_rank(args.as_rank) == ranks.UNKNOWN and args.as_rank.strip().lower() not in ("unknown", "?"):
-            raise CommandError(f"--as-rank {args.as_rank!r} is not a rank: give e.g. 1d, 5d, 9d, 3k, 9p or unknown")
+    _as_rank(args.as_rank)
     if not args.phase_starts:
         return None
     try:
@@ -100,11 +96,15 @@ def _check_options(args) -> tuple[int, ...] | None:
 
 
 def _as_rank(text: str | None) -> int | None:
+    """``--as-rank`` on the ranks scale (None when not given); a text that is no rank is a :class:`CommandError`."""
     if text is None:
         return None
     from kifunet.data_prep import ranks
 
-    return ranks.parse_rank(text)
+    value = ranks.parse_rank(text)
+    if value == ranks.UNKNOWN and text.strip().lower() not in ("unknown", "?"):
+        raise CommandError(f"--as-rank {text!r} is not a rank: give e.g. 1d, 5d, 9d, 3k, 9p or unknown")
+    return value
 
 
 def run(args) -> int:
@@ -177,13 +177,7 @@ def _run_probes(args) -> int:
         raise CommandError(f"--probes scores the probe set (single pass, legal moves only): drop {', '.join(other)}")
     if args.cpu_devices < 0:
         raise CommandError(f"--cpu-devices must be at least 0, not {args.cpu_devices}")
-    as_rank = None
-    if args.as_rank is not None:
-        from kifunet.data_prep import ranks
-
-        as_rank = ranks.parse_rank(args.as_rank)
-        if as_rank == ranks.UNKNOWN and args.as_rank.strip().lower() not in ("unknown", "?"):
-            raise CommandError(f"--as-rank {args.as_rank!r} is not a rank: give e.g. 1d, 5d, 9d, 3k, 9p or unknown")
+    as_rank = _as_rank(args.as_rank)
     try:
         probes = P.load_probes(args.probes or None)
     except ValueError as e:
