@@ -1,6 +1,7 @@
 """Preemption and the run directory (issue 29, items 3, 4 and 6):
 
-* SIGTERM to a real ``kifunet train`` at random steps: a checkpoint at the next step, one line, exit 143 within
+* SIGTERM to a real ``kifunet train`` at random steps: a checkpoint at the step in progress (or the one
+  just ended), one line, exit 143 within
   seconds, no process of its group left; resumed to the end, the parameters equal an uninterrupted run's to the
   bit; a second SIGTERM while stopping kills it at once (-15);
 * a second trainer on a workdir is refused at once (exit 2, one line naming the holder's pid);
@@ -45,7 +46,11 @@ def _caught(pid: int) -> int:
 
 def _segment(cmd, at_step: int, *, second: bool = False, during=None):
     """Run ``cmd`` until its progress line reaches ``at_step``, then SIGTERM it (``second``: again, as soon as its
-    handler has run). Returns (returncode, output lines, seconds from the (last) signal to its exit, pid)."""
+    handler has run). Returns (returncode, output lines, seconds from the (last) signal to its exit, pid).
+
+    The trainer is held (SIGSTOP) from the moment the line is read until the signal is sent, so that ``during``
+    (a second trainer's refusal, seconds on a loaded machine) does not let it run on to the end; under load the
+    line is read some steps after it was written, which the caller allows for."""
     p = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          start_new_session=True)
     lines, t_sig = [], None
@@ -54,9 +59,11 @@ def _segment(cmd, at_step: int, *, second: bool = False, during=None):
             lines.append(line.rstrip("\n"))
             m = STEP.match(line)
             if t_sig is None and m and int(m.group(1)) >= at_step:
+                os.kill(p.pid, signal.SIGSTOP)
                 if during is not None:
                     during(p.pid)
-                os.kill(p.pid, signal.SIGTERM)
+                os.kill(p.pid, signal.SIGTERM)  # pending until the trainer runs again
+                os.kill(p.pid, signal.SIGCONT)
                 t_sig = time.monotonic()
                 if second:
                     while _caught(p.pid) >> (signal.SIGTERM - 1) & 1:  # until the first one's handler has run
@@ -79,7 +86,7 @@ def _segment(cmd, at_step: int, *, second: bool = False, during=None):
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc (Linux)")
 def test_sigterm_checkpoints_exits_143_and_resumes_bit_identically(ds_maddison, tmp_path, capsys):
-    steps = 60
+    steps = 120  # room for three stops when, under load, the progress lines are read tens of steps late
     args = ["--config", TINY, f"--config.dataset={ds_maddison}", f"--config.train_positions={32 * steps}",
             "--config.eval_split=", "--config.log_every_steps=1", "--config.checkpoint_every_positions=0",
             "--config.keep_checkpoints=20"]
@@ -99,13 +106,16 @@ def test_sigterm_checkpoints_exits_143_and_resumes_bit_identically(ds_maddison, 
 
     saved = []
     for i, at in enumerate(points):
+        at = max(at, saved[-1][1] + 3) if saved else at  # after the step the segment resumes from
         rc, lines, took, _ = _segment(cmd, at, second=i == 2, during=second_trainer if i == 1 else None)
         said = [ln for ln in lines if "SIGTERM" in ln]
         if i < 2:  # one signal: the step in progress ends, a checkpoint, one line, 143
             assert rc == 143, lines[-20:]
             assert len(said) == 1 and LINE.match(said[0]), lines[-20:]
             at_step, ckpt_step = map(int, LINE.match(said[0]).groups()[:2])
-            assert at <= at_step and ckpt_step == at_step + 1, said
+            # the step in progress ends and is saved; a signal that lands after a step's end but before the loop's
+            # check of the flag names that step, whose checkpoint it then is (seen under load in CI)
+            assert at <= at_step and ckpt_step in (at_step, at_step + 1), said
             assert (wd / "checkpoints" / str(ckpt_step)).is_dir()
             assert took < 15, took  # well inside a 30 s grace period
             saved.append((at_step, ckpt_step, took))

@@ -64,7 +64,9 @@ class Preempted(Exception):
 
     def line(self, now: float | None = None) -> str:
         """``kifunet train: SIGTERM at step 130: checkpoint saved at step 131 (2.1 s); resume with the same
-        command`` (seconds from the signal to ``now``, default: now)."""
+        command`` (seconds from the signal to ``now``, default: now). "At step S" is the last step that had ended
+        when the signal came; the checkpoint is at S + 1 (the step in progress), or at S when the signal landed
+        between step S's end and the loop's look at the flag."""
         where = f"at step {self.signal_step:,}" if self.signal_step is not None else "on another process"
         took = (time.monotonic() if now is None else now) - self.at
         return (f"kifunet train: {self.name} {where}: checkpoint saved at step {self.step:,} ({took:.1f} s); "
