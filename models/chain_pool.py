@@ -46,7 +46,9 @@ def chain_labels(black: jax.Array, white: jax.Array) -> jax.Array:
         new = step(lab)
         return new, jnp.any(new != lab)
 
-    lab, _ = jax.lax.while_loop(cond, body, (start, jnp.array(True)))
+    # the loop flag starts from the data (always True) rather than a constant: inside shard_map (the data-parallel
+    # step) a carry must vary over the mesh axis as the body's output does
+    lab, _ = jax.lax.while_loop(cond, body, (start, jnp.any(colour >= 0)))
     return lab
 
 

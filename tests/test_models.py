@@ -242,6 +242,28 @@ def test_gonn_chain_block_carries_information_along_a_chain():
     assert logits.shape == (4, 82) and bool(jnp.all(jnp.isfinite(logits)))
 
 
+def test_chain_labels_inside_the_data_parallel_map():
+    """Chain labelling runs inside ``shard_map`` (the data-parallel step maps the whole forward pass): its loop
+    carry must vary over the mesh axis like the data (a constant flag failed there: the chain_1x32 row's first
+    step)."""
+    import jax
+    from jax.sharding import PartitionSpec as P
+
+    from kifunet.models.chain_pool import chain_labels
+    from kifunet.train.parallel import AXIS
+
+    mesh = jax.make_mesh((1,), (AXIS,))
+    black = np.zeros((2, 5, 5), np.float32)
+    black[:, 1, 0:4] = 1
+    white = np.zeros((2, 5, 5), np.float32)
+    mapped = jax.jit(jax.shard_map(lambda b, w: chain_labels(b, w), mesh=mesh, in_specs=(P(AXIS), P(AXIS)),
+                                   out_specs=P(AXIS)))
+    rows = jax.sharding.NamedSharding(mesh, P(AXIS))
+    lab = np.asarray(mapped(jax.device_put(black, rows), jax.device_put(white, rows)))
+    np.testing.assert_array_equal(lab, np.asarray(chain_labels(jnp.asarray(black), jnp.asarray(white))))
+    assert (lab[:, 1, 0:4] == 5).all() and (lab[:, 0] == 25).all()
+
+
 def test_cazenave_bn_affine_switch():
     n = models.count_params(abstract("cazenave_resnet10", bn_affine=True))
     assert n - 12_098_304 == 2 * 256 * 21  # stem BN + 2 per block
