@@ -251,10 +251,126 @@ def encode(p: Profile) -> np.ndarray:
     return v
 
 
+# ------------------------------------------------------------------------------------------- rows, as stored
+#: the stored codes of a game's fields (games tables, TFDS examples, dataset blocks): ``days`` int32 (days since
+#: 1970, :data:`UNKNOWN_DAYS` unknown), ``source`` / ``time_control`` int8 (index of :data:`SOURCES` /
+#: :data:`TIME_CONTROLS`, :data:`UNKNOWN_CODE` unknown), ``handicap`` int8 (stones), ``komi`` float32 (NaN unknown)
+UNKNOWN_DAYS = np.iinfo(np.int32).min
+UNKNOWN_CODE = -1
+#: the per-row columns a dataset gives for the profile (:meth:`DatasetSplit.with_profile`), besides the ranks
+GAME_FIELDS = ("game_days", "game_source", "game_time_control", "game_handicap", "game_komi")
+GAME_FIELD_DTYPES = {"game_days": np.int32, "game_source": np.int8, "game_time_control": np.int8,
+                     "game_handicap": np.int8, "game_komi": np.float32}
+
+
+def codes_of(p: Profile) -> dict:
+    """The stored codes of ``p``'s game fields (keys :data:`GAME_FIELDS`)."""
+    return {"game_days": UNKNOWN_DAYS if p.date is None else int(p.date),
+            "game_source": UNKNOWN_CODE if p.source is None else SOURCES.index(p.source),
+            "game_time_control": UNKNOWN_CODE if p.time_control is None else TIME_CONTROLS.index(p.time_control),
+            "game_handicap": int(p.handicap), "game_komi": np.nan if p.komi is None else float(p.komi)}
+
+
+def _rank_rows(rank: np.ndarray) -> np.ndarray:
+    r = np.asarray(rank).astype(np.int64)
+    known = (r >= ranks.MIN) & (r <= ranks.MAX)
+    out = np.zeros((len(r), 7), np.float32)
+    strength = np.where(r <= 8, r + 1.0, 9.0 + 0.25 * (r - 8))
+    band = np.select([r <= -10, r < 0, r <= 3, r <= 8], [0, 1, 2, 3], 4)
+    rows = np.flatnonzero(known)
+    out[rows, 0] = strength[rows] / 10.0
+    out[rows, 1 + band[rows]] = 1.0
+    out[~known, 6] = 1.0
+    return out
+
+
+def _one_hot(code: np.ndarray, n: int) -> np.ndarray:
+    c = np.asarray(code).astype(np.int64)
+    c = np.where((c >= 0) & (c < n), c, n)  # unknown (or a code this kifunet does not know): the flag
+    out = np.zeros((len(c), n + 1), np.float32)
+    out[np.arange(len(c)), c] = 1.0
+    return out
+
+
+def encode_rows(player_rank, opponent_rank, game_days, game_source, game_time_control, game_handicap,
+                game_komi) -> np.ndarray:
+    """:func:`encode` of many rows at once, from stored codes: float32 ``[R, SIZE]``, row ``i`` equal to
+    ``encode`` of the profile those codes stand for (ranks on the :mod:`kifunet.data_prep.ranks` scale, unknown
+    ``ranks.UNKNOWN``; the game fields as :data:`GAME_FIELDS` store them). Handicap is clipped to 0..9."""
+    player_rank = np.asarray(player_rank)
+    n = len(player_rank)
+    out = np.zeros((n, SIZE), np.float32)
+    out[:, 0:7] = _rank_rows(player_rank)
+    out[:, 7:14] = _rank_rows(opponent_rank)
+    days = np.asarray(game_days).astype(np.int64)
+    known = days != UNKNOWN_DAYS
+    years = days / _DAYS_PER_YEAR
+    d = out[:, 14:28]
+    for i, period in enumerate(PERIODS_YEARS):
+        d[:, 2 * i] = np.where(known, np.sin(2 * np.pi * years / period), 0.0)
+        d[:, 2 * i + 1] = np.where(known, np.cos(2 * np.pi * years / period), 0.0)
+    d[:, 12] = np.where(known, (1970.0 + years - 2000.0) / 20.0, 0.0)
+    d[:, 13] = ~known
+    out[:, 28:36] = _one_hot(game_source, len(SOURCES))
+    out[:, 36:42] = _one_hot(game_time_control, len(TIME_CONTROLS))
+    h = np.clip(np.asarray(game_handicap).astype(np.int64), 0, 9)
+    out[:, 42] = h / 9.0
+    out[:, 43] = h > 0
+    komi = np.asarray(game_komi, np.float64)
+    ok = np.isfinite(komi) & (np.abs(np.nan_to_num(komi)) <= 1000)
+    out[:, 44] = np.where(ok, (np.nan_to_num(komi) - 6.5) / 10.0, 0.0)
+    out[:, 45] = ~ok
+    return out
+
+
+#: the slice of the vector each :class:`Profile` field owns (what an override replaces)
+FIELD_SLICES = {"rank": slice(0, 7), "opponent_rank": slice(7, 14), "date": slice(14, 28),
+                "source": slice(28, 36), "time_control": slice(36, 42), "handicap": slice(42, 44),
+                "komi": slice(44, 46)}
+
+
+def override_rows(vectors: np.ndarray, fields: dict) -> np.ndarray:
+    """``vectors`` ``[R, SIZE]`` with the fields named in ``fields`` (a :func:`parse_fields` result) replaced on
+    every row by their encoding, the others kept: ``kifunet eval --profile year=2005`` forces the date and keeps
+    each row's own ranks, source and time control."""
+    if not fields:
+        return vectors
+    forced = encode(Profile(**fields))
+    out = np.array(vectors, np.float32, copy=True)
+    for name in fields:
+        out[:, FIELD_SLICES[name]] = forced[FIELD_SLICES[name]]
+    return out
+
+
 def parse(text: str) -> Profile:
     """A profile from ``key=value`` pairs separated by commas, as the command line takes it: ``rank=7d``,
     ``opponent_rank=5d``, ``date=2016-03-09`` (or ``year=2010``), ``source=kgs``, ``time=fast``, ``handicap=2``,
     ``komi=6.5``; keys left out are unknown (``handicap``: 0). A bad key or value is a ``ValueError`` naming it."""
+    return Profile(**parse_fields(text))
+
+
+def fields_text(fields: dict) -> str:
+    """``fields`` (a :func:`parse_fields` dict) as :func:`parse` reads it back, in the order of
+    :class:`Profile`'s fields whatever order they were given in (``rank=7d,date=2010-07-01,source=kgs``; ``""``:
+    none)."""
+    order = [f.name for f in dataclasses.fields(Profile)]
+    out = []
+    for name in sorted(fields, key=order.index):
+        v = fields[name]
+        if name in ("rank", "opponent_rank"):
+            out.append(f"{name}={ranks.rank_to_text(v)}")
+        elif name == "date":
+            out.append(f"date={(_EPOCH + datetime.timedelta(days=int(v))).isoformat()}")
+        elif name == "time_control":
+            out.append(f"time={v}")
+        else:
+            out.append(f"{name}={v:g}" if isinstance(v, float) else f"{name}={v}")
+    return ",".join(out)
+
+
+def parse_fields(text: str) -> dict:
+    """The :class:`Profile` fields ``text`` gives (:func:`parse`'s syntax), as a dict of only those fields,
+    checked as a :class:`Profile` would check them (a ``ValueError`` naming the bad key or value)."""
     fields: dict = {}
     for part in filter(None, (x.strip() for x in (text or "").split(","))):
         key, sep, value = part.partition("=")
@@ -289,6 +405,57 @@ def parse(text: str) -> Profile:
             raise ValueError(f"profile: unknown key {key!r} (rank, opponent_rank, date, year, source, time, "
                              f"handicap, komi)")
     try:
-        return Profile(**fields)
+        Profile(**fields)
     except ValueError as e:
         raise ValueError(f"profile: {e}") from None
+    return fields
+
+
+# ----------------------------------------------------------------------------------------- a game's stored codes
+#: the games-table columns of a game's fields that do not come from another column (issue 33): ``days`` int32,
+#: ``source`` / ``time_control`` int8, each its unknown code when the record does not say
+GAME_TABLE_COLUMNS = {"days": (np.int32, UNKNOWN_DAYS), "source": (np.int8, UNKNOWN_CODE),
+                      "time_control": (np.int8, UNKNOWN_CODE)}
+
+
+def game_codes(info, *, source: str | None = None) -> dict:
+    """The stored codes of the fields of game ``info`` that do not depend on the colour to move and that no other
+    games-table column holds: ``days``, ``source``, ``time_control`` (:data:`GAME_TABLE_COLUMNS`; as
+    :func:`codes_of` of :func:`profile_of`, ``source`` the build's declaration)."""
+    from kifunet.data_prep.game import BLACK
+
+    c = codes_of(profile_of(info, BLACK, source=source))
+    return {"days": c["game_days"], "source": c["game_source"], "time_control": c["game_time_control"]}
+
+
+def days_of_dates(dates, years) -> np.ndarray:
+    """int32 days since 1970 of many games (:func:`days_since_epoch` of each ``DT`` text and year, a year of 0
+    unknown; :data:`UNKNOWN_DAYS` where neither gives a date), each distinct pair computed once: what a games
+    table written before its ``days`` column gives."""
+    dates = ["" if d is None else str(d) for d in dates]
+    years = np.asarray(years, np.int64).reshape(-1)
+    if len(dates) != len(years):
+        raise ValueError(f"{len(dates)} dates but {len(years)} years")
+    memo: dict = {}
+    out = np.empty(len(dates), np.int32)
+    for i, key in enumerate(zip(dates, years.tolist())):
+        v = memo.get(key)
+        if v is None:
+            d = days_since_epoch(key[0], key[1] or None)
+            v = memo[key] = UNKNOWN_DAYS if d is None else d
+        out[i] = v
+    return out
+
+
+def game_field_rows(days, source, time_control, handicap, komi) -> dict:
+    """The :data:`GAME_FIELDS` columns (dtypes :data:`GAME_FIELD_DTYPES`) of games whose stored values are
+    given (a games table's ``days``, ``source``, ``time_control``, ``handicap`` and ``komi``, or the same
+    features of TFDS examples), as :func:`codes_of` of :func:`profile_of` gives them: handicap clipped to 0..9,
+    a komi beyond +-1000 or not finite unknown (NaN)."""
+    komi = np.asarray(komi, np.float64)
+    ok = np.isfinite(komi) & (np.abs(np.nan_to_num(komi)) <= 1000)
+    return {"game_days": np.asarray(days).astype(np.int32),
+            "game_source": np.asarray(source).astype(np.int8),
+            "game_time_control": np.asarray(time_control).astype(np.int8),
+            "game_handicap": np.clip(np.asarray(handicap).astype(np.int64), 0, 9).astype(np.int8),
+            "game_komi": np.where(ok, komi, np.nan).astype(np.float32)}

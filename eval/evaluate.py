@@ -97,8 +97,9 @@ class Predictor:
         self._batch_sharding = NamedSharding(mesh, P("data"))
         self._state = jax.device_put(state, NamedSharding(mesh, P()))
 
-        def forward(state, planes, rank, to_move):
-            return nnx.merge(graphdef, state)(planes, rank=rank, to_move=to_move)
+        def forward(state, planes, rank, to_move, profile):  # profile None: a net without the input
+            extra = {} if profile is None else {"profile": profile}
+            return nnx.merge(graphdef, state)(planes, rank=rank, to_move=to_move, **extra)
 
         self._forward = jax.jit(forward)
         self.info = dict(info or {})
@@ -116,6 +117,13 @@ class Predictor:
         ``player_rank`` column (Maddison's rank planes) or the model was built with a rank embedding."""
         return (any(f.constant and f.column == "player_rank" for f in self.fs.features)
                 or getattr(self.model, "rank_embedding", None) is not None)
+
+    @property
+    def reads_profile(self) -> bool:
+        """Whether the net was built with a profile input (``profile_embedding``): batches then give it
+        ``profile`` (float32 ``[B, 46]``, :mod:`kifunet.data_prep.profiles`); without one it reads all unknown."""
+        return getattr(self.model, "profile_embedding", None) is not None
+
     @property
     def num_moves(self) -> int:
         return self.board_size * self.board_size + 1
@@ -139,6 +147,9 @@ class Predictor:
             raise ValueError(f"planes {planes.shape[1:]} do not fit the model ({n}, {n}, {self.fs.num_planes})")
         rank = np.asarray(batch["player_rank"], dtype=np.int32).reshape(b)
         to_move = np.asarray(batch["to_move"], dtype=np.int32).reshape(b)
+        profile = batch.get("profile") if self.reads_profile else None
+        if profile is not None:
+            profile = np.asarray(profile, np.float32).reshape(b, -1)
         size = max(b, int(pad_to or b))
         size = -(-size // self.devices) * self.devices  # whole rows per device
         if size > b:
@@ -146,12 +157,14 @@ class Predictor:
             planes = np.concatenate([planes, np.zeros((pad,) + planes.shape[1:], planes.dtype)])
             rank = np.concatenate([rank, np.full(pad, rank[-1] if b else 0, np.int32)])
             to_move = np.concatenate([to_move, np.full(pad, to_move[-1] if b else 1, np.int32)])
+            if profile is not None:
+                profile = np.concatenate([profile, np.zeros((pad,) + profile.shape[1:], np.float32)])
         import jax
 
         from kifunet.models.base import policy_and_value
 
-        planes, rank, to_move = jax.device_put((planes, rank, to_move), self._batch_sharding)
-        logits, value = policy_and_value(self._forward(self._state, planes, rank, to_move))
+        planes, rank, to_move, profile = jax.device_put((planes, rank, to_move, profile), self._batch_sharding)
+        logits, value = policy_and_value(self._forward(self._state, planes, rank, to_move, profile))
         return (np.asarray(logits, dtype=np.float32)[:b],
                 None if value is None else np.asarray(value, dtype=np.float32)[:b])
 
@@ -270,13 +283,18 @@ def spec_text(spec: dict) -> str:
 # ---------------------------------------------------------------------------------------------- evaluation
 def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: bool = False,
              legal_mask: bool = False, limit: int | None = None, start: int = 0, phase_starts=M.PHASE_STARTS,
-             progress: bool = True, as_rank: int | None = None) -> dict:
+             progress: bool = True, as_rank: int | None = None, profile: str | None = None) -> dict:
     """Metrics of ``predictor`` on every row of ``reader`` (a dataset split:
     :func:`kifunet.data_prep.datasets.dataset.open_split`), or on rows ``start`` to ``start + limit - 1`` (a part of the
     split: parts evaluated apart, on one machine or several, add up with :func:`merge_results`); see the module
     docstring. A net trained with constant planes added to the dataset's set (``input.add_planes``) reads them
     added here too. ``as_rank`` (the :mod:`kifunet.data_prep.ranks` scale) tells the net that every mover has that
-    rank (:func:`with_player_rank`); the breakdown by rank still groups rows by the mover's real rank."""
+    rank (:func:`with_player_rank`); the breakdown by rank still groups rows by the mover's real rank.
+
+    A net with a profile input (:attr:`Predictor.reads_profile`) reads each row's profile from the dataset (a
+    dataset built before profiles: source and time control unknown); ``profile`` (``"year=2005,source=kgs"``,
+    :func:`kifunet.data_prep.profiles.parse_fields`) forces those fields on every row and keeps the others. A
+    ``profile`` for a net without a profile input is a ``ValueError`` (it would change nothing)."""
     from tqdm.auto import tqdm
 
     from kifunet.eval.legality import LegalMasker
@@ -288,6 +306,13 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
         raise ValueError(f"dataset {reader.root} has feature set {reader.feature_name}; the model was trained on "
                          f"{predictor.feature_set}")
     reader.add_constant_planes(extra)  # a net trained with input.add_planes reads those planes here too
+    from kifunet.data_prep import profiles
+
+    fields = profiles.parse_fields(profile) if profile else {}
+    if profile and not predictor.reads_profile:
+        raise ValueError(f"--profile {profile}: this net has no profile input (trained with "
+                         f"model.profile_embedding 0), so the profile would change nothing")
+    reader.with_profile(predictor.reads_profile)
     if reader.board_size != predictor.board_size:
         raise ValueError(f"dataset board {reader.board_size}x{reader.board_size}, model {predictor.board_size}")
     if batch_size < 1:
@@ -308,6 +333,9 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
             target = batch["target"].astype(np.int64)
             if as_rank is not None:
                 batch = with_player_rank(batch, as_rank, predictor.feature_set)
+            if predictor.reads_profile:
+                batch = dict(batch, profile=profiles.override_rows(profiles.encode_rows(
+                    batch["player_rank"], batch["opponent_rank"], *(batch[k] for k in profiles.GAME_FIELDS)), fields))
             if ensemble:
                 passes, values = predictor.predict_symmetries_with_value(batch, pad_to=batch_size)
                 single, value = passes[0], (None if values is None else values[0])
@@ -334,7 +362,8 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
                      **({"value_rule": VALUE_RULE} if predictor.has_value else {}),
                      "phase_starts": list(acc["single"].phase_starts), "batch_size": int(batch_size),
                      "limit": None if limit is None else int(limit),
-                     "as_rank": None if as_rank is None else int(as_rank)},
+                     "as_rank": None if as_rank is None else int(as_rank),
+                     **({"profile": profiles.fields_text(fields)} if predictor.reads_profile else {})},
         "results": {m: a.to_dict() for m, a in acc.items()},
         "seconds": seconds,
         "positions_per_second": total / seconds if seconds > 0 else None,

@@ -2,7 +2,7 @@
 
 Call contract (every model; training, evaluation and GTP rely on it)
 --------------------------------------------------------------------
-``logits = model(planes, rank=None, to_move=None)``, or ``logits, value = model(...)`` for a net with
+``logits = model(planes, rank=None, to_move=None, profile=None)``, or ``logits, value = model(...)`` for a net with
 ``model.has_value`` (the value contract: :mod:`kifunet.models.base`; ``models.policy_and_value(out)`` unpacks
 either)
 
@@ -17,6 +17,11 @@ rank        int32 ``[B]`` or ``None``   1d..9d = 0..8, k kyu = -k, 1p..9p = 9..1
                                         ignored otherwise (Maddison's rank comes in as input planes)
 to_move     int32 ``[B]`` or ``None``   1 = black, 2 = white; selects Maddison's black/white output
                                         plane (``None`` = black); ignored by the other families
+profile     float32 ``[B, 46]`` or      the game profile (:mod:`kifunet.data_prep.profiles`: ranks,
+            ``None``                    date, source, time control, handicap, komi); used by models
+                                        built with ``profile_embedding=H`` (an MLP with H hidden units
+                                        added where the rank vector is), ``None`` = all unknown;
+                                        ignored otherwise
 returns     float32 ``[B, N*N + 1]``    move logits; index ``N*N`` is pass. Nets without a pass output
                                         (Clark & Storkey, Maddison, AlphaGo SL, Darkforest, Cazenave,
                                         GoNN) give pass the constant -1e9; AGZ, GARB, MAO and Qiqiao
@@ -29,7 +34,7 @@ Modes: ``model.train()`` (BatchNorm uses and updates batch statistics, MAO masks
 ``model.eval()`` (running statistics, no masks, deterministic). Models are built in training mode.
 
 Constructors: ``Family(*, board_size=19 (QiqiaoNet: 9), in_planes=<family default>, rngs: nnx.Rngs,
-dtype=jnp.float32 (compute), param_dtype=jnp.float32, rank_embedding=False, ...)``. Parameters stay in
+dtype=jnp.float32 (compute), param_dtype=jnp.float32, rank_embedding=False, profile_embedding=0, ...)``. Parameters stay in
 ``param_dtype``; ``dtype=jnp.bfloat16`` computes in bfloat16; logits and values are always float32. MAO draws its
 masks from the ``dropout`` stream of the ``rngs`` given at construction (the default stream if absent).
 

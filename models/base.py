@@ -27,12 +27,14 @@ value head, :meth:`PolicyNet.heads`, which computes the trunk once for both outp
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from kifunet.models.layers import RankEmbedding
+from kifunet.models.layers import ProfileEmbedding, RankEmbedding
 
 #: logit given to pass by networks without a pass output (softmax probability exp(-1e9) = 0)
 NO_PASS_LOGIT = -1e9
@@ -52,7 +54,7 @@ class PolicyNet(nnx.Module):
     has_value: bool = False
 
     def _setup(self, *, board_size: int, in_planes: int, dtype, param_dtype, rank_embedding: bool,
-               trunk_features: int, rngs: nnx.Rngs, has_value: bool = False) -> None:
+               trunk_features: int, rngs: nnx.Rngs, has_value: bool = False, profile_embedding: int = 0) -> None:
         if board_size < 2:
             raise ValueError(f"board_size must be >= 2, got {board_size}")
         self.board_size = board_size
@@ -62,32 +64,49 @@ class PolicyNet(nnx.Module):
         self.has_value = bool(has_value)
         self.rank_embedding = (RankEmbedding(trunk_features, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
                                if rank_embedding else None)
+        if int(profile_embedding) < 0:
+            raise ValueError(f"profile_embedding must be a hidden width >= 0 (0: none), got {profile_embedding}")
+        self.profile_embedding = (ProfileEmbedding(trunk_features, int(profile_embedding), dtype=dtype,
+                                                   param_dtype=param_dtype, rngs=rngs)
+                                  if profile_embedding else None)
 
-    def __call__(self, planes: jax.Array, rank: jax.Array | None = None,
-                 to_move: jax.Array | None = None) -> jax.Array | tuple[jax.Array, jax.Array]:
+    def __call__(self, planes: jax.Array, rank: jax.Array | None = None, to_move: jax.Array | None = None,
+                 profile: jax.Array | None = None) -> jax.Array | tuple[jax.Array, jax.Array]:
         expected = (self.board_size, self.board_size, self.in_planes)
         if planes.ndim != 4 or tuple(planes.shape[1:]) != expected:
             raise ValueError(f"planes must be [B, {expected[0]}, {expected[1]}, {expected[2]}], got {planes.shape}")
-        logits, value = self.heads(jnp.asarray(planes).astype(self.dtype), rank, to_move)
+        cond = Condition(rank, profile)
+        logits, value = self.heads(jnp.asarray(planes).astype(self.dtype), cond, to_move)
         if (value is not None) != self.has_value:
             raise RuntimeError(f"{type(self).__name__}: has_value is {self.has_value} but heads() gave "
                                f"{'a' if value is not None else 'no'} value")
         logits = logits.astype(jnp.float32)
         return logits if value is None else (logits, value.astype(jnp.float32))
 
-    def heads(self, x: jax.Array, rank: jax.Array | None,
+    def heads(self, x: jax.Array, cond: "Condition",
               to_move: jax.Array | None) -> tuple[jax.Array, jax.Array | None]:
         """``(logits [B, N*N + 1], value [B] in [-1, 1] or None)``; policy-only families keep this default."""
-        return self.logits(x, rank, to_move), None
+        return self.logits(x, cond, to_move), None
 
-    def logits(self, x: jax.Array, rank: jax.Array | None, to_move: jax.Array | None) -> jax.Array:
+    def logits(self, x: jax.Array, cond: "Condition", to_move: jax.Array | None) -> jax.Array:
         raise NotImplementedError
 
-    def add_rank(self, h: jax.Array, rank: jax.Array | None) -> jax.Array:
-        """Add the rank embedding to the trunk features ``h`` when the model has one."""
-        if self.rank_embedding is None:
-            return h
-        return h + self.rank_embedding(rank, h.shape[0]).astype(h.dtype)
+    def add_condition(self, h: jax.Array, cond: "Condition") -> jax.Array:
+        """Add the rank embedding and the profile embedding to the trunk features ``h``, those the model has
+        (families call this once, where their trunk starts); a net without either ignores ``cond``."""
+        if self.rank_embedding is not None:
+            h = h + self.rank_embedding(cond.rank, h.shape[0]).astype(h.dtype)
+        if self.profile_embedding is not None:
+            h = h + self.profile_embedding(cond.profile, h.shape[0]).astype(h.dtype)
+        return h
+
+
+class Condition(NamedTuple):
+    """What a net is told besides the planes, passed from :meth:`PolicyNet.__call__` to the family's trunk:
+    ``rank`` int ``[B]`` (or None: unknown) and ``profile`` float32 ``[B, 46]`` (or None: all unknown)."""
+
+    rank: jax.Array | None = None
+    profile: jax.Array | None = None
 
 
 def policy_and_value(out) -> tuple[jax.Array, jax.Array | None]:

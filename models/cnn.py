@@ -60,7 +60,7 @@ class ConvNet(PolicyNet):
     def __init__(self, *, board_size: int, in_planes: int, hidden: Sequence[tuple[int, int]], out_kernel: int,
                  out_planes: int = 1, conv_bias: bool = False, hidden_position_bias: bool = False,
                  out_position_bias: bool = False, symmetric: bool = False, kernel_init=he_normal,
-                 select: str = "first", rank_embedding: bool = False, dtype=jnp.float32,
+                 select: str = "first", rank_embedding: bool = False, profile_embedding: int = 0, dtype=jnp.float32,
                  param_dtype=jnp.float32, rngs: nnx.Rngs):
         if select not in ("first", "to_move"):
             raise ValueError(f"select must be 'first' or 'to_move', got {select!r}")
@@ -68,7 +68,8 @@ class ConvNet(PolicyNet):
             raise ValueError("select='to_move' needs out_planes=2")
         hidden = tuple((int(k), int(f)) for k, f in hidden)
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
-                    rank_embedding=rank_embedding, trunk_features=hidden[0][1], rngs=rngs)
+                    rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=hidden[0][1],
+                    rngs=rngs)
         self.select = select
         conv = dict(symmetric=symmetric, kernel_init=kernel_init, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         convs, biases = [], []
@@ -82,14 +83,14 @@ class ConvNet(PolicyNet):
         self.out_conv = Conv(c_in, out_planes, out_kernel, **conv)
         self.out_bias = PositionBias(board_size, out_planes, param_dtype=param_dtype) if out_position_bias else None
 
-    def logits(self, x, rank, to_move):
+    def logits(self, x, cond, to_move):
         h = x
         for i, (conv, pb) in enumerate(zip(self.convs, self.position_biases)):
             h = conv(h)
             if pb is not None:
                 h = pb(h)
             if i == 0:
-                h = self.add_rank(h, rank)
+                h = self.add_condition(h, cond)
             h = jax.nn.relu(h)
         y = self.out_conv(h)
         if self.out_bias is not None:
@@ -107,11 +108,12 @@ class ClarkStorkey(ConvNet):
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 48,
                  layers: Sequence[tuple[int, int]] = CLARK_STORKEY_LAYERS, out_kernel: int = 5,
-                 symmetric: bool = True, rank_embedding: bool = False, dtype=jnp.float32,
+                 symmetric: bool = True, rank_embedding: bool = False, profile_embedding: int = 0, dtype=jnp.float32,
                  param_dtype=jnp.float32, rngs: nnx.Rngs):
         super().__init__(board_size=board_size, in_planes=in_planes, hidden=layers, out_kernel=out_kernel,
                          conv_bias=True, out_position_bias=True, symmetric=symmetric,
-                         rank_embedding=rank_embedding, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+                         rank_embedding=rank_embedding, profile_embedding=profile_embedding, dtype=dtype,
+                         param_dtype=param_dtype, rngs=rngs)
 
 
 class Maddison(ConvNet):
@@ -119,13 +121,14 @@ class Maddison(ConvNet):
     two output planes (black / white to move). ``symmetric=True`` ties the kernels as in his 3/6-layer test."""
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 36, layers: int = 12, filters: int = 128,
-                 out_kernel: int = 3, symmetric: bool = False, rank_embedding: bool = False,
+                 out_kernel: int = 3, symmetric: bool = False, rank_embedding: bool = False, profile_embedding: int = 0,
                  dtype=jnp.float32, param_dtype=jnp.float32, rngs: nnx.Rngs):
         hidden = [(5, filters)] + [(3, filters)] * (layers - 1)
         super().__init__(board_size=board_size, in_planes=in_planes, hidden=hidden, out_kernel=out_kernel,
                          out_planes=2, hidden_position_bias=True, out_position_bias=True, symmetric=symmetric,
                          kernel_init=_uniform(0.05),
-                         select="to_move", rank_embedding=rank_embedding, dtype=dtype,
+                         select="to_move", rank_embedding=rank_embedding, profile_embedding=profile_embedding,
+                         dtype=dtype,
                          param_dtype=param_dtype, rngs=rngs)
 
 
@@ -133,10 +136,12 @@ class AlphaGoSL(ConvNet):
     """AlphaGo SL policy (Silver et al. 2016): ``layers`` = 1 (5x5) + layers-2 (3x3) + 1 (1x1 output)."""
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 48, filters: int = 192, layers: int = 13,
-                 rank_embedding: bool = False, dtype=jnp.float32, param_dtype=jnp.float32, rngs: nnx.Rngs):
+                 rank_embedding: bool = False, profile_embedding: int = 0, dtype=jnp.float32, param_dtype=jnp.float32,
+                 rngs: nnx.Rngs):
         hidden = [(5, filters)] + [(3, filters)] * (layers - 2)
         super().__init__(board_size=board_size, in_planes=in_planes, hidden=hidden, out_kernel=1,
-                         out_position_bias=True, rank_embedding=rank_embedding, dtype=dtype,
+                         out_position_bias=True, rank_embedding=rank_embedding, profile_embedding=profile_embedding,
+                         dtype=dtype,
                          param_dtype=param_dtype, rngs=rngs)
 
 
@@ -144,11 +149,13 @@ class Darkforest(ConvNet):
     """Darkforest (Tian & Zhu 2016) 12-layer CNN, three next-move heads; the logits are the first head."""
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 25, first: int = 92, filters: int = 384,
-                 layers: int = 12, heads: int = 3, rank_embedding: bool = False, dtype=jnp.float32,
+                 layers: int = 12, heads: int = 3, rank_embedding: bool = False, profile_embedding: int = 0,
+                 dtype=jnp.float32,
                  param_dtype=jnp.float32, rngs: nnx.Rngs):
         hidden = [(5, first)] + [(3, filters)] * (layers - 2)
         super().__init__(board_size=board_size, in_planes=in_planes, hidden=hidden, out_kernel=3,
-                         out_planes=heads, rank_embedding=rank_embedding, dtype=dtype,
+                         out_planes=heads, rank_embedding=rank_embedding, profile_embedding=profile_embedding,
+                         dtype=dtype,
                          param_dtype=param_dtype, rngs=rngs)
 
 

@@ -70,10 +70,11 @@ class GARBNet(PolicyNet):
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 21, channels: int = 64, blocks: int = 10,
                  garb_channels: int | None = None, value_head: bool = False, value_channels: int = 32,
-                 value_hidden: int = 64, rank_embedding: bool = False, dtype=jnp.float32,
+                 value_hidden: int = 64, rank_embedding: bool = False, profile_embedding: int = 0, dtype=jnp.float32,
                  param_dtype=jnp.float32, rngs: nnx.Rngs):
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
-                    rank_embedding=rank_embedding, trunk_features=channels, rngs=rngs, has_value=value_head)
+                    rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=channels,
+                    rngs=rngs, has_value=value_head)
         kw = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         c3 = garb_channels or channels // 2
         self.stem = Conv(in_planes, channels, 3, **kw)
@@ -86,8 +87,8 @@ class GARBNet(PolicyNet):
         self.value = (PooledValueHead(channels, channels=value_channels, hidden=value_hidden, **kw)
                       if value_head else None)
 
-    def heads(self, x, rank, to_move):
-        h = self.add_rank(self.stem(x), rank)
+    def heads(self, x, cond, to_move):
+        h = self.add_condition(self.stem(x), cond)
         for block in self.blocks:
             h = block(h)
         h = jax.nn.relu(self.final_bn(h))

@@ -220,7 +220,8 @@ class GoNNResNet(PolicyNet):
                  head_pooled: int = 32, head_global_pool: bool = True, activation: str = "prelu",
                  prelu_init: float = 0.0, center_emphasis: bool = True, pool_stdev: bool = False,
                  pool_board_scaling: bool = False, value_head: bool = False, value_channels: int = 32,
-                 value_hidden: int = 64, rank_embedding: bool = False, wide_blocks: Sequence[int] = (),
+                 value_hidden: int = 64, rank_embedding: bool = False, profile_embedding: int = 0,
+                 wide_blocks: Sequence[int] = (),
                  wide_channels: int = 0, wide_length: int = 9, chain_blocks: Sequence[int] = (),
                  chain_channels: int = 0, chain_stone_planes: Sequence[int] = (1, 2), dtype=jnp.float32, param_dtype=jnp.float32,
                  rngs: nnx.Rngs):
@@ -241,7 +242,8 @@ class GoNNResNet(PolicyNet):
             raise ValueError(f"chain_stone_planes {tuple(chain_stone_planes)} must be two input planes in "
                              f"[0, {in_planes}) (the stone planes)")
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
-                    rank_embedding=rank_embedding, trunk_features=channels, rngs=rngs, has_value=value_head)
+                    rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=channels,
+                    rngs=rngs, has_value=value_head)
         act = dict(activation=activation, prelu_init=prelu_init, param_dtype=param_dtype)
         bn = dict(dtype=dtype, param_dtype=param_dtype)
         pool = dict(stdev=pool_stdev, board_scaling=pool_board_scaling)
@@ -278,8 +280,8 @@ class GoNNResNet(PolicyNet):
                                       rngs=rngs)
                       if value_head else None)
 
-    def heads(self, x, rank, to_move):
-        h = self.add_rank(self.stem(x), rank)
+    def heads(self, x, cond, to_move):
+        h = self.add_condition(self.stem(x), cond)
         labels = None
         for block in self.blocks:
             if isinstance(block, GoNNChainBlock):

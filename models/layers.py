@@ -407,3 +407,33 @@ class RankEmbedding(nnx.Module):
         if rank is None:
             rank = jnp.full((batch,), UNKNOWN_RANK, jnp.int32)
         return self.embed(rank_index(rank))[:, None, None, :]
+
+
+class ProfileEmbedding(nnx.Module):
+    """A small MLP of a game profile (:mod:`kifunet.data_prep.profiles`, ``SIZE`` = 46 numbers) -> a
+    ``features``-vector, returned as a ``[B, 1, 1, F]`` bias: ``Linear(46, hidden)``, ReLU, ``Linear(hidden, F)``;
+    ``46 * hidden + hidden + hidden * F + F`` parameters.
+
+    ``profile=None`` means all-unknown (``profiles.encode(UNKNOWN_PROFILE)``) for the whole batch. The output
+    layer starts at zero, so a net given the profile starts as the same net without it and learns what the
+    profile is worth.
+    """
+
+    def __init__(self, features: int, hidden: int, *, dtype: Dtype = jnp.float32, param_dtype: Dtype = jnp.float32,
+                 rngs: nnx.Rngs):
+        from kifunet.data_prep import profiles
+
+        self.size = profiles.SIZE
+        self._unknown = tuple(float(v) for v in profiles.encode(profiles.UNKNOWN_PROFILE))  # static, not state
+        self.hidden = nnx.Linear(self.size, hidden, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        self.out = nnx.Linear(hidden, features, kernel_init=nnx.initializers.zeros, dtype=dtype,
+                              param_dtype=param_dtype, rngs=rngs)
+
+    def __call__(self, profile: jax.Array | None, batch: int) -> jax.Array:
+        if profile is None:
+            profile = jnp.broadcast_to(jnp.asarray(self._unknown, jnp.float32), (batch, self.size))
+        profile = jnp.asarray(profile)
+        if profile.ndim != 2 or profile.shape[1] != self.size:
+            raise ValueError(f"profile must be [B, {self.size}] (kifunet.data_prep.profiles), got {profile.shape}")
+        return self.out(jax.nn.relu(self.hidden(profile.astype(self.hidden.dtype or jnp.float32))))[:, None, None, :]
+

@@ -67,18 +67,20 @@ class MAONet(PolicyNet):
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 17, stem_width: int = 80, width: int = 40,
                  candidates: int = 4, blocks: int = 3, out_candidates: int = 1, mask_rate: float = 0.5,
-                 rank_embedding: bool = False, dtype=jnp.float32, param_dtype=jnp.float32, rngs: nnx.Rngs):
+                 rank_embedding: bool = False, profile_embedding: int = 0, dtype=jnp.float32, param_dtype=jnp.float32,
+                 rngs: nnx.Rngs):
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
-                    rank_embedding=rank_embedding, trunk_features=stem_width, rngs=rngs)
+                    rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=stem_width,
+                    rngs=rngs)
         kw = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         self.stem = MLPConv(in_planes, stem_width, ones=2, **kw)
         self.blocks = nnx.List([MAOBlock(stem_width if i == 0 else width, width, candidates, mask_rate=mask_rate, **kw)
                                 for i in range(blocks)])
         self.out = MAOLayer(width, board_size * board_size + 1, out_candidates, mask_rate=mask_rate, **kw)
 
-    def logits(self, x, rank, to_move):
+    def logits(self, x, cond, to_move):
         h = self.stem(x)
-        h = self.add_rank(h, rank)
+        h = self.add_condition(h, cond)
         for block in self.blocks:
             h = block(h)
         return jnp.mean(self.out(h).astype(jnp.float32), axis=(1, 2))

@@ -46,11 +46,13 @@ class QiqiaoNet(PolicyNet):
 
     def __init__(self, *, board_size: int = 9, in_planes: int = 10, channels: Sequence[int] = (32, 64, 128),
                  policy_channels: int = 8, policy_hidden: int = 256, value_channels: int = 4,
-                 value_hidden: Sequence[int] = (128, 64), rank_embedding: bool = False, dtype=jnp.float32,
+                 value_hidden: Sequence[int] = (128, 64), rank_embedding: bool = False, profile_embedding: int = 0,
+                 dtype=jnp.float32,
                  param_dtype=jnp.float32, rngs: nnx.Rngs):
         channels = tuple(int(c) for c in channels)
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
-                    rank_embedding=rank_embedding, trunk_features=channels[0], rngs=rngs, has_value=True)
+                    rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=channels[0],
+                    rngs=rngs, has_value=True)
         kw = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         points = board_size * board_size
         widths = (in_planes,) + channels
@@ -63,11 +65,11 @@ class QiqiaoNet(PolicyNet):
         self.value_hidden = nnx.List([nnx.Linear(a, b, **kw) for a, b in zip(dims, dims[1:])])
         self.value_out = nnx.Linear(dims[-1], 1, **kw)
 
-    def heads(self, x, rank, to_move):
+    def heads(self, x, cond, to_move):
         h = x
         for i, conv in enumerate(self.body):
             h = conv(h)
-            h = jax.nn.relu(self.add_rank(h, rank) if i == 0 else h)
+            h = jax.nn.relu(self.add_condition(h, cond) if i == 0 else h)
         p = jax.nn.relu(self.policy_conv(h))
         p = jax.nn.relu(self.policy_hidden(p.reshape(p.shape[0], -1)))
         v = jax.nn.relu(self.value_conv(h)).reshape(h.shape[0], -1)

@@ -57,10 +57,11 @@ class CazenaveResNet(PolicyNet):
     """Cazenave's residual policy net; see the module table."""
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 45, filters: int = 256, blocks: int = 10,
-                 bn_affine: bool = False, rank_embedding: bool = False, dtype=jnp.float32,
+                 bn_affine: bool = False, rank_embedding: bool = False, profile_embedding: int = 0, dtype=jnp.float32,
                  param_dtype=jnp.float32, rngs: nnx.Rngs):
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
-                    rank_embedding=rank_embedding, trunk_features=filters, rngs=rngs)
+                    rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=filters,
+                    rngs=rngs)
         conv = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         self.stem5 = Conv(in_planes, filters, 5, **conv)
         self.stem1 = Conv(in_planes, filters, 1, **conv)
@@ -69,8 +70,8 @@ class CazenaveResNet(PolicyNet):
                                 for _ in range(blocks)])
         self.out_conv = Conv(filters, 1, 3, **conv)
 
-    def logits(self, x, rank, to_move):
-        h = self.add_rank(self.stem5(x) + self.stem1(x), rank)
+    def logits(self, x, cond, to_move):
+        h = self.add_condition(self.stem5(x) + self.stem1(x), cond)
         h = jax.nn.relu(self.stem_bn(h))
         for block in self.blocks:
             h = block(h)
@@ -82,9 +83,11 @@ class AGZResNet(PolicyNet):
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 17, filters: int = 256, blocks: int = 19,
                  value_head: bool = False, value_hidden: int = 256, rank_embedding: bool = False,
+                 profile_embedding: int = 0,
                  dtype=jnp.float32, param_dtype=jnp.float32, rngs: nnx.Rngs):
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
-                    rank_embedding=rank_embedding, trunk_features=filters, rngs=rngs, has_value=value_head)
+                    rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=filters,
+                    rngs=rngs, has_value=value_head)
         conv = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         points = board_size * board_size
         self.stem = Conv(in_planes, filters, 3, use_bias=True, **conv)
@@ -102,8 +105,8 @@ class AGZResNet(PolicyNet):
         else:
             self.value_conv = self.value_bn = self.value_hidden = self.value_out = None
 
-    def heads(self, x, rank, to_move):
-        h = jax.nn.relu(self.add_rank(self.stem_bn(self.stem(x)), rank))
+    def heads(self, x, cond, to_move):
+        h = jax.nn.relu(self.add_condition(self.stem_bn(self.stem(x)), cond))
         for block in self.blocks:
             h = block(h)
         p = jax.nn.relu(self.policy_bn(self.policy_conv(h)))

@@ -9,13 +9,15 @@ step                 rule
 ===================  ========================================================================================
 the net              :func:`kifunet.train.nets.load_net` (as ``kifunet gtp --checkpoint`` and ``eval`` load it),
                      computing in float32 whatever dtype it was trained in, BatchNorm in eval mode
-inputs               ``planes``, plus ``rank`` and ``to_move`` only if the forward pass reads them: an input is
-                     kept when an equation of the traced jaxpr takes it (:func:`used_inputs`), so a net without
-                     a rank embedding has no ``rank`` input and only Maddison's nets have ``to_move``
+inputs               ``planes``, plus ``rank``, ``to_move`` and ``profile`` only if the forward pass reads them:
+                     an input is kept when an equation of the traced jaxpr takes it (:func:`used_inputs`), so a
+                     net without a rank embedding has no ``rank`` input, only Maddison's nets have ``to_move``
+                     and only nets with a profile input (``profile_embedding``) have ``profile``
 outputs              ``logits``; ``value`` too when the net returns ``(logits, value)``
                      (:func:`kifunet.models.base.policy_and_value`: handled generically, not by family)
 check                before writing, onnxruntime and the JAX forward pass run the same
-                     :data:`CHECK_POSITIONS` random 0/1 positions (with ranks and both colours); the largest
+                     :data:`CHECK_POSITIONS` random 0/1 positions (with ranks, both colours and a few
+                     profiles); the largest
                      ``|logit difference|`` is stored (``export_check``) and must stay below
                      :data:`CHECK_TOLERANCE` times the largest ``|logit|`` (pass's -1e9 aside; at least 1),
                      else nothing is written (``ValueError``)
@@ -75,8 +77,8 @@ class ExportResult:
 
 
 def forward_function(model):
-    """``fn(planes, rank, to_move) -> logits`` or ``(logits, value)``: the net in eval mode as a pure function
-    of its inputs (parameters and BatchNorm statistics closed over)."""
+    """``fn(planes, rank, to_move, profile) -> logits`` or ``(logits, value)``: the net in eval mode as a pure
+    function of its inputs (parameters and BatchNorm statistics closed over; ``profile`` None: all unknown)."""
     from flax import nnx
 
     from kifunet.models.base import policy_and_value
@@ -84,8 +86,9 @@ def forward_function(model):
     model.eval()
     graphdef, state = nnx.split(model)
 
-    def fn(planes, rank, to_move):
-        logits, value = policy_and_value(nnx.merge(graphdef, state)(planes, rank=rank, to_move=to_move))
+    def fn(planes, rank, to_move, profile=None):
+        logits, value = policy_and_value(nnx.merge(graphdef, state)(planes, rank=rank, to_move=to_move,
+                                                                    profile=profile))
         return logits if value is None else (logits, value)
 
     return fn
@@ -95,12 +98,16 @@ def _specs(batch, board_size: int, in_planes: int) -> dict:
     import jax
     import jax.numpy as jnp
 
+    from kifunet.data_prep import profiles
+
     return {"planes": jax.ShapeDtypeStruct((batch, board_size, board_size, in_planes), jnp.float32),
-            "rank": jax.ShapeDtypeStruct((batch,), jnp.int32), "to_move": jax.ShapeDtypeStruct((batch,), jnp.int32)}
+            "rank": jax.ShapeDtypeStruct((batch,), jnp.int32), "to_move": jax.ShapeDtypeStruct((batch,), jnp.int32),
+            "profile": jax.ShapeDtypeStruct((batch, profiles.SIZE), jnp.float32)}
 
 
 def used_inputs(fn, board_size: int, in_planes: int) -> tuple[str, ...]:
-    """The names of ``fn``'s inputs (``planes``, ``rank``, ``to_move``) that an equation of its jaxpr reads.
+    """The names of ``fn``'s inputs (``planes``, ``rank``, ``to_move``, ``profile``) that an equation of its
+    jaxpr reads.
 
     ``planes`` always counts. A nested jaxpr (a ``jit`` inside the net) that receives an input counts as
     reading it, so the answer can only keep an input it did not need, never drop one it needs."""
@@ -140,27 +147,61 @@ def _converter():
     return to_onnx, onnx
 
 
+#: the profiles of the check positions (cycled): all unknown, and three that differ in every field
+CHECK_PROFILES = ("", "rank=7d,opponent_rank=5d,year=2005,source=kgs,time=fast,komi=6.5",
+                  "rank=3k,opponent_rank=1d,date=2018-03-01,source=fox,time=blitz,handicap=2,komi=0.5",
+                  "rank=9p,source=gogod,time=slow")
+
+
 def check_positions(board_size: int, in_planes: int, n: int = CHECK_POSITIONS, seed: int = 0):
-    """``(planes, rank, to_move)`` of ``n`` random positions: 0/1 planes, ranks 9d, 1d, unknown, 3k..., both
-    colours."""
+    """``(planes, rank, to_move, profile)`` of ``n`` random positions: 0/1 planes, ranks 9d, 1d, unknown, 3k...,
+    both colours, the profiles of :data:`CHECK_PROFILES` (float32 ``[n, 46]``)."""
+    from kifunet.data_prep import profiles
+
     rng = np.random.default_rng(seed)
     planes = rng.integers(0, 2, (n, board_size, board_size, in_planes)).astype(np.float32)
     rank = np.resize(np.array([8, 0, -128, -3], np.int32), n)
     to_move = np.resize(np.array([1, 2], np.int32), n)
-    return planes, rank, to_move
+    profile = np.stack([profiles.encode(profiles.parse(CHECK_PROFILES[i % len(CHECK_PROFILES)])) for i in range(n)])
+    return planes, rank, to_move, profile
 
 
-def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict | None = None) -> ExportResult:
+def profile_metadata(model, profile: str | None) -> dict:
+    """The profile keys of an export's metadata (:mod:`kifunet.play.onnx_policy`'s table): ``profile_input``
+    and ``profile_encoding`` always; with ``profile`` (:func:`kifunet.data_prep.profiles.parse`'s text),
+    ``profile`` (normalised) and ``profile_vector``. A ``profile`` for a net without a profile input, or text
+    that is no profile, is a ``ValueError`` naming it."""
+    from kifunet.data_prep import profiles
+
+    reads = getattr(model, "profile_embedding", None) is not None
+    meta = {"profile_input": reads, "profile_encoding": onnx_policy.PROFILE_ENCODING}
+    if profile is None:
+        return meta
+    fields = profiles.parse_fields(profile)
+    if not reads:
+        raise ValueError(f"--profile {profile}: this net has no profile input (trained with "
+                         f"model.profile_embedding 0), so a profile would change nothing")
+    from kifunet.play.policy import profile_text
+
+    meta["profile"] = profile_text(fields)
+    meta["profile_vector"] = [round(float(v), 7) for v in profiles.encode(profiles.Profile(**fields))]
+    return meta
+
+
+def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict | None = None,
+                 profile: str | None = None) -> ExportResult:
     """Write ``model`` (a :class:`kifunet.models.PolicyNet`; its feature set named) to ``out`` as ONNX.
 
     ``info`` adds metadata (strings, or JSON-able values written as JSON), such as :func:`run_metadata` gives;
-    the keys are those of :mod:`kifunet.play.onnx_policy` without the ``kifunet.`` prefix.
+    the keys are those of :mod:`kifunet.play.onnx_policy` without the ``kifunet.`` prefix. ``profile``: the
+    default profile recorded (:func:`profile_metadata`; checked before anything is converted).
     """
     import jax
 
     from kifunet import __version__
     from kifunet.models import NO_PASS_LOGIT
 
+    profile_meta = profile_metadata(model, profile)
     to_onnx, onnx = _converter()
     fs = features_mod.get(feature_set)
     n, c = int(model.board_size), int(model.in_planes)
@@ -172,7 +213,7 @@ def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict 
 
     def exported(*args):
         given = dict(zip(names, args))
-        return fn(given["planes"], given.get("rank"), given.get("to_move"))
+        return fn(given["planes"], given.get("rank"), given.get("to_move"), given.get("profile"))
 
     out_names = onnx_policy.OUTPUTS[: 2 if isinstance(jax.eval_shape(fn, *_specs(1, n, c).values()), tuple) else 1]
     specs = _specs("B", n, c)
@@ -183,9 +224,9 @@ def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict 
     # work in NCHW), which onnxruntime warns about at every load; they are optional, onnxruntime infers its own
     del proto.graph.value_info[:]
 
-    # the check: the same positions through JAX (all three inputs) and onnxruntime (the file's inputs)
-    planes, rank, to_move = check_positions(n, c)
-    ref = jax.jit(fn)(planes, rank, to_move)
+    # the check: the same positions through JAX (all four inputs) and onnxruntime (the file's inputs)
+    planes, rank, to_move, check_profile = check_positions(n, c)
+    ref = jax.jit(fn)(planes, rank, to_move, check_profile)
     ref = tuple(np.asarray(r, np.float32) for r in (ref if isinstance(ref, tuple) else (ref,)))
     meta = {
         "format_version": onnx_policy.FORMAT_VERSION, "version": __version__,
@@ -199,10 +240,11 @@ def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict 
     }
     if len(out_names) == 2:
         meta["value"] = VALUE_MEANING
+    meta.update(profile_meta)
     meta.update(info or {})
     meta = {k: _text(v) for k, v in meta.items()}
     onnx.helper.set_model_props(proto, {onnx_policy.PREFIX + k: v for k, v in meta.items()})
-    got = onnx_policy.OnnxNet(proto.SerializeToString()).run(planes, rank, to_move)
+    got = onnx_policy.OnnxNet(proto.SerializeToString()).run(planes, rank, to_move, check_profile)
     diff = max(float(np.abs(g.astype(np.float64) - r).max()) for g, r in zip(got, ref) if g is not None)
     scale = max(1.0, float(np.abs(ref[0][ref[0] > NO_PASS_LOGIT / 2]).max(initial=0.0)))
     if not diff <= CHECK_TOLERANCE * scale:
@@ -274,12 +316,14 @@ def run_metadata(net, raw_config: dict) -> dict:
 
 
 def export_run(path: str | os.PathLike, out: str | os.PathLike, *, step: int | None = None,
-               feature_set: str | None = None, board_size: int | None = None) -> ExportResult:
+               feature_set: str | None = None, board_size: int | None = None,
+               profile: str | None = None) -> ExportResult:
     """Export the net of a training run (its newest checkpoint, or ``step``) to ``out``.
 
-    ``feature_set`` / ``board_size``: only for a run that records neither (as for ``kifunet gtp``)."""
+    ``feature_set`` / ``board_size``: only for a run that records neither (as for ``kifunet gtp``);
+    ``profile``: the default profile to record (:func:`profile_metadata`)."""
     from kifunet.train.nets import load_net, read_config
 
     net = load_net(os.fspath(path), step=step, feature_set=feature_set, board_size=board_size, dtype="float32")
     raw = read_config(net.info["workdir"]).to_dict()
-    return export_model(net.model, net.feature_set, out, info=run_metadata(net, raw))
+    return export_model(net.model, net.feature_set, out, info=run_metadata(net, raw), profile=profile)

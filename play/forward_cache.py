@@ -10,9 +10,12 @@ policy's forward pass with :func:`jax.export.export` -- the weights a list of ar
 symbolic, so every symmetry batch (1..8) runs the same program -- and writes it with the weights
 (``weights.npz``) into ``ROOT/KEY/``. The key is the sha256 of the checkpoint step's ``kifunet_checksums.json``
 (a step without it is never cached), the JAX and jaxlib versions, the backend, the board size, the feature set
-and the source of ``kifunet.models`` (:func:`entry_key`). ``meta.json`` holds the key, the sha256 of both files,
-the description and the net's ``has_pass`` / ``has_value``. An entry is written into a temporary directory
-under ``ROOT`` and renamed into place, so a reader never sees half of one.
+and the source of ``kifunet.models`` (:func:`entry_key`), plus, for a net with a profile input only
+(``info["profile_input"]``, :mod:`kifunet.play.policy`'s "profile"), the word ``profile``: the keys of nets
+without one are those they had before profiles existed. Such a net's program takes a fifth argument, the
+profile float32 ``[b, 46]``. ``meta.json`` holds the key, the sha256 of both files, the description, the
+net's ``has_pass`` / ``has_value`` and ``profile_input``. An entry is written into a temporary directory under
+``ROOT`` and renamed into place, so a reader never sees half of one.
 
 :func:`load_entry` checks all of that and returns an :class:`ExportedPolicy`: :class:`kifunet.play.policy.Policy`
 with the deserialized program as its forward pass. Any problem -- no entry, another key, a file whose checksum
@@ -100,28 +103,35 @@ def entry_key(info: dict) -> str:
         raise CacheProblem(f"no checksums for {info['step_dir']} ({e.strerror})") from None
     parts = [FORMAT, checksums, jax.__version__, jaxlib.__version__, jax.default_backend(),
              str(int(info["board_size"])), str(info["feature_set"]), _models_source_digest()]
+    if info.get("profile_input"):
+        parts.append("profile")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
 
 # --- writing ---------------------------------------------------------------------------------------------------
 def export_forward(policy: Policy):
     """``(Exported, weights)``: the policy's forward pass ``f(weights, planes[b,N,N,C], rank[b], to_move[b])``
-    with a symbolic batch ``b`` and the weights as a flat list of arrays (needs flax: the model is merged in)."""
+    (and ``profile[b, 46]`` for a net with a profile input) with a symbolic batch ``b`` and the weights as a flat
+    list of arrays (needs flax: the model is merged in)."""
     import jax
     from flax import nnx
+
+    from kifunet.data_prep import profiles
 
     leaves, treedef = jax.tree_util.tree_flatten(policy._state)
     graphdef = policy._graphdef
 
-    def forward(weights, planes, rank, to_move):
-        return nnx.merge(graphdef, jax.tree_util.tree_unflatten(treedef, weights))(planes, rank=rank,
-                                                                                   to_move=to_move)
+    def forward(weights, planes, rank, to_move, *profile):
+        net = nnx.merge(graphdef, jax.tree_util.tree_unflatten(treedef, weights))
+        return net(planes, rank=rank, to_move=to_move, **({"profile": profile[0]} if profile else {}))
 
     (b,) = jax.export.symbolic_shape("b")
     n, c = policy.board_size, policy.fs.num_planes
     specs = ([jax.ShapeDtypeStruct(np.shape(x), x.dtype) for x in leaves],
              jax.ShapeDtypeStruct((b, n, n, c), np.float32), jax.ShapeDtypeStruct((b,), np.int32),
              jax.ShapeDtypeStruct((b,), np.int32))
+    if policy.reads_profile:
+        specs += (jax.ShapeDtypeStruct((b, profiles.SIZE), np.float32),)
     return jax.export.export(jax.jit(forward))(*specs), [np.asarray(x) for x in leaves]
 
 
@@ -154,7 +164,8 @@ def save_entry(root: str, info: dict, policy: Policy) -> str:
                                                         for name in (PROGRAM, WEIGHTS)},
                 "weights": len(weights), "board_size": policy.board_size, "feature_set": policy.fs.name,
                 "description": policy.description, "trained_size": policy.trained_size,
-                "has_pass": bool(policy.has_pass), "has_value": bool(policy.has_value)}
+                "has_pass": bool(policy.has_pass), "has_value": bool(policy.has_value),
+                "profile_input": bool(policy.reads_profile)}
         with open(os.path.join(tmp, META), "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=1)
         final = os.path.join(root, key)
@@ -191,9 +202,11 @@ def _one_line(e: BaseException) -> str:
 
 
 # --- reading ---------------------------------------------------------------------------------------------------
-def load_entry(root: str, info: dict, rank=None, *, full: Callable[[], Policy]) -> "ExportedPolicy":
-    """The cached net for ``info`` as an :class:`ExportedPolicy` (imports JAX, not flax or orbax); ``full``
-    loads the net normally (for other board sizes). ``CacheProblem`` when the entry cannot be used."""
+def load_entry(root: str, info: dict, rank=None, *, full: Callable[[], Policy],
+               profile=None) -> "ExportedPolicy":
+    """The cached net for ``info`` as an :class:`ExportedPolicy` (imports JAX, not flax or orbax) with ``rank``
+    and ``profile``; ``full`` loads the net normally (for other board sizes). ``CacheProblem`` when the entry
+    cannot be used."""
     try:
         key = entry_key(info)
         folder = os.path.join(root, key)
@@ -206,6 +219,9 @@ def load_entry(root: str, info: dict, rank=None, *, full: Callable[[], Policy]) 
             raise CacheProblem(f"{folder}: another format or key")
         if (meta.get("board_size"), meta.get("feature_set")) != (int(info["board_size"]), info["feature_set"]):
             raise CacheProblem(f"{folder}: made for another board or feature set")
+        if bool(meta.get("profile_input", False)) != bool(info.get("profile_input", False)):
+            raise CacheProblem(f"{folder}: made for a net {'with' if meta.get('profile_input') else 'without'} "
+                               f"a profile input")
         for name in (PROGRAM, WEIGHTS):
             if _sha256_file(os.path.join(folder, name)) != meta["files"][name]:
                 raise CacheProblem(f"{folder}/{name}: checksum differs")
@@ -215,7 +231,7 @@ def load_entry(root: str, info: dict, rank=None, *, full: Callable[[], Policy]) 
             exported = jax.export.deserialize(bytearray(f.read()))
         with np.load(os.path.join(folder, WEIGHTS), allow_pickle=False) as z:
             weights = [z[f"w{i:05d}"] for i in range(int(meta["weights"]))]
-        return ExportedPolicy(exported, weights, meta, rank=rank, full=full)
+        return ExportedPolicy(exported, weights, meta, rank=rank, full=full, profile=profile)
     except CacheProblem:
         raise
     except Exception as e:  # noqa: BLE001 -- a damaged entry of any kind
@@ -239,15 +255,17 @@ class ExportedPolicy(Policy):
     """:class:`kifunet.play.policy.Policy` whose forward pass is a deserialized :class:`jax.export.Exported`
     (``meta``: the entry's ``meta.json``); the trained board only -- another size is the full policy's."""
 
-    def __init__(self, exported, weights, meta: dict, *, rank=None, full: Callable[[], Policy]):
+    def __init__(self, exported, weights, meta: dict, *, rank=None, full: Callable[[], Policy], profile=None):
         import jax
 
         from kifunet.data_prep.planes import features as features_mod
-        from kifunet.play.policy import HISTORY_WINDOW, rank_value
+        from kifunet.play.policy import HISTORY_WINDOW, profile_value, rank_value
 
         self.fs = features_mod.get(meta["feature_set"])
         self.board_size = int(meta["board_size"])
         self.rank = rank_value(rank)
+        self.profile = profile_value(profile)
+        self.reads_profile = bool(meta.get("profile_input", False))
         self.window = HISTORY_WINDOW
         self.description = meta["description"]
         self.trained_size = int(meta["trained_size"])
@@ -262,16 +280,17 @@ class ExportedPolicy(Policy):
     def run_batch(self, planes: np.ndarray, colour: int) -> tuple[np.ndarray, np.ndarray | None]:
         """As :meth:`Policy.run_batch` (``has_pass`` and ``has_value`` come from the entry)."""
         b = planes.shape[0]
-        out = self._forward(self._state, np.asarray(planes, dtype=np.float32), np.full(b, self.rank, np.int32),
-                            np.full(b, int(colour), np.int32))
+        args = (self._state, np.asarray(planes, dtype=np.float32), np.full(b, self.rank, np.int32),
+                np.full(b, int(colour), np.int32))
+        out = self._forward(*args, self.profile_batch(b)) if self.reads_profile else self._forward(*args)
         values = None
         if isinstance(out, (tuple, list)):
             out, values = out[0], np.asarray(out[1], dtype=np.float32).reshape(-1)
         return np.asarray(out, dtype=np.float32), values
 
     def full_policy(self) -> Policy:
-        """The normally loaded net with this rank (flax, orbax; loaded once)."""
-        return self._full().with_rank(self.rank)
+        """The normally loaded net with this rank and profile (flax, orbax; loaded once)."""
+        return self._full().with_rank(self.rank).with_profile(self.profile)
 
     def size_problem(self, n: int) -> str | None:
         problem = size_range_problem(n)

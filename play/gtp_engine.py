@@ -8,7 +8,8 @@ Commands: ``protocol_version name version known_command list_commands quit board
 genmove undo showboard final_score final_status_list`` and ``reg_genmove`` (choose without playing),
 ``kgs-genmove_cleanup`` (genmove that removes dead stones before it passes), ``fixed_handicap`` / ``place_free_handicap`` /
 ``set_free_handicap``, ``set_random_seed N`` (the sampling seed; ``kifunet match`` sends one per game),
-``kifunet-policy COLOUR [K]`` (the K most probable legal moves with their probabilities), and:
+``kifunet-policy COLOUR [K]`` (the K most probable legal moves with their probabilities),
+``kifunet-profile [key=value,...]`` (the game profile, below), and:
 
 * the analysis commands of Sabaki and Lizzie, ``lz-analyze``, ``kata-analyze``, ``lz-genmove_analyze``,
   ``kata-genmove_analyze`` (formats, arguments and what "visits" and "winrate" mean without a search:
@@ -42,6 +43,18 @@ Rules: simple ko, suicide illegal (:class:`kifunet.data_prep.rules.board.Board`)
 
 How a move is chosen, when the engine passes and when it resigns: :mod:`kifunet.play.move_choice`.
 
+The game profile (issue 33; read only by a net with a profile input, ``reads_profile``): the engine keeps the
+fields the user set (``kifunet gtp --profile TEXT``, the constructor's ``profile``, or ``kifunet-profile
+TEXT``, :func:`kifunet.data_prep.profiles.parse`'s syntax: ``rank=7d,year=2010,source=kgs``). ``kifunet-profile``
+alone answers them in that syntax (an empty answer: none set); with text it replaces them all (bad text:
+``? profile: ...``, one line, naming the key or value; nothing changes). The net is given those fields, plus
+what the game says of the others: ``komi`` (GTP ``komi``, ``loadsgf``) unless the profile sets it, and the
+handicap (the number of black stones set before the first move when no white one is, 2..9, as
+``fixed_handicap`` / ``set_free_handicap`` / a loaded game's setup put them; else 0) unless the profile sets
+it; the policy then fills unknown ranks with ``--rank`` (:mod:`kifunet.play.policy`). A net without a profile
+input is played exactly as without a profile (the command is accepted and changes nothing; GoGui's list offers
+it only for a net that reads one).
+
 The end of the game (:mod:`kifunet.play.life_death`'s estimate of the position, fixed seed, computed once per
 position): ``final_score`` is the area score with the estimate's dead stones removed (Chinese counting, komi
 to white: ``B+3.5``, ``W+0.5`` or ``0``); ``final_status_list alive|dead|seki`` lists those stones, one chain a
@@ -63,7 +76,7 @@ from typing import Callable, TextIO
 
 import numpy as np
 
-from kifunet.data_prep import coords
+from kifunet.data_prep import coords, profiles
 from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
 from kifunet.eval.legality import top_moves
@@ -119,6 +132,15 @@ def colour_letter(c: int) -> str:
     return "B" if c == BLACK else "W"
 
 
+def known_fields(profile: profiles.Profile) -> dict:
+    """The fields of ``profile`` that say something (not None; handicap when not 0), as a
+    :func:`kifunet.data_prep.profiles.parse_fields` dict."""
+    out = {k: v for k, v in dataclasses.asdict(profile).items() if v is not None}
+    if not out.get("handicap"):
+        out.pop("handicap", None)
+    return out
+
+
 @dataclass
 class _State:
     board: Board
@@ -143,14 +165,22 @@ class Engine:
     ``analysis_blocks``: the blocks an analysis command answers in :meth:`handle` (outside :meth:`serve`);
     ``analysis_pv``: the longest PV an analysis shows (see :mod:`kifunet.play.gtp_analysis`);
     ``symmetries``: the board symmetries genmove averages without a time limit (1..8; a policy whose
-    ``probabilities`` takes no ``symmetries`` always uses 1).
+    ``probabilities`` takes no ``symmetries`` always uses 1); ``profile``: the game profile's fields
+    (:func:`kifunet.data_prep.profiles.parse`'s text or a :func:`~kifunet.data_prep.profiles.parse_fields`
+    dict; module docstring; None: the known fields of the policy's own ``profile``, such as an ONNX file's
+    recorded one).
     """
 
     def __init__(self, policy, *, settings: PlaySettings | None = None, komi: float = 7.5, name: str = "kifunet",
                  version: str = "", log: TextIO | None = None, analysis_blocks: int = 1,
-                 analysis_pv: int = gtp_analysis.DEFAULT_PV_LENGTH, symmetries: int = 1):
+                 analysis_pv: int = gtp_analysis.DEFAULT_PV_LENGTH, symmetries: int = 1, profile=None):
         if not 1 <= symmetries <= time_manager.MAX_SYMMETRIES:
             raise ValueError(f"symmetries must be in 1..{time_manager.MAX_SYMMETRIES}, not {symmetries}")
+        if profile is None:
+            profile = known_fields(getattr(policy, "profile", None) or profiles.UNKNOWN_PROFILE)
+        self.profile_fields = (dict(profile) if isinstance(profile, dict)
+                               else profiles.parse_fields(profile))  # ValueError: bad text
+        self._profiled: dict = {}  # (id of the sized policy, Profile) -> that policy given the profile
         self.policy = policy
         self._base = policy  # the policy as given: its size, description, and what it resizes from
         self._policies = {policy.board_size: policy}  # size -> the policy playing it (policy.resized(N))
@@ -212,6 +242,7 @@ class Engine:
             "kifunet-value": self._value_command,
             "set_random_seed": self._set_random_seed,
             "kifunet-policy": self._policy_command,
+            "kifunet-profile": self._profile_command,
             "lz-analyze": lambda a: self._analyze(gtp_analysis.LZ, a),
             "kata-analyze": lambda a: self._analyze(gtp_analysis.KATA, a),
             "lz-genmove_analyze": lambda a: self._genmove_analyze(gtp_analysis.LZ, a),
@@ -310,6 +341,56 @@ class Engine:
         if self.log is not None:
             print(msg, file=self.log, flush=True)
 
+    # --- the policy, given the game profile (module docstring) ----------------------------------------------
+    @property
+    def policy(self):
+        """The policy of the current board size, given :meth:`game_profile` when the net reads a profile (one
+        copy per size and profile, so it stays the same object while neither changes)."""
+        sized = self._sized
+        if not getattr(sized, "reads_profile", False):
+            return sized
+        profile = self.game_profile()
+        key = (id(sized), profile)
+        got = self._profiled.get(key)
+        if got is None:
+            got = self._profiled[key] = sized.with_profile(profile)
+        return got
+
+    @policy.setter
+    def policy(self, pol) -> None:
+        self._sized = pol
+
+    def handicap_stones(self) -> int:
+        """The handicap the game shows: the black stones set before the first move when no white stone is
+        (2..9, more counts as 9), else 0."""
+        setup = self.state.setup
+        if len(setup) < 2 or any(c != BLACK for c, _ in setup):
+            return 0
+        return min(len(setup), 9)
+
+    def game_profile(self) -> profiles.Profile:
+        """The profile the net is given before the policy's rank rule: the fields set, komi and handicap from
+        the game where they set none (module docstring)."""
+        fields = dict(self.profile_fields)
+        fields.setdefault("komi", float(self.komi))
+        fields.setdefault("handicap", self.handicap_stones())
+        return profiles.Profile(**fields)
+
+    def _profile_command(self, a):
+        """``kifunet-profile``: the profile's fields as set; ``kifunet-profile TEXT``: set them (module docstring)."""
+        if not a:
+            from kifunet.play.policy import profile_text
+
+            return profile_text(self.profile_fields)
+        try:
+            fields = profiles.parse_fields(" ".join(a))
+        except ValueError as e:
+            raise GtpError(str(e).splitlines()[0]) from None
+        self.profile_fields = fields
+        if not getattr(self._sized, "reads_profile", False):
+            self._log("kifunet-profile: this net has no profile input; the profile changes nothing")
+        return ""
+
     @property
     def version(self) -> str:
         """``version``'s answer: the constructor's, else :func:`_default_version` (computed once), and
@@ -367,7 +448,7 @@ class Engine:
         """Play on ``n`` x ``n`` (checked by :meth:`_size_problem`): the policy for that size, an empty board."""
         if n not in self._policies:
             self._policies[n] = self._base.resized(n)
-        if self.policy is not self._policies[n]:
+        if self._sized is not self._policies[n]:
             self.time.costs = {}  # another board, another cost
         self.policy = self._policies[n]
         self._takes_symmetries = _takes_symmetries(self.policy)

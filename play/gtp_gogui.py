@@ -19,6 +19,8 @@ type            command                       response
 ``pspairs``     ``kifunet-policy %m 10``      the 10 most probable legal moves, ``VERTEX PROBABILITY`` pairs
 ``string``      ``kifunet-value %m``          the value head's estimate for the side to move (one line);
                                               listed only for a net with a value head
+``string``      ``kifunet-profile``           the game profile set (``key=value,...``; empty: none), listed
+                                              only for a net with a profile input
 ``gfx``         ``kifunet-dead_gfx``          the dead-stone estimate (:mod:`kifunet.play.life_death`):
                                               ``MARK`` dead stones, ``TRIANGLE`` seki stones, ``BLACK`` /
                                               ``WHITE`` the empty points each side owns, ``TEXT`` the score
@@ -72,12 +74,17 @@ def has_value_head(engine) -> bool:
     return bool(getattr(engine.policy, "has_value", False))
 
 
+def reads_profile(engine) -> bool:
+    return bool(getattr(engine.policy, "reads_profile", False))
+
+
 #: what ``gogui-analyze_commands`` lists (in this order), when ``offered``
 ANALYZE_COMMANDS: list[AnalyzeCommand] = [
     AnalyzeCommand("gfx", "Policy heat map", "kifunet-policy_gfx %m"),
     AnalyzeCommand("dboard", "Policy board", "kifunet-policy_dboard %m"),
     AnalyzeCommand("pspairs", "Policy top 10", f"kifunet-policy %m {LABELLED_MOVES}"),
     AnalyzeCommand("string", "Value (net)", "kifunet-value %m", has_value_head),
+    AnalyzeCommand("string", "Profile", "kifunet-profile", reads_profile),
     AnalyzeCommand("gfx", "Dead stones", "kifunet-dead_gfx"),
 ]
 

@@ -20,6 +20,9 @@ attribute             from
 ``description``       ``MODEL from RUN step S`` (as :func:`kifunet.play.policy.load_policy` names it)
 ``has_value``         the model's config: :func:`config_has_value` (``qiqiao*`` always; others with
                       ``value_head=True``), checked against every registered model by the tests
+``reads_profile``     the model's config: :func:`config_reads_profile` (``model.profile_embedding`` or
+                      ``model.kwargs.profile_embedding`` above 0); the file's ``profile_input``
+``profile``           the profile asked for (:mod:`kifunet.play.policy`'s "profile")
 ====================  ======================================================================================
 
 Meanwhile a daemon thread (``kifunet-net-loader``) imports JAX, restores the checkpoint into an abstractly
@@ -45,7 +48,7 @@ import threading
 from typing import Callable
 
 from kifunet.data_prep.planes import features as features_mod
-from kifunet.play.policy import HISTORY_WINDOW, rank_value, size_range_problem
+from kifunet.play.policy import HISTORY_WINDOW, fill_profile, profile_value, rank_value, size_range_problem
 
 #: registry name prefixes of the models that always have a value head (the others: the ``value_head`` kwarg)
 VALUE_HEAD_MODELS = ("qiqiao",)
@@ -99,6 +102,19 @@ def config_has_value(model: str, kwargs: dict | None = None) -> bool:
     return model.startswith(VALUE_HEAD_MODELS) or bool((kwargs or {}).get("value_head", False))
 
 
+def config_reads_profile(workdir: str) -> bool:
+    """Whether the net of the run ``workdir`` has a profile input, from its ``config.json`` alone (the
+    ``model`` section's ``profile_embedding``, or its ``kwargs``'s, above 0; what
+    :func:`kifunet.train.model_config.build_model` builds from)."""
+    import json
+    import os
+
+    with open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
+        model = (json.load(f) or {}).get("model") or {}
+    kwargs = model.get("kwargs") or {}
+    return bool(kwargs.get("profile_embedding", model.get("profile_embedding")) or 0)
+
+
 def _one_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return text[0] if text else type(e).__name__
@@ -110,16 +126,20 @@ class LazyPolicy:
     ``board_size``, ``feature_set``, ``description``, ``has_value``: the cheap facts (``trained_size``: the
     board the weights were trained on, default ``board_size``); ``error``: the exception class a failed load is
     raised as; ``warm_up``: run the net once on the empty board in the background once loaded; ``start``:
-    start the thread now (else :meth:`start`).
+    start the thread now (else :meth:`start`); ``reads_profile``, ``profile``: whether the net has a profile
+    input, and the profile ``load()``'s policy was given.
     """
 
     def __init__(self, load: Callable[[], object], *, board_size: int, feature_set: str, description: str,
                  has_value: bool, rank=None, trained_size: int | None = None,
-                 error: type[Exception] = RuntimeError, warm_up: bool = True, start: bool = True):
+                 error: type[Exception] = RuntimeError, warm_up: bool = True, start: bool = True,
+                 reads_profile: bool = False, profile=None):
         self.board_size = int(board_size)
         self.trained_size = int(trained_size if trained_size is not None else board_size)
         self.fs = features_mod.get(feature_set)
         self.rank = rank_value(rank)
+        self.reads_profile = bool(reads_profile)
+        self.profile = profile_value(profile)
         self.window = HISTORY_WINDOW
         self.description = description
         self._has_value = bool(has_value)
@@ -226,7 +246,20 @@ class LazyPolicy:
         """The same net told another rank: a lazy policy over this one's (loading goes on in the background)."""
         return LazyPolicy(lambda: self.policy().with_rank(rank), board_size=self.board_size,
                           feature_set=self.fs.name, description=self.description, has_value=self._has_value,
-                          rank=rank, trained_size=self.trained_size, error=self._error_type, warm_up=False)
+                          rank=rank, trained_size=self.trained_size, error=self._error_type, warm_up=False,
+                          reads_profile=self.reads_profile, profile=self.profile)
+
+    def with_profile(self, profile) -> "LazyPolicy":
+        """The same net given another profile: a lazy policy over this one's (loading goes on)."""
+        profile = profile_value(profile)
+        return LazyPolicy(lambda: self.policy().with_profile(profile), board_size=self.board_size,
+                          feature_set=self.fs.name, description=self.description, has_value=self._has_value,
+                          rank=self.rank, trained_size=self.trained_size, error=self._error_type, warm_up=False,
+                          reads_profile=self.reads_profile, profile=profile)
+
+    def effective_profile(self):
+        """The profile the net is given (:meth:`kifunet.play.policy.Policy.effective_profile`), at once."""
+        return fill_profile(self.profile, self.rank)
 
     def size_problem(self, n: int) -> str | None:
         """None for the board this policy plays (at once); for another, the loaded net's answer (waits for the
@@ -248,23 +281,26 @@ class LazyPolicy:
 def lazy_run_policy(path: str, rank=None, *, step: int | None = None, feature_set: str | None = None,
                     board_size: int | None = None, error: type[Exception] = RuntimeError,
                     start: bool = True, compile_cache: str | None = None,
-                    log: Callable[[str], None] | None = None) -> LazyPolicy:
+                    log: Callable[[str], None] | None = None, profile=None) -> LazyPolicy:
     """A training run's net (:func:`kifunet.play.policy.load_policy`) as a :class:`LazyPolicy`: the cheap facts
     from :func:`kifunet.train.nets.describe_net` now (``FileNotFoundError`` / ``ValueError`` for a run that
     cannot be described), the net in the background (from now, or from :meth:`LazyPolicy.start`);
     ``compile_cache``: a directory for JAX's persistent compilation cache (:func:`enable_compile_cache`), with
     the exported forward pass next to it (:mod:`kifunet.play.forward_cache`: a warm start imports JAX only, no
     flax or orbax; a missing or damaged entry means a normal load, after which the entry is written, 0.05-0.2 s
-    for the shipped nets); ``log``: where cache misses and writes are told (``kifunet gtp --verbose``: stderr)."""
+    for the shipped nets); ``log``: where cache misses and writes are told (``kifunet gtp --verbose``: stderr);
+    ``profile``: the game profile (:mod:`kifunet.play.policy`)."""
     from kifunet.train.nets import describe_net
 
     info = describe_net(path, step=step, feature_set=feature_set, board_size=board_size)
+    info["profile_input"] = config_reads_profile(info["workdir"])
+    profile = profile_value(profile)
 
     def full():
         from kifunet.play.policy import load_policy
 
         return load_policy(path, rank=rank, step=step, feature_set=info["feature_set"],
-                           board_size=info["board_size"])
+                           board_size=info["board_size"], profile=profile)
 
     def load():
         from kifunet.play import forward_cache
@@ -274,7 +310,7 @@ def lazy_run_policy(path: str, rank=None, *, step: int | None = None, feature_se
         try:
             if root:
                 try:
-                    pol = forward_cache.load_entry(root, info, rank, full=full)
+                    pol = forward_cache.load_entry(root, info, rank, full=full, profile=profile)
                     pol.warm_up()  # the deserialized program compiled (or loaded) through the cache
                     return pol
                 except Exception as e:  # noqa: BLE001 -- CacheProblem, or a program that does not run here
@@ -293,7 +329,7 @@ def lazy_run_policy(path: str, rank=None, *, step: int | None = None, feature_se
     return LazyPolicy(load, board_size=info["board_size"], feature_set=info["feature_set"],
                       description=info["description"],
                       has_value=config_has_value(info["model"], info["model_kwargs"]), rank=rank, error=error,
-                      start=start)
+                      start=start, reads_profile=info["profile_input"], profile=profile)
 
 
 def lazy_wrap(policy, *, error: type[Exception] = RuntimeError, start: bool = True) -> LazyPolicy:
@@ -301,4 +337,5 @@ def lazy_wrap(policy, *, error: type[Exception] = RuntimeError, start: bool = Tr
     warm-up -- the first pass, which loads the feature code -- runs in the background."""
     return LazyPolicy(lambda: policy, board_size=policy.board_size, feature_set=policy.fs.name,
                       description=policy.description, has_value=policy.has_value, rank=policy.rank,
-                      trained_size=getattr(policy, "trained_size", policy.board_size), error=error, start=start)
+                      trained_size=getattr(policy, "trained_size", policy.board_size), error=error, start=start,
+                      reads_profile=getattr(policy, "reads_profile", False), profile=getattr(policy, "profile", None))

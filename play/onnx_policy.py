@@ -22,6 +22,9 @@ graph input    type                      meaning
                                          9..17, unknown = -128)
 ``to_move``    int32 ``[B]``             only for nets that read it (Maddison's black/white output planes):
                                          1 = black, 2 = white
+``profile``    float32 ``[B, 46]``       only for nets with a profile input (``profile_embedding``): the game
+                                         profile, :func:`kifunet.data_prep.profiles.encode` (the encoding
+                                         ``kifunet.profiles/1``, :data:`PROFILE_ENCODING`)
 =============  ========================  ==========================================================================
 
 =============  ========================  ==========================================================================
@@ -64,7 +67,17 @@ key                      value
 ``run``, ``step``        the training run's directory name and the checkpoint's step
 ``export_check``         JSON ``{"positions", "max_abs_logit_diff", "max_abs_logit"}``: onnxruntime against
                          JAX on random positions at export time, and the logits' scale
+``profile_input``        ``true`` when the graph has the ``profile`` input, else ``false`` (every export)
+``profile_encoding``     the profile vector's encoding and version, ``kifunet.profiles/1``
+                         (:data:`PROFILE_ENCODING`: :mod:`kifunet.data_prep.profiles`, 46 numbers)
+``profile``              only when exported with ``--profile``: the default profile in
+                         :func:`kifunet.data_prep.profiles.parse`'s syntax (``year=2010,source=kgs``;
+                         ``""``: all unknown); ``profile_vector``: its 46 numbers (JSON), as
+                         :func:`~kifunet.data_prep.profiles.encode` gives them (a player that knows the
+                         mover's rank fills the unknown ranks with it first, :mod:`kifunet.play.policy`)
 =======================  ===================================================================================
+
+:func:`load_onnx_policy` plays a file with its recorded ``profile`` unless given another.
 """
 
 from __future__ import annotations
@@ -75,13 +88,15 @@ import os
 import numpy as np
 
 from kifunet.data_prep.planes import features as features_mod
-from kifunet.play.policy import HISTORY_WINDOW, Policy, rank_value
+from kifunet.play.policy import HISTORY_WINDOW, Policy, profile_value, rank_value
 
 #: the version of the file format above
 FORMAT_VERSION = 1
 #: every metadata key starts with this
 PREFIX = "kifunet."
-INPUTS = ("planes", "rank", "to_move")
+INPUTS = ("planes", "rank", "to_move", "profile")
+#: the name and version of the profile vector's encoding (:mod:`kifunet.data_prep.profiles`), in the metadata
+PROFILE_ENCODING = "kifunet.profiles/1"
 OUTPUTS = ("logits", "value")
 #: the metadata a player needs (the rest describes the net)
 REQUIRED = ("format_version", "board_size", "feature_set", "plane_names", "has_pass")
@@ -129,12 +144,24 @@ class OnnxNet:
         self.feature_set = self.metadata["feature_set"]
         self.has_value = "value" in self.outputs
 
-    def run(self, planes: np.ndarray, rank: np.ndarray,
-            to_move: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    @property
+    def reads_profile(self) -> bool:
+        """Whether the file has a ``profile`` input."""
+        return "profile" in self.inputs
+
+    def run(self, planes: np.ndarray, rank: np.ndarray, to_move: np.ndarray,
+            profile: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """``(logits float32 [B, N*N+1], value float32 [B] or None)`` of a batch; ``rank`` and ``to_move``
-        (int32 ``[B]``) are fed only where the file has those inputs."""
+        (int32 ``[B]``) and ``profile`` (float32 ``[B, 46]``; None: all unknown) are fed only where the file has
+        those inputs."""
         feed = {"planes": np.asarray(planes, dtype=np.float32),
                 "rank": np.asarray(rank, dtype=np.int32), "to_move": np.asarray(to_move, dtype=np.int32)}
+        if self.reads_profile:
+            from kifunet.data_prep import profiles
+
+            b = feed["planes"].shape[0]
+            feed["profile"] = (np.tile(profiles.encode(profiles.UNKNOWN_PROFILE), (b, 1)) if profile is None
+                               else np.asarray(profile, dtype=np.float32).reshape(b, profiles.SIZE))
         out = self.session.run(None, {k: feed[k] for k in self.inputs})
         return out[0], (out[1] if self.has_value else None)
 
@@ -154,7 +181,8 @@ class OnnxPolicy(Policy):
     differ is refused rather than fed the wrong planes).
     """
 
-    def __init__(self, net: OnnxNet, rank=None, *, window: int = HISTORY_WINDOW, description: str = ""):
+    def __init__(self, net: OnnxNet, rank=None, *, window: int = HISTORY_WINDOW, description: str = "",
+                 profile=None):
         # Policy.__init__ builds a JAX forward pass: not called; the attributes its position code reads are set
         self.net = net
         self.fs = features_mod.get(net.feature_set)
@@ -166,6 +194,8 @@ class OnnxPolicy(Policy):
             raise ValueError("window must be at least 8 moves (the deepest feature history)")
         self.board_size = net.board_size
         self.rank = rank_value(rank)
+        self.profile = profile_value(profile)
+        self.reads_profile = net.reads_profile
         self.window = window
         meta = net.metadata
         step = f" step {meta['step']}" if meta.get("step") else ""
@@ -191,7 +221,8 @@ class OnnxPolicy(Policy):
         this policy's rank and ``colour`` to play (what :class:`Policy`'s ``logits``, ``evaluate`` and
         ``probabilities``, symmetries included, run)."""
         b = planes.shape[0]
-        logits, value = self.net.run(planes, np.full(b, self.rank, np.int32), np.full(b, int(colour), np.int32))
+        logits, value = self.net.run(planes, np.full(b, self.rank, np.int32), np.full(b, int(colour), np.int32),
+                                     self.profile_batch(b) if self.reads_profile else None)
         return logits, (None if value is None else np.asarray(value, np.float32).reshape(-1))
 
     def outputs(self, record_or_moves, colour: int, setup=()) -> tuple[np.ndarray, float | None]:
@@ -219,12 +250,15 @@ class OnnxPolicy(Policy):
 
 
 def load_onnx_policy(path: str | os.PathLike, rank=None, *, feature_set: str | None = None,
-                     board_size: int | None = None) -> OnnxPolicy:
+                     board_size: int | None = None, profile=None) -> OnnxPolicy:
     """The exported net at ``path`` as a policy; ``feature_set`` / ``board_size``, when given, must be the
-    file's (``ValueError`` otherwise: the file decides both)."""
+    file's (``ValueError`` otherwise: the file decides both); ``profile``: the game profile (default: the
+    file's recorded ``profile``, else all unknown)."""
     net = OnnxNet(path)
     if feature_set is not None and features_mod.get(feature_set).name != net.feature_set:
         raise ValueError(f"{path} was exported with the {net.feature_set} features, not {feature_set}")
     if board_size is not None and int(board_size) != net.board_size:
         raise ValueError(f"{path} plays {net.board_size}x{net.board_size}, not {board_size}x{board_size}")
-    return OnnxPolicy(net, rank)
+    if profile is None:
+        profile = net.metadata.get("profile")
+    return OnnxPolicy(net, rank, profile=profile)

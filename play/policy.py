@@ -63,7 +63,23 @@ member                                            meaning
 ``resized(n)``                                    a policy for n x n sharing the weights (``ValueError``
                                                   with :meth:`size_problem`'s reason when it cannot)
 ``with_rank(rank)``                               the same net told another rank
+``profile``, ``with_profile(p)``                  the game profile the policy plays with (a
+                                                  :class:`~kifunet.data_prep.profiles.Profile`) and the
+                                                  same net with another (module docstring)
+``reads_profile``                                 whether the net has a profile input (known without
+                                                  running it)
 ================================================  ==========================================================
+
+The profile (issue 33): a net built with ``profile_embedding=H`` reads a game profile (who plays, when, where,
+how: :mod:`kifunet.data_prep.profiles`), float32 ``[B, 46]``. A policy holds one, ``profile`` (default: all
+unknown; ``Policy(..., profile="year=2010,source=kgs")`` takes :func:`~kifunet.data_prep.profiles.parse`'s
+text, a dict of :func:`~kifunet.data_prep.profiles.parse_fields` or a ``Profile``). Each position's vector is
+:func:`~kifunet.data_prep.profiles.encode` of :meth:`Policy.effective_profile`: the profile with its unknown
+``rank`` and ``opponent_rank`` filled with the policy's rank (as the rank planes see it: the policy writes its
+rank as both players'), every other unknown field left unknown (``kifunet gtp`` fills komi and handicap from
+the game: :mod:`kifunet.play.gtp_engine`). A net without a profile input is given none: its forward pass, its
+outputs and its :mod:`~kifunet.play.forward_cache` key are those of a policy that knows nothing of profiles,
+whatever the profile.
 """
 
 from __future__ import annotations
@@ -74,7 +90,7 @@ from typing import Sequence
 import numpy as np
 
 from kifunet.data_prep.planes import features as features_mod
-from kifunet.data_prep import ranks
+from kifunet.data_prep import profiles, ranks
 from kifunet.data_prep.planes import replay
 from kifunet.data_prep import symmetries as sym
 from kifunet.data_prep.rules.board import Board
@@ -147,6 +163,37 @@ def rank_value(rank) -> int:
     return v
 
 
+def profile_value(profile) -> profiles.Profile:
+    """``None`` / a :class:`~kifunet.data_prep.profiles.Profile` / :func:`~kifunet.data_prep.profiles.parse`'s
+    text / a :func:`~kifunet.data_prep.profiles.parse_fields` dict -> a ``Profile`` (None: all unknown); bad
+    text is the ``ValueError`` naming the key or value."""
+    if profile is None:
+        return profiles.UNKNOWN_PROFILE
+    if isinstance(profile, profiles.Profile):
+        return profile
+    if isinstance(profile, dict):
+        return profiles.Profile(**profile)
+    return profiles.parse(str(profile))
+
+
+def profile_text(fields: dict) -> str:
+    """``fields`` (a :func:`~kifunet.data_prep.profiles.parse_fields` dict) in
+    :func:`~kifunet.data_prep.profiles.parse`'s syntax, in the order of :class:`~kifunet.data_prep.profiles.Profile`'s
+    fields whatever order they were given in (``rank=7d,date=2010-07-01,source=kgs``; ``""``: none)."""
+    return profiles.fields_text(fields)
+
+
+def fill_profile(profile: profiles.Profile, rank: int) -> profiles.Profile:
+    """``profile`` with its unknown ``rank`` and ``opponent_rank`` set to ``rank`` when that is a known rank
+    (the module docstring's rule; ``rank`` on the :mod:`kifunet.data_prep.ranks` scale)."""
+    if not ranks.is_known(int(rank)):
+        return profile
+    import dataclasses
+
+    return dataclasses.replace(profile, rank=int(rank) if profile.rank is None else profile.rank,
+                               opponent_rank=int(rank) if profile.opponent_rank is None else profile.opponent_rank)
+
+
 def _split_record(record: GameRecord):
     """(setup, moves) of a record whose setup events all come first; None if setup follows a move."""
     kinds = record.kinds.tolist()
@@ -196,11 +243,13 @@ class Policy:
 
     ``model``: a :class:`kifunet.models.PolicyNet` (put in eval mode here); ``feature_set``: a name or a
     :class:`FeatureSet` whose plane count matches the model; ``rank``: see the module docstring;
-    ``trained_size``: the board the weights were trained on (default: the model's board).
+    ``trained_size``: the board the weights were trained on (default: the model's board); ``profile``: the game
+    profile (module docstring; read only by a net with a profile input).
     """
 
     def __init__(self, model, feature_set, board_size: int | None = None, rank=None, *,
-                 window: int = HISTORY_WINDOW, description: str = "", trained_size: int | None = None):
+                 window: int = HISTORY_WINDOW, description: str = "", trained_size: int | None = None,
+                 profile=None):
         import jax
         from flax import nnx
 
@@ -215,6 +264,8 @@ class Policy:
             raise ValueError("window must be at least 8 moves (the deepest feature history)")
         self.model = model
         self.rank = rank_value(rank)
+        self.profile = profile_value(profile)
+        self.reads_profile = getattr(model, "profile_embedding", None) is not None
         self.window = window
         self.description = description or type(model).__name__
         self.trained_size = int(trained_size if trained_size is not None else self.board_size)
@@ -232,6 +283,12 @@ class Policy:
             return nnx.merge(graphdef, state)(planes, rank=rank, to_move=to_move)
 
         self._forward = forward
+        if self.reads_profile:
+            @jax.jit
+            def forward_profiled(state, planes, rank, to_move, profile):
+                return nnx.merge(graphdef, state)(planes, rank=rank, to_move=to_move, profile=profile)
+
+            self._forward_profiled = forward_profiled
 
     def with_rank(self, rank) -> "Policy":
         """The same net and features with another rank (shares the compiled forward pass)."""
@@ -239,6 +296,21 @@ class Policy:
         other.__dict__.update(self.__dict__)
         other.rank = rank_value(rank)
         return other
+
+    def with_profile(self, profile) -> "Policy":
+        """The same net and features with another profile (:func:`profile_value`; shares the forward pass)."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other.profile = profile_value(profile)
+        return other
+
+    def effective_profile(self) -> profiles.Profile:
+        """The profile the net is given: :attr:`profile` with the rule of the module docstring applied."""
+        return fill_profile(self.profile, self.rank)
+
+    def profile_batch(self, b: int) -> np.ndarray:
+        """float32 ``[b, 46]``: :meth:`effective_profile` encoded, on every row."""
+        return np.broadcast_to(profiles.encode(self.effective_profile()), (b, profiles.SIZE)).copy()
 
     # --- positions ---------------------------------------------------------------------------------------
     def record(self, record_or_moves, colour: int, setup=()) -> GameRecord:
@@ -270,8 +342,9 @@ class Policy:
         from kifunet.models import NO_PASS_LOGIT
 
         b = planes.shape[0]
-        out = self._forward(self._state, np.asarray(planes, dtype=np.float32), np.full(b, self.rank, np.int32),
-                            np.full(b, int(colour), np.int32))
+        args = (self._state, np.asarray(planes, dtype=np.float32), np.full(b, self.rank, np.int32),
+                np.full(b, int(colour), np.int32))
+        out = self._forward_profiled(*args, self.profile_batch(b)) if self.reads_profile else self._forward(*args)
         values = None
         if isinstance(out, (tuple, list)):  # a value head: (logits [B, N*N+1], value [B])
             out, values = out[0], np.asarray(out[1], dtype=np.float32).reshape(-1)
@@ -370,7 +443,7 @@ class Policy:
         if n == self.board_size:
             return self
         other = Policy(self._model_at(n), self.fs, n, self.rank, window=self.window,
-                       description=self.description, trained_size=self.trained_size)
+                       description=self.description, trained_size=self.trained_size, profile=self.profile)
         other.has_pass = self.has_pass
         return other
 
@@ -390,7 +463,7 @@ def _size_tied_weight(state, n: int) -> str:
 
 
 def fresh_policy(model_name: str, board_size: int, *, feature_set: str | None = None, seed: int = 0, rank=None,
-                 **model_kwargs) -> Policy:
+                 profile=None, **model_kwargs) -> Policy:
     """A randomly initialised named model (``kifunet.models.create``) as a policy: for tests and smoke runs."""
     from flax import nnx
 
@@ -399,11 +472,12 @@ def fresh_policy(model_name: str, board_size: int, *, feature_set: str | None = 
     fs = feature_set or feature_set_for(models.default_in_planes(model_name))
     in_planes = features_mod.get(fs).num_planes
     net = models.create(model_name, board_size=board_size, in_planes=in_planes, rngs=nnx.Rngs(seed), **model_kwargs)
-    return Policy(net, fs, board_size, rank, description=f"{model_name} (random weights, seed {seed})")
+    return Policy(net, fs, board_size, rank, description=f"{model_name} (random weights, seed {seed})",
+                  profile=profile)
 
 
 def load_policy(checkpoint_dir: str | os.PathLike, rank=None, *, step: int | None = None,
-                feature_set: str | None = None, board_size: int | None = None) -> Policy:
+                feature_set: str | None = None, board_size: int | None = None, profile=None) -> Policy:
     """The trained net of a training run as a policy, computing in float32 whatever dtype it was trained in.
 
     ``checkpoint_dir``: the run's workdir (the newest checkpoint unless ``step``), its ``checkpoints``
@@ -417,4 +491,4 @@ def load_policy(checkpoint_dir: str | os.PathLike, rank=None, *, step: int | Non
     if net.info.get("step") is not None:
         desc += f" step {net.info['step']}"
     return Policy(net.model, features_mod.get(net.feature_set), net.board_size, rank, description=desc,
-                  trained_size=net.board_size)
+                  trained_size=net.board_size, profile=profile)

@@ -375,7 +375,7 @@ def test_weights_as_numpy_or_jax_arrays_export_alike(tmp_path):
     as_numpy.eval()
     assert all(isinstance(v, np.ndarray) for v in jax.tree.leaves(nnx.state(as_numpy)))
     assert all(isinstance(v, jax.Array) for v in jax.tree.leaves(nnx.state(net)))
-    planes, rank, to_move = export_onnx.check_positions(9, 26)
+    planes, rank, to_move, _ = export_onnx.check_positions(9, 26)
     outs = []
     for k, model in enumerate((net, as_numpy)):
         res = export_onnx.export_model(model, "gonn", tmp_path / f"{k}.onnx")

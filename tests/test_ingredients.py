@@ -76,7 +76,8 @@ NOT_RESULTS = {"dataset", "checkpoint_every_minutes"}
 #: keys added to the config after some rows ran, with the value the code had before they existed (a kept row
 #: without the key ran with it); ``test_added_keys_hold_what_the_code_did_before`` checks the values
 ADDED_LATER = {"model.kwargs.wide_blocks": (), "model.kwargs.chain_blocks": (), "model.kwargs.chain_channels": 0,
-               "input.add_planes": ""}
+               "input.add_planes": "", "model.profile_embedding": 0,
+               "input.profile_dropout": 0.1}  # profile_dropout acts only on a profiled net (embedding > 0)
 
 
 def test_added_keys_hold_what_the_code_did_before():

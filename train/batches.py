@@ -2,8 +2,8 @@
 
 Contract: :func:`window_batch` ``(window, a, b) -> batch`` with ``planes [B, N, N, C]`` (``host_dtype``), int32
 ``target`` / ``to_move`` / ``rank``, int8 ``outcome`` (the value target: +1 the mover won, -1 lost, 0 draw, -128
-unknown; a dataset built before results were read gives -128 on every row) and float32 ``weight`` (0: a
-padding row); :func:`batch_spec` is its shapes without data. :class:`BatchIterator` yields such batches from a
+unknown; a dataset built before results were read gives -128 on every row), float32 ``weight`` (0: a
+padding row) and, for a profiled net's windows, float32 ``profile [B, 46]`` (:mod:`kifunet.data_prep.profiles`); :func:`batch_spec` is its shapes without data. :class:`BatchIterator` yields such batches from a
 grain iterator over windows (:mod:`kifunet.train.windows`) and resumes exactly from its JSON state.
 
 Why uint8 planes: every plane is 0/1, so batches leave the host as ``uint8 [B, N, N, C]`` and the model
@@ -18,6 +18,8 @@ from typing import Any
 
 import grain
 import numpy as np
+
+from kifunet.data_prep import profiles
 
 HOST_DTYPES = ("uint8", "float32", "bfloat16")
 
@@ -44,10 +46,12 @@ def window_batch(window: dict, a: int, b: int, host_dtype: str = "uint8") -> dic
             "to_move": window["to_move"][a:b].astype(np.int32),
             "rank": window["player_rank"][a:b].astype(np.int32),
             "outcome": window["outcome"][a:b].astype(np.int8),
-            "weight": window["weight"][a:b].astype(np.float32)}
+            "weight": window["weight"][a:b].astype(np.float32),
+            **({"profile": window["profile"][a:b].astype(np.float32)} if "profile" in window else {})}
 
 
-def batch_spec(batch_size: int, board_size: int, num_planes: int, host_dtype: str = "uint8") -> dict[str, tuple]:
+def batch_spec(batch_size: int, board_size: int, num_planes: int, host_dtype: str = "uint8",
+               profile: bool = False) -> dict[str, tuple]:
     """``{name: (shape, numpy dtype)}`` of a :func:`window_batch` batch, without reading data (for compiling the
     train step ahead and estimating its memory, :mod:`kifunet.train.memory`)."""
     dtype = {"uint8": np.uint8, "float32": np.float32}.get(host_dtype)
@@ -58,7 +62,8 @@ def batch_spec(batch_size: int, board_size: int, num_planes: int, host_dtype: st
     b, n = int(batch_size), int(board_size)
     return {"planes": ((b, n, n, int(num_planes)), np.dtype(dtype)), "target": ((b,), np.dtype(np.int32)),
             "to_move": ((b,), np.dtype(np.int32)), "rank": ((b,), np.dtype(np.int32)),
-            "outcome": ((b,), np.dtype(np.int8)), "weight": ((b,), np.dtype(np.float32))}
+            "outcome": ((b,), np.dtype(np.int8)), "weight": ((b,), np.dtype(np.float32)),
+            **({"profile": ((b, profiles.SIZE), np.dtype(np.float32))} if profile else {})}
 
 
 class BatchIterator(grain.DatasetIterator):

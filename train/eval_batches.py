@@ -17,20 +17,23 @@ from kifunet.train.windows import WindowBuilder
 
 
 def eval_batches(root: str, split: str, *, batch_size: int, process_index: int = 0, process_count: int = 1,
-                 limit: int = 0, host_dtype: str = "uint8", add_planes: str = "") -> Iterator[dict[str, np.ndarray]]:
+                 limit: int = 0, host_dtype: str = "uint8", add_planes: str = "", profile: bool = False,
+                 profile_fields: dict | None = None) -> Iterator[dict[str, np.ndarray]]:
     """Batches over the host's share of the split's first ``limit`` rows (0: all), in order, unaugmented.
 
     Every host yields the same number of batches (``ceil(ceil(rows / hosts) / batch_size)``); rows past the
     host's share are padding with ``weight`` 0. ``add_planes``: constant-only feature sets added to the dataset's.
+    ``profile``: batches carry each row's profile, the fields of ``profile_fields`` (a
+    :func:`kifunet.data_prep.profiles.parse_fields` dict) forced on every row.
     """
-    src = dataset_mod.open_split(root, split, assemble=False, add_planes=add_planes).blocks()
+    src = dataset_mod.open_split(root, split, assemble=False, add_planes=add_planes, profile=profile).blocks()
     total = src.num_rows() if not limit else min(limit, src.num_rows())
     lo = process_index * total // process_count
     hi = (process_index + 1) * total // process_count
     per_host = -(-total // process_count)
     steps = -(-per_host // batch_size)
     builder = WindowBuilder(src.feature_name, src.board_size, batch_size, symmetry="none", history="none",
-                            shuffle=False)
+                            shuffle=False, profile=profile, profile_fields=profile_fields)
     for i in range(steps):
         a, b = lo + i * batch_size, min(hi, lo + (i + 1) * batch_size)
         if b > a:

@@ -66,11 +66,13 @@ def block_source(root: str, split: str, block_rows: int = 0, add_planes: str = "
 def window_dataset(root: str, split: str, *, batch_size: int, seed: int, process_index: int = 0,
                    process_count: int = 1, symmetry: str = "example", history: str = "none",
                    history_p: float = 0.0, keep_probs=GONN_KEEP_PROBS, window_blocks: int = 16,
-                   block_rows: int = 0, add_planes: str = "") -> grain.MapDataset:
+                   block_rows: int = 0, add_planes: str = "", profile: bool = False,
+                   profile_dropout: float = 0.0) -> grain.MapDataset:
     """The infinite grain ``MapDataset`` of this host's training windows (element ``i`` = window ``i``);
-    ``add_planes``: constant-only feature sets added to the dataset's (:func:`dataset_mod.open_split`)."""
+    ``add_planes``: constant-only feature sets added to the dataset's (:func:`dataset_mod.open_split`);
+    ``profile``: windows carry each row's profile (``profile_dropout``: :class:`WindowBuilder`)."""
     src = dataset_mod.open_split(root, split, assemble=False, require_rows=True,
-                                 add_planes=add_planes).blocks(block_rows)
+                                 add_planes=add_planes, profile=profile).blocks(block_rows)
     ds = grain.MapDataset.source(src)
     if process_count > 1:
         if len(src) < process_count:
@@ -82,7 +84,8 @@ def window_dataset(root: str, split: str, *, batch_size: int, seed: int, process
     ds = ds.shuffle(seed=seed % (1 << 32)).repeat(None)
     ds = ds.batch(window_blocks, drop_remainder=True, batch_fn=list)
     builder = WindowBuilder(src.feature_name, src.board_size, batch_size, symmetry=symmetry, history=history,
-                            history_p=history_p, keep_probs=keep_probs)
+                            history_p=history_p, keep_probs=keep_probs, profile=profile,
+                            profile_dropout=profile_dropout)
     return ds.random_map(builder, seed=(seed + 1) % (1 << 32))
 
 
@@ -90,7 +93,8 @@ def train_iterator(root: str, split: str, *, batch_size: int, seed: int, process
                    process_count: int = 1, symmetry: str = "example", history: str = "none",
                    history_p: float = 0.0, keep_probs=GONN_KEEP_PROBS, window_blocks: int = 16,
                    block_rows: int = 0, workers: int = 1, worker_buffer: int = 2,
-                   host_dtype: str = "uint8", add_planes: str = "") -> BatchIterator:
+                   host_dtype: str = "uint8", add_planes: str = "", profile: bool = False,
+                   profile_dropout: float = 0.0) -> BatchIterator:
     """The training batches of this host (``batch_size`` = rows per host): infinite, shuffled, augmented.
 
     ``workers`` > 0 builds windows in that many grain worker processes (``mp_prefetch``; the sequence of
@@ -99,7 +103,7 @@ def train_iterator(root: str, split: str, *, batch_size: int, seed: int, process
     ds = window_dataset(root, split, batch_size=batch_size, seed=seed, process_index=process_index,
                         process_count=process_count, symmetry=symmetry, history=history, history_p=history_p,
                         keep_probs=keep_probs, window_blocks=window_blocks, block_rows=block_rows,
-                        add_planes=add_planes)
+                        add_planes=add_planes, profile=profile, profile_dropout=profile_dropout)
     if workers > 0:
         mark_absl_flags_parsed()
     watch = functools.partial(exit_with_parent, os.getpid())

@@ -2,14 +2,15 @@
 
 ``build_model(model, seed=..., board_size=..., in_planes=...)`` reads the config's ``model`` section:
 
-==================  =============================================================================================
-key                 meaning
-==================  =============================================================================================
-``name``            a :func:`kifunet.models.names` entry
-``dtype``           compute dtype, ``'float32'`` or ``'bfloat16'`` (parameters stay float32)
-``rank_embedding``  build the model with a learned rank vector (``rank_embedding=True``)
-``kwargs``          constructor overrides (``layers``, ``filters``...), applied last
-==================  =============================================================================================
+=====================  =============================================================================================
+key                    meaning
+=====================  =============================================================================================
+``name``               a :func:`kifunet.models.names` entry
+``dtype``              compute dtype, ``'float32'`` or ``'bfloat16'`` (parameters stay float32)
+``rank_embedding``     build the model with a learned rank vector (``rank_embedding=True``)
+``profile_embedding``  hidden units of the profile MLP (``profile_embedding=H``; 0: no profile input)
+``kwargs``             constructor overrides (``layers``, ``filters``...), applied last
+=====================  =============================================================================================
 
 and initialises the parameters from ``nnx.Rngs(seed)`` (the config's top-level ``seed``), so the same config
 gives the same initial weights. :func:`model_section` completes the ``model`` section of a saved
@@ -37,7 +38,7 @@ def model_section(raw: Mapping | None) -> ml_collections.ConfigDict:
 
     model = default.get_config().model
     raw = dict(raw or {})
-    for key in ("name", "dtype", "rank_embedding"):
+    for key in ("name", "dtype", "rank_embedding", "profile_embedding"):
         if raw.get(key) is not None:
             model[key] = raw[key]
     if raw.get("kwargs"):
@@ -54,6 +55,8 @@ def build_model(model, *, seed: int, board_size: int, in_planes: int) -> nnx.Mod
         kwargs["dtype"] = DTYPES[model.dtype]
     if model.rank_embedding:
         kwargs["rank_embedding"] = True
+    if model.get("profile_embedding"):
+        kwargs["profile_embedding"] = int(model.profile_embedding)
     overrides = model.get("kwargs")
     if overrides is not None:
         kwargs.update(overrides.to_dict() if hasattr(overrides, "to_dict") else dict(overrides))

@@ -89,7 +89,8 @@ class ModelDef:
         # fresh Variable objects at the current trace level (BatchNorm and RNG counters are mutated in the call)
         extra = jax.tree.map(lambda x: x, extra)
         model = nnx.merge(self.graph_train if train else self.graph_eval, params, extra)
-        logits, value = policy_and_value(model(batch["planes"], batch["rank"], batch["to_move"]))
+        logits, value = policy_and_value(model(batch["planes"], batch["rank"], batch["to_move"],
+                                               profile=batch.get("profile")))
         _, new_extra = nnx.state(model, nnx.Param, ...)
         return logits, value, new_extra
 

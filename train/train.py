@@ -265,7 +265,7 @@ def evaluate(eval_fn, state, config, mesh, *, limit: int, value: bool = False, s
     t0 = time.perf_counter()
     batches = eval_batches(config.dataset, config.eval_split, batch_size=local, process_index=jax.process_index(),
                            process_count=pc, limit=limit, host_dtype=config.input.host_dtype,
-                           add_planes=config.input.add_planes)
+                           add_planes=config.input.add_planes, profile=bool(config.model.get("profile_embedding")))
     prefetch = Prefetcher(batches, fn=lambda b: parallel.shard_batch(b, mesh), depth=config.input.prefetch)
     sums = parallel.empty_sums(mesh, value=value)
     inflight = _InFlight(config.max_steps_ahead)
@@ -415,7 +415,8 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dic
         process_count=pc, symmetry=config.input.symmetry, history=config.input.history_dropout,
         history_p=config.input.history_p, keep_probs=tuple(config.input.history_keep_probs),
         window_blocks=config.input.window_blocks, block_rows=config.input.block_rows,
-        workers=config.input.workers, host_dtype=config.input.host_dtype, add_planes=config.input.add_planes)
+        workers=config.input.workers, host_dtype=config.input.host_dtype, add_planes=config.input.add_planes,
+        profile=bool(config.model.get("profile_embedding")), profile_dropout=config.input.get("profile_dropout", 0.0))
     prefetch = writer = None
     try:
         if data_state is not None:

@@ -5,7 +5,8 @@ Contract: :class:`WindowBuilder` ``(blocks, rng) -> window``; ``blocks`` are ele
 ``stored``). A window is a dict of per-row arrays: ``target`` (int16, moved by the row's symmetry), ``to_move``,
 ``player_rank``, ``outcome`` (int8, never moved), ``weight`` (uint8; 0 on padding rows), ``index`` (the row of
 the split), ``symmetry`` and ``history_level``, plus either ``idx [R, N, N]`` and ``table [K * V, C]`` (the
-``codes`` layout) or ``planes [R, N, N, C]``; :func:`kifunet.train.batches.window_batch` cuts batches from it.
+``codes`` layout) or ``planes [R, N, N, C]``, and ``profile`` float32 ``[R, 46]`` when the builder is made with
+``profile=True`` (:meth:`WindowBuilder._profiles`; its blocks then carry their rows' game fields); :func:`kifunet.train.batches.window_batch` cuts batches from it.
 With ``shuffle`` the rows are permuted and cut to whole batches; the row permutation, symmetries and dropout
 come from ``rng`` only (the same generator gives the same window).
 
@@ -36,6 +37,7 @@ import dataclasses
 import numpy as np
 from numba import njit
 
+from kifunet.data_prep import profiles
 from kifunet.data_prep import symmetries as sym_mod
 from kifunet.data_prep.results import OUTCOME_UNKNOWN
 
@@ -139,7 +141,8 @@ class WindowBuilder:
 
     def __init__(self, feature_name: str, board_size: int, batch_size: int, *, symmetry: str = "example",
                  history: str = "none", history_p: float = 0.0, keep_probs=GONN_KEEP_PROBS,
-                 shuffle: bool = True):
+                 shuffle: bool = True, profile: bool = False, profile_fields: dict | None = None,
+                 profile_dropout: float = 0.0):
         if symmetry not in SYMMETRY_MODES:
             raise ValueError(f"symmetry must be one of {SYMMETRY_MODES}, got {symmetry!r}")
         if history not in HISTORY_MODES:
@@ -148,6 +151,10 @@ class WindowBuilder:
         self.symmetry, self.history, self.history_p = symmetry, history, float(history_p)
         self.keep_probs = tuple(float(x) for x in keep_probs)
         self.shuffle = shuffle
+        self.profile, self.profile_fields = bool(profile), dict(profile_fields or {})
+        self.profile_dropout = float(profile_dropout)
+        if not 0.0 <= self.profile_dropout <= 1.0:
+            raise ValueError(f"profile dropout must be a probability, got {profile_dropout}")
         self._fs = None
         self._layout = None
 
@@ -199,6 +206,8 @@ class WindowBuilder:
                # for inspection and tests: the row of the split, its symmetry and history depth kept
                "index": cols["index"], "symmetry": np.zeros(keep, np.int8) if s is None else s.astype(np.int8),
                "history_level": (np.full(keep, lay.history_depth, np.int8) if level is None else level)}
+        if self.profile:
+            out["profile"] = self._profiles(cols, rng)
         if all("codes" in b for b in blocks):
             self._encode_codes(blocks, order, s, level, cols, out)
         else:
@@ -210,6 +219,26 @@ class WindowBuilder:
                 pad = np.zeros((rows_out - keep,) + v.shape[1:], v.dtype)
                 out[k] = np.concatenate([v, pad])
         return out
+
+    def _profiles(self, cols: dict, rng: np.random.Generator | None) -> np.ndarray:
+        """float32 ``[R, 46]``: each row's profile (:func:`kifunet.data_prep.profiles.encode_rows` of its ranks
+        and its game's fields), the fields of ``profile_fields`` forced on every row, then (training, with a
+        generator) each field but the handicap made unknown with probability ``profile_dropout``."""
+        missing = [k for k in profiles.GAME_FIELDS if k not in cols]
+        if missing:
+            raise ValueError(f"a profiled net needs the rows' game fields ({', '.join(missing)} missing): open the "
+                             f"split with profile=True")
+        v = profiles.encode_rows(cols["player_rank"], cols["opponent_rank"],
+                                 *(cols[k] for k in profiles.GAME_FIELDS))
+        v = profiles.override_rows(v, self.profile_fields)
+        if rng is not None and self.profile_dropout > 0.0:
+            unknown = profiles.encode(profiles.UNKNOWN_PROFILE)
+            for name, sl in profiles.FIELD_SLICES.items():
+                if name == "handicap":  # always known (no HA: an even game); it has no unknown flag
+                    continue
+                drop = rng.random(len(v)) < self.profile_dropout
+                v[drop, sl] = unknown[sl]
+        return v
 
     def _variants(self, cols: dict, level: np.ndarray | None, rows: int) -> tuple[np.ndarray, np.ndarray]:
         """Distinct row variants (constant planes + history level) ``[V, Cc + 1]`` and each row's variant."""

@@ -25,9 +25,10 @@ The encode and write stages share one :class:`kifunet.data_prep.building.worker_
 
 **Resume.** Rerunning the same command on the same ``DIR`` after a crash or ``kill -9`` reuses every finished
 unit and shard (their files exist only once complete) and redoes the rest; the result is byte-identical to an
-uninterrupted build. ``DIR/.work/fingerprint.json`` records the options, the inputs' sizes and mtimes and the
-spill version (:data:`kifunet.data_prep.building.encode_stage.SPILL_VERSION`); a rerun with different options or
-changed inputs, or by a kifunet whose work units differ, is refused (``--overwrite`` starts over).
+uninterrupted build. ``DIR/.work/fingerprint.json`` records the options (the declared ``--source`` included, so
+one dataset never mixes declarations), the inputs' sizes and mtimes and the spill version
+(:data:`kifunet.data_prep.building.encode_stage.SPILL_VERSION`); a rerun with different options or changed inputs,
+or by a kifunet whose work units differ, is refused (``--overwrite`` starts over).
 
 **Lock.** A build holds ``DIR/.lock`` (an exclusive ``flock``; the file holds its pid) from before it looks at
 ``DIR`` until it is done, so a second build of ``DIR`` -- ``--overwrite`` included -- is refused before it touches
@@ -102,6 +103,7 @@ class BuildConfig:
     symmetries: str = "none"
     workers: int = 0  # 0: run in this process (no crash isolation); N >= 1: N worker processes
     preset: str | None = None
+    source: str | None = None  # the declared source (one of profiles.SOURCES) of every game; None: each record's
     options: dict = dataclasses.field(default_factory=dict)  # resolved options, recorded in the manifest
     overwrite: bool = False
     keep_work: bool = False
@@ -117,6 +119,11 @@ class BuildConfig:
             raise ValueError(f"feature set {self.features.name} has only constant planes, made at load time: build "
                              f"with a set that stores planes and add it when training "
                              f"(--config.input.add_planes={self.features.name})")
+        if self.source is not None:
+            from ..profiles import SOURCES
+
+            if self.source not in SOURCES:
+                raise ValueError(f"source {self.source!r}: one of {', '.join(SOURCES)}")
         if self.symmetries not in SYMMETRY_MODES:
             raise ValueError(f"symmetries must be one of {SYMMETRY_MODES}")
         if self.shard_rows < 1 or self.unit_games < 1:
@@ -138,6 +145,7 @@ class BuildConfig:
             "shard_rows": self.shard_rows,
             "unit_games": self.unit_games,
             "symmetries": self.symmetries,
+            "source": self.source,
         }
 
 
@@ -327,7 +335,7 @@ def _build_locked(cfg: BuildConfig, fs, fingerprint: dict, log, timings, t0: flo
         if not os.path.exists(fp_path):
             shards_mod.write_json_atomic(fp_path, fingerprint)
         split_names = cfg.splits.names()
-        ucfg = unit_config(cfg.features, cfg.filters, cfg.splits, cfg.symmetries)
+        ucfg = unit_config(cfg.features, cfg.filters, cfg.splits, cfg.symmetries, cfg.source)
         infos: list = []
         summaries = encode_inputs(cfg.inputs, ucfg, work, infos, unit_games=cfg.unit_games, pool=pool,
                                   progress=cfg.progress, log=log, total=records)

@@ -55,6 +55,12 @@ TFDS)
 ``symmetry``                       int8      7                       fits
 ``game`` (spill)                   int32     records in a unit - 1   fits (``unit_games`` < 2**31)
 ``game_index`` (shards)            int32     games in a split - 1    fits (< 2**31 games)
+``days`` (games)                   int32     2,932,896               fits (4-digit years: 9999-12-31);
+                                             (9999-12-31), -2**31    out of int32: ``bad_year``
+                                             unknown
+``source``, ``time_control``       int8      6, 4 (codes of          fits; out of int8: ``bad_source``,
+(games)                                      ``profiles``), -1       ``bad_time_control``
+                                             unknown
 ``komi`` (games)                   float32   any finite float        metadata only: a komi float32 cannot
                                                                      hold (beyond +-3.4e38) is stored as
                                                                      unknown (NaN), as a non-finite ``KM``
@@ -88,6 +94,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..sgf import inputs as inputs_mod
+from .. import profiles
 from .. import results as results_mod
 from ..datasets import shards as shards_mod
 from .build_space import count_moves_in, naming
@@ -99,8 +106,9 @@ from .worker_pool import WorkerPool, run_isolated
 UNIT_GAMES = 256  # records per work unit, by default
 # What a unit's spill holds. Part of the build's fingerprint, so that a build started by a kifunet whose units
 # hold something else is never resumed with them. 2: game dicts carry ``game_id`` (the dedupe key). 3: rows
-# carry ``outcome``, game dicts ``result_kind``, ``winner`` and ``margin``.
-SPILL_VERSION = 3
+# carry ``outcome``, game dicts ``result_kind``, ``winner`` and ``margin``. 4: game dicts carry the profile codes
+# ``days``, ``source`` and ``time_control`` (issue 33).
+SPILL_VERSION = 4
 
 SPILL_DTYPE = np.dtype([("target", np.int16), ("to_move", np.int8), ("move_number", np.int16),
                         ("player_rank", np.int8), ("opponent_rank", np.int8), ("game", np.int32),
@@ -111,7 +119,8 @@ SPILL_DTYPE = np.dtype([("target", np.int16), ("to_move", np.int8), ("move_numbe
 # with (see the module docstring). Checked before the record is replayed.
 COLUMN_LIMITS = {"num_moves": "too_many_moves", "positions": "too_many_moves", "handicap": "bad_handicap",
                  "black_rank": "bad_rank", "white_rank": "bad_rank", "year": "bad_year", "size": "board_size",
-                 "result_kind": "bad_result", "winner": "bad_result"}
+                 "result_kind": "bad_result", "winner": "bad_result", "days": "bad_year", "source": "bad_source",
+                 "time_control": "bad_time_control"}
 
 
 def limit_reason(g: dict) -> tuple[str, str] | None:
@@ -137,11 +146,13 @@ def _komi(komi: float | None) -> float | None:
         return komi if np.isfinite(np.float32(komi)) else None
 
 
-def unit_config(features, filters: Filters, rule, symmetries: str = "none") -> dict:
+def unit_config(features, filters: Filters, rule, symmetries: str = "none", source: str | None = None) -> dict:
     """The options a work unit is encoded with, sent to the workers with each unit (pickled). ``features``: the
-    :class:`~kifunet.data_prep.planes.features.FeatureSet` (it pickles: its feature functions travel by name)."""
+    :class:`~kifunet.data_prep.planes.features.FeatureSet` (it pickles: its feature functions travel by name);
+    ``source``: the build's declared source (``--source``, one of :data:`kifunet.data_prep.profiles.SOURCES`),
+    which wins over what each record says; None reads it from the record."""
     return {"features": features, "filters": dataclasses.asdict(filters), "rule": rule,
-            "symmetries": symmetries, "board_size": filters.board_size}
+            "symmetries": symmetries, "board_size": filters.board_size, "source": source}
 
 
 def spill_row_bytes(n: int, num_stored: int) -> int:
@@ -160,9 +171,9 @@ def _marker(work: str, u: int) -> str:
     return f"{unit_dir(work, u)}.inprogress"
 
 
-def _game_meta(rec) -> dict:
+def _game_meta(rec, source: str | None = None) -> dict:
     i = rec.info
-    return {"black": i.black, "white": i.white, "black_rank": int(i.black_rank), "white_rank": int(i.white_rank),
+    return {**profiles.game_codes(i, source=source), "black": i.black, "white": i.white, "black_rank": int(i.black_rank), "white_rank": int(i.white_rank),
             "black_rank_text": i.black_rank_text, "white_rank_text": i.white_rank_text,
             "komi": _komi(i.komi), "handicap": int(i.handicap or 0), "result": i.result,
             "result_kind": results_mod.KIND_CODES[i.result_kind], "winner": int(i.winner),
@@ -171,11 +182,11 @@ def _game_meta(rec) -> dict:
             "num_moves": int(rec.num_moves)}
 
 
-def admit(src, filt: Filters, rule):
+def admit(src, filt: Filters, rule, source: str | None = None):
     """The first half of encoding a record (an :class:`kifunet.data_prep.sgf.inputs.Source`): load it, check its
     columns' limits, apply the game filters and the split rule. Returns ``(game dict, record)`` for a game to
     replay (the dict has its ``split``), else ``(game dict, None)`` with ``status`` and ``reason``. Never raises
-    for a bad record."""
+    for a bad record. ``source``: the build's declared source (:func:`unit_config`), for the game's codes."""
     from ..sgf import sgf_io
 
     g = {"path": src.path}
@@ -190,7 +201,7 @@ def admit(src, filt: Filters, rule):
     except Exception as e:  # noqa: BLE001 - a bug on one record must not stop the build
         g.update(status="rejected", reason="internal_error", detail=f"load: {type(e).__name__}: {e}")
         return g, None
-    g.update(_game_meta(rec))
+    g.update(_game_meta(rec, source))
     g["moves_hash"] = rec.moves_hash()  # the hash splits' key
     g["game_id"] = rec.game_id()  # the dedupe key (copies of one game share it; games sharing moves do not)
     over = limit_reason(g)
@@ -240,11 +251,11 @@ def sample_kept(inputs: list[str], step: int, filt: Filters, rule) -> tuple[int,
     return kept, moves
 
 
-def _encode_one(src, fs, filt: Filters, rule, symmetries: str):
+def _encode_one(src, fs, filt: Filters, rule, symmetries: str, source: str | None = None):
     """(game dict, planes uint8[R, N, N, Cs] | None, spill columns | None) for one record."""
     from ..planes import replay
 
-    g, rec = admit(src, filt, rule)
+    g, rec = admit(src, filt, rule, source)
     if rec is None:
         return g, None, None
     try:
@@ -293,12 +304,13 @@ def _encode_one(src, fs, filt: Filters, rule, symmetries: str):
     return g, planes, cols
 
 
-def encode_record(src, fs, filt: Filters, rule, symmetries: str = "none"):
+def encode_record(src, fs, filt: Filters, rule, symmetries: str = "none", source: str | None = None):
     """One record (an :class:`kifunet.data_prep.sgf.inputs.Source`) -> (game dict, packed points uint8 [R, N, N, W]
     | None, :data:`SPILL_DTYPE` columns | None); the points and columns are None unless the game is used
-    (``status`` ``ok``). Never raises for a bad record: a bug on one record rejects it (``internal_error``)."""
+    (``status`` ``ok``). Never raises for a bad record: a bug on one record rejects it (``internal_error``).
+    ``source``: the build's declared source (:func:`unit_config`)."""
     try:
-        g, planes, cols = _encode_one(src, fs, filt, rule, symmetries)
+        g, planes, cols = _encode_one(src, fs, filt, rule, symmetries, source)
         packed = shards_mod.pack_points(planes) if planes is not None else None
     except Exception as e:  # noqa: BLE001 - a bug on one record must not stop the build
         g, packed, cols = ({"path": src.path, "status": "rejected", "reason": "internal_error",
@@ -345,7 +357,7 @@ def encode_unit(u: int, sources: list, cfg: dict, work: str, isolate: bool = Fal
                 if isolate:
                     with open(marker, "w") as m:
                         m.write(str(i))
-                g, packed, cols = encode_record(src, fs, filt, rule, cfg["symmetries"])
+                g, packed, cols = encode_record(src, fs, filt, rule, cfg["symmetries"], cfg.get("source"))
                 if packed is not None:
                     cols["game"] = i
                     pf.write(packed.tobytes())

@@ -61,9 +61,13 @@ key                  value       why
                                  without ``DT`` is counted under ``no_date`` (none in the archive)
 ===================  ==========  ====================================================================================
 
+``fox-pro`` also declares the games' source ``fox``, ``gonn-kgs`` ``kgs`` and ``gonn-gogod`` ``gogod`` (the
+``source`` key, as
+``kifunet build --source``): the declared source is the games' profile source
+(:func:`kifunet.data_prep.profiles.profile_of`), whatever a record's ``PC``/``AP`` say.
 Everything else stays at its default: duplicates dropped, passes dropped, any result (a policy test needs no
-result). A config file (``.json`` or ``.toml``) holds the same keys as :class:`Filters` plus ``preset``, ``splits`` and
-``val_fraction``; precedence is preset < config file < command-line flags.
+result). A config file (``.json`` or ``.toml``) holds the same keys as :class:`Filters` plus ``preset``, ``splits``,
+``val_fraction`` and ``source``; precedence is preset < config file < command-line flags.
 """
 
 from __future__ import annotations
@@ -231,6 +235,7 @@ PRESETS: dict[str, dict] = {
         "no_handicap": True,
         "min_rank": "6d",
         "splits": ["train:2000-2014", "test:2015"],
+        "source": "kgs",
     },
     # GoNN's GoGoD protocol (docs/gonn.md section 1; Cazenave 2017 the same dates): GoGoD, train on 1900-2014,
     # test on 2015-2016. No rank or handicap filter: GoGoD records professional games (GoNN forced every
@@ -238,6 +243,7 @@ PRESETS: dict[str, dict] = {
     "gonn-gogod": {
         "board_size": 19,
         "splits": ["train:1900-2014", "test:2015-2016"],
+        "source": "gogod",
     },
     # Fox professional games as a test domain (the table in the module docstring says why each key).
     "fox-pro": {
@@ -246,12 +252,13 @@ PRESETS: dict[str, dict] = {
         "min_either_rank": "1p",
         "min_rank": "1p",
         "splits": ["test:rest"],
+        "source": "fox",
     },
 }
 
 FILTER_KEYS = tuple(f.name for f in dataclasses.fields(Filters))
 RANK_KEYS = ("min_both_rank", "min_either_rank", "min_rank", "min_opponent_rank")
-CONFIG_KEYS = FILTER_KEYS + ("preset", "splits", "val_fraction")
+CONFIG_KEYS = FILTER_KEYS + ("preset", "splits", "val_fraction", "source")
 
 
 def load_config_file(path: str) -> dict:
@@ -286,6 +293,20 @@ def resolve(preset: str | None = None, config: dict | None = None, overrides: di
         if v is not None and k != "preset":
             merged[k] = v
     return merged
+
+
+def source_from_options(opts: dict) -> str | None:
+    """The declared source of a resolved option dict (``source``: one of
+    :data:`kifunet.data_prep.profiles.SOURCES`, the preset's or ``--source``), None when none is declared;
+    ``ValueError`` naming the known ones for another value."""
+    from ..profiles import SOURCES
+
+    v = opts.get("source")
+    if v is None:
+        return None
+    if v not in SOURCES:
+        raise ValueError(f"source {v!r}: one of {', '.join(SOURCES)}")
+    return str(v)
 
 
 def filters_from_options(opts: dict) -> Filters:

@@ -33,6 +33,12 @@ feature            type             meaning
                                     a dataset of an earlier version lacks it and reads as -128)
 ``game``           text             the game's ``game_id`` (:meth:`~kifunet.data_prep.game.GameRecord.game_id`,
                                     the ``game_id`` column of the build's games tables)
+``days``           int32            the game's profile (:mod:`kifunet.data_prep.profiles`, since 1.3.0),
+``source``         int8             as the games tables' columns of the same names store it: days since
+``time_control``   int8             1970 (-2**31 unknown), the codes of ``SOURCES`` and
+``handicap``       int8             ``TIME_CONTROLS`` (-1 unknown), ``HA`` stones, komi (NaN unknown);
+``komi``           float32          a dataset of an earlier version lacks them and reads as unknown
+                                    (handicap 0)
 =================  ===============  ====================================================================
 
 The constant planes (rank, colour to move, ones) are not stored:
@@ -89,6 +95,7 @@ from etils import epath
 from tensorflow_datasets.core import writer as tfds_writer
 from tensorflow_datasets.proto import tf_example_pb2
 
+from .. import profiles
 from ..planes import features as features_mod
 from . import filters as filters_mod
 from ..sgf import inputs as inputs_mod
@@ -101,7 +108,7 @@ from .worker_pool import WorkerPool
 from ..datasets.tfds_reader import METADATA, kifunet_metadata
 
 NAME = "go_moves"
-VERSION = "1.2.0"  # see GoMoves.RELEASE_NOTES: 1.2.0 the outcome feature; 1.1.0 duplicates by game_id
+VERSION = "1.3.0"  # see GoMoves.RELEASE_NOTES: 1.3.0 the profile features; 1.2.0 outcome; 1.1.0 game_id
 FORMAT = "kifunet-tfds"
 FORMAT_VERSION = 1
 REJECTS = "rejects.jsonl"
@@ -145,6 +152,10 @@ class GoMovesConfig(tfds.core.BuilderConfig):
         o = self.resolved()
         return splits_mod.make_rule(o.get("splits"), o.get("hash_splits"), o.get("val_fraction"))
 
+    def source(self) -> str | None:
+        """The games' declared source (the preset's ``source``, or ``--source``), None when not declared."""
+        return filters_mod.source_from_options(self.resolved())
+
 
 def _configs() -> list[GoMovesConfig]:
     out = []
@@ -163,10 +174,11 @@ def named_config(name: str) -> GoMovesConfig:
     raise ValueError(f"unknown go_moves config {name!r}; known: {', '.join(c.name for c in GoMoves.BUILDER_CONFIGS)}")
 
 
-def _content(fs: features_mod.FeatureSet, filt: filters_mod.Filters, rule: splits_mod.SplitRule) -> dict:
-    """What a dataset's positions depend on besides its inputs (as the build's fingerprint, less storage)."""
+def _content(fs: features_mod.FeatureSet, filt: filters_mod.Filters, rule: splits_mod.SplitRule,
+             source: str | None) -> dict:
+    """What a dataset's examples depend on besides its inputs (as the build's fingerprint, less storage)."""
     return {"features": {"name": fs.name, "version": fs.version}, "filters": filt.to_json(),
-            "split_rule": rule.to_json()}
+            "split_rule": rule.to_json(), "source": source}
 
 
 def config_from_options(base: str, opts, name: str | None = None) -> str | GoMovesConfig:
@@ -181,9 +193,9 @@ def config_from_options(base: str, opts, name: str | None = None) -> str | GoMov
     cfg = GoMovesConfig(name=name or base, features=opts.features, preset=opts.preset, options=options,
                         description=f"{base} with options {json.dumps(opts.options, sort_keys=True)}, "
                                     f"feature set {opts.features}")
-    content = _content(cfg.feature_set(), cfg.filters(), cfg.split_rule())
+    content = _content(cfg.feature_set(), cfg.filters(), cfg.split_rule(), cfg.source())
     same = [c.name for c in GoMoves.BUILDER_CONFIGS
-            if _content(c.feature_set(), c.filters(), c.split_rule()) == content]
+            if _content(c.feature_set(), c.filters(), c.split_rule(), c.source()) == content]
     if name is None:
         if same:  # the positions of a named config (``--config kgs_maddison --features agz`` is ``kgs_agz``)
             return base if base in same else same[0]
@@ -208,6 +220,11 @@ def example_features(board_size: int, num_stored: int) -> tfds.features.Features
         "opponent_rank": tfds.features.Scalar(dtype=np.int8),
         "outcome": tfds.features.Scalar(dtype=np.int8),
         "game": tfds.features.Text(),
+        "days": tfds.features.Scalar(dtype=np.int32),
+        "source": tfds.features.Scalar(dtype=np.int8),
+        "time_control": tfds.features.Scalar(dtype=np.int8),
+        "handicap": tfds.features.Scalar(dtype=np.int8),
+        "komi": tfds.features.Scalar(dtype=np.float32),
     })
 
 
@@ -234,14 +251,25 @@ class _CanonicalExampleWriter(tfds_writer.ExampleWriter):
         return super().write(path, ((k, canonical_record(v)) for k, v in examples))
 
 
-def _examples_of_game(game_id: str, points: np.ndarray, cols: np.ndarray):
-    """(key, example) per kept position of one game: points uint8 [R, N, N, W], cols the build's spill rows."""
+def _profile_features(g: dict) -> dict:
+    """The profile features of game dict ``g`` (its games-table values; unknown codes where it lacks them)."""
+    komi = g.get("komi")
+    return {"days": int(g.get("days", profiles.UNKNOWN_DAYS)), "source": int(g.get("source", profiles.UNKNOWN_CODE)),
+            "time_control": int(g.get("time_control", profiles.UNKNOWN_CODE)),
+            "handicap": int(g.get("handicap") or 0), "komi": np.float32(np.nan if komi is None else komi)}
+
+
+def _examples_of_game(g: dict, points: np.ndarray, cols: np.ndarray):
+    """(key, example) per kept position of one game: ``g`` its game dict (``game_id``, the profile fields),
+    points uint8 [R, N, N, W], cols the build's spill rows."""
+    game_id = g["game_id"]
+    prof = _profile_features(g)
     for r in range(len(cols)):
         c = cols[r]
         yield example_key(game_id, c["move_number"]), {
             "planes": np.ascontiguousarray(points[r]), "target": int(c["target"]), "to_move": int(c["to_move"]),
             "move_number": int(c["move_number"]), "player_rank": int(c["player_rank"]),
-            "opponent_rank": int(c["opponent_rank"]), "outcome": int(c["outcome"]), "game": game_id}
+            "opponent_rank": int(c["opponent_rank"]), "outcome": int(c["outcome"]), "game": game_id, **prof}
 
 
 class GoMoves(tfds.core.GeneratorBasedBuilder):
@@ -255,7 +283,11 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
                      "1.2.0": "Value targets: the outcome feature (int8: +1 the player to move won the game, -1 "
                               "lost, 0 draw, -128 unknown or void, from RE); metadata counts games and positions by "
                               "result kind; filters result and ended. Planes, other features and record order as "
-                              "in 1.1.0."}
+                              "in 1.1.0.",
+                     "1.3.0": "Game profiles (issue 33): the features days (int32, days since 1970), source and "
+                              "time_control (int8 codes of kifunet.data_prep.profiles, -1 unknown), handicap "
+                              "(int8) and komi (float32, NaN unknown); the declared source (preset or --source) "
+                              "in the metadata. Planes, other features and record order as in 1.2.0."}
     BUILDER_CONFIGS = _configs()
     MANUAL_DOWNLOAD_INSTRUCTIONS = ("Put the SGF archives (.tar.gz, .zip, .sgf files or directories of them) "
                                     "in manual_dir, e.g. the KGS archives from u-go.net or a GoGoD collection.")
@@ -298,7 +330,7 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
                          "num_stored": fs.num_stored, "columns": list(fs.columns), "plane_names": fs.plane_names()},
             "board_size": filt.board_size, "point_bytes": shards_mod.point_width(fs.num_stored),
             "planes_encoding": "np.packbits(stored, axis=-1) per point, big bit order",
-            "preset": cfg.preset, "options": cfg.resolved(), "filters": filt.to_json(),
+            "preset": cfg.preset, "source": cfg.source(), "options": cfg.resolved(), "filters": filt.to_json(),
             "split_rule": rule.to_json(), "illegal_moves": ILLEGAL_MOVE_POLICY,
             "dedupe": DEDUPE_RULE,
             "counts": counts, "splits": split_info, "inputs": inputs,
@@ -349,7 +381,7 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
         manual = self._manual(dl_manager)
         self._work = tempfile.mkdtemp(prefix="kifunet-tfds-")
         work = self._work
-        ucfg = unit_config(self._feature_set(), filt, rule)
+        ucfg = unit_config(self._feature_set(), filt, rule, source=cfg.source())
         infos: list = []
         pool = WorkerPool(self.workers) if self.workers >= 1 else None
         try:
@@ -383,8 +415,8 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
             game = np.asarray(cols["game"])[rows]
             for gi in np.unique(game):  # a game's rows are consecutive in its unit
                 sel = rows[game == gi]
-                yield from _examples_of_game(games[int(gi)]["game_id"],
-                                             np.asarray(planes[sel]).reshape(len(sel), n, n, w), cols[sel])
+                yield from _examples_of_game(games[int(gi)], np.asarray(planes[sel]).reshape(len(sel), n, n, w),
+                                             cols[sel])
 
     # -- Beam ------------------------------------------------------------------------------------------------
     def _beam_split_generators(self, dl_manager, pipeline):
@@ -397,7 +429,8 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
             raise FileNotFoundError(f"manual_dir {manual} is not a directory")
         files = list(enumerate(inputs_mod.walk(manual)))
         names = rule.names()
-        ecfg = {"features": self._feature_set(), "filters": dataclasses.asdict(filt), "rule": rule}
+        ecfg = {"features": self._feature_set(), "filters": dataclasses.asdict(filt), "rule": rule,
+                "source": cfg.source()}
         meta = self._kifunet_meta(filt, rule, {}, {}, [], "beam")
         out_dir = os.fspath(self.data_dir)
 
@@ -461,7 +494,7 @@ class _EncodeFile(_DoFn):
         filt = filters_mod.Filters(**self.ecfg["filters"])
         info = inputs_mod.InputInfo(path=path, kind=inputs_mod.input_kind(path))
         for j, src in enumerate(inputs_mod.iter_file(path, info)):
-            g, packed, cols = encode_record(src, fs, filt, self.ecfg["rule"], "none")
+            g, packed, cols = encode_record(src, fs, filt, self.ecfg["rule"], "none", self.ecfg.get("source"))
             if packed is not None:
                 g["rows"] = int(len(cols))
             yield (k, j), g, packed, cols
@@ -489,7 +522,7 @@ def _beam_examples(e, losers: dict):
     ordinal, g, packed, cols = e
     if g["status"] != "ok" or ordinal in losers:
         return
-    for ex in _examples_of_game(g["game_id"], packed, cols):
+    for ex in _examples_of_game(g, packed, cols):
         yield g["split"], ex
 
 
@@ -611,10 +644,10 @@ def _check_existing(b: GoMoves, manual_dir: str) -> None:
     path = b.data_path / METADATA
     old = json.loads(path.read_text()).get("kifunet", {}) if path.exists() else {}
     cfg = b.builder_config
-    want = _content(cfg.feature_set(), cfg.filters(), cfg.split_rule())
+    want = _content(cfg.feature_set(), cfg.filters(), cfg.split_rule(), cfg.source())
     want["inputs"] = os.path.normpath(os.fspath(manual_dir))
     have = {"features": {k: old.get("features", {}).get(k) for k in ("name", "version")},
-            "filters": old.get("filters"), "split_rule": old.get("split_rule"),
+            "filters": old.get("filters"), "split_rule": old.get("split_rule"), "source": old.get("source"),
             "inputs": (old.get("inputs") or [{}])[0].get("path")}
     changed = [k for k in want if want[k] != have[k]]
     if changed:

@@ -58,11 +58,12 @@ def parse_tfds(spec: str) -> tuple[str, str | None]:
 
 
 def open_split(spec, split: str = "train", *, assemble: bool = True, require_rows: bool = False,
-               add_planes: str = "") -> DatasetSplit:
+               add_planes: str = "", profile: bool = False) -> DatasetSplit:
     """The split ``split`` of the dataset ``spec`` (see the module docstring), files not yet open.
 
     ``add_planes``: read it with constant-only feature sets added to its own (e.g. ``rank_planes``;
-    :meth:`DatasetSplit.add_constant_planes`).
+    :meth:`DatasetSplit.add_constant_planes`). ``profile``: batches and pieces carry the game fields of the rows'
+    profiles (:meth:`DatasetSplit.with_profile`).
     ``assemble=False``: batches hold the stored planes (``stored``) instead of the full ``planes``.
     ``require_rows``: raise :class:`EmptySplitError` for a split without rows. A spec that is no finished
     dataset raises :class:`NotADatasetError`, an unknown split :class:`UnknownSplitError`.
@@ -76,7 +77,7 @@ def open_split(spec, split: str = "train", *, assemble: bool = True, require_row
         out = Reader(os.fspath(spec), split, assemble=assemble)
     if require_rows and len(out) == 0:
         raise EmptySplitError.at(os.fspath(spec), split)
-    return out.add_constant_planes(add_planes)
+    return out.add_constant_planes(add_planes).with_profile(profile)
 
 
 def verify_dataset(spec) -> list:

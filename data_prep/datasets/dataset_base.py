@@ -17,7 +17,9 @@ A split is read two ways:
   player to move won the game, -1 lost, 0 draw, -128 unknown: :mod:`kifunet.data_prep.results`); a dataset built
   before it existed has it too, -128 on every row (:data:`kifunet.data_prep.datasets.shards.COLUMN_DEFAULTS`), so it
   loads and trains the policy only. A container may add keys of its own (HDF5: none beyond
-  its columns; TFDS: ``game``, the game's ``game_id``). ``symmetries`` (one int 0..7 per row) transform planes
+  its columns; TFDS: ``game``, the game's ``game_id``). A split asked for profiles
+  (:meth:`DatasetSplit.with_profile`) adds the game fields of :data:`kifunet.data_prep.profiles.GAME_FIELDS` to
+  batches and pieces alike. ``symmetries`` (one int 0..7 per row) transform planes
   and targets together (:mod:`kifunet.data_prep.symmetries`).
 * **by blocks** (the training pipeline's fast path): ``split.block_spans(block_rows)`` cuts the split into
   blocks of consecutive rows (``[K, 2]`` global start/stop; a block never straddles an HDF5 shard), and
@@ -165,6 +167,16 @@ class DatasetSplit(abc.ABC):
 
     # -- shared ------------------------------------------------------------------------------------------
     added_planes: str = ""
+    profile_columns: bool = False
+
+    def with_profile(self, on: bool = True) -> "DatasetSplit":
+        """Give every batch and every block piece's ``columns`` the game fields of the rows' profiles,
+        :data:`kifunet.data_prep.profiles.GAME_FIELDS` (dtypes ``GAME_FIELD_DTYPES``), beside ``player_rank`` and
+        ``opponent_rank``: :func:`kifunet.data_prep.profiles.encode_rows` of those seven columns is each row's
+        profile vector (:mod:`kifunet.data_prep.datasets.profile_columns`). A dataset built before the profile
+        reads with what it has (source and time control unknown). Kept through pickling. Returns ``self``."""
+        self.profile_columns = bool(on)
+        return self
 
     def add_constant_planes(self, extra: str) -> "DatasetSplit":
         """Read the split as its feature set plus the constant-only sets ``extra`` (e.g. ``rank_planes``, made at

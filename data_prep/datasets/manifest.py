@@ -21,6 +21,9 @@ manifest's keys:
                      :data:`kifunet.data_prep.results.KINDS`; games sum to ``used``, positions to
                      ``positions.kept``; :func:`kifunet.data_prep.building.plan_stage.result_counts`)
 ``inputs``           every input with its hash, record count and damage
+``source``           the games' declared source (``kifunet build --source`` or the preset's; one of
+                     :data:`kifunet.data_prep.profiles.SOURCES`), which the games tables' ``source`` codes
+                     hold for every game; None when not declared (each record's ``PC``/``AP``/path says)
 other keys           ``preset``, ``options``, ``filters``, ``split_rule``, ``seed``, ``shuffle``,
                      ``symmetries``, ``shard_rows``, ``unit_games``, ``illegal_moves``, ``dedupe``
 ===================  =========================================================================================
@@ -92,6 +95,7 @@ def manifest(cfg, fs, fingerprint, infos, accounting, per_split, split_names, re
         "shuffle": "one permutation per split of all its rows, numpy default_rng(SeedSequence([seed, "
                    "sha256(split)[:8]])); shards are consecutive slices of it",
         "preset": cfg.preset,
+        "source": getattr(cfg, "source", None),
         "options": cfg.options,
         "filters": cfg.filters.to_json(),
         "split_rule": cfg.splits.to_json(),

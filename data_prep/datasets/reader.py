@@ -30,6 +30,10 @@ by default, handed over as the shard's raw point codes plus its code table (``co
 pipeline transforms one byte a point; they are read through a second set of file handles with a small chunk
 cache (each chunk is read once).
 
+Profiles (:meth:`~kifunet.data_prep.datasets.dataset_base.DatasetSplit.with_profile`): each row's game fields come
+from the split's games table through its ``game_index`` (read once per process;
+:mod:`kifunet.data_prep.datasets.profile_columns`, which also reads tables written before the profile columns).
+
 Files open lazily, on first access in each process: a Reader can be built, pickled and sent to worker
 processes (grain, multiprocessing) before any file is opened, and one opened before a fork is reopened in
 the child.
@@ -54,6 +58,7 @@ import os
 
 import numpy as np
 
+from . import profile_columns
 from . import shards as shards_mod
 from . import verify as verify_mod
 from .dataset_base import CorruptDatasetError, DatasetSplit, NotADatasetError, UnknownSplitError
@@ -96,11 +101,13 @@ class Reader(DatasetSplit):
                               for p, e in zip(self.shard_paths, entries)]
         self.games_path = os.path.join(root, info["games_table"])
         self._games = None
+        self._profile_games = None  # the game fields of every game (profile_columns.games_table_fields), cached
 
     # -- pickling: no open files travel (what this process verified does) ----------------------------------
     def __getstate__(self):
         return {"root": self.root, "split": self.split, "assemble": self.assemble, "cache_bytes": self.cache_bytes,
                 "check_version": self.check_version, "added_planes": self.added_planes,
+                "profile_columns": self.profile_columns,
                 "verified": verify_mod.found_entries(self.shard_paths + [self.games_path])}
 
     def __setstate__(self, st):
@@ -108,6 +115,7 @@ class Reader(DatasetSplit):
         self.__init__(st["root"], st["split"], assemble=st["assemble"], cache_bytes=st["cache_bytes"],
                       check_version=st["check_version"])
         self.add_constant_planes(st.get("added_planes", ""))
+        self.with_profile(st.get("profile_columns", False))
 
     def file_checks(self) -> list:
         """Every shard against its manifest entry (sha256, rows) and the games table against its sha256 (when
@@ -163,7 +171,7 @@ class Reader(DatasetSplit):
             stored[sel] = planes
             for k in self.columns:
                 cols[k][sel] = c[k]
-        return stored, cols
+        return stored, self._with_profile(cols)
 
     def read_stored_range(self, start: int, stop: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Consecutive rows start..stop (valid), read shard slice by shard slice."""
@@ -176,7 +184,7 @@ class Reader(DatasetSplit):
         stored = np.concatenate(parts_p) if parts_p else np.zeros((0, n, n, cs), np.uint8)
         cols = {k: (np.concatenate([c[k] for c in parts_c]) if parts_c
                     else np.zeros(0, shards_mod.COLUMN_DTYPES[k])) for k in self.columns}
-        return stored, cols
+        return stored, self._with_profile(cols)
 
     def _shard_slices(self, start: int, stop: int):
         """(shard, first row, stop row) in that shard of the global rows start..stop."""
@@ -202,7 +210,7 @@ class Reader(DatasetSplit):
         for s, lo, hi in self._shard_slices(start, stop):
             sf = self._block_shards[s]
             raw, cols = sf.read_raw(lo, hi, self.columns)
-            piece = {"shard": s, "columns": dict(cols)}
+            piece = {"shard": s, "columns": self._with_profile(dict(cols))}
             piece["columns"]["index"] = np.arange(lo, hi, dtype=np.int64) + self.offsets[s]
             if sf.layout == "codes":
                 piece["codes"], piece["table"] = raw, sf.code_table
@@ -219,6 +227,28 @@ class Reader(DatasetSplit):
         return np.concatenate(parts) if parts else np.zeros(0, shards_mod.COLUMN_DTYPES[name])
 
     # -- games ---------------------------------------------------------------------------------------------
+    def _with_profile(self, cols: dict) -> dict:
+        """``cols`` plus the game fields of its rows' games when :attr:`profile_columns` is set."""
+        if self.profile_columns:
+            cols.update(profile_columns.rows_of(self.profile_games(), cols["game_index"]))
+        return cols
+
+    def profile_games(self) -> dict[str, np.ndarray]:
+        """The game fields (:data:`kifunet.data_prep.profiles.GAME_FIELDS`) of every game of the split, indexed by
+        ``game_index``; read from the games table once per process
+        (:func:`~kifunet.data_prep.datasets.profile_columns.games_table_fields`)."""
+        if self._profile_games is None:
+            self._check_games_table()
+            try:
+                self._profile_games = profile_columns.games_table_fields(self.games_path)
+            except FileNotFoundError:
+                raise CorruptDatasetError.at(self.games_path, "missing (the manifest lists it)") from None
+            except (OSError, KeyError) as e:
+                why = (str(e).splitlines() or [type(e).__name__])[0]
+                raise CorruptDatasetError.at(self.games_path, f"HDF5 cannot read it ({why}); the file is damaged "
+                                                              "or cut") from None
+        return self._profile_games
+
     def games(self) -> dict[str, np.ndarray]:
         """The split's games table (all columns); ``game_index`` of a row indexes it."""
         if self._games is None:

@@ -63,6 +63,7 @@ import h5py
 import numpy as np
 from numba import njit
 
+from .. import profiles
 from ..results import KINDS as RESULT_KINDS
 from ..results import OUTCOME_UNKNOWN
 
@@ -500,10 +501,14 @@ class ShardFile:
 GAME_STR_COLUMNS = ("path", "black", "white", "black_rank_text", "white_rank_text", "result", "date", "rules",
                     "content_hash", "moves_hash", "game_id")  # game_id: GameRecord.game_id, the dedupe key
 # result_kind: a code of kifunet.data_prep.results.KINDS (the table's ``result_kinds`` attribute lists them),
-# winner: BLACK/WHITE (0: none), margin: points for kind ``score`` (NaN otherwise)
+# winner: BLACK/WHITE (0: none), margin: points for kind ``score`` (NaN otherwise); days, source, time_control:
+# the game's profile codes (kifunet.data_prep.profiles.game_codes; a table written before them lacks them)
 GAME_NUM_COLUMNS = {"black_rank": np.int8, "white_rank": np.int8, "komi": np.float32, "handicap": np.int8,
                     "year": np.int16, "size": np.int8, "num_moves": np.int16, "positions": np.int32,
-                    "result_kind": np.int8, "winner": np.int8, "margin": np.float32}
+                    "result_kind": np.int8, "winner": np.int8, "margin": np.float32,
+                    **{k: dt for k, (dt, _) in profiles.GAME_TABLE_COLUMNS.items()}}
+#: the value a games-table numeric column stores for a game that lacks it (the rest: NaN for floats, else 0)
+GAME_MISSING = {k: v for k, (_, v) in profiles.GAME_TABLE_COLUMNS.items()}
 
 
 def _utf8(v) -> str:
@@ -515,7 +520,8 @@ def write_games_table(path: str, games: list[dict], attrs: dict | None = None) -
     """The split's games, one row per game (its ``game_index``), as 1-D datasets; written atomically.
 
     Numeric columns: GAME_NUM_COLUMNS (komi and margin NaN when unknown, year 0 when unknown, result_kind 0 =
-    ``unknown`` and winner 0 = none when missing); string columns GAME_STR_COLUMNS (UTF-8). The attribute
+    ``unknown`` and winner 0 = none when missing; ``days``, ``source`` and ``time_control`` their unknown codes
+    when missing, :data:`GAME_MISSING`); string columns GAME_STR_COLUMNS (UTF-8). The attribute
     ``result_kinds`` lists the kind of each ``result_kind`` code (JSON). The build checks every value fits
     before it gets here (:func:`kifunet.data_prep.building.encode_stage.limit_reason`).
     """
@@ -535,7 +541,7 @@ def write_games_table(path: str, games: list[dict], attrs: dict | None = None) -
             for g in games:
                 v = g.get(name)
                 if v is None:
-                    v = np.nan if dt is np.float32 else 0
+                    v = GAME_MISSING.get(name, np.nan if dt is np.float32 else 0)
                 vals.append(v)
             f.create_dataset(name, data=np.array(vals, dtype=dt), track_times=False, **kw)
     fsync_replace(tmp, path)

@@ -4,8 +4,9 @@
 (never the planes; through :class:`kifunet.data_prep.datasets.reader.Reader`) and returns a JSON-able dict: per split
 games, positions, rows, shards and bytes on disk; positions by rank of the player to move; games and positions by year and
 by result kind (:mod:`kifunet.data_prep.results`; a games table written before the ``result_kind`` column is read
-from its ``result`` text); and the build's accounting (seen, used, filtered and rejected by reason, positions by
-move filter). :func:`render_position` draws one row of a split of either container
+from its ``result`` text); games and positions by source and by time control class (the games tables' profile
+codes, :mod:`kifunet.data_prep.profiles`; ``unknown`` where the record does not say, or the table predates them);
+and the build's accounting (seen, used, filtered and rejected by reason, positions by move filter). :func:`render_position` draws one row of a split of either container
 (:func:`kifunet.data_prep.datasets.dataset.open_split`).
 """
 
@@ -17,6 +18,7 @@ from collections import Counter
 import numpy as np
 
 from ..coords import from_flat, to_gtp
+from ..profiles import SOURCES, TIME_CONTROLS, UNKNOWN_CODE
 from .manifest import check_manifest, read_manifest
 from ..ranks import UNKNOWN, is_known, rank_to_text
 from .reader import Reader
@@ -25,6 +27,21 @@ from ..results import KINDS, parse_result
 
 def _rank_key(v: int) -> str:
     return rank_to_text(int(v)) if (is_known(int(v)) or int(v) == UNKNOWN) else f"?{int(v)}"
+
+
+def _by_code(games: dict, column: str, names: tuple) -> tuple[dict, dict]:
+    """(games, positions) by the name of each game's ``column`` code (``unknown``: the unknown code, or a games
+    table written before the column), in the order of ``names``."""
+    codes = games.get(column)
+    if codes is None:
+        codes = np.full(len(games.get("positions", [])), UNKNOWN_CODE)
+    g, p = Counter(), Counter()
+    for c, n in zip(codes, games.get("positions", [])):
+        key = names[int(c)] if 0 <= int(c) < len(names) else "unknown"
+        g[key] += 1
+        p[key] += int(n)
+    order = [k for k in (*names, "unknown") if g[k]]
+    return {k: g[k] for k in order}, {k: p[k] for k in order}
 
 
 def dataset_stats(root: str) -> dict:
@@ -56,6 +73,8 @@ def dataset_stats(root: str) -> dict:
         for k, p in zip(kinds, games.get("positions", [])):
             res_g[k] += 1
             res_p[k] += int(p)
+        by_source = _by_code(games, "source", SOURCES)
+        by_time = _by_code(games, "time_control", TIME_CONTROLS)
         positions = info["positions"]
         out["splits"][split] = {
             "games": info["games"], "positions": positions, "rows": info["rows"], "shards": len(info["shards"]),
@@ -65,6 +84,8 @@ def dataset_stats(root: str) -> dict:
             "positions_by_year": dict(sorted(years_p.items())),
             "games_by_result": {k: res_g[k] for k in KINDS if res_g[k]},
             "positions_by_result": {k: res_p[k] for k in KINDS if res_g[k]},
+            "games_by_source": by_source[0], "positions_by_source": by_source[1],
+            "games_by_time_control": by_time[0], "positions_by_time_control": by_time[1],
         }
     return out
 
@@ -102,6 +123,10 @@ def format_stats(st: dict) -> str:
         lines.append(f"[{name}] games (positions) by result")
         lines.append("  " + "  ".join(f"{k}: {g:,} ({s['positions_by_result'][k]:,})"
                                       for k, g in s["games_by_result"].items()))
+        for what in ("source", "time_control"):
+            lines.append(f"[{name}] games (positions) by {what.replace('_', ' ')}")
+            lines.append("  " + "  ".join(f"{k}: {g:,} ({s[f'positions_by_{what}'][k]:,})"
+                                          for k, g in s[f"games_by_{what}"].items()))
     return "\n".join(lines)
 
 

@@ -8,14 +8,16 @@ from its files.
 
 >>> from kifunet.data_prep.datasets.tfds_reader import TfdsReader
 >>> r = TfdsReader("go_moves/kgs_maddison", "train", data_dir="~/tfds")      # doctest: +SKIP
->>> r = TfdsReader("DATA_DIR/go_moves/kgs_maddison/1.2.0", "train")          # or a dataset directory
+>>> r = TfdsReader("DATA_DIR/go_moves/kgs_maddison/1.3.0", "train")          # or a dataset directory
 >>> len(r), r.batch([0, 5])["planes"].shape                                 # (B, 19, 19, C) uint8
 
 :class:`TfdsReader` is the TFDS implementation of :class:`kifunet.data_prep.datasets.dataset_base.DatasetSplit`
 (batches, pieces and errors are described there), so a batch is the one
 :class:`kifunet.data_prep.datasets.reader.Reader` gives for the HDF5 build of the same positions, plus ``game`` (the
 game's ``game_id``, the games tables' ``game_id`` column; there is no ``game_index`` nor games table). A dataset built by ``go_moves`` 1.1.0 (before the ``outcome`` feature) reads
-with ``outcome`` -128 on every row, as an HDF5 dataset built before the column does. ``manifest`` is the
+with ``outcome`` -128 on every row, as an HDF5 dataset built before the column does; one built before 1.3.0
+(the profile features) reads, once asked for profiles (:meth:`DatasetSplit.with_profile`), with every game
+field unknown (:data:`PROFILE_DEFAULTS`). ``manifest`` is the
 builder's ``kifunet`` metadata (``metadata.json``: accounting, feature set, filters, splits). TFDS wrote the records in hash-of-key order, so consecutive records are already spread
 over games, as the HDF5 build's shuffled rows are; a block is ``block_rows`` (256) consecutive records. TFDS
 cannot write an empty split: a split the metadata lists but TFDS left out opens with 0 rows, as an empty
@@ -43,7 +45,9 @@ import numpy as np
 import tensorflow_datasets as tfds
 from etils import epath
 
+from .. import profiles
 from . import shards as shards_mod
+from .profile_columns import STORED_NAMES
 from . import verify as verify_mod
 from .dataset_base import DEFAULT_BLOCK_ROWS, CorruptDatasetError, DatasetSplit, NotADatasetError, UnknownSplitError
 
@@ -51,6 +55,11 @@ from .dataset_base import DEFAULT_BLOCK_ROWS, CorruptDatasetError, DatasetSplit,
 #: column of :data:`kifunet.data_prep.datasets.shards.COLUMN_DEFAULTS` (``outcome``: 1.2.0) reads as its default
 COLUMNS = ("target", "to_move", "move_number", "player_rank", "opponent_rank", "outcome")
 METADATA = "metadata.json"
+#: the profile features of a ``go_moves`` example (since 1.3.0) -> the value an example of an earlier version
+#: reads as (unknown; handicap 0, as a record without ``HA``); read as the game fields of
+#: :data:`kifunet.data_prep.profiles.GAME_FIELDS` (:data:`kifunet.data_prep.datasets.profile_columns.STORED_NAMES`)
+PROFILE_DEFAULTS = {"days": profiles.UNKNOWN_DAYS, "source": profiles.UNKNOWN_CODE,
+                    "time_control": profiles.UNKNOWN_CODE, "handicap": 0, "komi": float("nan")}
 
 
 def open_builder(dataset: str, data_dir: str | None = None):
@@ -84,9 +93,16 @@ def kifunet_metadata(builder) -> dict:
     return meta["kifunet"]
 
 
-def decode(records, fs, board_size: int | None = None, *, assemble: bool = True) -> dict[str, np.ndarray]:
+def _profile_rows(values: dict) -> dict[str, np.ndarray]:
+    """Profile feature values by feature name (lists) -> the game fields (:data:`profiles.GAME_FIELDS`)."""
+    return profiles.game_field_rows(*(values[STORED_NAMES[k]] for k in profiles.GAME_FIELDS))
+
+
+def decode(records, fs, board_size: int | None = None, *, assemble: bool = True,
+           profile: bool = False) -> dict[str, np.ndarray]:
     """``tfds.data_source`` records (dicts) -> a batch like :meth:`Reader.batch`: ``planes`` uint8 [B, N, N, C]
-    (the feature set's full planes; ``stored`` [B, N, N, Cs] with ``assemble=False``), the columns, ``game``."""
+    (the feature set's full planes; ``stored`` [B, N, N, Cs] with ``assemble=False``), the columns, ``game``;
+    with ``profile``, the game fields of :data:`kifunet.data_prep.profiles.GAME_FIELDS` too."""
     recs = list(records)
     if not recs:
         n = int(board_size or 19)
@@ -99,6 +115,8 @@ def decode(records, fs, board_size: int | None = None, *, assemble: bool = True)
                           len(recs)) for k in COLUMNS}
     out["game"] = np.array([r["game"].decode() if isinstance(r["game"], bytes) else str(r["game"]) for r in recs],
                            dtype=object)
+    if profile:
+        out.update(_profile_rows({k: [r[k] if k in r else d for r in recs] for k, d in PROFILE_DEFAULTS.items()}))
     if assemble:
         out["planes"] = fs.assemble(stored, out)
     else:
@@ -106,7 +124,8 @@ def decode(records, fs, board_size: int | None = None, *, assemble: bool = True)
     return out
 
 
-def decode_raw(raw_records, fs, board_size: int, *, assemble: bool = True) -> dict[str, np.ndarray]:
+def decode_raw(raw_records, fs, board_size: int, *, assemble: bool = True,
+               profile: bool = False) -> dict[str, np.ndarray]:
     """As :func:`decode`, from serialized records (``tfds.data_source(...,
     deserialize_method=DeserializeMethod.RAW_BYTES)``): the ``tf.Example`` is parsed directly (protobuf, no
     per-feature TFDS decoding), about 3x faster than :func:`decode` on ``tfds.data_source`` records."""
@@ -114,16 +133,24 @@ def decode_raw(raw_records, fs, board_size: int, *, assemble: bool = True) -> di
 
     n, w = int(board_size), shards_mod.point_width(fs.num_stored)
     planes, cols, games = [], [], []
+    prof: dict = {k: [] for k in PROFILE_DEFAULTS} if profile else {}
     defaults = shards_mod.COLUMN_DEFAULTS
     for x in raw_records:
         f = tf_example_pb2.Example.FromString(x).features.feature
         planes.append(f["planes"].bytes_list.value[0])
         cols.append([f[k].int64_list.value[0] if k in f or k not in defaults else defaults[k] for k in COLUMNS])
         games.append(f["game"].bytes_list.value[0].decode())
+        for k, values in prof.items():
+            if k not in f:
+                values.append(PROFILE_DEFAULTS[k])
+            else:
+                values.append(f[k].float_list.value[0] if k == "komi" else f[k].int64_list.value[0])
     packed = np.frombuffer(b"".join(planes), np.uint8).reshape(len(planes), n, n, w)
     c = np.asarray(cols, np.int64).reshape(len(cols), len(COLUMNS))
     out = {k: c[:, j].astype(shards_mod.COLUMN_DTYPES[k]) for j, k in enumerate(COLUMNS)}
     out["game"] = np.array(games, dtype=object)
+    if profile:
+        out.update(_profile_rows(prof))
     stored = shards_mod.unpack_points(packed, fs.num_stored)
     if assemble:
         out["planes"] = fs.assemble(stored, out)
@@ -171,12 +198,14 @@ class TfdsReader(DatasetSplit):
     def __getstate__(self):
         return {"dataset": self.builder_dir, "split": self.split, "assemble": self.assemble,
                 "check_version": self.check_version, "added_planes": self.added_planes,
+                "profile_columns": self.profile_columns,
                 "verified": verify_mod.found_entries([p for p, _, _ in self._files])}
 
     def __setstate__(self, st):
         verify_mod.adopt(st.get("verified"))
         self.__init__(st["dataset"], st["split"], assemble=st["assemble"], check_version=st["check_version"])
         self.add_constant_planes(st.get("added_planes", ""))
+        self.with_profile(st.get("profile_columns", False))
 
     def file_checks(self) -> list:
         """Every array_record file of the split: its records and, where the metadata records it, its sha256."""
@@ -208,11 +237,11 @@ class TfdsReader(DatasetSplit):
     def read_stored(self, indices: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         raw = self.records(indices)
         try:
-            out = decode_raw(raw, self.feature_set, self.board_size, assemble=False)
+            out = decode_raw(raw, self.feature_set, self.board_size, assemble=False, profile=self.profile_columns)
         except (KeyError, IndexError, ValueError):
             feats = tfds.builder_from_directory(self.builder_dir).info.features
             out = decode([feats.deserialize_example_np(x) for x in raw], self.feature_set, self.board_size,
-                         assemble=False)
+                         assemble=False, profile=self.profile_columns)
         stored = out.pop("stored")
         return stored, out
 
@@ -231,6 +260,6 @@ class TfdsReader(DatasetSplit):
         if start < 0 or stop > len(self):
             raise IndexError(f"row index out of range for {len(self)} rows")
         stored, cols = self.read_stored(idx)
-        columns = {k: cols[k] for k in self.columns}
+        columns = {k: cols[k] for k in self.columns + (list(profiles.GAME_FIELDS) if self.profile_columns else [])}
         columns["index"] = idx
         return [{"shard": 0, "columns": columns, "stored": stored}]

@@ -16,9 +16,11 @@ import dataclasses
 import os
 import sys
 
+SOURCES = ("kgs", "fox", "ogs", "tygem", "gogod", "go4go", "other")  # = kifunet.data_prep.profiles.SOURCES
+
 
 def add_dataset_options(p: argparse.ArgumentParser, *, options_file_flags=("--options-file",)) -> None:
-    """The feature set, preset, options file, game and move filters, splits and ``--allow-empty``.
+    """The feature set, preset, options file, declared source, game and move filters, splits and ``--allow-empty``.
     ``options_file_flags``: the option-file flag spellings (``kifunet build`` also takes ``--config FILE``;
     ``kifunet tfds`` keeps ``--config`` for its named configs)."""
     p.add_argument("--features", default=None, metavar="NAME",
@@ -26,6 +28,11 @@ def add_dataset_options(p: argparse.ArgumentParser, *, options_file_flags=("--op
     p.add_argument("--preset", metavar="NAME", help="filter/split preset: gonn-kgs, gonn-gogod, fox-pro")
     p.add_argument(*options_file_flags, dest="options_file", metavar="FILE",
                    help="JSON or TOML file of filter/split options (preset < file < flags)")
+    # the choices are kifunet.data_prep.profiles.SOURCES (not imported here: see the module docstring;
+    # tests/test_dataset_profiles.py checks they agree)
+    p.add_argument("--source", choices=SOURCES, default=None, metavar="NAME",
+                   help="the games' source, which wins over what each record says (PC, AP, path): "
+                        f"{', '.join(SOURCES)} (presets gonn-kgs, gonn-gogod, fox-pro declare kgs, gogod, fox)")
     p.add_argument("--allow-empty", action="store_true",
                    help="exit 0 when no position is written (default: exit 2 with the accounting printed)")
 
@@ -80,6 +87,7 @@ class DatasetOptions:
     splits: object  # kifunet.data_prep.building.splits.SplitRule
     options: dict  # the resolved option dict, as recorded in the manifest / TFDS metadata (hash_splits included)
     allow_empty: bool = False
+    source: str | None = None  # the declared source (--source, or the preset's), None when none is declared
 
 
 def dataset_options(args, *, preset: str | None = None, features: str | None = None,
@@ -100,6 +108,8 @@ def dataset_options(args, *, preset: str | None = None, features: str | None = N
         overrides["splits"] = list(args.split)
     if args.val_fraction is not None:
         overrides["val_fraction"] = args.val_fraction
+    if getattr(args, "source", None) is not None:
+        overrides["source"] = args.source
     opts = filters.resolve(preset=preset, config=config, overrides=overrides)
     hash_splits = list(args.hash_split) if args.hash_split else (list(base_hash) if base_hash else None)
     filt = filters.filters_from_options(opts)
@@ -109,7 +119,8 @@ def dataset_options(args, *, preset: str | None = None, features: str | None = N
         recorded["hash_splits"] = hash_splits
     return DatasetOptions(features=args.features or features or "maddison", preset=opts.get("preset"),
                           filters=filt, splits=rule, options=recorded,
-                          allow_empty=bool(getattr(args, "allow_empty", False)))
+                          allow_empty=bool(getattr(args, "allow_empty", False)),
+                          source=filters.source_from_options(opts))
 
 
 def report(prog: str, out: str, meta: dict, details: tuple[str, str], *, allow_empty: bool) -> int:

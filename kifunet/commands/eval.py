@@ -52,13 +52,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--as-rank", default=None, metavar="RANK",
                    help="tell the net every mover has this rank (1d, 5d, 9d, 3k, 9p, unknown): rank planes and rank "
                         "embeddings see it; the by-rank breakdown keeps the movers' real ranks")
+    p.add_argument("--profile", default=None, metavar="KEY=VALUE,...",
+                   help="for a net with a profile input: force these profile fields on every position "
+                        "(rank=7d,opponent_rank=5d,year=2010 or date=2010-05-01,source=kgs,time=fast,handicap=2,"
+                        "komi=6.5), each position keeping its own for the others")
     p.add_argument("--no-breakdowns", action="store_true", help="print the overall table only")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: when stderr is a terminal)")
 
 
 def default_out(run: str, data: str, split: str, legal: bool, limit: int | None = None, start: int = 0,
-                as_rank: str | None = None) -> str:
+                as_rank: str | None = None, profile: str | None = None) -> str:
     from kifunet.train.nets import find_workdir
 
     try:
@@ -68,8 +72,42 @@ def default_out(run: str, data: str, split: str, legal: bool, limit: int | None 
     name = os.path.basename(os.path.normpath(data)) or "data"
     part = (f"_rows{start}-{start + limit - 1}" if start else f"_first{limit}") if limit is not None else \
         (f"_from{start}" if start else "")
-    tail = ("_legal" if legal else "") + part + (f"_as{as_rank}" if as_rank else "")
+    tail = ("_legal" if legal else "") + part + (f"_as{as_rank}" if as_rank else "") + _profile_tail(profile)
     return os.path.join(run_dir, "eval", f"{name}_{split}{tail}.json")
+
+
+def _profile_tail(profile: str | None) -> str:
+    """``_profile_year-2005_source-kgs`` for ``--profile year=2005,source=kgs`` (its normal form), ``""`` without."""
+    if not profile:
+        return ""
+    from kifunet.data_prep import profiles
+
+    from kifunet.play.policy import profile_text
+
+    text = profile_text(profiles.parse_fields(profile))
+    return "_profile_" + "".join(c if c.isalnum() or c in ".-" else "_" if c == "," else "-" for c in text)
+
+
+def _check_profile(text: str | None, run: str) -> None:
+    """``--profile`` checked before the net loads: text that is no profile, or a profile for a net whose
+    ``config.json`` has no profile input, is a :class:`CommandError` (one line)."""
+    if text is None:
+        return
+    from kifunet.data_prep import profiles
+    from kifunet.play.lazy_policy import config_reads_profile
+    from kifunet.train.nets import find_workdir
+
+    try:
+        profiles.parse_fields(text)
+    except ValueError as e:
+        raise CommandError(f"--profile: {str(e).removeprefix('profile: ')}") from None
+    try:
+        reads = config_reads_profile(find_workdir(run))
+    except (OSError, ValueError):
+        return  # the net's own check (evaluate) decides
+    if not reads:
+        raise CommandError(f"--profile {text}: {run} has no profile input (trained with model.profile_embedding "
+                           "0), so the profile would change nothing")
 
 
 def _check_options(args) -> tuple[int, ...] | None:
@@ -136,6 +174,7 @@ def run(args) -> int:
         args.checkpoint = str(paths.default_net())
     # the inputs before the net (loading JAX and a checkpoint takes seconds): the run, the dataset and its split
     find_workdir(args.checkpoint)
+    _check_profile(args.profile, args.checkpoint)
     with open_split(args.data, args.split) as split:
         split.verify()  # a damaged file is reported now, not after the net has loaded
     if default_net:
@@ -150,12 +189,19 @@ def run(args) -> int:
         with open_split(args.data, args.split) as reader:
             res = evaluate(predictor, reader, batch_size=args.batch_size, ensemble=args.ensemble,
                            legal_mask=args.legal_mask, limit=args.limit, start=args.start, phase_starts=phases,
-                           progress=progress, as_rank=_as_rank(args.as_rank))
+                           progress=progress, as_rank=_as_rank(args.as_rank), profile=args.profile)
     except (KeyError, ValueError) as e:  # a checkpoint that does not fit, rows out of range
         raise CommandError(e) from e
     print(format_result(res, breakdowns=not args.no_breakdowns))
+    if "profile" in res["settings"]:
+        from kifunet.data_prep import profiles
+        from kifunet.play.policy import profile_text
+
+        forced = profile_text(profiles.parse_fields(res["settings"]["profile"]))
+        print(f"profile: {'forced ' + forced + ' on every position, the other fields' if forced else 'every field'}"
+              " each position's own")
     out = args.out or default_out(args.checkpoint, args.data, args.split, args.legal_mask, args.limit, args.start,
-                                  args.as_rank)
+                                  args.as_rank, args.profile)
     if default_net and not args.out:  # the shipped net's folder is package data: its results go to runs/
         out = os.path.join(paths.runs_dir(), paths.DEFAULT_NET, "eval", os.path.basename(out))
     if out != "-":

@@ -2,7 +2,10 @@
 
 The file's inputs, outputs and metadata: :mod:`kifunet.play.onnx_policy`; how it is made and checked:
 :mod:`kifunet.play.export_onnx`. ``kifunet gtp --model net.onnx`` plays it with onnxruntime, without JAX.
-Inputs are checked before JAX loads: the run directory and its checkpoint, the output's folder, the extra.
+Inputs are checked before JAX loads: the run directory and its checkpoint, the output's folder, the extra,
+``--profile``'s text (a net without a profile input is refused once loaded: the profile would change nothing).
+Every file records ``profile_input`` and ``profile_encoding``; ``--profile`` adds the default profile
+(``profile``, ``profile_vector``), which ``kifunet gtp --model FILE.onnx`` plays with unless told another.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--step", type=int, help="this checkpoint step instead of the newest")
     p.add_argument("--features", help="feature set, only for a run that records none (as for `kifunet gtp`)")
     p.add_argument("--board-size", type=int, help="board size, only for a run that records none")
+    p.add_argument("--profile", default=None, metavar="KEY=VALUE,...",
+                   help="for a net with a profile input: the default game profile recorded in the file's metadata "
+                        "(rank=7d,year=2010,source=kgs,...; players use it unless told another)")
 
 
 def _check_inputs(args) -> None:
@@ -43,6 +49,13 @@ def _check_inputs(args) -> None:
         raise CommandError(f"{args.out}: is a directory; name the .onnx file to write")
     if args.board_size is not None and not 2 <= args.board_size <= 19:
         raise CommandError(f"--board-size must be in 2..19, not {args.board_size}")
+    if args.profile is not None:
+        from kifunet.data_prep import profiles
+
+        try:
+            profiles.parse_fields(args.profile)
+        except ValueError as e:
+            raise CommandError(f"--profile: {str(e).removeprefix('profile: ')}") from None
     missing = [m for m in ("jax2onnx", "onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
     if missing:
         raise CommandError(f"exporting needs {', '.join(missing)}: pip install 'kifunet[export]'")
@@ -59,7 +72,7 @@ def run(args) -> int:
     with contextlib.redirect_stdout(sys.stderr):  # JAX's and the converter's notes are not the result
         try:
             res = export_onnx.export_run(args.run, args.out, step=args.step, feature_set=args.features,
-                                         board_size=args.board_size)
+                                         board_size=args.board_size, profile=args.profile)
         except (KeyError, ValueError) as e:  # an unknown feature set, a checkpoint that does not fit
             raise CommandError(e) from e
     m = res.metadata
@@ -69,7 +82,11 @@ def run(args) -> int:
     print(f"wrote {res.path} ({res.bytes / 1e6:.2f} MB) in {res.seconds:.1f} s: {m['model']} from "
           f"{m.get('run', '?')}{step}, trained on {data}")
     print(f"  inputs: planes float32 [B, {n}, {n}, {len(json.loads(m['plane_names']))}] ({m['feature_set']} "
-          f"features){''.join(f', {i} int32 [B]' for i in res.inputs[1:])}; rank via {m['rank_input']}")
+          f"features){''.join(f', {i} int32 [B]' for i in res.inputs[1:] if i != 'profile')}; "
+          f"rank via {m['rank_input']}")
+    if m.get("profile_input") == "true":
+        print(f"  profile: input float32 [B, 46] ({m['profile_encoding']}); default "
+              f"{m['profile'] or 'all unknown' if 'profile' in m else 'none recorded (all unknown)'}")
     print(f"  outputs: logits float32 [B, {int(n) ** 2 + 1}] (pass last; has pass: {m['has_pass']})"
           + (", value float32 [B]" if "value" in res.outputs else ", no value head"))
     print(f"  onnxruntime vs JAX: max |logit difference| {res.max_abs_logit_diff:.2g} on "

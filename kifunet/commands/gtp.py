@@ -12,7 +12,13 @@ the checkpoint's checksums verified, the ONNX file opened): a training run's net
 never imported by the main thread. A net that fails to load answers ``? cannot load the net: ...`` on the
 commands that need it; ``quit`` (or the end of input) while it is still loading exits at once
 (``os._exit``: nothing is left running). ``benchmarks/bench_gtp_start.py`` measures spawn -> ``name`` and
-spawn -> first ``genmove`` for every shipped net."""
+spawn -> first ``genmove`` for every shipped net.
+
+``--profile rank=7d,year=2010,source=kgs`` (checked before anything loads; bad text exits 2 with one line): the
+game profile a net with a profile input plays with, changed mid-game by the GTP command ``kifunet-profile``
+(:mod:`kifunet.play.gtp_engine`: komi and handicap come from the game, unknown ranks from ``--rank``). A net
+without a profile input ignores it, and a note on stderr says so. An ONNX file plays with the profile it was
+exported with (``kifunet export --profile``) unless ``--profile`` names another."""
 
 from __future__ import annotations
 
@@ -37,6 +43,11 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0, help="model initialisation (--model) and sampling seed")
     p.add_argument("--rank", default="9d", help="the rank the net imitates: 1d .. 9d, 3k, 9p, or unknown "
                    "(rank planes / rank embeddings; default 9d, Maddison's setting: the rank input at its maximum)")
+    p.add_argument("--profile", default=None, metavar="KEY=VALUE,...",
+                   help="the game profile a net with a profile input is given: rank=7d,opponent_rank=5d,"
+                        "year=2010 (or date=2010-05-01),source=kgs,time=fast,handicap=2,komi=6.5; unknown when left "
+                        "out, except the ranks (--rank), komi and handicap (the game's); changed mid-game with the "
+                        "GTP command kifunet-profile; a net without one ignores it")
     p.add_argument("--sample", action="store_true", help="sample with GoNN's move-number-dependent schedule "
                    "instead of playing the arg-max move")
     p.add_argument("--komi", type=float, default=7.5, help="komi until the controller sends one (default 7.5)")
@@ -98,6 +109,13 @@ def _check_inputs(args) -> None:
         raise CommandError(f"--rank {args.rank!r} is not a rank (e.g. 1d, 5d, 9d, 3k, 9p, or unknown)")
     if args.board_size is not None and not 2 <= args.board_size <= 19:
         raise CommandError(f"--board-size must be in 2..19, not {args.board_size}")
+    if args.profile is not None:
+        from kifunet.data_prep import profiles
+
+        try:
+            profiles.parse_fields(args.profile)
+        except ValueError as e:
+            raise CommandError(f"--profile: {str(e).removeprefix('profile: ')}") from None
     if args.pass_threshold is not None and not 0 <= args.pass_threshold <= 1:
         raise CommandError(f"--pass-threshold is a probability (0..1), not {args.pass_threshold}")
     if args.max_moves is not None and args.max_moves < 1:
@@ -161,7 +179,11 @@ def run(args) -> int:
                                                            if args.pass_threshold is None
                                                            else args.pass_threshold))
         engine = gtp_engine.Engine(pol, settings=settings, komi=args.komi, name=args.name,
-                                   log=sys.stderr if args.verbose else None, symmetries=args.symmetries)
+                                   log=sys.stderr if args.verbose else None, symmetries=args.symmetries,
+                                   profile=args.profile)
+        if args.profile and not getattr(pol, "reads_profile", False):
+            print(f"--profile {args.profile}: {pol.description} has no profile input, so the profile changes "
+                  "nothing", file=sys.stderr, flush=True)
         announce_compile()  # the first move compiles the rules engine when its cache is cold (stderr)
         if hasattr(pol, "start"):
             pol.start()  # the engine is ready to answer: load the net while the controller talks

@@ -8,7 +8,13 @@ output's folder exists, ``--rank`` is a rank, ``--checkpoint`` is a run director
 game's replay, whatever the net's feature set (9x9 ``qiqiao`` nets included). The title names the rank the net
 predicts for only when the net reads one (:attr:`~kifunet.eval.evaluate.Predictor.reads_rank`); a net with a value head adds its
 value of the position for the side to move (in [-1, 1], +1 a win; with ``--ensemble`` the mean of the 8 passes')
-to the title."""
+to the title.
+
+``--profile KEY=VALUE,...`` (a net with a profile input, ``model.profile_embedding``): the net is given the
+position's own profile as the SGF gives it (:func:`kifunet.data_prep.profiles.profile_of`: ranks, date, source,
+time control, handicap, komi), with the fields ``--profile`` names replaced (and the mover's rank by ``--rank``
+when ``--profile`` sets none); the title then shows the fields forced. A net without a profile input draws the
+same policy whatever the profile (a note on stderr says so)."""
 
 from __future__ import annotations
 
@@ -32,6 +38,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rank", default=None, metavar="RANK",
                    help="predict as a player of this rank (e.g. 1d, 9d) instead of the SGF's rank")
     p.add_argument("--ensemble", action="store_true", help="average the 8 symmetric passes")
+    p.add_argument("--profile", default=None, metavar="KEY=VALUE,...",
+                   help="for a net with a profile input: replace these fields of the game's own profile "
+                        "(rank=7d,opponent_rank=5d,year=2010 or date=2010-05-01,source=kgs,time=fast,handicap=2,"
+                        "komi=6.5)")
 
 
 def run(args) -> int:
@@ -57,6 +67,14 @@ def run(args) -> int:
         rank = ranks.parse_rank(args.rank)
         if not ranks.is_known(rank):
             raise CommandError(f"--rank {args.rank!r} is not a rank (e.g. 1d, 9d, 3k)")
+    fields = {}
+    if args.profile is not None:
+        from kifunet.data_prep import profiles
+
+        try:
+            fields = profiles.parse_fields(args.profile)
+        except ValueError as e:
+            raise CommandError(f"--profile: {str(e).removeprefix('profile: ')}") from None
     if args.checkpoint:
         from kifunet.train.nets import find_workdir
 
@@ -105,6 +123,8 @@ def run(args) -> int:
             rank = pos.player_rank
         else:
             batch = with_player_rank(batch, rank, predictor.feature_set)
+        if predictor.reads_profile:
+            batch["profile"] = _position_profile(record, pos.to_move, fields, rank)[None]
         if args.ensemble:
             passes, values = predictor.predict_symmetries_with_value(batch)
             logits = metrics.ensemble_log_probs(passes)[0]
@@ -119,8 +139,16 @@ def run(args) -> int:
             as_rank = f" as {ranks.rank_to_text(rank)}" if ranks.is_known(rank) else " (rank unknown)"
         elif args.rank:
             print(f"--rank {args.rank}: {name} has no rank input, so the rank changes nothing", file=sys.stderr)
+        forced = ""
+        if predictor.reads_profile and fields:
+            from kifunet.play.policy import profile_text
+
+            forced = f"; profile {profile_text(fields)}"
+        elif args.profile:
+            print(f"--profile {args.profile}: {name} has no profile input, so the profile changes nothing",
+                  file=sys.stderr)
         title = (f"{os.path.basename(args.sgf)}: before move {args.move}, {who} to play{as_rank}\n"
-                 f"{name}{' (8-symmetry ensemble)' if args.ensemble else ''}"
+                 f"{name}{' (8-symmetry ensemble)' if args.ensemble else ''}{forced}"
                  + ("" if value is None else f"; value {value:+.3f} for {who}"))
     fig = board_image.draw_position(pos, logits, top_k=args.top_k, title=title)
     fig.savefig(args.out)
@@ -128,3 +156,17 @@ def run(args) -> int:
         print(f"value of the position for {who} (the side to move; +1 a win, -1 a loss): {value:+.3f}")
     print(f"wrote {args.out}")
     return 0
+
+
+def _position_profile(record, to_move: int, fields: dict, rank: int):
+    """float32 [46]: the profile of ``to_move``'s move in ``record`` (its SGF's), ``fields`` replacing theirs and
+    ``rank`` (the rank the net predicts for) the mover's when ``fields`` sets none."""
+    import dataclasses
+
+    from kifunet.data_prep import profiles, ranks
+
+    own = profiles.profile_of(record.info, int(to_move))
+    forced = dict(fields)
+    if "rank" not in forced and ranks.is_known(int(rank)):
+        forced["rank"] = int(rank)
+    return profiles.encode(dataclasses.replace(own, **forced))

@@ -2,7 +2,7 @@
 build the TFDS ``go_moves`` dataset (array_record; :mod:`kifunet.data_prep.building.tfds_go_moves`).
 
 The options are ``kifunet build``'s (:mod:`kifunet.commands.dataset_options`: the same definitions, resolution
-and summary): ``--features``, ``--preset``, ``--options-file``, the game and move filters, ``--split``,
+and summary): ``--features``, ``--preset``, ``--source``, ``--options-file``, the game and move filters, ``--split``,
 ``--val-fraction``, ``--hash-split`` and ``--allow-empty``. A named config (``--config``) is a preset and a
 feature set under them. When the options change what the named config's positions depend on, the dataset is a
 custom config named ``--name`` (default ``CONFIG_`` + 8 hex digits of the options' hash), never the named

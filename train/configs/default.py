@@ -20,6 +20,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.model.name = "maddison_tiny"  # kifunet.models.names()
     c.model.dtype = "float32"  # compute dtype: float32 or bfloat16 (parameters stay float32)
     c.model.rank_embedding = False  # learned rank vector (models built with rank_embedding=True)
+    # the game profile (data_prep/profiles.py: ranks, date, source, time control, handicap, komi) through an MLP
+    # of this many hidden units added where the rank vector is; 0 = no profile input
+    c.model.profile_embedding = 0
     c.model.kwargs = ml_collections.ConfigDict()  # constructor overrides (e.g. layers, filters)
     c.expect_features = ""  # feature set the config is written for; a dataset built with another is refused
 
@@ -66,6 +69,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.input.host_dtype = "uint8"  # planes leave the host as uint8 (cast on the device) | float32 | bfloat16
     c.input.prefetch = 2  # batches put on the devices ahead of the step
     c.input.add_planes = ""  # constant-only feature sets read on top of the dataset's, e.g. "rank_planes"
+    # a profiled net in training: each profile field of each row is made unknown with this probability, so that
+    # the net also learns to predict when a user leaves a field out
+    c.input.profile_dropout = 0.1
 
     c.eval_batch_size = 1024  # global
     c.eval_every_positions = 1_000_000
