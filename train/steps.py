@@ -89,8 +89,9 @@ class ModelDef:
         # fresh Variable objects at the current trace level (BatchNorm and RNG counters are mutated in the call)
         extra = jax.tree.map(lambda x: x, extra)
         model = nnx.merge(self.graph_train if train else self.graph_eval, params, extra)
-        logits, value = policy_and_value(model(batch["planes"], batch["rank"], batch["to_move"],
-                                               profile=batch.get("profile")))
+        # the profile only when the batch has one (a profiled net's): any other net keeps the 3-argument call
+        extra = {"profile": batch["profile"]} if "profile" in batch else {}
+        logits, value = policy_and_value(model(batch["planes"], batch["rank"], batch["to_move"], **extra))
         _, new_extra = nnx.state(model, nnx.Param, ...)
         return logits, value, new_extra
 
