@@ -238,29 +238,26 @@ class Reader(DatasetSplit):
         ``game_index``; read from the games table once per process
         (:func:`~kifunet.data_prep.datasets.profile_columns.games_table_fields`)."""
         if self._profile_games is None:
-            self._check_games_table()
-            try:
-                self._profile_games = profile_columns.games_table_fields(self.games_path)
-            except FileNotFoundError:
-                raise CorruptDatasetError.at(self.games_path, "missing (the manifest lists it)") from None
-            except (OSError, KeyError) as e:
-                why = (str(e).splitlines() or [type(e).__name__])[0]
-                raise CorruptDatasetError.at(self.games_path, f"HDF5 cannot read it ({why}); the file is damaged "
-                                                              "or cut") from None
+            self._profile_games = self._read_games_table(profile_columns.games_table_fields)
         return self._profile_games
+
+    def _read_games_table(self, read):
+        """``read(games_path)``, the table checked first; a missing or unreadable file is a
+        :class:`CorruptDatasetError` naming it."""
+        self._check_games_table()
+        try:
+            return read(self.games_path)
+        except FileNotFoundError:
+            raise CorruptDatasetError.at(self.games_path, "missing (the manifest lists it)") from None
+        except (OSError, KeyError) as e:
+            why = (str(e).splitlines() or [type(e).__name__])[0]
+            raise CorruptDatasetError.at(self.games_path, f"HDF5 cannot read it ({why}); the file is damaged "
+                                                          "or cut") from None
 
     def games(self) -> dict[str, np.ndarray]:
         """The split's games table (all columns); ``game_index`` of a row indexes it."""
         if self._games is None:
-            self._check_games_table()
-            try:
-                self._games = shards_mod.read_games_table(self.games_path)
-            except FileNotFoundError:
-                raise CorruptDatasetError.at(self.games_path, "missing (the manifest lists it)") from None
-            except (OSError, KeyError) as e:
-                why = (str(e).splitlines() or [type(e).__name__])[0]
-                raise CorruptDatasetError.at(self.games_path, f"HDF5 cannot read it ({why}); the file is damaged "
-                                                              "or cut") from None
+            self._games = self._read_games_table(shards_mod.read_games_table)
         return self._games
 
     def game(self, game_index: int) -> dict:
