@@ -104,7 +104,9 @@ def quick_run(tmp_path_factory):
 @pytest.mark.slow
 def test_measure_quick_cpu(quick_run):
     out, _ = quick_run
-    assert sorted(p.name for p in out.iterdir()) == ["device.json", "device.log"]
+    assert sorted(p.name for p in out.iterdir()) == ["device.json", "device.log", "real_run_metrics_train.jsonl"]
+    norms = [json.loads(ln) for ln in (out / "real_run_metrics_train.jsonl").read_text().splitlines()]
+    assert norms and all("grad_norm" in m and "param_norm" in m for m in norms)
     assert "train_step" in (out / "device.log").read_text()
     d = json.loads((out / "device.json").read_text())
     assert d["quick"] is True and d["total_s"] > 0 and d["machine"]["cpu_count"] >= 1

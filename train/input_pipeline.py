@@ -15,6 +15,9 @@ Pipeline (training)
                                                  trainer does, whatever killed it: exit_with_parent)
       -> BatchIterator                           cuts windows into batches (main process); checkpointable
 
+Several datasets (``root`` = ``"A,B"``): each one's blocks are split between hosts, shuffled and repeated with its own
+seed, then mixed by weight before ``.batch`` (:mod:`kifunet.train.mixture`), so every window holds rows of each.
+
 Why blocks, not rows: grain's textbook path -- ``MapDataset.source(Reader).shuffle().batch()``, one
 ``Reader.__getitem__`` per row -- gave 1,197 positions/s here (benchmarks/bench_loader.py, 2 cores): a
 random row costs the gzip decode of its whole 256-row HDF5 chunk. The build already shuffled the rows
@@ -47,6 +50,7 @@ import os
 import grain
 
 from kifunet.data_prep.datasets import dataset as dataset_mod
+from kifunet.train import mixture
 from kifunet.train.batches import BatchIterator
 from kifunet.train.windows import GONN_KEEP_PROBS, WindowBuilder
 from kifunet.train.workers import exit_with_parent, mark_absl_flags_parsed
@@ -67,21 +71,35 @@ def window_dataset(root: str, split: str, *, batch_size: int, seed: int, process
                    process_count: int = 1, symmetry: str = "example", history: str = "none",
                    history_p: float = 0.0, keep_probs=GONN_KEEP_PROBS, window_blocks: int = 16,
                    block_rows: int = 0, add_planes: str = "", profile: bool = False,
-                   profile_dropout: float = 0.0) -> grain.MapDataset:
+                   profile_dropout: float = 0.0, mix_weights: str = "") -> grain.MapDataset:
     """The infinite grain ``MapDataset`` of this host's training windows (element ``i`` = window ``i``);
     ``add_planes``: constant-only feature sets added to the dataset's (:func:`dataset_mod.open_split`);
-    ``profile``: windows carry each row's profile (``profile_dropout``: :class:`WindowBuilder`)."""
-    src = dataset_mod.open_split(root, split, assemble=False, require_rows=True,
-                                 add_planes=add_planes, profile=profile).blocks(block_rows)
-    ds = grain.MapDataset.source(src)
-    if process_count > 1:
-        if len(src) < process_count:
-            raise ValueError(f"{len(src)} blocks cannot be split over {process_count} hosts; use smaller block_rows")
-        ds = ds[process_index::process_count]
-    if window_blocks * src.block_rows < batch_size:
-        raise ValueError(f"a window ({window_blocks} blocks x {src.block_rows} rows) must hold at least one "
+    ``profile``: windows carry each row's profile (``profile_dropout``: :class:`WindowBuilder`).
+    ``root`` naming several datasets (``A,B``): their blocks mixed with ``mix_weights``
+    (:mod:`kifunet.train.mixture`; windows then carry a ``dataset`` column, the row's dataset in ``root``'s order)."""
+    roots = mixture.split_datasets(root)
+    srcs = [dataset_mod.open_split(r, split, assemble=False, require_rows=True,
+                                   add_planes=add_planes, profile=profile).blocks(block_rows)
+            for r in (roots if len(roots) > 1 else [root])]
+    for r, src in zip(roots, srcs):
+        if process_count > 1 and len(src) < process_count:
+            raise ValueError(f"{r}: {len(src)} blocks cannot be split over {process_count} hosts; use smaller "
+                             f"block_rows")
+    src = srcs[0]
+    low = min(s.block_rows for s in srcs)
+    if window_blocks * low < batch_size:
+        raise ValueError(f"a window ({window_blocks} blocks x {low} rows) must hold at least one "
                          f"batch of {batch_size}")
-    ds = ds.shuffle(seed=seed % (1 << 32)).repeat(None)
+    if len(srcs) > 1:
+        mixture.check_compatible(roots, split, add_planes)
+        weights = mixture.row_weights(mix_weights, [s.num_rows() for s in srcs])
+        ds = mixture.mixed_blocks(srcs, weights, seed=seed, process_index=process_index,
+                                  process_count=process_count)
+    else:  # one dataset: the pipeline of the module docstring, unchanged
+        ds = grain.MapDataset.source(src)
+        if process_count > 1:
+            ds = ds[process_index::process_count]
+        ds = ds.shuffle(seed=seed % (1 << 32)).repeat(None)
     ds = ds.batch(window_blocks, drop_remainder=True, batch_fn=list)
     builder = WindowBuilder(src.feature_name, src.board_size, batch_size, symmetry=symmetry, history=history,
                             history_p=history_p, keep_probs=keep_probs, profile=profile,
@@ -94,7 +112,7 @@ def train_iterator(root: str, split: str, *, batch_size: int, seed: int, process
                    history_p: float = 0.0, keep_probs=GONN_KEEP_PROBS, window_blocks: int = 16,
                    block_rows: int = 0, workers: int = 1, worker_buffer: int = 2,
                    host_dtype: str = "uint8", add_planes: str = "", profile: bool = False,
-                   profile_dropout: float = 0.0) -> BatchIterator:
+                   profile_dropout: float = 0.0, mix_weights: str = "") -> BatchIterator:
     """The training batches of this host (``batch_size`` = rows per host): infinite, shuffled, augmented.
 
     ``workers`` > 0 builds windows in that many grain worker processes (``mp_prefetch``; the sequence of
@@ -103,7 +121,8 @@ def train_iterator(root: str, split: str, *, batch_size: int, seed: int, process
     ds = window_dataset(root, split, batch_size=batch_size, seed=seed, process_index=process_index,
                         process_count=process_count, symmetry=symmetry, history=history, history_p=history_p,
                         keep_probs=keep_probs, window_blocks=window_blocks, block_rows=block_rows,
-                        add_planes=add_planes, profile=profile, profile_dropout=profile_dropout)
+                        add_planes=add_planes, profile=profile, profile_dropout=profile_dropout,
+                        mix_weights=mix_weights)
     if workers > 0:
         mark_absl_flags_parsed()
     watch = functools.partial(exit_with_parent, os.getpid())

@@ -36,18 +36,26 @@ class MetricWriter:
         return os.path.join(self.workdir, f"metrics_{kind}.jsonl")
 
     def write(self, kind: str, step: int, metrics: dict) -> None:
+        """One JSON line and its TensorBoard scalars. A value may be a dict of metrics one level down (a
+        mixture's ``by_dataset``: ``{dataset: {metric: v}}``): nested in the JSON line, TensorBoard tags
+        ``<kind>/<key>/<name>/<metric>``."""
         if not self.enabled:
             return
         rec = {"step": int(step), "time": round(time.time(), 3)}
+        scalars = []
         for k, v in metrics.items():
-            v = float(v)
-            rec[k] = v if math.isfinite(v) else str(v)
+            if isinstance(v, dict):
+                rec[k] = {name: {m: _json_float(x) for m, x in sub.items()} for name, sub in v.items()}
+                scalars += [(f"{kind}/{k}/{name}/{m}", x) for name, sub in v.items() for m, x in sub.items()]
+            else:
+                rec[k] = _json_float(v)
+                scalars.append((f"{kind}/{k}", v))
         with open(self.path(kind), "a", encoding="utf-8") as f:
             f.write(json.dumps(rec) + "\n")
         if self._tb is not None:
-            for k, v in metrics.items():
-                if k not in ("step",) and math.isfinite(float(v)):
-                    self._tb.add_scalar(f"{kind}/{k}", float(v), int(step))
+            for tag, v in scalars:
+                if tag != f"{kind}/step" and math.isfinite(float(v)):
+                    self._tb.add_scalar(tag, float(v), int(step))
 
     def write_text(self, tag: str, text: str) -> None:
         if self._tb is not None:
@@ -84,6 +92,12 @@ class MetricWriter:
         if self._tb is not None:
             self._tb.close()
             self._tb = None
+
+
+def _json_float(v):
+    """A metric as JSON holds it: a float, or its text when not finite ("nan", "inf")."""
+    v = float(v)
+    return v if math.isfinite(v) else str(v)
 
 
 def read_jsonl(path: str) -> list[dict]:

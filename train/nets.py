@@ -76,15 +76,18 @@ def _lookup(tree, names: tuple[str, ...]):
 
 def _data_shape(cfg: dict, meta: dict, dataset: str | None, feature_set: str | None,
                 board_size: int | None) -> tuple[str, int]:
-    """(feature set, board size): the arguments, else the training dataset's manifest (``config.dataset``), else
+    """(feature set, board size): the arguments, else the training dataset's manifest (``config.dataset``; the first
+    of a comma-separated mixture: all share feature set and board size, :mod:`kifunet.train.mixture`), else
     ``dataset``'s (either with the config's ``input.add_planes`` added), else what the checkpoint's metadata
     records."""
     from kifunet.data_prep.datasets.manifest import read_manifest as load_manifest
     from kifunet.data_prep.planes import features
+    from kifunet.train.mixture import split_datasets
 
     tried = []
     added = (cfg.get("input") or {}).get("add_planes") or ""
-    for root in (cfg.get("dataset") or None, dataset):
+    first = split_datasets(cfg.get("dataset") or "")[:1]
+    for root in (first[0] if first else None, dataset):
         if feature_set and board_size:
             break
         if not root:

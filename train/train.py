@@ -17,7 +17,10 @@ Order of business, as in big_vision's trainer:
    step, positions, RNG and the input pipeline's position), else ``config.init_from`` (weights only), else
    from scratch.
 5. **Input**: :func:`kifunet.train.input_pipeline.train_iterator` on this host's share of the dataset,
-   prefetched and put on the devices in a background thread.
+   prefetched and put on the devices in a background thread. ``config.dataset`` may name several datasets
+   (``A,B``): mixed in every batch by ``config.input.mix_weights`` (:mod:`kifunet.train.mixture`), each evaluated
+   on its own ``eval_split``; the evaluation record keeps the first one's metrics under the usual keys and adds
+   ``by_dataset`` (``{path: metrics}``).
 6. **Loop**: the per-device step mapped by :func:`kifunet.train.parallel.data_parallel`, wrapped by
    :func:`kifunet.train.steps.windowed` so each step also adds its metrics to a *window* that stays on the
    devices. Nothing goes from device to host per step: batches arrive already on the devices (the prefetch
@@ -85,8 +88,8 @@ import ml_collections
 import numpy as np
 
 from kifunet import models
-from kifunet.train import (checkpointing, input_pipeline, memory, metric_writer, model_config, optim, parallel,
-                           preemption, run_lock)
+from kifunet.train import (checkpointing, input_pipeline, memory, metric_writer, mixture, model_config, optim,
+                           parallel, preemption, run_lock)
 from kifunet.train.eval_batches import eval_batches
 from kifunet.train.prefetch import Prefetcher
 from kifunet.train.steps import LAST_METRICS, ModelDef, eval_step, summed, train_step, value_metrics, windowed
@@ -250,9 +253,10 @@ class StopClock:
         return Decision(stop, bool(save), signum)
 
 
-def evaluate(eval_fn, state, config, mesh, *, limit: int, value: bool = False, stop=None) -> dict:
-    """Top-1, top-4, nats and loss over the evaluation split (``value``: and the value metrics of a two-headed
-    net, module docstring): sums and counts, divided once.
+def evaluate(eval_fn, state, config, mesh, *, limit: int, value: bool = False, stop=None, root=None) -> dict:
+    """Top-1, top-4, nats and loss over the evaluation split of ``root`` (default ``config.dataset``; one dataset
+    of a mixture) (``value``: and the value metrics of a two-headed net, module docstring): sums and counts,
+    divided once.
 
     ``eval_fn``: ``data_parallel(summed(eval_step(...)), mesh, carry=True)``. Batches are read and put on the
     devices in a background thread (``config.input.prefetch`` ahead), the sums stay on the devices, and one copy
@@ -263,7 +267,8 @@ def evaluate(eval_fn, state, config, mesh, *, limit: int, value: bool = False, s
     pc = jax.process_count()
     local = config.eval_batch_size // pc
     t0 = time.perf_counter()
-    batches = eval_batches(config.dataset, config.eval_split, batch_size=local, process_index=jax.process_index(),
+    root = config.dataset if root is None else root
+    batches = eval_batches(root, config.eval_split, batch_size=local, process_index=jax.process_index(),
                            process_count=pc, limit=limit, host_dtype=config.input.host_dtype,
                            add_planes=config.input.add_planes, profile=bool(config.model.get("profile_embedding")))
     prefetch = Prefetcher(batches, fn=lambda b: parallel.shard_batch(b, mesh), depth=config.input.prefetch)
@@ -306,6 +311,9 @@ def _check_config(config, mesh) -> None:
     if not config.dataset:
         raise ValueError("config.dataset is empty: give a dataset built by `kifunet build` "
                          "(--config.dataset=DIR)")
+    roots = mixture.split_datasets(config.dataset)
+    if len(roots) > 1 or config.input.get("mix_weights", ""):  # the weights' count and signs, before any reading
+        mixture.row_weights(config.input.get("mix_weights", ""), [1] * len(roots))
     n, pc = mesh.size, jax.process_count()
     for name in ("batch_size", "eval_batch_size"):
         b = config[name]
@@ -368,7 +376,20 @@ def _open_and_train(config, workdir: str, mesh, signals) -> dict:
 
 def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dict:
     pidx, pc = jax.process_index(), jax.process_count()
-    info = input_pipeline.describe(config.dataset, config.train_split, config.input.add_planes)
+    roots = mixture.split_datasets(config.dataset)
+    if len(roots) > 1:  # a mixture (kifunet.train.mixture): facts of the first, rows of all, one layout
+        mixture.check_compatible(roots, config.train_split, config.input.add_planes)
+        infos = [input_pipeline.describe(r, config.train_split, config.input.add_planes) for r in roots]
+        if config.eval_split:  # each dataset keeps its own evaluation split: a missing one fails now, not later
+            for r in roots:
+                input_pipeline.describe(r, config.eval_split, config.input.add_planes)
+        info = {**infos[0], "rows": sum(i["rows"] for i in infos)}
+        mix = mixture.row_weights(config.input.get("mix_weights", ""), [i["rows"] for i in infos])
+        mix_text = " (" + "; ".join(f"{r}: {i['rows']:,} rows, weight {w:.3f}"
+                                    for r, i, w in zip(roots, infos, mix)) + ")"
+    else:
+        info = input_pipeline.describe(config.dataset, config.train_split, config.input.add_planes)
+        mix_text = ""
     if config.expect_features and info["features"] != config.expect_features:
         raise ValueError(f"config expects a dataset built with --features {config.expect_features}; "
                          f"{config.dataset} has {info['features']}")
@@ -416,7 +437,8 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dic
         history_p=config.input.history_p, keep_probs=tuple(config.input.history_keep_probs),
         window_blocks=config.input.window_blocks, block_rows=config.input.block_rows,
         workers=config.input.workers, host_dtype=config.input.host_dtype, add_planes=config.input.add_planes,
-        profile=bool(config.model.get("profile_embedding")), profile_dropout=config.input.get("profile_dropout", 0.0))
+        profile=bool(config.model.get("profile_embedding")), profile_dropout=config.input.get("profile_dropout", 0.0),
+        mix_weights=config.input.get("mix_weights", ""))
     prefetch = writer = None
     try:
         if data_state is not None:
@@ -427,7 +449,7 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dic
         head = f", value head: weight {config.value_weight:g}" if model_def.has_value else ""
         _log(f"kifunet train: model {config.model.name} ({nparams:,} parameters, {info['num_planes']} planes"
              f"{'' if default_planes == info['num_planes'] else f'; its default is {default_planes}'}{head}), "
-             f"{mesh.size} device(s) x {pc} process(es), batch {B}, {info['rows']:,} training rows, "
+             f"{mesh.size} device(s) x {pc} process(es), batch {B}, {info['rows']:,} training rows{mix_text}, "
              f"{total_steps:,} steps = {total_steps * B:,} positions, {memory.text(mem)}")
         prefetch = Prefetcher(train_iter, fn=lambda b: parallel.shard_batch(b, mesh), depth=config.input.prefetch)
         return _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, state, start=start,
@@ -446,8 +468,9 @@ def _fit_memory(train_fn, state, config, mesh, info, *, value: bool) -> dict:
     estimate this process's memory from it, and refuse a run that cannot fit (:mod:`kifunet.train.memory`)."""
     batch = memory.abstract_batch(config, mesh, board_size=info["board_size"], num_planes=info["num_planes"])
     compiled = train_fn.lower(state, batch, parallel.empty_window(mesh, value=value)).compile()
-    rows = input_pipeline.block_source(config.dataset, config.train_split, config.input.block_rows,
-                                       config.input.add_planes).block_rows
+    rows = max(input_pipeline.block_source(r, config.train_split, config.input.block_rows,
+                                           config.input.add_planes).block_rows
+               for r in (mixture.split_datasets(config.dataset) or [config.dataset]))
     est = memory.estimate(compiled, config, mesh, board_size=info["board_size"], num_planes=info["num_planes"],
                           block_rows=rows)
     memory.check(est, config, model=config.model.name)
@@ -509,15 +532,32 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
     # evaluation (its checkpoint is saved) raises Preempted all the same
     signalled = (lambda: bool(signals.signum)) if signals is not None and pc == 1 else None
 
+    roots = mixture.split_datasets(config.dataset)
+
     def do_eval(s: int, limit: int) -> dict:
-        res = evaluate(eval_fn, state, config, mesh, limit=limit, value=value, stop=signalled)
+        if len(roots) > 1:  # a mixture: each dataset's own split; the record's keys are the first one's
+            by = {}
+            for r in roots:
+                one = evaluate(eval_fn, state, config, mesh, limit=limit, value=value, stop=signalled, root=r)
+                if not one and signalled is not None and signalled():
+                    by = {}
+                    break
+                by[r] = one
+            res = {**by[roots[0]], "by_dataset": by} if by and by[roots[0]] else {}
+        else:
+            res = evaluate(eval_fn, state, config, mesh, limit=limit, value=value, stop=signalled)
         if res:
             writer.write("eval", s, {"positions": s * B, **res})
-            _log(f"eval at step {s:,} on {int(res['eval_positions']):,} {config.eval_split} positions: "
-                 f"top1 {100 * res['top1']:.2f}% top4 {100 * res['top4']:.2f}% nats {res['nats']:.4f}"
-                 f"{_value_text(res)} ({res['seconds']:.1f} s)")
+            for r, one in (res["by_dataset"].items() if "by_dataset" in res else [(None, res)]):
+                if not one:
+                    continue
+                _log(f"eval at step {s:,} on {int(one['eval_positions']):,} {config.eval_split} positions"
+                     f"{f' of {r}' if r else ''}: top1 {100 * one['top1']:.2f}% top4 {100 * one['top4']:.2f}% "
+                     f"nats {one['nats']:.4f}{_value_text(one)} ({one['seconds']:.1f} s)")
         # the evaluation's time is not training time: do not charge it to the log window's rate
-        host["t"] += res.get("seconds", 0.0) if res else 0.0
+        if res:
+            host["t"] += sum(one.get("seconds", 0.0) for one in res["by_dataset"].values()) \
+                if "by_dataset" in res else res.get("seconds", 0.0)
         return res
 
     def save(s: int) -> None:

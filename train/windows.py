@@ -2,11 +2,14 @@
 
 Contract: :class:`WindowBuilder` ``(blocks, rng) -> window``; ``blocks`` are elements of a split's
 :class:`kifunet.data_prep.datasets.dataset_base.Blocks` (``columns``, and ``codes`` + ``table`` + ``shard`` or
-``stored``). A window is a dict of per-row arrays: ``target`` (int16, moved by the row's symmetry), ``to_move``,
-``player_rank``, ``outcome`` (int8, never moved), ``weight`` (uint8; 0 on padding rows), ``index`` (the row of
-the split), ``symmetry`` and ``history_level``, plus either ``idx [R, N, N]`` and ``table [K * V, C]`` (the
-``codes`` layout) or ``planes [R, N, N, C]``, and ``profile`` float32 ``[R, 46]`` when the builder is made with
-``profile=True`` (:meth:`WindowBuilder._profiles`; its blocks then carry their rows' game fields); :func:`kifunet.train.batches.window_batch` cuts batches from it.
+``stored``; a mixture's blocks also ``dataset``: :mod:`kifunet.train.mixture`). A window is a dict of per-row
+arrays: ``target`` (int16, moved by the row's symmetry), ``to_move``, ``player_rank``, ``outcome`` (int8, never
+moved), ``weight`` (uint8; 0 on padding rows), ``index`` (the row of its split), ``symmetry`` and
+``history_level``, plus either ``idx [R, N, N]`` and ``table [K * V, C]`` (the ``codes`` layout) or
+``planes [R, N, N, C]``, ``profile`` float32 ``[R, 46]`` when the builder is made with ``profile=True``
+(:meth:`WindowBuilder._profiles`; its blocks then carry their rows' game fields), and int8 ``dataset`` (the row's
+dataset in the mixture) when the blocks carry a ``dataset`` column; :func:`kifunet.train.batches.window_batch`
+cuts batches from it.
 With ``shuffle`` the rows are permuted and cut to whole batches; the row permutation, symmetries and dropout
 come from ``rng`` only (the same generator gives the same window).
 
@@ -185,7 +188,9 @@ class WindowBuilder:
             keep = total
             order = None
         rows_out = max(keep, pad_to)
-        cols = {k: np.concatenate([b["columns"][k] for b in blocks]) for k in blocks[0]["columns"]}
+        # the columns every block has (blocks of a mixture's datasets may differ in a container's own ones)
+        cols = {k: np.concatenate([b["columns"][k] for b in blocks]) for k in blocks[0]["columns"]
+                if all(k in b["columns"] for b in blocks)}
         if order is not None:
             cols = {k: v[order] for k, v in cols.items()}
         if self.symmetry == "example":
@@ -206,6 +211,8 @@ class WindowBuilder:
                # for inspection and tests: the row of the split, its symmetry and history depth kept
                "index": cols["index"], "symmetry": np.zeros(keep, np.int8) if s is None else s.astype(np.int8),
                "history_level": (np.full(keep, lay.history_depth, np.int8) if level is None else level)}
+        if "dataset" in cols:  # a mixture's blocks (kifunet.train.mixture): the row's dataset
+            out["dataset"] = cols["dataset"].astype(np.int8)
         if self.profile:
             out["profile"] = self._profiles(cols, rng)
         if all("codes" in b for b in blocks):
@@ -267,9 +274,10 @@ class WindowBuilder:
         lay = self.layout
         tables, shard_off = [], {}
         k_tot = 0
-        for b in blocks:
-            if b["shard"] not in shard_off:
-                shard_off[b["shard"]] = k_tot
+        for b in blocks:  # a code table per (dataset of a mixture, shard): shard numbers repeat across datasets
+            key = (b.get("dataset", 0), b["shard"])
+            if key not in shard_off:
+                shard_off[key] = k_tot
                 tables.append(b["table"])
                 k_tot += len(b["table"])
         rows = len(cols["target"])
@@ -282,8 +290,9 @@ class WindowBuilder:
         for b in blocks:
             c = codes[a:a + len(b["codes"])]
             c[...] = b["codes"]
-            if shard_off[b["shard"]]:
-                c += dtype(shard_off[b["shard"]])
+            off = shard_off[(b.get("dataset", 0), b["shard"])]
+            if off:
+                c += dtype(off)
             a += len(b["codes"])
         n = self.n
         r = len(inv)

@@ -27,7 +27,8 @@ default; what does not fit is skipped and recorded under ``skipped``), the JSON 
    (end-to-end evaluator positions/s: reading, forward, metrics).
 
 Scratch (datasets, runs, section files) goes to ``--work`` (default ``$TMPDIR/kifunet_device``), never under
-OUT, which receives only the two files.
+OUT, which receives only the two files and the real run's ``metrics_train.jsonl`` (as
+``real_run_metrics_train.jsonl``: its losses and gradient / parameter norms, kept when the run fails too).
 """
 
 from __future__ import annotations
@@ -321,6 +322,9 @@ class Runner:
         if r["rc"] is None:
             self.skip("real_run", "time budget")
             return None
+        metrics = os.path.join(workdir, "metrics_train.jsonl")
+        if os.path.isfile(metrics):  # the per-interval losses and gradient / parameter norms, NaN runs included
+            shutil.copyfile(metrics, os.path.join(self.a.out, "real_run_metrics_train.jsonl"))
         self.res["real_run"] = {"config": name, "dtype": self.a.real_dtype, "batch": batch, "input_workers": workers,
                                 "time_limit_s": secs if not q else None, "command": cmd, "rc": r["rc"],
                                 "wall_s": r["seconds"], **summary}

@@ -12,7 +12,9 @@ import ml_collections
 
 def get_config() -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
-    c.dataset = ""  # directory built by `kifunet build` (manifest.json + shards)
+    # directory built by `kifunet build` (manifest.json + shards), or several separated by commas, mixed in every
+    # batch (input.mix_weights; train/mixture.py), each evaluated on its own eval_split
+    c.dataset = ""
     c.train_split = "train"
     c.eval_split = "test"  # "" = no evaluation
 
@@ -68,6 +70,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.input.workers = 1  # grain worker processes building windows; 0 = a thread of the main process
     c.input.host_dtype = "uint8"  # planes leave the host as uint8 (cast on the device) | float32 | bfloat16
     c.input.prefetch = 2  # batches put on the devices ahead of the step
+    # several datasets: each one's share of the training rows, comma-separated positive numbers (normalised), one per
+    # dataset; "" = in proportion to their training rows
+    c.input.mix_weights = ""
     c.input.add_planes = ""  # constant-only feature sets read on top of the dataset's, e.g. "rank_planes"
     # a profiled net in training: each profile field of each row is made unknown with this probability, so that
     # the net also learns to predict when a user leaves a field out

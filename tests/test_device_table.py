@@ -1,0 +1,86 @@
+"""benchmarks/device/table.py: the README's GPU table is the committed device.json, rendered; its figures agree
+with the JSON's own arithmetic (MFU = achieved TFLOP/s / the peak measured in the same run)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks" / "device"))
+
+import table  # noqa: E402
+
+KEPT = REPO / "benchmarks" / "results" / "device" / "device.json"
+SOURCE = "benchmarks/results/device/device.json"
+
+
+@pytest.fixture(scope="module")
+def result() -> dict:
+    return json.loads(KEPT.read_text())
+
+
+def _rows(text: str) -> list[list[str]]:
+    lines = [ln for ln in text.splitlines() if ln.startswith("| `")]
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
+
+
+def test_readme_table_is_the_committed_json_rendered(result):
+    readme = (REPO / "README.md").read_text()
+    assert "## Speed" in readme
+    assert table.between(readme) == table.render(result, SOURCE), \
+        "README's GPU table is stale: python benchmarks/device/table.py " + SOURCE + " --into README.md"
+
+
+def test_table_figures_agree_with_the_json(result):
+    rows = _rows(table.render(result, SOURCE))
+    measured = result["train_step"]["rows"]
+    assert len(rows) == len(measured) >= 1
+    peak = result["peak"]["bf16_tflops"]
+    for cells, r in zip(rows, measured):
+        config, model, params, dtype, batch, pos, tflops, mfu, mfu_sheet, compile_s = cells
+        assert config == f"`{r['config']}`" and model == f"`{r['model']}`" and dtype == r["dtype"]
+        assert int(params.replace(",", "")) == r["params"] and int(batch.replace(",", "")) == r["batch"]
+        assert abs(int(pos.replace(",", "")) - r["positions_per_s"]) <= 0.5
+        # achieved = positions/s x analytical FLOPs per position; MFU = achieved / the peak of the same run
+        assert abs(r["positions_per_s"] * r["train_flops_per_position"] / 1e12 - r["achieved_tflops"]) < 1e-6 * peak
+        assert abs(float(tflops) - r["achieved_tflops"]) <= 0.5
+        assert abs(float(mfu.rstrip("%")) - 100 * r["achieved_tflops"] / peak) <= 0.05
+        assert abs(float(mfu_sheet.rstrip("%")) - 100 * r["achieved_tflops"]
+                   / result["peak"]["datasheet"]["bf16_tflops"]) <= 0.05
+        assert abs(float(compile_s) - r["compile_s"]) <= 0.05
+    head = table.render(result, SOURCE).splitlines()[0]
+    assert result["jax"]["device_kind"] in head and f"JAX {result['jax']['jax']}" in head and table.COMMAND in head
+
+
+def test_a_changed_figure_changes_the_table_and_left_out_configs_are_named(result):
+    r2 = copy.deepcopy(result)
+    r2["train_step"]["rows"][0]["positions_per_s"] += 1000
+    assert table.render(r2, SOURCE) != table.render(result, SOURCE)
+    r2["train_step"]["not_run"] = [{"config": "newnet", "dtype": "bfloat16", "batch": 256, "why": "time budget"},
+                                   {"config": r2["train_step"]["rows"][0]["config"], "batch": 4096, "why": "x"}]
+    last = table.render(r2, SOURCE).splitlines()[-1]
+    assert last == "Not measured in this run (its time budget ran out): `newnet`."
+
+
+def test_into_replaces_only_between_the_markers(tmp_path, result):
+    page = f"# t\n\nbefore\n{table.START}\nold\n{table.END}\nafter\n"
+    new = table.replace_between(page, "NEW")
+    assert new == f"# t\n\nbefore\n{table.START}\nNEW\n{table.END}\nafter\n"
+    assert table.replace_between(new, "NEW") == new
+    with pytest.raises(SystemExit, match="gpu-table:start"):
+        table.replace_between("# no markers\n", "NEW")
+
+
+def test_cli_names_a_bad_file_in_one_line(tmp_path):
+    bad = tmp_path / "device.json"
+    bad.write_text('{"schema": 1}')
+    p = subprocess.run([sys.executable, str(REPO / "benchmarks" / "device" / "table.py"), str(bad)],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and p.stdout == ""
+    assert len(p.stderr.strip().splitlines()) == 1 and str(bad) in p.stderr
