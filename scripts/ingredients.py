@@ -81,6 +81,11 @@ ROWS = {
     "rank_planes": Row("rank planes (Maddison's 9, one-hot 1d-9d) added to the `gonn` planes",
                        overrides=("--config.input.add_planes=rank_planes",)),
 }
+# issue 34: a second seed of each row whose difference from its reference lay inside one seed spread
+SECOND_SEEDS = ("extra_block", "extra_wide", "chain_1x32", "chain_2x64", "rank_planes")
+ROWS.update({f"{n}_seed1": Row(f"{ROWS[n].change} (seed 1)", ROWS[n].features, (*ROWS[n].overrides, "--config.seed=1"))
+             for n in SECOND_SEEDS})
+SEED_ROWS = (*SEED_ROWS, *((n, f"{n}_seed1") for n in SECOND_SEEDS))
 
 
 def command(name: str, row: Row, data_root: Path) -> list[str]:

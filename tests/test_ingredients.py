@@ -47,6 +47,7 @@ CHANGED = {
     "chain_2x64": {"model.kwargs.blocks", "model.kwargs.chain_blocks", "model.kwargs.chain_channels"},
     "rank_planes": {"input.add_planes"},
 }
+CHANGED.update({f"{n}_seed1": CHANGED[n] | {"seed"} for n in ing.SECOND_SEEDS})
 
 
 def test_every_row_is_listed_here():
@@ -77,7 +78,7 @@ NOT_RESULTS = {"dataset", "checkpoint_every_minutes"}
 #: without the key ran with it); ``test_added_keys_hold_what_the_code_did_before`` checks the values
 ADDED_LATER = {"model.kwargs.wide_blocks": (), "model.kwargs.chain_blocks": (), "model.kwargs.chain_channels": 0,
                "input.add_planes": "", "model.profile_embedding": 0,
-               "input.profile_dropout": 0.1}  # profile_dropout acts only on a profiled net (embedding > 0)
+               "input.profile_dropout": 0.1, "input.mix_weights": ""}  # profile_dropout acts only on a profiled net (embedding > 0)
 
 
 def test_added_keys_hold_what_the_code_did_before():
