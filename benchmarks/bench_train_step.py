@@ -42,13 +42,10 @@ def config_names() -> list[str]:
                   if os.path.splitext(os.path.basename(p))[0] not in SKIP)
 
 
-def bench(name: str, *, batch: int | None, max_batch: int, steps: int, warmup: int) -> dict:
-    cfg = configs_mod.load_file(os.path.join(CONFIG_DIR, f"{name}.py"))
-    planes = features.get(cfg.expect_features or "maddison").num_planes
-    mesh = parallel.make_mesh(cfg.num_devices)
-    b = batch or min(cfg.batch_size, max_batch)
-    b -= b % mesh.size
-    cfg.batch_size = b
+def prepare(cfg, planes: int, mesh):
+    """``(step, state, batch)``: ``cfg``'s data-parallel training step (state donated), a fresh state and one
+    random batch of ``cfg.batch_size`` 19x19 positions with ``planes`` planes, already on the devices."""
+    b = cfg.batch_size
     model_def, tx, schedule, state, model = train.setup(cfg, board_size=19, in_planes=planes, mesh=mesh)
     step = parallel.data_parallel(train_steps.train_step(model_def, tx, schedule, loss=cfg.loss), mesh,
                                   donate_state=True)
@@ -56,7 +53,17 @@ def bench(name: str, *, batch: int | None, max_batch: int, steps: int, warmup: i
     host = {"planes": rng.integers(0, 2, (b, 19, 19, planes), dtype=np.uint8),
             "target": rng.integers(0, 361, b).astype(np.int32), "to_move": rng.integers(1, 3, b).astype(np.int32),
             "rank": rng.integers(0, 9, b).astype(np.int32), "weight": np.ones(b, np.float32)}
-    batch_dev = parallel.shard_batch(host, mesh)
+    return step, state, parallel.shard_batch(host, mesh)
+
+
+def bench(name: str, *, batch: int | None, max_batch: int, steps: int, warmup: int) -> dict:
+    cfg = configs_mod.load_file(os.path.join(CONFIG_DIR, f"{name}.py"))
+    planes = features.get(cfg.expect_features or "maddison").num_planes
+    mesh = parallel.make_mesh(cfg.num_devices)
+    b = batch or min(cfg.batch_size, max_batch)
+    b -= b % mesh.size
+    cfg.batch_size = b
+    step, state, batch_dev = prepare(cfg, planes, mesh)
     t0 = time.perf_counter()
     state, m = step(state, batch_dev)
     jax.block_until_ready(m)
