@@ -17,18 +17,23 @@ orientations; the identity pass *is* the single-pass result, so one run of ``kif
 both, each from its own accumulators. The metric rules (ranks, ties, masking, sums) are in
 :mod:`kifunet.eval.metrics`.
 
-Result JSON (``format = "kifunet-eval"``, ``format_version = 2``): ``run`` (what was evaluated), ``dataset``
+Result JSON (``format = "kifunet-eval"``, ``format_version = 3``): ``run`` (what was evaluated), ``dataset``
 (path, split, fingerprint and the dataset spec printed next to every number), ``settings`` (legal mask and its
 source, tie rule, ensemble rule, value rules, phase buckets, batch size, limit), ``results.single`` and, with the
 ensemble, ``results.ensemble``: each a :meth:`kifunet.eval.metrics.Breakdown.to_dict` block (``count``,
 ``nll_sum``, ``topk_correct``, ``accuracy``, ``cross_entropy_nats``, ``perplexity``, ``rank_histogram``,
-``by_phase``, ``by_rank``, ``by_colour``).
+``by_phase``, ``by_rank``, ``by_colour``, ``by_year``, ``by_source``, ``by_time_control``).
 
 Versions: 2 adds, for a net with a value head, a ``value`` block (:class:`kifunet.eval.metrics.ValueSums`:
 ``known``, ``sq_sum``, ``decided``, ``winner_correct``, ``outcome_sum``, ``mse``, ``winner_accuracy``,
 ``baseline_mse``) to the whole split and to every group of the breakdowns, and ``settings.value_rule``; a
-policy-only net's result has neither, and is otherwise what version 1 was. Version 1 files load and print as before
-(:func:`load_result` accepts every version up to :data:`FORMAT_VERSION`).
+policy-only net's result has neither, and is otherwise what version 1 was. 3 adds the profile breakdowns
+``by_year``, ``by_source`` and ``by_time_control`` (:class:`kifunet.eval.metrics.Breakdown`: the game's calendar
+year, source and time-control class, ``unknown`` where the split does not know it) to ``results.single`` and
+``results.ensemble``: every evaluation reads the split's game fields for them, whether or not the net has a
+profile input. Version 1 and 2 files load and print as before, without those tables (:func:`load_result` accepts
+every version up to :data:`FORMAT_VERSION`; :func:`merge_results` of parts of mixed versions drops the profile
+breakdowns).
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from kifunet.data_prep import ranks
 from kifunet.eval import metrics as M
 
 FORMAT = "kifunet-eval"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MODES = ("single", "ensemble")
 MODE_TEXT = {"single": "single pass", "ensemble": "8-symmetry ensemble"}
 ENSEMBLE_RULE = ("mean of the 8 symmetric passes' probabilities (each mapped back with the inverse symmetry; "
@@ -312,7 +317,7 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
     if profile and not predictor.reads_profile:
         raise ValueError(f"--profile {profile}: this net has no profile input (trained with "
                          f"model.profile_embedding 0), so the profile would change nothing")
-    reader.with_profile(predictor.reads_profile)
+    reader.with_profile(True)  # the game fields: the profile breakdowns, and the input of a profiled net
     if reader.board_size != predictor.board_size:
         raise ValueError(f"dataset board {reader.board_size}x{reader.board_size}, model {predictor.board_size}")
     if batch_size < 1:
@@ -329,7 +334,8 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
     try:
         for batch in reader.iter_batches(batch_size, start=start, stop=stop):
             legal = masker(batch) if masker is not None else None
-            keys = dict(move_number=batch["move_number"], player_rank=batch["player_rank"], to_move=batch["to_move"])
+            keys = dict(move_number=batch["move_number"], player_rank=batch["player_rank"], to_move=batch["to_move"],
+                        **{c: batch[c] for c in M.PROFILE_PARTS.values()})
             target = batch["target"].astype(np.int64)
             if as_rank is not None:
                 batch = with_player_rank(batch, as_rank, predictor.feature_set)
@@ -473,6 +479,9 @@ def _row(label: str, d: dict) -> list[str]:
             _pct(acc["10"]), f"{d['cross_entropy_nats']:.4f}", f"{d['perplexity']:.2f}"]
 
 
+#: each breakdown of a result block and the title of its table
+BREAKDOWN_TITLES = {"by_phase": "move number", "by_rank": "player rank", "by_colour": "colour", "by_year": "year",
+                    "by_source": "source", "by_time_control": "time control"}
 HEADER = ["", "positions", "top-1%", "top-2%", "top-3%", "top-4%", "top-5%", "top-10%", "CE nats", "perplexity"]
 VALUE_HEADER = ["", "known results", "value MSE", "constant MSE", "winner %", "decided"]
 
@@ -520,7 +529,9 @@ def format_result(res: dict, *, breakdowns: bool = True) -> str:
             if m not in res["results"]:
                 continue
             r = res["results"][m]
-            for part, title in (("by_phase", "move number"), ("by_rank", "player rank"), ("by_colour", "colour")):
+            for part, title in BREAKDOWN_TITLES.items():
+                if not r.get(part):  # a profile breakdown of a version 1 or 2 result: none
+                    continue
                 lines += ["", f"{MODE_TEXT[m]}, by {title}:"]
                 lines.append(_table([title] + HEADER[1:], [_row(k, v) for k, v in r[part].items()]))
             if m in valued:

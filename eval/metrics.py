@@ -77,7 +77,13 @@ Breakdowns
 ----------
 :class:`Breakdown` keeps one accumulator for the whole split and one per group of three partitions: game phase
 (move-number buckets, ``PHASE_STARTS``), player rank (the mover's rank, :mod:`kifunet.data_prep.ranks` scale,
-``?`` for unknown) and colour to move. Each partition's groups add up to the whole split exactly.
+``?`` for unknown) and colour to move; and three of the game's profile (:mod:`kifunet.data_prep.profiles`, the
+split's ``game_*`` columns): ``by_year`` (calendar year of ``game_days``), ``by_source`` (a name of
+:data:`~kifunet.data_prep.profiles.SOURCES`) and ``by_time_control`` (a class of
+:data:`~kifunet.data_prep.profiles.TIME_CONTROLS`), each with the group ``unknown`` for rows whose field is
+unknown (and for every row of a batch given without that column). Each partition's groups add up to the whole
+split exactly. :data:`PROFILE_PARTS` lists the three; groups are ordered by year / by the profiles' lists,
+``unknown`` last.
 """
 
 from __future__ import annotations
@@ -94,6 +100,10 @@ MAX_K = 10
 #: default move-number buckets for the game-phase breakdown: first move number of each bucket (1-based)
 PHASE_STARTS = (1, 21, 51, 101, 151, 201, 251)
 COLOUR_LABELS = {1: "black", 2: "white"}
+#: the profile breakdowns (module docstring), each with the batch column it groups by
+PROFILE_PARTS = {"by_year": "game_days", "by_source": "game_source", "by_time_control": "game_time_control"}
+UNKNOWN_LABEL = "unknown"
+_UNKNOWN_KEY = -(2 ** 31)  # the group key of an unknown field (sorts first as a key, printed last)
 TIE_RULE = ("pessimistic: rank = number of other moves with logit >= the played move's logit; "
             "top-k correct iff rank < k (ties count against)")
 
@@ -357,8 +367,46 @@ def _rank_label(value: int) -> str:
         return "?"
 
 
+def year_keys(game_days) -> np.ndarray:
+    """int64 calendar year of each ``game_days`` (days since 1970-01-01), ``_UNKNOWN_KEY`` where unknown."""
+    from kifunet.data_prep import profiles
+
+    days = np.asarray(game_days, dtype=np.int64).reshape(-1)
+    known = days != profiles.UNKNOWN_DAYS
+    years = np.where(known, days, 0).astype("datetime64[D]").astype("datetime64[Y]").astype(np.int64) + 1970
+    return np.where(known, years, _UNKNOWN_KEY)
+
+
+def _code_keys(codes, names: Sequence[str]) -> np.ndarray:
+    c = np.asarray(codes, dtype=np.int64).reshape(-1)
+    return np.where((c >= 0) & (c < len(names)), c, _UNKNOWN_KEY)
+
+
+def _profile_label(part: str, key: int) -> str:
+    from kifunet.data_prep import profiles
+
+    if key == _UNKNOWN_KEY:
+        return UNKNOWN_LABEL
+    if part == "by_year":
+        return str(key)
+    return (profiles.SOURCES if part == "by_source" else profiles.TIME_CONTROLS)[key]
+
+
+def _profile_sort_key(part: str, label: str):
+    """Order of a profile breakdown's labels: years ascending / the profiles' list order, ``unknown`` last."""
+    from kifunet.data_prep import profiles
+
+    if label == UNKNOWN_LABEL:
+        return (1, 0)
+    if part == "by_year":
+        return (0, int(label))
+    names = profiles.SOURCES if part == "by_source" else profiles.TIME_CONTROLS
+    return (0, names.index(label) if label in names else len(names))
+
+
 class Breakdown:
-    """The whole split plus per-phase, per-rank and per-colour :class:`MetricSums`."""
+    """The whole split plus per-phase, per-rank, per-colour, per-year, per-source and per-time-control
+    :class:`MetricSums`."""
 
     def __init__(self, num_moves: int, phase_starts: Sequence[int] = PHASE_STARTS):
         starts = [int(s) for s in phase_starts]
@@ -371,6 +419,9 @@ class Breakdown:
         self.by_phase: dict[int, MetricSums] = {}
         self.by_rank: dict[int, MetricSums] = {}
         self.by_colour: dict[int, MetricSums] = {}
+        self.by_year: dict[int, MetricSums] = {}
+        self.by_source: dict[int, MetricSums] = {}
+        self.by_time_control: dict[int, MetricSums] = {}
 
     def _group(self, table: dict, key: int) -> MetricSums:
         if key not in table:
@@ -381,18 +432,28 @@ class Breakdown:
         mn = np.asarray(move_number, dtype=np.int64)
         return np.searchsorted(np.asarray(self.phase_starts), mn, side="right") - 1
 
-    def update(self, ranks, nll, *, move_number, player_rank, to_move, value=None, outcome=None) -> None:
+    def update(self, ranks, nll, *, move_number, player_rank, to_move, value=None, outcome=None, game_days=None,
+               game_source=None, game_time_control=None) -> None:
         """One batch's positions; ``value`` (a two-headed net's, ``[B]``) with their ``outcome`` column adds the
-        value sums to the whole and to every group."""
+        value sums to the whole and to every group. The ``game_*`` columns (:mod:`kifunet.data_prep.profiles`
+        codes) group the profile breakdowns; one left out puts every row in that breakdown's ``unknown``."""
         ranks = np.asarray(ranks, dtype=np.int64).reshape(-1)
         nll = np.asarray(nll, dtype=np.float64).reshape(-1)
         if value is not None:
             value = np.asarray(value, dtype=np.float64).reshape(-1)
             outcome = None if outcome is None else np.asarray(outcome, dtype=np.int64).reshape(-1)
+        from kifunet.data_prep import profiles
+
         self.total.update(ranks, nll, value, outcome)
+        unknown = np.full(ranks.shape, _UNKNOWN_KEY, np.int64)
         for table, keys in ((self.by_phase, self.phase_index(move_number)),
                             (self.by_rank, np.asarray(player_rank, dtype=np.int64).reshape(-1)),
-                            (self.by_colour, np.asarray(to_move, dtype=np.int64).reshape(-1))):
+                            (self.by_colour, np.asarray(to_move, dtype=np.int64).reshape(-1)),
+                            (self.by_year, unknown if game_days is None else year_keys(game_days)),
+                            (self.by_source, unknown if game_source is None
+                             else _code_keys(game_source, profiles.SOURCES)),
+                            (self.by_time_control, unknown if game_time_control is None
+                             else _code_keys(game_time_control, profiles.TIME_CONTROLS))):
             if keys.shape != ranks.shape:
                 raise ValueError("one key per position")
             for key in np.unique(keys):
@@ -406,7 +467,8 @@ class Breakdown:
             raise ValueError("cannot merge breakdowns with different phase buckets")
         self.total.merge(other.total)
         for mine, theirs in ((self.by_phase, other.by_phase), (self.by_rank, other.by_rank),
-                             (self.by_colour, other.by_colour)):
+                             (self.by_colour, other.by_colour), (self.by_year, other.by_year),
+                             (self.by_source, other.by_source), (self.by_time_control, other.by_time_control)):
             for k, v in theirs.items():
                 self._group(mine, k).merge(v)
 
@@ -415,6 +477,9 @@ class Breakdown:
         d["by_phase"] = {self.phase_labels[k]: v.to_dict() for k, v in sorted(self.by_phase.items())}
         d["by_rank"] = {_rank_label(k): v.to_dict() for k, v in sorted(self.by_rank.items())}
         d["by_colour"] = {COLOUR_LABELS.get(k, str(k)): v.to_dict() for k, v in sorted(self.by_colour.items())}
+        for part in PROFILE_PARTS:
+            labelled = {_profile_label(part, k): v for k, v in getattr(self, part).items()}
+            d[part] = {g: labelled[g].to_dict() for g in sorted(labelled, key=lambda g: _profile_sort_key(part, g))}
         return d
 
 
@@ -440,9 +505,13 @@ def merge_block_dicts(blocks: Sequence[dict]) -> dict:
 
 def merge_breakdown_dicts(blocks: Sequence[dict]) -> dict:
     """One :meth:`Breakdown.to_dict` from several over disjoint positions (e.g. parts of a split evaluated
-    apart): the whole and every group are merged with :func:`merge_block_dicts`; groups keep their order."""
+    apart): the whole and every group are merged with :func:`merge_block_dicts`; groups keep their order. A
+    profile breakdown (:data:`PROFILE_PARTS`) is kept only when every block has it (blocks of format 1 or 2
+    results have none: merged with newer ones, the sum would miss their rows)."""
     out = merge_block_dicts(blocks)
-    for part in ("by_phase", "by_rank", "by_colour"):
+    for part in ("by_phase", "by_rank", "by_colour", *PROFILE_PARTS):
+        if part in PROFILE_PARTS and not all(part in b for b in blocks):
+            continue
         keys: list[str] = []
         for b in blocks:
             keys += [k for k in b.get(part, {}) if k not in keys]
@@ -452,6 +521,8 @@ def merge_breakdown_dicts(blocks: Sequence[dict]) -> dict:
             from kifunet.data_prep import ranks
 
             keys.sort(key=lambda k: (k == "?", ranks.parse_rank(k) if k != "?" else 0))
+        elif part in PROFILE_PARTS:
+            keys.sort(key=lambda k, part=part: _profile_sort_key(part, k))
         out[part] = {k: merge_block_dicts([b[part][k] for b in blocks if k in b.get(part, {})]) for k in keys}
     return out
 

@@ -30,6 +30,12 @@ published value figure is in :mod:`kifunet.eval.published`): per result and mode
 game result, the value MSE beside the constant predictor's (always the evaluated positions' mean result), and the
 winner accuracy over the positions of games with a winner (:func:`value_rows`); :func:`breakdown_markdown` adds
 the value columns to the by-phase (and other) tables.
+
+**Per profile** (:func:`render_profiles`, ``kifunet tables --by year|source|rank|time_control``): for each result
+and evaluation mode, one row per group of one breakdown of :class:`kifunet.eval.metrics.Breakdown` (the game's
+calendar year, source, time-control class, or the mover's rank as ``by_rank`` labels it, one rank a group): its
+positions, top-1 and top-5 % and cross-entropy. Year, source and time control need eval JSON version 3; an older
+result gets one line naming its file instead of a table.
 """
 
 from __future__ import annotations
@@ -371,3 +377,63 @@ def breakdown_markdown(res: dict, mode: str = "single") -> str:
                 for g, b in block[key].items()]
         parts += ["", f"by {title}:", "", render_markdown(rows, cols)]
     return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------- per profile
+#: ``kifunet tables --by`` choices and the breakdown each prints (:class:`kifunet.eval.metrics.Breakdown`)
+PROFILE_BY = {"year": "by_year", "source": "by_source", "rank": "by_rank", "time_control": "by_time_control"}
+PROFILE_TITLES = {"year": "year of the game", "source": "source", "rank": "mover's rank",
+                  "time_control": "time control"}
+PROFILE_COLUMNS = [("group", "group"), ("count", "positions"), ("top1", "top-1 %"), ("top5", "top-5 %"),
+                   ("ce", "CE (nats)")]
+
+
+class MissingBreakdown(ValueError):
+    """A result without the breakdown asked for (a format 1 or 2 result has no profile breakdowns)."""
+
+
+def profile_rows(path: str, res: dict, by: str, mode: str = "single") -> list[dict]:
+    """One row per group of ``res``'s ``by`` breakdown (a key of :data:`PROFILE_BY`), in the result's order: the
+    group, its positions, top-1 and top-5 accuracy and cross-entropy. :class:`MissingBreakdown` (one line, naming
+    ``path``) when the result has no such breakdown."""
+    if by not in PROFILE_BY:
+        raise ValueError(f"--by {by!r}: one of {', '.join(PROFILE_BY)}")
+    block = res["results"][mode]
+    part = PROFILE_BY[by]
+    if part not in block:
+        raise MissingBreakdown(f"{path}: no {part} breakdown (eval result format version "
+                               f"{res.get('format_version', 1)}; evaluate again with this kifunet for it)")
+    return [{"group": g, "count": f"{b['count']:,}", "top1": _pct(b["accuracy"]["1"]),
+             "top5": _pct(b["accuracy"]["5"]), "ce": f"{b['cross_entropy_nats']:.3f}"}
+            for g, b in block[part].items() if b["count"]]
+
+
+def profile_title(path: str, res: dict, by: str, mode: str = "single") -> str:
+    """The line above a per-profile table: whose result, which evaluation, on what data, grouped by what."""
+    mask = ", legal mask" if res.get("settings", {}).get("legal_mask") else ""
+    return (f"{result_label(path, res)}, {MODE_TEXT[mode]}{mask}: by {PROFILE_TITLES[by]} "
+            f"({os.path.basename(path)})")
+
+
+def render_profiles(results: list[tuple[str, dict]], by: str, fmt: str = "markdown") -> tuple[str, list[str]]:
+    """``(text, skipped)``: a per-profile table (:func:`profile_rows`) for every result and evaluation mode it
+    holds, in ``fmt`` (markdown or html), and one line for each result that lacks the breakdown."""
+    if fmt not in ("markdown", "html"):
+        raise ValueError(f"unknown format {fmt!r} (markdown or html)")
+    parts, skipped = [], []
+    for path, res in results:
+        for mode in MODES:
+            if mode not in res["results"]:
+                continue
+            try:
+                rows = profile_rows(path, res, by, mode)
+            except MissingBreakdown as e:
+                skipped.append(str(e))
+                break
+            title = profile_title(path, res, by, mode)
+            if fmt == "markdown":
+                parts += ([""] if parts else []) + [f"**{_md_escape(title)}**", "",
+                                                    render_markdown(rows, PROFILE_COLUMNS)]
+            else:
+                parts += [f"<p><strong>{html.escape(title)}</strong></p>", render_html(rows, PROFILE_COLUMNS)]
+    return "\n".join(parts), skipped

@@ -4,6 +4,7 @@ profile and a joint net with it, at equal compute, two seeds each, every net sco
     python scripts/profile_runs.py list                    # the arms: name, what differs, command
     python scripts/profile_runs.py run kgs fox_seed1       # train each arm (~60-80 min on 2 cores) and keep it
     python scripts/profile_runs.py table                   # the markdown table of the kept arms
+    python scripts/profile_runs.py who joint_profile --field source   # who played this: source, then year
     python scripts/profile_runs.py table --into docs/profiles.md   # ... written into the manual's page
 
 Every arm is ``train/configs/ingredients.py`` (the ingredient table's 4 x 32 GoNN ResNet and its fixed budget of
@@ -20,7 +21,13 @@ Every arm is ``train/configs/ingredients.py`` (the ingredient table's 4 x 32 GoN
 An arm trains in ``runs/profiles/ARM``, is evaluated by ``kifunet eval`` on the first 100,000 rows of each
 test split, and keeps ``config.json``, ``metrics_*.jsonl``, ``eval_kgs.json``, ``eval_fox.json`` (with their
 breakdowns by year, source, rank and time control) and ``arm.json`` (commands, wall time, load average) in
-``benchmarks/results/profiles/ARM/``. A kept arm is not run again (delete its folder to redo it); an arm whose
+``benchmarks/results/profiles/ARM/``.
+
+``who ARM --field source|year`` asks a profiled arm who played test games, from their moves alone
+(:mod:`kifunet.eval.attribution`): every profile field but the one guessed is hidden (unknown) on every position,
+the candidates are ``source=kgs`` / ``source=fox`` (games of both test splits) or the years 2013, 2015, 2017, 2019
+(the Fox test split: 2012-2019), and the guess from 1, 5 and 10 games of one class is scored over 2,000 draws;
+kept as ``who_FIELD.json`` beside the arm. A kept arm is not run again (delete its folder to redo it); an arm whose
 training stopped (SIGTERM, a crash) resumes from its checkpoint when run again.
 """
 
@@ -148,6 +155,50 @@ def replace_table(page: str, new: str) -> str:
     return f"{before}{start}\n{new}\n{end}{rest.split(end, 1)[1]}"
 
 
+WHO_GAMES = 100  # games per class
+WHO_N = (1, 5, 10)
+WHO_YEARS = (2013, 2015, 2017, 2019)
+
+
+def who(name: str, field: str, data_root: Path) -> Path:
+    """``who_FIELD.json`` of a kept profiled arm (module docstring)."""
+    import numpy as np
+
+    from kifunet.data_prep import profiles
+    from kifunet.data_prep.datasets.dataset import open_split
+    from kifunet.eval import attribution as A
+    from kifunet.eval.runs import load_run
+
+    pred = load_run(str(REPO / "runs" / "profiles" / name))
+    key = "source" if field == "source" else "date"
+    hide = tuple(f for f in profiles.FIELD_SLICES if f != key)
+    if field == "source":
+        cands = [profiles.parse_fields(f"source={d}") for d in DOMAINS]
+        domains = list(DOMAINS)
+    else:
+        cands = [profiles.parse_fields(f"year={y}") for y in WHO_YEARS]
+        domains = ["fox"]
+    nll, labels, t0 = [], [], time.time()
+    for domain in domains:
+        reader = open_split(str(data_root / DOMAINS[domain]), "test")
+        g = A.game_fields(reader)
+        lab = A.source_labels(g["source"], cands) if field == "source" else A.year_labels(g["days"], cands)
+        games = A.pick_games(lab, WHO_GAMES, seed=0)
+        nll.append(A.game_nll(pred, reader, games, cands, hide=hide))
+        labels.append(lab[games])
+        print(f"profile_runs: who {name} {field}: {domain}, {len(games)} games scored", file=sys.stderr, flush=True)
+    nll, labels = np.concatenate(nll), np.concatenate(labels)
+    res = {"arm": name, "field": field, "candidates": [profiles.fields_text(c) for c in cands], "hidden": list(hide),
+           "games": {profiles.fields_text(c): int(np.sum(labels == k)) for k, c in enumerate(cands)},
+           "seconds": round(time.time() - t0, 1),
+           "results": [A.accuracy(nll, labels, n, trials=2000, seed=n) for n in WHO_N]}
+    out = KEPT / name / f"who_{field}.json"
+    out.write_text(json.dumps(res, indent=1) + "\n")
+    for r in res["results"]:
+        print(f"profile_runs: from {r['n_games']} game(s): {r['accuracy']}", file=sys.stderr)
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="profile_runs", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -155,6 +206,10 @@ def main(argv=None) -> int:
     r = sub.add_parser("run", help="train arms, evaluate them on both test splits and keep the results")
     r.add_argument("arms", nargs="+", choices=sorted(ARMS))
     r.add_argument("--data-root", type=Path, default=Path("data"), help="where the datasets are (default data)")
+    w = sub.add_parser("who", help="who played this: a kept profiled arm guesses the source or the year of test games")
+    w.add_argument("arm", choices=sorted(n for n in ARMS if n.startswith("joint_profile")))
+    w.add_argument("--field", choices=("source", "year"), required=True)
+    w.add_argument("--data-root", type=Path, default=Path("data"))
     t = sub.add_parser("table", help="the markdown table of the kept arms")
     t.add_argument("--into", type=Path, default=None, metavar="PAGE.md",
                    help="replace the table between the page's profile-runs markers instead of printing it")
@@ -165,6 +220,8 @@ def main(argv=None) -> int:
     elif args.what == "run":
         for name in args.arms:
             run(name, args.data_root)
+    elif args.what == "who":
+        who(args.arm, args.field, args.data_root)
     else:
         kept = {d.name: scores(d) for d in sorted(KEPT.iterdir()) if (d / "arm.json").exists()} if KEPT.is_dir() else {}
         if not kept:

@@ -85,7 +85,7 @@ def test_value_metrics_equal_a_hand_computation(value_eval):
     mean = np.mean(np.stack(passes).astype(np.float64), axis=0)
     assert not np.allclose(passes[0], passes[5])
     _close(res["results"]["ensemble"]["value"], _hand(mean, outcome))
-    assert "value_rule" in res["settings"] and res["format_version"] == 2
+    assert "value_rule" in res["settings"] and res["format_version"] == 3
     text = format_result(res)
     assert "value head" in text and "constant MSE" in text and "value head by move number" in text
     assert f"{single['value']['mse']:.4f}" in text

@@ -83,3 +83,38 @@ def test_run_refuses_missing_datasets_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(pr, "KEPT", tmp_path / "kept")
     with pytest.raises(SystemExit, match="is not built"):
         pr.run("kgs", tmp_path)
+
+
+def test_who_scores_a_profiled_arm_on_both_test_splits(tmp_path, monkeypatch):
+    """`who ARM --field source` end to end on two tiny builds of the sample games, declared kgs and fox."""
+    import jax
+    import jax.numpy as jnp
+
+    from kifunet import models
+    from kifunet.cli import main
+    from model_helpers import rngs
+    from test_play_profile import _save
+
+    samples = REPO / "samples" / "gnugo"
+    if not samples.is_dir():
+        pytest.skip("samples/gnugo is absent")
+    data = tmp_path / "data"
+    for domain, d in pr.DOMAINS.items():
+        assert main(["build", *(str(samples / f"gnugo-{i:04d}.sgf") for i in range(6)), "--out", str(data / d),
+                     "--features", "agz", "--hash-split", "test:0.5", "--source", domain, "--workers", "0",
+                     "--no-progress"]) == 0
+    net = models.create("agz_tiny", board_size=19, profile_embedding=8, rngs=rngs(1))
+    out = net.profile_embedding.out
+    out.kernel[...] = 2.0 * jax.random.normal(jax.random.key(7), out.kernel.shape, jnp.float32)
+    _save(tmp_path / "runs" / "profiles" / "joint_profile", net,
+          {"model": {"name": "agz_tiny", "profile_embedding": 8}}, board_size=19)
+    monkeypatch.setattr(pr, "REPO", tmp_path)
+    monkeypatch.setattr(pr, "KEPT", tmp_path / "kept")
+    (tmp_path / "kept" / "joint_profile").mkdir(parents=True)
+    assert pr.main(["who", "joint_profile", "--field", "source", "--data-root", str(data)]) == 0
+    res = json.loads((tmp_path / "kept" / "joint_profile" / "who_source.json").read_text())
+    assert res["candidates"] == ["source=kgs", "source=fox"] and "source" not in res["hidden"]
+    assert set(res["hidden"]) == {"rank", "opponent_rank", "date", "time_control", "handicap", "komi"}
+    assert res["games"]["source=kgs"] == res["games"]["source=fox"] >= 1
+    one = res["results"][0]
+    assert one["n_games"] == 1 and one["trials"] == 2000 and 0.0 <= one["accuracy"] <= 1.0

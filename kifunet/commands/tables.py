@@ -1,7 +1,9 @@
 """``kifunet tables RUN...``: our eval results beside the published rows, with the dataset spec of each; results of
 nets with a value head add a table of their value MSE, the constant predictor's and the winner accuracy.
 ``--learning-figure FILE`` also draws a RUN directory's learning curve beside the published end points
-(:func:`kifunet.eval.plots.learning_vs_published`)."""
+(:func:`kifunet.eval.plots.learning_vs_published`). ``--by year|source|rank|time_control`` prints per-profile accuracy
+tables of the results instead (:func:`kifunet.eval.tables.render_profiles`); a result without that breakdown (eval
+JSON before version 3) gets one line naming its file on standard error, and none with it is an error."""
 
 from __future__ import annotations
 
@@ -19,6 +21,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("markdown", "html"), default="markdown", help="output format (markdown)")
     p.add_argument("--published", default="all", metavar="WHICH",
                    help="published rows to show: all (default), kgs, gogod, or a dataset id of eval/published.toml")
+    p.add_argument("--by", default=None, choices=("year", "source", "rank", "time_control"),
+                   help="instead of the comparison: per-profile accuracy tables, one row per year of the game, source, "
+                        "mover's rank or time control (positions, top-1 %%, top-5 %%, nats) for each result")
     p.add_argument("--out", default=None, metavar="FILE", help="write to FILE instead of standard output")
     p.add_argument("--learning-figure", default=None, metavar="FILE",
                    help="also draw the first RUN directory's test top-1 (metrics_eval.jsonl) against positions seen, "
@@ -32,7 +37,16 @@ def run(args) -> int:
     if args.learning_figure and not args.learning_figure.lower().endswith((".png", ".svg")):
         raise CommandError(f"{args.learning_figure}: --learning-figure must end in .png or .svg")
     try:
-        text = tables.render(tables.find_results(args.runs), args.format, args.published)
+        if args.by:
+            if not args.runs:
+                raise CommandError("--by needs RUN directories or eval JSON files")
+            text, skipped = tables.render_profiles(tables.find_results(args.runs), args.by, args.format)
+            if not text:
+                raise CommandError("; ".join(skipped))
+            for line in skipped:
+                print(line, file=sys.stderr)
+        else:
+            text = tables.render(tables.find_results(args.runs), args.format, args.published)
     except ValueError as e:  # a file that is not an eval result, an unknown --published
         raise CommandError(e) from e
     if args.out:
