@@ -36,6 +36,14 @@ def rows_to_time(names=None) -> list[str]:
     return [n for n in names if n not in SAME_STEP and not n.endswith("_seed1")]
 
 
+def table(res: dict) -> str:
+    """Markdown: each timed row's positions/s (median of its rounds) and its ratio to ``base``."""
+    out = ["| row | change | positions/s (median of rounds) | / base |", "|---|---|---:|---:|"]
+    out += [f"| `{r['row']}` | {r['change']} | {r['positions_per_s']:,.0f} | {r['ratio_to_base']:.2f} |"
+            for r in res["rows"]]
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", nargs="*", default=None, help="rows (default: every row with a step of its own)")
@@ -93,9 +101,7 @@ def main(argv=None) -> int:
            "loadavg_before": [round(x, 2) for x in load_before],
            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
            "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "rows": rows}
-    print("| row | change | positions/s (median of rounds) | / base |\n|---|---|---:|---:|")
-    for r in rows:
-        print(f"| `{r['row']}` | {r['change']} | {r['positions_per_s']:,.0f} | {r['ratio_to_base']:.2f} |")
+    print(table(res))
     if a.out:
         Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
     return 0

@@ -161,3 +161,14 @@ def test_the_table_is_written_into_the_page_in_place():
     assert ing.replace_table(out, new) == out
     with pytest.raises(SystemExit, match="no ingredient table"):
         ing.replace_table("# nothing here\n", new)
+
+
+def test_the_speed_table_in_the_manual_is_the_kept_benchmark():
+    import sys as _sys
+
+    _sys.path.insert(0, str(ing.REPO / "benchmarks"))
+    import bench_ingredient_speed as bench
+
+    res = json.loads((ing.KEPT / "speed.json").read_text())
+    assert [r["row"] for r in res["rows"]] == bench.rows_to_time() and res["rows"][0]["row"] == "base"
+    assert bench.table(res) in (ing.REPO / "docs" / "runs.md").read_text()
