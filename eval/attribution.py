@@ -54,10 +54,10 @@ def game_nll(predictor, reader, games: np.ndarray, candidates: list[dict], *, hi
         raise ValueError("this net has no profile input (trained with model.profile_embedding 0): every candidate "
                          "would give the same likelihood")
     games = np.asarray(games, np.int64)
-    where = {int(g): i for i, g in enumerate(games)}
     col = np.asarray(reader.column("game_index"), np.int64)
     rows = np.flatnonzero(np.isin(col, games))
-    slot = np.asarray([where[int(g)] for g in col[rows]], np.int64)
+    order = np.argsort(games, kind="stable")
+    slot = order[np.searchsorted(games[order], col[rows])]  # each row's place in ``games``
     reader.with_profile(True)
     out = np.zeros((len(games), len(candidates)), np.float64)
     for a in range(0, len(rows), batch_size):

@@ -17,3 +17,16 @@ def _fast_compiles():
 def rngs(seed=0):
     """RBG keys: their random ops compile ~7x faster than threefry's on CPU, which dominates model creation."""
     return nnx.Rngs(jax.random.key(seed, impl="rbg"))
+
+
+def profiled_agz_tiny(board_size: int, scale: float, seed: int = 1):
+    """An ``agz_tiny`` with an 8-wide profile MLP whose output layer (zero at creation, so it would read nothing)
+    is set to ``scale`` x normal noise: a net whose output depends on the profile."""
+    import jax.numpy as jnp
+
+    from kifunet import models
+
+    net = models.create("agz_tiny", board_size=board_size, profile_embedding=8, rngs=rngs(seed))
+    out = net.profile_embedding.out
+    out.kernel[...] = scale * jax.random.normal(jax.random.key(7), out.kernel.shape, jnp.float32)
+    return net

@@ -44,14 +44,10 @@ def test_labels_of_sources_and_years():
 def profiled(tmp_path_factory):
     """(predictor of a 19x19 profiled agz_tiny whose profile MLP output is perturbed, the test split of 4 sample
     games)."""
-    import jax
-    import jax.numpy as jnp
-
-    from kifunet import models
     from kifunet.cli import main
     from kifunet.data_prep.datasets.dataset import open_split
     from kifunet.eval.runs import load_run
-    from model_helpers import rngs
+    from model_helpers import profiled_agz_tiny
     from test_play_profile import _save
 
     if not SAMPLES.is_dir():
@@ -60,9 +56,7 @@ def profiled(tmp_path_factory):
     ds = root / "ds"
     assert main(["build", *(str(SAMPLES / f"gnugo-{i:04d}.sgf") for i in range(4)), "--out", str(ds), "--features",
                  "agz", "--hash-split", "test:0.5", "--workers", "0", "--no-progress"]) == 0
-    net = models.create("agz_tiny", board_size=19, profile_embedding=8, rngs=rngs(1))
-    out = net.profile_embedding.out
-    out.kernel[...] = 2.0 * jax.random.normal(jax.random.key(7), out.kernel.shape, jnp.float32)
+    net = profiled_agz_tiny(19, 2.0)
     _save(root / "run", net, {"model": {"name": "agz_tiny", "profile_embedding": 8}}, board_size=19)
     return load_run(str(root / "run")), open_split(str(ds), "test")
 

@@ -49,16 +49,11 @@ def _save(run, net, config: dict, step: int = 3, board_size: int = 9) -> None:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """``{"profiled": run dir, "plain": run dir, "net": the profiled net (eval mode)}``."""
-    import jax
-    import jax.numpy as jnp
-
     from kifunet import models
-    from model_helpers import rngs
+    from model_helpers import profiled_agz_tiny, rngs
 
     root = tmp_path_factory.mktemp("play_profile")
-    net = models.create("agz_tiny", board_size=9, profile_embedding=8, rngs=rngs(1))
-    out = net.profile_embedding.out
-    out.kernel[...] = 0.5 * jax.random.normal(jax.random.key(7), out.kernel.shape, jnp.float32)
+    net = profiled_agz_tiny(9, 0.5)
     _save(root / "profiled", net, {"model": {"name": "agz_tiny", "profile_embedding": 8}})
     plain = models.create("agz_tiny", board_size=9, rngs=rngs(2))
     _save(root / "plain", plain, {"model": {"name": "agz_tiny"}})
@@ -335,11 +330,7 @@ def test_kifunet_eval_profile_forces_the_fields_and_says_so(tmp_path, capsys):
     printed and recorded, and has its own default result file."""
     from pathlib import Path
 
-    import jax
-    import jax.numpy as jnp
-
-    from kifunet import models
-    from model_helpers import rngs
+    from model_helpers import profiled_agz_tiny
 
     samples = Path(__file__).resolve().parents[1] / "samples" / "gnugo"
     if not samples.is_dir():
@@ -347,9 +338,7 @@ def test_kifunet_eval_profile_forces_the_fields_and_says_so(tmp_path, capsys):
     ds = tmp_path / "ds"
     assert main(["build", *(str(samples / f"gnugo-{i:04d}.sgf") for i in range(2)), "--out", str(ds), "--features",
                  "agz", "--hash-split", "test:0.5", "--workers", "0", "--no-progress"]) == 0
-    net = models.create("agz_tiny", board_size=19, profile_embedding=8, rngs=rngs(1))
-    out = net.profile_embedding.out
-    out.kernel[...] = 2.0 * jax.random.normal(jax.random.key(7), out.kernel.shape, jnp.float32)
+    net = profiled_agz_tiny(19, 2.0)
     run = tmp_path / "run19"
     _save(run, net, {"model": {"name": "agz_tiny", "profile_embedding": 8}}, board_size=19)
     capsys.readouterr()

@@ -87,12 +87,8 @@ def test_run_refuses_missing_datasets_in_one_line(tmp_path, monkeypatch):
 
 def test_who_scores_a_profiled_arm_on_both_test_splits(tmp_path, monkeypatch):
     """`who ARM --field source` end to end on two tiny builds of the sample games, declared kgs and fox."""
-    import jax
-    import jax.numpy as jnp
-
-    from kifunet import models
     from kifunet.cli import main
-    from model_helpers import rngs
+    from model_helpers import profiled_agz_tiny
     from test_play_profile import _save
 
     samples = REPO / "samples" / "gnugo"
@@ -103,9 +99,7 @@ def test_who_scores_a_profiled_arm_on_both_test_splits(tmp_path, monkeypatch):
         assert main(["build", *(str(samples / f"gnugo-{i:04d}.sgf") for i in range(6)), "--out", str(data / d),
                      "--features", "agz", "--hash-split", "test:0.5", "--source", domain, "--workers", "0",
                      "--no-progress"]) == 0
-    net = models.create("agz_tiny", board_size=19, profile_embedding=8, rngs=rngs(1))
-    out = net.profile_embedding.out
-    out.kernel[...] = 2.0 * jax.random.normal(jax.random.key(7), out.kernel.shape, jnp.float32)
+    net = profiled_agz_tiny(19, 2.0)
     _save(tmp_path / "runs" / "profiles" / "joint_profile", net,
           {"model": {"name": "agz_tiny", "profile_embedding": 8}}, board_size=19)
     monkeypatch.setattr(pr, "REPO", tmp_path)
