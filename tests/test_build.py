@@ -410,6 +410,40 @@ def test_rerun_done_refused_changed_and_overwrite(tmp_path):
         build.build(cfg_for([tmp_path / "in"], foreign), log=quiet)
 
 
+def test_resume_after_inputs_touched_checks_their_content(tmp_path):
+    """An unfinished build whose inputs got a new mtime (copied again, touched) resumes when every such file has the
+    sha256 recorded as the build began, byte-identical; a file of the same size but other bytes is refused, and so
+    is a build begun before the hashes were recorded."""
+    paths = write_corpus(tmp_path / "in", 12, moves=20)
+    ref = build.build(cfg_for([tmp_path / "in"], tmp_path / "ref"), log=quiet)
+    out = tmp_path / "out"
+    build.build(cfg_for([tmp_path / "in"], out, keep_work=True), log=quiet)
+    assert (out / ".work" / build.INPUT_HASHES).is_file()
+    os.remove(out / "manifest.json")  # as if killed after the encode stage: every unit done
+    for p in paths:
+        os.utime(p, ns=(os.stat(p).st_atime_ns, os.stat(p).st_mtime_ns + 10**9))
+    msgs = []
+    m = build.build(cfg_for([tmp_path / "in"], out, keep_work=True), log=msgs.append)
+    assert any("12 input file(s) have a new mtime" in x and "resuming" in x for x in msgs), msgs
+    assert m["counts"] == ref["counts"] and shard_hashes(out) == shard_hashes(tmp_path / "ref")
+    os.remove(out / "manifest.json")
+    data = bytearray(open(paths[3], "rb").read())
+    data[data.index(b";B[") + 3] ^= 1  # same size, another move
+    with open(paths[3], "wb") as f:
+        f.write(data)
+    with pytest.raises(build.BuildError, match="unfinished build with other settings.*inputs"):
+        build.build(cfg_for([tmp_path / "in"], out, keep_work=True), log=quiet)
+    with open(paths[3], "wb") as f:  # the old bytes again, a newer mtime: resumes
+        data[data.index(b";B[") + 3] ^= 1
+        f.write(data)
+    assert build.build(cfg_for([tmp_path / "in"], out, keep_work=True), log=quiet)["counts"] == ref["counts"]
+    os.remove(out / "manifest.json")
+    os.remove(out / ".work" / build.INPUT_HASHES)  # begun by a kifunet that did not record them
+    os.utime(paths[0], ns=(os.stat(paths[0]).st_atime_ns, os.stat(paths[0]).st_mtime_ns + 10**9))
+    with pytest.raises(build.BuildError, match="unfinished build with other settings.*inputs"):
+        build.build(cfg_for([tmp_path / "in"], out, keep_work=True), log=quiet)
+
+
 def test_symmetries_all_materialises_eight_copies(tmp_path):
     from kifunet.data_prep import symmetries as sym
 

@@ -28,7 +28,9 @@ unit and shard (their files exist only once complete) and redoes the rest; the r
 uninterrupted build. ``DIR/.work/fingerprint.json`` records the options (the declared ``--source`` included, so
 one dataset never mixes declarations), the inputs' sizes and mtimes and the spill version
 (:data:`kifunet.data_prep.building.encode_stage.SPILL_VERSION`); a rerun with different options or changed inputs,
-or by a kifunet whose work units differ, is refused (``--overwrite`` starts over).
+or by a kifunet whose work units differ, is refused (``--overwrite`` starts over). ``DIR/.work/input_sha256.json``
+holds each input file's sha256 as the build began: an input whose mtime alone changed (copied again, touched,
+restored from a backup) is hashed again, and the build resumes if every such file is the same.
 
 **Lock.** A build holds ``DIR/.lock`` (an exclusive ``flock``; the file holds its pid) from before it looks at
 ``DIR`` until it is done, so a second build of ``DIR`` -- ``--overwrite`` included -- is refused before it touches
@@ -79,6 +81,7 @@ from .write_stage import write_shards
 
 WORK = ".work"
 LOCK = ".lock"  # DIR/.lock: the build lock, outside WORK (which --overwrite clears)
+INPUT_HASHES = "input_sha256.json"  # in WORK: {path: sha256} of every input file as the build began
 READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)  # DIR cannot be written: no lock, only a finished build
 SYMMETRY_MODES = ("none", "all")
 
@@ -214,7 +217,29 @@ def _release_lock(out: str, fd: int) -> None:
     os.close(fd)
 
 
-def _prepare_out(cfg: BuildConfig, fingerprint: dict) -> str | None:
+def _touched_only(old: dict, new: dict) -> list[str]:
+    """The input files whose mtime alone differs between two fingerprints otherwise equal (same options, the same
+    files in the same order with the same sizes); [] when anything else differs."""
+    if {k: v for k, v in old.items() if k != "inputs"} != {k: v for k, v in new.items() if k != "inputs"}:
+        return []
+    a, b = old.get("inputs") or [], new.get("inputs") or []
+    if len(a) != len(b) or any((x.get("path"), x.get("size")) != (y["path"], y["size"]) for x, y in zip(a, b)):
+        return []
+    return [y["path"] for x, y in zip(a, b) if x.get("mtime_ns") != y["mtime_ns"]]
+
+
+def _same_content(work: str, paths: list[str]) -> bool:
+    """Whether every file of ``paths`` still has the sha256 recorded in ``work/INPUT_HASHES`` as the build began."""
+    try:
+        with open(os.path.join(work, INPUT_HASHES), encoding="utf-8") as f:
+            recorded = json.load(f)
+    except (OSError, ValueError):
+        return False  # a build begun before the hashes were recorded, or a damaged record: refuse as before
+    now = inputs_mod.content_hashes([{"path": p} for p in paths])
+    return all(recorded.get(p) is not None and recorded.get(p) == now[p] for p in paths)
+
+
+def _prepare_out(cfg: BuildConfig, fingerprint: dict, log: Callable[[str], None] = print) -> str | None:
     """Check DIR against the fingerprint. Returns 'done' if an identical dataset is complete there."""
     out, work = cfg.out, os.path.join(cfg.out, WORK)
     fp_path = os.path.join(work, "fingerprint.json")
@@ -233,6 +258,12 @@ def _prepare_out(cfg: BuildConfig, fingerprint: dict) -> str | None:
                 old_fp = json.load(f)
             if hash_json(old_fp) != fp_hash:
                 changed = sorted(k for k in set(old_fp) | set(fingerprint) if old_fp.get(k) != fingerprint.get(k))
+                touched = _touched_only(old_fp, fingerprint)
+                if touched and _same_content(work, touched):
+                    log(f"{out}: {len(touched)} input file(s) have a new mtime since the build began but the same "
+                        "sha256; resuming")
+                    shards_mod.write_json_atomic(fp_path, fingerprint)
+                    return None
                 if "spill_version" in changed:  # its work units hold what this kifunet cannot reuse
                     raise BuildError(f"{out} holds an unfinished build started by another kifunet version, whose "
                                      "work units cannot be reused; pass --overwrite to start over")
@@ -324,7 +355,7 @@ def _finished(cfg: BuildConfig, log: Callable[[str], None]) -> dict:
 
 def _build_locked(cfg: BuildConfig, fs, fingerprint: dict, log, timings, t0: float) -> dict:
     """:func:`build` once the lock is held."""
-    if _prepare_out(cfg, fingerprint) == "done":
+    if _prepare_out(cfg, fingerprint, log) == "done":
         return _finished(cfg, log)
     work = os.path.join(cfg.out, WORK)
     pool = WorkerPool(cfg.workers) if cfg.workers >= 1 else None
@@ -332,7 +363,9 @@ def _build_locked(cfg: BuildConfig, fs, fingerprint: dict, log, timings, t0: flo
         records = _check_space(cfg, fs, work, pool, log)
         os.makedirs(work, exist_ok=True)
         fp_path = os.path.join(work, "fingerprint.json")
-        if not os.path.exists(fp_path):
+        if not os.path.exists(fp_path):  # the hashes first: a fingerprint without them is never resumed touched
+            shards_mod.write_json_atomic(os.path.join(work, INPUT_HASHES),
+                                         inputs_mod.content_hashes(fingerprint["inputs"]))
             shards_mod.write_json_atomic(fp_path, fingerprint)
         split_names = cfg.splits.names()
         ucfg = unit_config(cfg.features, cfg.filters, cfg.splits, cfg.symmetries, cfg.source)

@@ -234,6 +234,21 @@ def count_sources(paths) -> int:
     return sum(1 for _ in iter_sources(paths))
 
 
+def content_hashes(identity: list[dict]) -> dict[str, str | None]:
+    """sha256 of every file :func:`input_identity` named (None: unreadable), read in 1 MiB blocks."""
+    out = {}
+    for entry in identity:
+        h = hashlib.sha256()
+        try:
+            with open(entry["path"], "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            out[entry["path"]] = h.hexdigest()
+        except OSError:
+            out[entry["path"]] = None
+    return out
+
+
 def input_identity(paths) -> list[dict]:
     """Cheap identity of the inputs (path, size, mtime of every file) to detect inputs changed before a resume."""
     out = []
