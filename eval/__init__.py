@@ -15,6 +15,8 @@ module                      what it holds
 ``tables``                  our results beside the published rows (Markdown, HTML)
 ``board_image``             a position with the policy as a heatmap over legal points, top-k labelled
 ``plots``                   learning curves, top-n accuracy curve, accuracy against nats
+``era``                     a profiled net's prediction with each row's own date against a forced year
+``page_blocks``             the generated blocks of the manual's pages (``<!-- NAME:start -->`` ... ``end``)
 ==========================  =====================================================================================
 
 Playing a net (policy, GTP engine, scoring, matches against GNU Go) lives in :mod:`kifunet.play`.

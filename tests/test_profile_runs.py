@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,6 +86,37 @@ def test_run_refuses_missing_datasets_in_one_line(tmp_path, monkeypatch):
         pr.run("kgs", tmp_path)
 
 
+def test_run_adds_up_the_seconds_of_a_stopped_training(tmp_path, monkeypatch):
+    """A training stopped (the trainer's exit 143 after SIGTERM) and run again: arm.json counts both invocations."""
+    import subprocess
+
+    data = tmp_path / "data"
+    for d in pr.DOMAINS.values():
+        (data / d).mkdir(parents=True)
+        (data / d / "manifest.json").write_text("{}")
+    monkeypatch.setattr(pr, "REPO", tmp_path)
+    monkeypatch.setattr(pr, "KEPT", tmp_path / "kept")
+    clock = iter([100.0, 130.0, 200.0, 250.0])  # start, stop; start, end
+    monkeypatch.setattr(pr.time, "time", lambda: next(clock))
+    trains = []
+
+    def fake_run(cmd, cwd=None, check=False, stdout=None):
+        if cmd[1] == "train":
+            trains.append(cmd)
+            if len(trains) == 1:
+                raise subprocess.CalledProcessError(143, cmd)
+            work = tmp_path / "runs" / "profiles" / "kgs"
+            for f in ("config.json", "metrics_train.jsonl", "metrics_eval.jsonl"):
+                (work / f).write_text("{}\n")
+
+    monkeypatch.setattr(pr.subprocess, "run", fake_run)
+    with pytest.raises(subprocess.CalledProcessError):
+        pr.run("kgs", data)
+    assert json.loads((tmp_path / "runs" / "profiles" / "kgs" / "train_wall_s.json").read_text()) == {"seconds": 30.0}
+    kept = pr.run("kgs", data)
+    assert json.loads((kept / "arm.json").read_text())["train_wall_s"] == 80.0 and trains[0] == trains[1]
+
+
 def test_who_scores_a_profiled_arm_on_both_test_splits(tmp_path, monkeypatch):
     """`who ARM --field source` end to end on two tiny builds of the sample games, declared kgs and fox."""
     from kifunet.cli import main
@@ -112,3 +144,156 @@ def test_who_scores_a_profiled_arm_on_both_test_splits(tmp_path, monkeypatch):
     assert res["games"]["source=kgs"] == res["games"]["source=fox"] >= 1
     one = res["results"][0]
     assert one["n_games"] == 1 and one["trials"] == 2000 and 0.0 <= one["accuracy"] <= 1.0
+    # kept: not computed again; its table goes between the page's markers
+    monkeypatch.setattr(pr, "who", lambda *a: pytest.fail("a kept who_source.json is not computed again"))
+    page = tmp_path / "page.md"
+    page.write_text("x\n<!-- profile-who:start -->\nold\n<!-- profile-who:end -->\ny\n")
+    assert pr.main(["who", "joint_profile", "--field", "source", "--into", str(page)]) == 0
+    text = pr.who_table({"source": res})
+    assert page.read_text() == f"x\n<!-- profile-who:start -->\n{text}\n<!-- profile-who:end -->\ny\n"
+    g = res["games"]["source=kgs"]
+    assert f"| source | `source=kgs` ({g}), `source=fox` ({g}) | {100 * one['accuracy']:.1f}% (" in text
+    assert text.split("\n")[2].endswith("| 50% |")
+
+
+def test_the_who_table_reads_each_field_and_rate():
+    def rec(field, cands, acc):
+        return {"arm": "joint_profile", "field": field, "candidates": cands, "hidden": ["komi"],
+                "games": {c: 10 for c in cands},
+                "results": [{"n_games": n, "trials": 2000, "accuracy": a, "labels": list(range(len(cands))),
+                             "by_label": {str(k): a for k in range(len(cands))}} for n, a in zip(pr.WHO_N, acc)]}
+
+    text = pr.who_table({"year": rec("year", ["year=2013", "year=2019"], [0.6, 0.75, 0.9]),
+                         "source": rec("source", ["source=kgs", "source=fox"], [0.9, 1.0, None])})
+    rows = text.split("\n")
+    assert rows[2] == "| source | `source=kgs` (10), `source=fox` (10) | 90.0% (90, 90) | 100.0% (100, 100) | - | 50% |"
+    assert rows[3].startswith("| year | `year=2013` (10), `year=2019` (10) | 60.0% (60, 60) | 75.0% (75, 75) | 90.0%")
+    assert "over 2,000 draws" in text
+
+
+def _dated_copies(out: Path, years: dict[int, int]) -> list[Path]:
+    """Copies of sample games ``i`` with their ``DT`` set to 1 March of ``years[i]``."""
+    import re
+
+    out.mkdir(parents=True)
+    paths = []
+    for i, year in years.items():
+        text = (REPO / "samples" / "gnugo" / f"gnugo-{i:04d}.sgf").read_text()
+        paths.append(out / f"g{i}.sgf")
+        paths[-1].write_text(re.sub(r"DT\[[^]]*\]", f"DT[{year}-03-01]", text, count=1))
+    return paths
+
+
+@pytest.fixture(scope="module")
+def era_run(tmp_path_factory):
+    """`era joint_profile` on two tiny builds, Fox (games of 2018 and 2013) and KGS (2015), with a tiny profiled net;
+    ``(root, era.json as read)``."""
+    from kifunet.cli import main
+    from model_helpers import profiled_agz_tiny
+    from test_play_profile import _save
+
+    if not (REPO / "samples" / "gnugo").is_dir():
+        pytest.skip("samples/gnugo is absent")
+    root = tmp_path_factory.mktemp("era_run")
+    games = {"fox": _dated_copies(root / "sgf_fox", {0: 2018, 1: 2018, 2: 2013, 3: 2013}),
+             "kgs": _dated_copies(root / "sgf_kgs", {4: 2015, 5: 2015})}
+    for domain, d in pr.DOMAINS.items():
+        assert main(["build", *map(str, games[domain]), "--out", str(root / "data" / d), "--features", "agz",
+                     "--split", "test:2000-2030", "--source", domain, "--workers", "0", "--no-progress"]) == 0
+    _save(root / "runs" / "profiles" / "joint_profile", profiled_agz_tiny(19, 2.0),
+          {"model": {"name": "agz_tiny", "profile_embedding": 8}}, board_size=19)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pr, "REPO", root)
+        mp.setattr(pr, "KEPT", root / "kept")
+        assert pr.main(["era", "joint_profile", "--rows", "40", "--data-root", str(root / "data")]) == 0
+    return root, json.loads((root / "kept" / "joint_profile" / "era.json").read_text())
+
+
+def test_era_compares_true_and_forced_dates_on_both_test_splits(era_run):
+    root, res = era_run
+    assert res["arm"] == "joint_profile" and res["rows_limit"] == 40
+    got = [(c["key"], c["domain"], tuple(c["years"]), c["forced_year"]) for c in res["comparisons"]]
+    assert got == [(k, d, (a, b), y) for k, d, a, b, y in pr.ERA]
+    for c in res["comparisons"]:
+        assert c["rows"] == 40 and c["games"] >= 1
+        assert c["d_top1"] == pytest.approx(c["top1_forced"] - c["top1_own"])
+        assert c["d_nats"] == pytest.approx(c["nats_forced"] - c["nats_own"]) and c["mean_shift"] > 0
+        shifts = [p["shift"] for p in c["most_shifted"]]
+        assert len(shifts) == pr.ERA_LISTED and shifts == sorted(shifts, reverse=True)
+        assert c["openings"]["top_rows"] == 1 and c["three_three"]["first_moves"] == 40
+        assert len(c["pictures"]) == pr.ERA_PICTURES.get(c["key"], 0)
+        for p in c["pictures"]:
+            png = root / p
+            assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size < 100_000
+    years = {c["key"]: {Path(p["game"]).stem for p in c["most_shifted"]} for c in res["comparisons"]}
+    assert years["a"] <= {"g0", "g1"} and years["b"] <= {"g2", "g3"} and years["c"] <= {"g4", "g5"}
+
+
+def test_era_pictures_show_the_position_of_the_row(era_run):
+    """The drawn stones and legal points are those of the game replayed to that move."""
+    from kifunet.data_prep import profiles
+    from kifunet.data_prep.datasets.dataset import open_split
+    from kifunet.eval.board_image import load_position
+    from kifunet.eval.runs import load_run
+
+    root, res = era_run
+    listed = res["comparisons"][0]["most_shifted"][:3]
+    reader = open_split(str(root / "data" / pr.DOMAINS["fox"]), "test")
+    pred = load_run(str(root / "runs" / "profiles" / "joint_profile"))
+    positions = pr._era_positions(pred, reader, [p["row"] for p in listed], profiles.parse_fields("year=2013")["date"])
+    for p, pos in zip(listed, positions):
+        want = load_position(p["game"], p["move_number"], feature_set=None)
+        assert np.array_equal(pos["stones"], want.stones) and np.array_equal(pos["legal"], want.legal)
+        assert pos["played"] == want.target and pos["to_move"] == want.to_move
+        assert pr._top(pos, "own", 1)[0][0] == p["own_top"]
+        assert pos["own"].sum() == pytest.approx(1.0) and np.all(pos["forced"][~want.legal] == 0)
+
+
+def test_era_kept_is_printed_or_written_between_the_markers(era_run, monkeypatch, capsys, tmp_path):
+    root, res = era_run
+    monkeypatch.setattr(pr, "REPO", root)
+    monkeypatch.setattr(pr, "KEPT", root / "kept")
+    monkeypatch.setattr(pr, "era", lambda *a: pytest.fail("a kept era.json is not computed again"))
+    assert pr.main(["era", "joint_profile"]) == 0
+    text = pr.era_table(res)
+    assert capsys.readouterr().out == text + "\n"
+    assert "| (a) Fox 2017-2019 | 2013 | 40 (" in text and "| (c) KGS 2015 | 2005 | 40 (" in text
+    assert "](../kept/joint_profile/era/a_1.png)" in text
+    page = tmp_path / "page.md"
+    page.write_text("x\n<!-- profile-era:start -->\nold\n<!-- profile-era:end -->\ny\n")
+    assert pr.main(["era", "joint_profile", "--into", str(page)]) == 0
+    assert page.read_text() == f"x\n<!-- profile-era:start -->\n{text}\n<!-- profile-era:end -->\ny\n"
+    with pytest.raises(SystemExit, match="profile-era"):
+        pr.replace_era("no markers", "T")
+    with pytest.raises(SystemExit, match="--rows"):
+        pr.main(["era", "joint_profile", "--rows", "0"])
+
+
+def test_era_refuses_an_arm_not_trained_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(pr, "REPO", tmp_path)
+    monkeypatch.setattr(pr, "KEPT", tmp_path / "kept")
+    with pytest.raises(SystemExit, match="holds no trained arm"):
+        pr.era("joint_profile", tmp_path)
+
+
+def test_the_manual_shows_the_kept_era():
+    kept = pr.KEPT / "joint_profile" / "era.json"
+    if not kept.exists():
+        pytest.skip(f"{kept.relative_to(REPO)} is not kept yet (python scripts/profile_runs.py era joint_profile "
+                    "--into docs/profiles.md makes it)")
+    from kifunet.eval import page_blocks
+
+    page = (REPO / "docs" / "profiles.md").read_text()
+    assert page_blocks.block(page, "profile-era") == pr.era_table(json.loads(kept.read_text()))
+
+
+def test_the_manual_shows_the_kept_who_tables():
+    kept = {f: pr.KEPT / "joint_profile" / f"who_{f}.json" for f in ("source", "year")}
+    if not any(p.exists() for p in kept.values()):
+        pytest.skip("no who_FIELD.json of joint_profile is kept yet (python scripts/profile_runs.py who "
+                    "joint_profile --field source --into docs/profiles.md makes one)")
+    from kifunet.eval import page_blocks
+
+    page = (REPO / "docs" / "profiles.md").read_text()
+    want = pr.who_table({f: json.loads(p.read_text()) for f, p in kept.items() if p.exists()})
+    assert page_blocks.block(page, "profile-who") == want

@@ -18,7 +18,10 @@ import json
 import sys
 from pathlib import Path
 
-START, END = "<!-- gpu-table:start -->", "<!-- gpu-table:end -->"
+from kifunet.eval import page_blocks
+
+BLOCK = "gpu-table"  # README.md's block (kifunet.eval.page_blocks)
+START, END = page_blocks.markers(BLOCK)
 COMMAND = "python benchmarks/device/measure.py --out OUT"
 
 
@@ -51,16 +54,15 @@ def render(result: dict, source: str) -> str:
 
 def replace_between(page: str, new: str) -> str:
     """``page`` with the text between its marker lines replaced by ``new``; ``SystemExit`` without the markers."""
-    if page.count(START) != 1 or page.count(END) != 1 or page.index(START) > page.index(END):
-        raise SystemExit(f"table: the page needs one '{START}' line and one '{END}' line after it")
-    before, rest = page.split(START, 1)
-    _, after = rest.split(END, 1)
-    return f"{before}{START}\n{new}\n{END}{after}"
+    try:
+        return page_blocks.replace_block(page, BLOCK, new)
+    except ValueError as e:
+        raise SystemExit(f"table: {e}") from None
 
 
 def between(page: str) -> str:
     """The text between the page's marker lines (what :func:`replace_between` wrote)."""
-    return page.split(START, 1)[1].split(END, 1)[0].strip("\n")
+    return page_blocks.block(page, BLOCK)
 
 
 def main(argv=None) -> int:

@@ -133,8 +133,9 @@ def format_stats(st: dict) -> str:
 # ------------------------------------------------------------------------------------------------------------
 # one position
 
-_STONE_PLANES = (("stone_colour[0]", "stone_colour[1]"), ("pla_opp_stones[0]", "pla_opp_stones[1]"),
-                 ("history_8[0]", "history_8[8]"))
+#: (mover's stones, opponent's stones) plane names of each feature set that has them, tried in this order
+STONE_PLANES = (("stone_colour[0]", "stone_colour[1]"), ("pla_opp_stones[0]", "pla_opp_stones[1]"),
+                ("history_8[0]", "history_8[8]"))
 #: absolute colours (black, white), each as it stood after that colour's own last move (``qiqiao``)
 _COLOUR_PLANES = (("colour_history_4[3]", "colour_history_4[7]"),)
 
@@ -179,7 +180,7 @@ def render_position(reader, index: int) -> str:
     pla, opp = ("X", "O") if to_move == 1 else ("O", "X")
     board = [["." for _ in range(n)] for _ in range(n)]
     stones_from = None
-    for a, o in _STONE_PLANES:
+    for a, o in STONE_PLANES:
         if a in names and o in names:
             stones_from = (names.index(a), names.index(o))
             break
