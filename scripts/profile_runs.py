@@ -118,7 +118,8 @@ def run(name: str, data_root: Path) -> Path:
     kept.mkdir(parents=True, exist_ok=True)
     evals = []
     for domain in DOMAINS:
-        ecmd = eval_command(name, domain, data_root, kept / f"eval_{domain}.json")
+        out = kept / f"eval_{domain}.json"
+        ecmd = eval_command(name, domain, data_root, out.relative_to(REPO) if out.is_relative_to(REPO) else out)
         print("profile_runs: " + " ".join(ecmd), file=sys.stderr, flush=True)
         subprocess.run(ecmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
         evals.append(" ".join(ecmd))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bz2
 import codecs
+import hashlib
 import io
 import json
 import os
@@ -541,3 +542,25 @@ def test_fifo_named_sgf_in_a_directory_is_not_opened(tmp_path):
         pytest.fail("reading a directory blocked on a FIFO")
     srcs, _ = box["res"]
     assert [(os.path.basename(s.path), s.error) for s in srcs] == [("pipe.sgf", "unreadable"), ("z.sgf", None)]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_fifo_among_the_inputs_is_not_hashed_by_the_build(tmp_path):
+    """The build's record of its inputs' sha256 (for a resume after they were touched) skips what is not a
+    regular file: a FIFO would block the read."""
+    d = tmp_path / "in"
+    d.mkdir()
+    os.mkfifo(d / "pipe.sgf")
+    (d / "z.sgf").write_bytes(_sgf(1))
+    ident = inputs.input_identity([str(d)])
+    box = {}
+    th = threading.Thread(target=lambda: box.update(res=inputs.content_hashes(ident)), daemon=True)
+    th.start()
+    th.join(30)
+    if th.is_alive():
+        with open(d / "pipe.sgf", "wb"):
+            pass
+        th.join(10)
+        pytest.fail("hashing the inputs blocked on a FIFO")
+    got = {os.path.basename(k): v for k, v in box["res"].items()}
+    assert got["pipe.sgf"] is None and got["z.sgf"] == hashlib.sha256(_sgf(1)).hexdigest()

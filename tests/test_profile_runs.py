@@ -276,6 +276,17 @@ def test_era_refuses_an_arm_not_trained_in_one_line(tmp_path, monkeypatch):
         pr.era("joint_profile", tmp_path)
 
 
+def test_the_manual_shows_the_kept_arms():
+    from kifunet.eval import page_blocks
+
+    kept = {d.name: pr.scores(d) for d in sorted(pr.KEPT.iterdir()) if (d / "arm.json").exists()} \
+        if pr.KEPT.is_dir() else {}
+    if not kept:
+        pytest.skip("no arm is kept yet (python scripts/profile_runs.py run ARM makes one)")
+    page = (REPO / "docs" / "profiles.md").read_text()
+    assert page_blocks.block(page, "profile-runs") == pr.table(kept)
+
+
 def test_the_manual_shows_the_kept_era():
     kept = pr.KEPT / "joint_profile" / "era.json"
     if not kept.exists():

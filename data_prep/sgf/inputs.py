@@ -235,11 +235,15 @@ def count_sources(paths) -> int:
 
 
 def content_hashes(identity: list[dict]) -> dict[str, str | None]:
-    """sha256 of every file :func:`input_identity` named (None: unreadable), read in 1 MiB blocks."""
+    """sha256 of every file :func:`input_identity` named, read in 1 MiB blocks; None for what is not a regular
+    file (a FIFO would block the read) or cannot be read."""
     out = {}
     for entry in identity:
         h = hashlib.sha256()
         try:
+            if not stat.S_ISREG(os.stat(entry["path"]).st_mode):
+                out[entry["path"]] = None
+                continue
             with open(entry["path"], "rb") as f:
                 for block in iter(lambda: f.read(1 << 20), b""):
                     h.update(block)
