@@ -2,14 +2,14 @@
 ``<!-- NAME:end -->`` line, written by a script from a kept record (``--into PAGE.md``) and read back by the test
 that checks the page against that record. Every generated table of README.md and docs/ uses them:
 
-================  ==================================================  ==========================================
+================  ==================================================  ============================================
 NAME              written by                                          page
-================  ==================================================  ==========================================
+================  ==================================================  ============================================
 ``gpu-table``     ``benchmarks/device/table.py``                      README.md
 ``profile-runs``  ``scripts/profile_runs.py table``                   docs/profiles.md
-``profile-who``   ``scripts/profile_runs.py who``                     docs/profiles.md
-``profile-era``   ``scripts/profile_runs.py era``                     docs/profiles.md
-================  ==================================================  ==========================================
+``profile-who``   ``scripts/profile_runs.py who``                     docs/profiles.md (and ``profile-who-seed1``)
+``profile-era``   ``scripts/profile_runs.py era``                     docs/profiles.md (and ``profile-era-seed1``)
+================  ==================================================  ============================================
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ other profile field kept (:mod:`kifunet.eval.era`): (a) Fox test games of 2017-2
 the split in row order (default :data:`ERA_ROWS`). Kept as ``era.json`` beside the arm, with pictures of the two
 most shifted positions of (a) and (b) in ``era/`` (drawing them replays their games from the build's inputs, at
 the paths the build recorded: run it from the repository); ``--into PAGE.md`` writes its table between the page's
-``profile-era`` markers. A kept ``era.json`` is not computed again, only printed (delete it to redo it).
+``profile-era`` markers (``profile-era-seed1`` for ``joint_profile_seed1``; ``who`` likewise). A kept ``era.json``
+is not computed again, only printed (delete it to redo it).
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ _BASE = {
 ARMS = {**_BASE, **{f"{n}_seed1": Arm(f"{a.change} (seed 1)", a.domains, (*a.overrides, "--config.seed=1"))
                     for n, a in _BASE.items()}}
 SEED_PAIRS = tuple((n, f"{n}_seed1") for n in _BASE)
+# the differences the experiment is for: (arm, reference arm, test split), each once both arms have both seeds
+COMPARISONS = (("joint_profile", "kgs", "kgs"), ("joint_profile", "fox", "fox"), ("joint", "kgs", "kgs"),
+               ("joint", "fox", "fox"), ("joint_profile", "joint", "kgs"), ("joint_profile", "joint", "fox"))
 
 
 def train_command(name: str, data_root: Path) -> list[str]:
@@ -143,7 +147,8 @@ def scores(kept: Path) -> dict:
 
 
 def table(arms: dict[str, dict]) -> str:
-    """Markdown: each arm's top-1 and nats on both test splits; under it, each seed pair's mean and spread."""
+    """Markdown: each arm's top-1 and nats on both test splits; under it, each seed pair's mean and spread; then
+    each of :data:`COMPARISONS` whose arms both have two seeds: the difference of the means, beside both spreads."""
     out = ["| arm | trained on | KGS top-1 % | KGS nats | Fox top-1 % | Fox nats |", "|---|---|---:|---:|---:|---:|"]
     for name in ARMS:
         if name in arms:
@@ -159,6 +164,19 @@ def table(arms: dict[str, dict]) -> str:
             cells = [f"{(a[d][i] + b[d][i]) / 2:.{p}f} ({abs(a[d][i] - b[d][i]):.{p}f})"
                      for d in DOMAINS for i, p in ((0, 2), (1, 4))]
             out.append(f"| `{pair[0]}` | " + " | ".join(cells) + " |")
+    done = {p[0] for p in pairs}
+    diffs = [c for c in COMPARISONS if {c[0], c[1]} <= done]
+    if diffs:
+        out += ["", "| difference of two-seed means | on | Δ top-1 points (seed spreads) | "
+                    "Δ nats (seed spreads) |", "|---|---|---:|---:|"]
+        for a, b, d in diffs:
+            cells = []
+            for i, p in ((0, 2), (1, 4)):
+                (a0, a1), (b0, b1) = ((arms[n][d][i] for n in (x, f"{x}_seed1")) for x in (a, b))
+                cells.append(f"{(a0 + a1 - b0 - b1) / 2:+.{p}f} ({abs(a0 - a1):.{p}f}, {abs(b0 - b1):.{p}f})")
+            out.append(f"| `{a}` − `{b}` | {'KGS' if d == 'kgs' else 'Fox'} | " + " | ".join(cells) + " |")
+        out.append("\nIn brackets: each arm's seed spread (|seed 0 − seed 1|), the first arm's first. A difference "
+                   "inside the larger of the two is not an effect these runs can show.")
     n = {a[d][2] for a in arms.values() for d in DOMAINS}
     out.append(f"\nEach figure: the single pass on the first {', '.join(f'{x:,}' for x in sorted(n))} rows of the "
                "test split (KGS 2015; Fox: a quarter of the 2012-2019 games, by game hash).")
@@ -395,9 +413,15 @@ def era_table(res: dict) -> str:
     return "\n".join(out)
 
 
-def replace_era(page: str, new: str) -> str:
-    """``page`` with its ``profile-era`` block (:mod:`kifunet.eval.page_blocks`) replaced by ``new``."""
-    return _into(page, "profile-era", new)
+def block_name(kind: str, arm: str) -> str:
+    """The page block (:mod:`kifunet.eval.page_blocks`) of ``kind`` (``profile-who`` or ``profile-era``) for a
+    profiled arm: ``kind`` itself for ``joint_profile``, ``kind-seed1`` for ``joint_profile_seed1``."""
+    return kind if arm == "joint_profile" else f"{kind}-{arm.removeprefix('joint_profile_')}"
+
+
+def replace_era(page: str, new: str, arm: str = "joint_profile") -> str:
+    """``page`` with ``arm``'s ``profile-era`` block (:func:`block_name`) replaced by ``new``."""
+    return _into(page, block_name("profile-era", arm), new)
 
 
 def who_table(kept: dict[str, dict]) -> str:
@@ -430,9 +454,9 @@ def who_table(kept: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-def replace_who(page: str, new: str) -> str:
-    """``page`` with its ``profile-who`` block (:mod:`kifunet.eval.page_blocks`) replaced by ``new``."""
-    return _into(page, "profile-who", new)
+def replace_who(page: str, new: str, arm: str = "joint_profile") -> str:
+    """``page`` with ``arm``'s ``profile-who`` block (:func:`block_name`) replaced by ``new``."""
+    return _into(page, block_name("profile-who", arm), new)
 
 
 def main(argv=None) -> int:
@@ -447,14 +471,16 @@ def main(argv=None) -> int:
     w.add_argument("--field", choices=("source", "year"), required=True)
     w.add_argument("--data-root", type=Path, default=Path("data"))
     w.add_argument("--into", type=Path, default=None, metavar="PAGE.md",
-                   help="replace the table between the page's profile-who markers (every kept field of the arm)")
+                   help="replace the table between the page's profile-who markers (profile-who-seed1 for "
+                        "joint_profile_seed1), every kept field of the arm")
     e = sub.add_parser("era", help="the era: a kept profiled arm predicts test games with their true date and "
                                    "with another (kept as era.json; a kept one is only printed)")
     e.add_argument("arm", choices=sorted(n for n in ARMS if n.startswith("joint_profile")))
     e.add_argument("--rows", type=int, default=ERA_ROWS, help=f"positions per comparison at most ({ERA_ROWS:,})")
     e.add_argument("--data-root", type=Path, default=Path("data"))
     e.add_argument("--into", type=Path, default=None, metavar="PAGE.md",
-                   help="replace the table between the page's profile-era markers instead of printing it")
+                   help="replace the table between the page's profile-era markers (profile-era-seed1 for "
+                        "joint_profile_seed1) instead of printing it")
     t = sub.add_parser("table", help="the markdown table of the kept arms")
     t.add_argument("--into", type=Path, default=None, metavar="PAGE.md",
                    help="replace the table between the page's profile-runs markers instead of printing it")
@@ -477,7 +503,7 @@ def main(argv=None) -> int:
         if args.into is None:
             print(text)
         else:
-            args.into.write_text(replace_who(args.into.read_text(), text))
+            args.into.write_text(replace_who(args.into.read_text(), text, args.arm))
     elif args.what == "era":
         if args.rows < 1:
             raise SystemExit(f"profile_runs: --rows must be at least 1, not {args.rows}")
@@ -490,7 +516,7 @@ def main(argv=None) -> int:
         if args.into is None:
             print(text)
         else:
-            args.into.write_text(replace_era(args.into.read_text(), text))
+            args.into.write_text(replace_era(args.into.read_text(), text, args.arm))
     else:
         kept = {d.name: scores(d) for d in sorted(KEPT.iterdir()) if (d / "arm.json").exists()} if KEPT.is_dir() else {}
         if not kept:

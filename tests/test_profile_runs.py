@@ -73,6 +73,20 @@ def test_table_of_kept_arms_with_seed_means_and_spreads(tmp_path):
     assert text.splitlines()[-1].startswith("Each figure: the single pass on the first 1,000 rows")
 
 
+def test_table_differences_of_the_means_beside_both_seed_spreads(tmp_path):
+    _keep(tmp_path, "kgs", (0.40, 2.30), (0.30, 2.80))
+    _keep(tmp_path, "kgs_seed1", (0.42, 2.20), (0.31, 2.70))
+    _keep(tmp_path, "joint_profile", (0.41, 2.25), (0.36, 2.50))
+    arms = {d.name: pr.scores(d) for d in sorted(tmp_path.iterdir())}
+    assert "difference of two-seed means" not in pr.table(arms)  # joint_profile has one seed only
+    _keep(tmp_path, "joint_profile_seed1", (0.45, 2.15), (0.38, 2.40))
+    arms = {d.name: pr.scores(d) for d in sorted(tmp_path.iterdir())}
+    text = pr.table(arms)
+    # means: joint_profile 43.00 / 2.2000 on KGS, kgs 41.00 / 2.2500; spreads 4.00 / 0.1000 and 2.00 / 0.1000
+    assert "| `joint_profile` − `kgs` | KGS | +2.00 (4.00, 2.00) | -0.0500 (0.1000, 0.1000) |" in text
+    assert "`joint_profile` − `fox`" not in text and "`joint` −" not in text  # fox and joint are not kept
+
+
 def test_table_goes_between_the_markers():
     page = "a\n<!-- profile-runs:start -->\nold\n<!-- profile-runs:end -->\nb\n"
     assert pr.replace_table(page, "T") == "a\n<!-- profile-runs:start -->\nT\n<!-- profile-runs:end -->\nb\n"
@@ -295,16 +309,34 @@ def test_the_manual_shows_the_kept_era():
     from kifunet.eval import page_blocks
 
     page = (REPO / "docs" / "profiles.md").read_text()
-    assert page_blocks.block(page, "profile-era") == pr.era_table(json.loads(kept.read_text()))
+    for arm in ("joint_profile", "joint_profile_seed1"):  # the second seed's once it is kept
+        if (kept := pr.KEPT / arm / "era.json").exists():
+            assert page_blocks.block(page, pr.block_name("profile-era", arm)) == pr.era_table(
+                json.loads(kept.read_text())), arm
 
 
 def test_the_manual_shows_the_kept_who_tables():
-    kept = {f: pr.KEPT / "joint_profile" / f"who_{f}.json" for f in ("source", "year")}
-    if not any(p.exists() for p in kept.values()):
+    if not any((pr.KEPT / "joint_profile" / f"who_{f}.json").exists() for f in ("source", "year")):
         pytest.skip("no who_FIELD.json of joint_profile is kept yet (python scripts/profile_runs.py who "
                     "joint_profile --field source --into docs/profiles.md makes one)")
     from kifunet.eval import page_blocks
 
     page = (REPO / "docs" / "profiles.md").read_text()
-    want = pr.who_table({f: json.loads(p.read_text()) for f, p in kept.items() if p.exists()})
-    assert page_blocks.block(page, "profile-who") == want
+    for arm in ("joint_profile", "joint_profile_seed1"):
+        kept = {f: pr.KEPT / arm / f"who_{f}.json" for f in ("source", "year")}
+        if any(p.exists() for p in kept.values()):
+            want = pr.who_table({f: json.loads(p.read_text()) for f, p in kept.items() if p.exists()})
+            assert page_blocks.block(page, pr.block_name("profile-who", arm)) == want, arm
+
+
+def test_each_profiled_arm_has_its_own_page_blocks():
+    assert pr.block_name("profile-era", "joint_profile") == "profile-era"
+    assert pr.block_name("profile-who", "joint_profile_seed1") == "profile-who-seed1"
+    page = "x\n<!-- profile-era:start -->\nA\n<!-- profile-era:end -->\n<!-- profile-era-seed1:start -->\nB\n" \
+           "<!-- profile-era-seed1:end -->\n"
+    page = pr.replace_era(page, "C", "joint_profile_seed1")
+    assert "profile-era:start -->\nA\n" in page and "profile-era-seed1:start -->\nC\n" in page
+    page = pr.replace_era(page, "D")
+    assert "profile-era:start -->\nD\n" in page and "profile-era-seed1:start -->\nC\n" in page
+    with pytest.raises(SystemExit, match="profile-who-seed1"):
+        pr.replace_who("<!-- profile-who:start -->\n<!-- profile-who:end -->", "T", "joint_profile_seed1")
