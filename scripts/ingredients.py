@@ -78,8 +78,6 @@ ROWS = {
     "chain_2x64": Row("6 blocks, the 5th and 6th chain-pooling blocks of 64 channels",
                       overrides=("--config.model.kwargs.blocks=6", "--config.model.kwargs.chain_blocks=(4,5)",
                                  "--config.model.kwargs.chain_channels=64")),
-    # the like-for-like reference of `chain_2x64`: its two added blocks ordinary ones
-    "six_blocks": Row("6 blocks: two more dilated blocks at the end", overrides=("--config.model.kwargs.blocks=6",)),
     "rank_planes": Row("rank planes (Maddison's 9, one-hot 1d-9d) added to the `gonn` planes",
                        overrides=("--config.input.add_planes=rank_planes",)),
 }

@@ -45,7 +45,6 @@ CHANGED = {
     "extra_wide": {"model.kwargs.blocks", "model.kwargs.wide_blocks"},
     "chain_1x32": {"model.kwargs.blocks", "model.kwargs.chain_blocks", "model.kwargs.chain_channels"},
     "chain_2x64": {"model.kwargs.blocks", "model.kwargs.chain_blocks", "model.kwargs.chain_channels"},
-    "six_blocks": {"model.kwargs.blocks"},
     "rank_planes": {"input.add_planes"},
 }
 CHANGED.update({f"{n}_seed1": CHANGED[n] | {"seed"} for n in ing.SECOND_SEEDS})
