@@ -454,6 +454,12 @@ def who_table(kept: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
+def kept_who(arm: str) -> dict[str, dict]:
+    """The ``who_FIELD.json`` records kept for ``arm``, ``{field: record}`` (what :func:`who_table` reads)."""
+    paths = {f: KEPT / arm / f"who_{f}.json" for f in ("source", "year")}
+    return {f: json.loads(p.read_text()) for f, p in paths.items() if p.exists()}
+
+
 def replace_who(page: str, new: str, arm: str = "joint_profile") -> str:
     """``page`` with ``arm``'s ``profile-who`` block (:func:`block_name`) replaced by ``new``."""
     return _into(page, block_name("profile-who", arm), new)
@@ -492,14 +498,12 @@ def main(argv=None) -> int:
         for name in args.arms:
             run(name, args.data_root)
     elif args.what == "who":
-        kept_who = KEPT / args.arm / f"who_{args.field}.json"
-        if kept_who.exists():
-            print(f"profile_runs: {kept_who} is kept already; delete it to run again", file=sys.stderr)
+        kept_file = KEPT / args.arm / f"who_{args.field}.json"
+        if kept_file.exists():
+            print(f"profile_runs: {kept_file} is kept already; delete it to run again", file=sys.stderr)
         else:
             who(args.arm, args.field, args.data_root)
-        kept = {f: json.loads((KEPT / args.arm / f"who_{f}.json").read_text()) for f in ("source", "year")
-                if (KEPT / args.arm / f"who_{f}.json").exists()}
-        text = who_table(kept)
+        text = who_table(kept_who(args.arm))
         if args.into is None:
             print(text)
         else:

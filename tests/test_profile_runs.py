@@ -316,17 +316,15 @@ def test_the_manual_shows_the_kept_era():
 
 
 def test_the_manual_shows_the_kept_who_tables():
-    if not any((pr.KEPT / "joint_profile" / f"who_{f}.json").exists() for f in ("source", "year")):
+    if not pr.kept_who("joint_profile"):
         pytest.skip("no who_FIELD.json of joint_profile is kept yet (python scripts/profile_runs.py who "
                     "joint_profile --field source --into docs/profiles.md makes one)")
     from kifunet.eval import page_blocks
 
     page = (REPO / "docs" / "profiles.md").read_text()
     for arm in ("joint_profile", "joint_profile_seed1"):
-        kept = {f: pr.KEPT / arm / f"who_{f}.json" for f in ("source", "year")}
-        if any(p.exists() for p in kept.values()):
-            want = pr.who_table({f: json.loads(p.read_text()) for f, p in kept.items() if p.exists()})
-            assert page_blocks.block(page, pr.block_name("profile-who", arm)) == want, arm
+        if kept := pr.kept_who(arm):
+            assert page_blocks.block(page, pr.block_name("profile-who", arm)) == pr.who_table(kept), arm
 
 
 def test_each_profiled_arm_has_its_own_page_blocks():
