@@ -3,6 +3,7 @@
     python scripts/ingredients.py list                     # the rows: name, change, command
     python scripts/ingredients.py run base base_seed1 relu # train each row (15 min) and keep its metrics
     python scripts/ingredients.py probes base              # score a row's trained net on the probe set again
+    python scripts/ingredients.py probes base --workdir runs/profiles/kgs   # ... a run elsewhere that is the row
     python scripts/ingredients.py table                    # the markdown table of the kept rows
     python scripts/ingredients.py table --into docs/runs.md   # ... written into the manual's page
 
@@ -78,6 +79,8 @@ ROWS = {
     "chain_2x64": Row("6 blocks, the 5th and 6th chain-pooling blocks of 64 channels",
                       overrides=("--config.model.kwargs.blocks=6", "--config.model.kwargs.chain_blocks=(4,5)",
                                  "--config.model.kwargs.chain_channels=64")),
+    "six_blocks": Row("6 blocks: two more dilated blocks at the end (`chain_2x64`'s reference)",
+                      overrides=("--config.model.kwargs.blocks=6",)),
     "rank_planes": Row("rank planes (Maddison's 9, one-hot 1d-9d) added to the `gonn` planes",
                        overrides=("--config.input.add_planes=rank_planes",)),
 }
@@ -117,13 +120,37 @@ def run(name: str, data_root: Path) -> Path:
     return kept
 
 
-def score_probes(name: str) -> Path:
+# the final evaluation's fields that identify a run: two runs that agree on all of them trained the same net
+SAME_RUN_FIELDS = ("step", "positions", "nats", "top1", "top4", "eval_positions")
+
+
+def check_same_run(name: str, work: Path) -> None:
+    """``SystemExit`` unless the run in ``work`` ended with the same final evaluation as kept row ``name`` (every
+    field of ``SAME_RUN_FIELDS``, to the last digit): a net trained elsewhere stands for the row only then."""
+    from kifunet.train.metric_writer import read_jsonl
+
+    kept = KEPT / name / "metrics_eval.jsonl"
+    if not kept.exists() or not (work / "metrics_eval.jsonl").exists():
+        raise SystemExit(f"ingredients: {name}: need both {kept} and {work / 'metrics_eval.jsonl'} to compare")
+    a, b = read_jsonl(str(kept))[-1], read_jsonl(str(work / "metrics_eval.jsonl"))[-1]
+    diff = {k: (a.get(k), b.get(k)) for k in SAME_RUN_FIELDS if a.get(k) != b.get(k)}
+    if diff:
+        raise SystemExit(f"ingredients: {work} is not row {name}'s run: its final evaluation differs in "
+                         + ", ".join(f"{k} ({x} kept, {y} there)" for k, (x, y) in diff.items()))
+
+
+def score_probes(name: str, workdir: Path | None = None) -> Path:
     """The probe set's scores (:mod:`kifunet.eval.probes`) of row ``name``'s trained net (``runs/ingredients/ROW``,
-    its last checkpoint), kept as ``probes.json`` beside its metrics: top-1 and top-5 per category."""
+    its last checkpoint), kept as ``probes.json`` beside its metrics: top-1 and top-5 per category. ``workdir``
+    names a run trained elsewhere that reproduced the row (:func:`check_same_run`), e.g. the profile arm ``kgs``
+    (``runs/profiles/kgs``), which is row ``base`` with the dataset built again."""
     from kifunet.eval import probes
     from kifunet.eval.runs import load_run
 
     work = REPO / "runs" / "ingredients" / name
+    if workdir is not None:
+        work = workdir.resolve()
+        check_same_run(name, work)
     res = probes.score(load_run(str(work)), probes.load_probes())
     res["net"] = {k: (os.path.relpath(v, REPO) if k in ("workdir", "checkpoint") and isinstance(v, str) else v)
                   for k, v in res["net"].items()}
@@ -200,6 +227,9 @@ def main(argv=None) -> int:
     r.add_argument("--data-root", type=Path, default=Path("data"), help="where data/kgs_FEATURES are (default data)")
     pr = sub.add_parser("probes", help="score rows' trained nets (runs/ingredients/ROW) on the probe set")
     pr.add_argument("rows", nargs="+", choices=sorted(ROWS))
+    pr.add_argument("--workdir", type=Path, default=None,
+                    help="score the net of this run instead (one row only): a run elsewhere that reproduced the row, "
+                         "checked by its final evaluation")
     t = sub.add_parser("table", help="the markdown table of the kept rows")
     t.add_argument("--into", type=Path, default=None, metavar="PAGE.md",
                    help="replace the table (and its seed-spread lines) in this page instead of printing it")
@@ -211,8 +241,10 @@ def main(argv=None) -> int:
         for name in args.rows:
             run(name, args.data_root)
     elif args.what == "probes":
+        if args.workdir is not None and len(args.rows) != 1:
+            p.error("probes --workdir scores one row")
         for name in args.rows:
-            score_probes(name)
+            score_probes(name, args.workdir)
     else:
         kept = {d.name: summary(d) for d in sorted(KEPT.iterdir()) if (d / "row.json").exists()} if KEPT.is_dir() else {}
         if args.into is None:

@@ -45,6 +45,7 @@ CHANGED = {
     "extra_wide": {"model.kwargs.blocks", "model.kwargs.wide_blocks"},
     "chain_1x32": {"model.kwargs.blocks", "model.kwargs.chain_blocks", "model.kwargs.chain_channels"},
     "chain_2x64": {"model.kwargs.blocks", "model.kwargs.chain_blocks", "model.kwargs.chain_channels"},
+    "six_blocks": {"model.kwargs.blocks"},
     "rank_planes": {"input.add_planes"},
 }
 CHANGED.update({f"{n}_seed1": CHANGED[n] | {"seed"} for n in ing.SECOND_SEEDS})
@@ -172,3 +173,32 @@ def test_the_speed_table_in_the_manual_is_the_kept_benchmark():
     res = json.loads((ing.KEPT / "speed.json").read_text())
     assert [r["row"] for r in res["rows"]] == bench.rows_to_time() and res["rows"][0]["row"] == "base"
     assert bench.table(res) in (ing.REPO / "docs" / "runs.md").read_text()
+
+
+def test_a_run_elsewhere_stands_for_a_row_only_with_the_same_final_evaluation(tmp_path, monkeypatch):
+    """``probes ROW --workdir DIR`` scores a net trained elsewhere (the profile arm ``kgs`` is row ``base`` with the
+    dataset built again) only when its final evaluation is the kept row's to the last digit."""
+    final = dict(step=4688, positions=600064.0, nats=2.24679953125, top1=0.4116, top4=0.70004, eval_positions=1e5)
+    monkeypatch.setattr(ing, "KEPT", tmp_path / "kept")
+    (tmp_path / "kept" / "base").mkdir(parents=True)
+    (tmp_path / "kept" / "base" / "metrics_eval.jsonl").write_text(
+        json.dumps(dict(final, step=100, nats=3.0)) + "\n" + json.dumps(final) + "\n")
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    with pytest.raises(SystemExit, match="need both"):
+        ing.check_same_run("base", work)
+    (work / "metrics_eval.jsonl").write_text(json.dumps(dict(final, seconds=12.0)) + "\n")
+    ing.check_same_run("base", work)  # the same net: passes
+    (work / "metrics_eval.jsonl").write_text(json.dumps(dict(final, nats=2.24679953126)) + "\n")
+    with pytest.raises(SystemExit, match=r"not row base's run: .*nats \(2.24679953125 kept, 2.24679953126 there\)"):
+        ing.check_same_run("base", work)
+
+
+def test_the_baseline_probe_scores_are_those_of_the_profile_arms_that_reproduced_it():
+    """The kept ``base`` / ``base_seed1`` probe scores name the run they were measured on, and that run's final
+    evaluation (in its kept profile arm) is the row's."""
+    for row, arm in (("base", "kgs"), ("base_seed1", "kgs_seed1")):
+        res = json.loads((ing.KEPT / row / "probes.json").read_text())
+        assert res["net"]["workdir"] == f"runs/profiles/{arm}" and res["net"]["positions"] == 600064
+        arm_eval = (ing.REPO / "benchmarks" / "results" / "profiles" / arm / "metrics_eval.jsonl")
+        ing.check_same_run(row, arm_eval.parent)
