@@ -6,6 +6,7 @@
     python scripts/ingredients.py probes base --workdir runs/profiles/kgs   # ... a run elsewhere that is the row
     python scripts/ingredients.py table                    # the markdown table of the kept rows
     python scripts/ingredients.py table --into docs/runs.md   # ... written into the manual's page
+    python scripts/ingredients.py table --probes             # the probe set's table: solved per category
 
 A row trains in ``runs/ingredients/ROW`` on ``data/kgs_FEATURES`` (``kifunet build ../shared/data/kgs/*.tar.gz
 --out data/kgs_gonn --features gonn --preset gonn-kgs``, likewise ``maddison`` and ``alphago``), then keeps its
@@ -84,8 +85,8 @@ ROWS = {
     "rank_planes": Row("rank planes (Maddison's 9, one-hot 1d-9d) added to the `gonn` planes",
                        overrides=("--config.input.add_planes=rank_planes",)),
 }
-# issue 34: a second seed of each row whose difference from its reference lay inside one seed spread
-SECOND_SEEDS = ("extra_block", "extra_wide", "chain_1x32", "chain_2x64", "rank_planes")
+# issue 34: a second seed of each row whose difference from its reference lay in one seed spread, and of the references
+SECOND_SEEDS = ("extra_block", "extra_wide", "chain_1x32", "chain_2x64", "six_blocks", "rank_planes")
 ROWS.update({f"{n}_seed1": Row(f"{ROWS[n].change} (seed 1)", ROWS[n].features, (*ROWS[n].overrides, "--config.seed=1"))
              for n in SECOND_SEEDS})
 SEED_ROWS = (*SEED_ROWS, *((n, f"{n}_seed1") for n in SECOND_SEEDS))
@@ -202,13 +203,37 @@ def table(rows: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-def replace_table(page: str, new: str) -> str:
-    """``page`` with its ingredient table (from the header line through the last "Seed spread of" line after it)
-    replaced by ``new``; ``SystemExit`` when the page has no such table."""
+PROBE_HEAD = "| row (probes solved, top-1 / top-5) |"
+
+
+def probe_table(kept: Path = KEPT) -> str:
+    """Markdown: each scored row's probes solved per category (top-1 / top-5, as counts), in the table's row order."""
+    scored = {n: json.loads((kept / n / "probes.json").read_text()) for n in ROWS if (kept / n / "probes.json").exists()}
+    if not scored:
+        raise SystemExit("ingredients: no row's probes are scored yet (`probes ROW`)")
+    cats = list(next(iter(scored.values()))["categories"])  # the probe set's categories, in its order
+
+    def solved(c: dict) -> str:
+        return f"{round(c['top1'] * c['count'])} / {round(c['top5'] * c['count'])}"
+
+    first = next(iter(scored.values()))
+    out = [f"{PROBE_HEAD} " + " | ".join(f"{c.replace('_', ' ')} ({first['categories'][c]['count']})" for c in cats)
+           + f" | all ({first['overall']['count']}) |",
+           "|---|" + "---:|" * (len(cats) + 1)]
+    for name, res in scored.items():
+        out.append(f"| `{name}` | " + " | ".join(solved(res["categories"][c]) for c in cats)
+                   + f" | {solved(res['overall'])} |")
+    return "\n".join(out)
+
+
+def replace_table(page: str, new: str, head_prefix: str = "| row | change | positions |") -> str:
+    """``page`` with its table whose header starts with ``head_prefix`` (the ingredient table by default: from the
+    header line through the last "Seed spread of" line after it) replaced by ``new``; ``SystemExit`` when the page
+    has no such table."""
     lines = page.split("\n")
-    head = next((i for i, ln in enumerate(lines) if ln.startswith("| row | change | positions |")), None)
+    head = next((i for i, ln in enumerate(lines) if ln.startswith(head_prefix)), None)
     if head is None:
-        raise SystemExit("ingredients: the page has no ingredient table (a line starting '| row | change | positions |')")
+        raise SystemExit(f"ingredients: the page has no such table (a line starting {head_prefix!r})")
     end = head
     while end + 1 < len(lines) and (lines[end + 1].startswith("|") or lines[end + 1] == ""
                                     or lines[end + 1].startswith("Seed spread of")):
@@ -233,6 +258,7 @@ def main(argv=None) -> int:
     t = sub.add_parser("table", help="the markdown table of the kept rows")
     t.add_argument("--into", type=Path, default=None, metavar="PAGE.md",
                    help="replace the table (and its seed-spread lines) in this page instead of printing it")
+    t.add_argument("--probes", action="store_true", help="the probe set's table instead: solved per category")
     args = p.parse_args(argv)
     if args.what == "list":
         for name, row in ROWS.items():
@@ -247,11 +273,13 @@ def main(argv=None) -> int:
             score_probes(name, args.workdir)
     else:
         kept = {d.name: summary(d) for d in sorted(KEPT.iterdir()) if (d / "row.json").exists()} if KEPT.is_dir() else {}
+        text, head = (probe_table(), PROBE_HEAD) if args.probes else (table(kept), "| row | change | positions |")
         if args.into is None:
-            print(table(kept))
+            print(text)
         else:
-            args.into.write_text(replace_table(args.into.read_text(), table(kept)))
-            print(f"ingredients: wrote the table of {len(kept)} rows into {args.into}", file=sys.stderr)
+            args.into.write_text(replace_table(args.into.read_text(), text, head))
+            rows = sum(ln.startswith("| `") for ln in text.splitlines())
+            print(f"ingredients: wrote the table of {rows} rows into {args.into}", file=sys.stderr)
     return 0
 
 

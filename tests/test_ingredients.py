@@ -160,7 +160,7 @@ def test_the_table_is_written_into_the_page_in_place():
     out = ing.replace_table(page, new)
     assert out == "# Runs\n\ntext before\n\n" + new + "\n\nThe text after.\n"
     assert ing.replace_table(out, new) == out
-    with pytest.raises(SystemExit, match="no ingredient table"):
+    with pytest.raises(SystemExit, match="no such table"):
         ing.replace_table("# nothing here\n", new)
 
 
@@ -202,3 +202,30 @@ def test_the_baseline_probe_scores_are_those_of_the_profile_arms_that_reproduced
         assert res["net"]["workdir"] == f"runs/profiles/{arm}" and res["net"]["positions"] == 600064
         arm_eval = (ing.REPO / "benchmarks" / "results" / "profiles" / arm / "metrics_eval.jsonl")
         ing.check_same_run(row, arm_eval.parent)
+
+
+def test_the_probe_table_counts_the_probes_solved_per_category(tmp_path):
+    def scored(name, ladder, eye):  # (top-1, top-5) solved of 4 ladders and 2 second eyes
+        d = tmp_path / name
+        d.mkdir()
+        cats = {"ladder": dict(count=4, top1=ladder[0] / 4, top5=ladder[1] / 4),
+                "second_eye": dict(count=2, top1=eye[0] / 2, top5=eye[1] / 2)}
+        overall = dict(count=6, top1=(ladder[0] + eye[0]) / 6, top5=(ladder[1] + eye[1]) / 6)
+        (d / "probes.json").write_text(json.dumps(dict(categories=cats, overall=overall)))
+
+    with pytest.raises(SystemExit, match="no row's probes"):
+        ing.probe_table(tmp_path)
+    scored("relu", (1, 3), (0, 1))
+    scored("base", (3, 4), (2, 2))
+    (tmp_path / "unscored").mkdir()
+    assert ing.probe_table(tmp_path).splitlines() == [
+        "| row (probes solved, top-1 / top-5) | ladder (4) | second eye (2) | all (6) |", "|---|---:|---:|---:|",
+        "| `base` | 3 / 4 | 2 / 2 | 5 / 6 |", "| `relu` | 1 / 3 | 0 / 1 | 1 / 4 |"]
+
+
+def test_the_manual_has_the_probe_table_of_the_kept_rows():
+    from docs_pages import page
+
+    assert ing.probe_table() in page("runs")
+    out = ing.replace_table(page("runs"), "| row (probes solved, top-1 / top-5) | x |\n|---|", ing.PROBE_HEAD)
+    assert ing.table({d.name: ing.summary(d) for d in ing.KEPT.iterdir() if (d / "row.json").exists()}) in out
