@@ -176,6 +176,15 @@ def summary(kept: Path) -> dict:
                 probes=None if probes is None else (100 * probes["top1"], 100 * probes["top5"]))
 
 
+TABLE_HEAD = "| row | change | positions |"  # how the ingredient table's header line begins
+PROBE_HEAD = "| row (probes solved, top-1 / top-5) |"  # ... and the probe table's
+
+
+def kept_rows() -> dict[str, dict]:
+    """Every kept row's :func:`summary`, ``{name: summary}``."""
+    return {d.name: summary(d) for d in sorted(KEPT.iterdir()) if (d / "row.json").exists()} if KEPT.is_dir() else {}
+
+
 def table(rows: dict[str, dict]) -> str:
     """Markdown: each row against the baseline seeds' mean, the seed spread (max - min) beside every difference."""
     base = [rows[b] for b in BASELINE_ROWS if b in rows]
@@ -185,7 +194,7 @@ def table(rows: dict[str, dict]) -> str:
     bn = sum(r["nats"] for r in base) / len(base)
     s1 = max(r["top1"] for r in base) - min(r["top1"] for r in base)
     sn = max(r["nats"] for r in base) - min(r["nats"] for r in base)
-    out = ["| row | change | positions | pos/s (median) | top-1 % | Δ top-1 (seed spread) | nats | Δ nats (seed spread) "
+    out = [f"{TABLE_HEAD} pos/s (median) | top-1 % | Δ top-1 (seed spread) | nats | Δ nats (seed spread) "
            "| probes top-1 / top-5 % |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name in ROWS:
@@ -203,20 +212,17 @@ def table(rows: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-PROBE_HEAD = "| row (probes solved, top-1 / top-5) |"
-
-
 def probe_table(kept: Path = KEPT) -> str:
     """Markdown: each scored row's probes solved per category (top-1 / top-5, as counts), in the table's row order."""
     scored = {n: json.loads((kept / n / "probes.json").read_text()) for n in ROWS if (kept / n / "probes.json").exists()}
     if not scored:
         raise SystemExit("ingredients: no row's probes are scored yet (`probes ROW`)")
-    cats = list(next(iter(scored.values()))["categories"])  # the probe set's categories, in its order
+    first = next(iter(scored.values()))
+    cats = list(first["categories"])  # the probe set's categories, in its order
 
     def solved(c: dict) -> str:
         return f"{round(c['top1'] * c['count'])} / {round(c['top5'] * c['count'])}"
 
-    first = next(iter(scored.values()))
     out = [f"{PROBE_HEAD} " + " | ".join(f"{c.replace('_', ' ')} ({first['categories'][c]['count']})" for c in cats)
            + f" | all ({first['overall']['count']}) |",
            "|---|" + "---:|" * (len(cats) + 1)]
@@ -226,7 +232,7 @@ def probe_table(kept: Path = KEPT) -> str:
     return "\n".join(out)
 
 
-def replace_table(page: str, new: str, head_prefix: str = "| row | change | positions |") -> str:
+def replace_table(page: str, new: str, head_prefix: str = TABLE_HEAD) -> str:
     """``page`` with its table whose header starts with ``head_prefix`` (the ingredient table by default: from the
     header line through the last "Seed spread of" line after it) replaced by ``new``; ``SystemExit`` when the page
     has no such table."""
@@ -272,8 +278,7 @@ def main(argv=None) -> int:
         for name in args.rows:
             score_probes(name, args.workdir)
     else:
-        kept = {d.name: summary(d) for d in sorted(KEPT.iterdir()) if (d / "row.json").exists()} if KEPT.is_dir() else {}
-        text, head = (probe_table(), PROBE_HEAD) if args.probes else (table(kept), "| row | change | positions |")
+        text, head = (probe_table(), PROBE_HEAD) if args.probes else (table(kept_rows()), TABLE_HEAD)
         if args.into is None:
             print(text)
         else:

@@ -148,8 +148,7 @@ def test_table_against_the_mean_of_the_seeds_with_their_spread(tmp_path):
 def test_readme_table_is_the_kept_runs():
     from docs_pages import page
 
-    kept = {d.name: ing.summary(d) for d in ing.KEPT.iterdir() if (d / "row.json").exists()}
-    assert ing.table(kept) in page("runs")  # the manual's table (docs/runs.md: What each ingredient is worth)
+    assert ing.table(ing.kept_rows()) in page("runs")  # the manual's table (docs/runs.md: What each ingredient is worth)
 
 
 def test_the_table_is_written_into_the_page_in_place():
@@ -228,4 +227,4 @@ def test_the_manual_has_the_probe_table_of_the_kept_rows():
 
     assert ing.probe_table() in page("runs")
     out = ing.replace_table(page("runs"), "| row (probes solved, top-1 / top-5) | x |\n|---|", ing.PROBE_HEAD)
-    assert ing.table({d.name: ing.summary(d) for d in ing.KEPT.iterdir() if (d / "row.json").exists()}) in out
+    assert ing.table(ing.kept_rows()) in out
