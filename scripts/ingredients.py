@@ -214,7 +214,8 @@ def table(rows: dict[str, dict]) -> str:
 
 def probe_table(kept: Path = KEPT) -> str:
     """Markdown: each scored row's probes solved per category (top-1 / top-5, as counts), in the table's row order."""
-    scored = {n: json.loads((kept / n / "probes.json").read_text()) for n in ROWS if (kept / n / "probes.json").exists()}
+    files = {n: kept / n / "probes.json" for n in ROWS}
+    scored = {n: json.loads(f.read_text()) for n, f in files.items() if f.exists()}
     if not scored:
         raise SystemExit("ingredients: no row's probes are scored yet (`probes ROW`)")
     first = next(iter(scored.values()))
