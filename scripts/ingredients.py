@@ -3,6 +3,7 @@
     python scripts/ingredients.py list                     # the rows: name, change, command
     python scripts/ingredients.py run base base_seed1 relu # train each row (15 min) and keep its metrics
     python scripts/ingredients.py probes base              # score a row's trained net on the probe set again
+    python scripts/ingredients.py retrain constant         # train a kept row again, check it, score its probes
     python scripts/ingredients.py probes base --workdir runs/profiles/kgs   # ... a run elsewhere that is the row
     python scripts/ingredients.py table                    # the markdown table of the kept rows
     python scripts/ingredients.py table --into docs/runs.md   # ... written into the manual's page
@@ -95,6 +96,36 @@ SEED_ROWS = (*SEED_ROWS, *((n, f"{n}_seed1") for n in SECOND_SEEDS))
 def command(name: str, row: Row, data_root: Path) -> list[str]:
     return ["kifunet", "train", "--config", CONFIG, "--workdir", f"runs/ingredients/{name}",
             f"--config.dataset={data_root}/kgs_{row.features}", *row.overrides]
+
+
+def replay_command(name: str, data_root: Path) -> list[str]:
+    """The command that trains kept row ``name``'s net again: the row's own, except that a time-limited row
+    (``--config.time_limit_s``) trains to its kept final positions with no time limit, because how far a time limit
+    gets depends on the machine's speed. Only a constant-rate row can be replayed so: any other schedule depends on
+    ``train_positions`` (``SystemExit``)."""
+    from kifunet.train.metric_writer import read_jsonl
+
+    cmd = command(name, ROWS[name], data_root)
+    if not any(a.startswith("--config.time_limit_s=") for a in cmd):
+        return cmd
+    if "--config.schedule.name=constant" not in cmd:
+        raise SystemExit(f"ingredients: {name} is time-limited and its schedule depends on its length: "
+                         "it cannot be replayed to the same net")
+    final = read_jsonl(str(KEPT / name / "metrics_eval.jsonl"))[-1]
+    pinned = (f"--config.train_positions={int(final['positions'])}", "--config.time_limit_s=0")
+    return [a for a in cmd if not a.startswith(("--config.train_positions=", "--config.time_limit_s="))] + list(pinned)
+
+
+def retrain(name: str, data_root: Path) -> Path:
+    """Train kept row ``name`` again (:func:`replay_command`) in ``runs/ingredients/ROW`` and score its net on the
+    probe set once :func:`check_same_run` finds it the kept row's: how a row kept before the probe set existed, with
+    its net not kept, gets its probe scores. The kept metrics are not touched."""
+    if not (KEPT / name / "row.json").exists():
+        raise SystemExit(f"ingredients: {name} is not kept yet: `run` it")
+    cmd = replay_command(name, data_root)
+    print("ingredients: " + " ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.run(cmd, cwd=REPO, check=True)
+    return score_probes(name, REPO / "runs" / "ingredients" / name)
 
 
 def run(name: str, data_root: Path) -> Path:
@@ -257,6 +288,10 @@ def main(argv=None) -> int:
     r = sub.add_parser("run", help="train rows and keep their metrics")
     r.add_argument("rows", nargs="+", choices=sorted(ROWS))
     r.add_argument("--data-root", type=Path, default=Path("data"), help="where data/kgs_FEATURES are (default data)")
+    rt = sub.add_parser("retrain", help="train kept rows again (to their kept final positions) and score their nets "
+                        "on the probe set")
+    rt.add_argument("rows", nargs="+", choices=sorted(ROWS))
+    rt.add_argument("--data-root", type=Path, default=Path("data"), help="where data/kgs_FEATURES are (default data)")
     pr = sub.add_parser("probes", help="score rows' trained nets (runs/ingredients/ROW) on the probe set")
     pr.add_argument("rows", nargs="+", choices=sorted(ROWS))
     pr.add_argument("--workdir", type=Path, default=None,
@@ -273,6 +308,9 @@ def main(argv=None) -> int:
     elif args.what == "run":
         for name in args.rows:
             run(name, args.data_root)
+    elif args.what == "retrain":
+        for name in args.rows:
+            retrain(name, args.data_root)
     elif args.what == "probes":
         if args.workdir is not None and len(args.rows) != 1:
             p.error("probes --workdir scores one row")

@@ -228,3 +228,23 @@ def test_the_manual_has_the_probe_table_of_the_kept_rows():
     assert ing.probe_table() in page("runs")
     out = ing.replace_table(page("runs"), "| row (probes solved, top-1 / top-5) | x |\n|---|", ing.PROBE_HEAD)
     assert ing.table(ing.kept_rows()) in out
+
+
+def test_a_time_limited_row_is_replayed_to_its_kept_final_positions(monkeypatch):
+    """``retrain``: a row with a fixed length trains again with its own command; a time-limited one (how far it got
+    depends on the machine) trains to its kept final positions with no time limit, and only on a constant rate,
+    which does not depend on the run's length."""
+    data = ing.Path("data")
+    assert ing.replay_command("relu", data) == ing.command("relu", ing.ROWS["relu"], data)
+    for name in ("constant", "constant_seed1"):
+        final = json.loads((ing.KEPT / name / "metrics_eval.jsonl").read_text().splitlines()[-1])
+        cmd = ing.replay_command(name, data)
+        assert [a for a in cmd if "train_positions" in a or "time_limit" in a] == [
+            f"--config.train_positions={int(final['positions'])}", "--config.time_limit_s=0"]
+        config = _config(ing.Row("", overrides=tuple(a for a in cmd if a.startswith("--config.")
+                                                     and not a.startswith("--config.dataset="))))
+        assert config.time_limit_s == 0 and config.train_positions == final["step"] * config.batch_size
+        assert config.schedule.name == "constant" and config.seed == (name == "constant_seed1")
+    monkeypatch.setitem(ing.ROWS, "cosine_900s", ing.Row("cosine, 900 s", overrides=("--config.time_limit_s=900",)))
+    with pytest.raises(SystemExit, match="cosine_900s is time-limited and its schedule depends on its length"):
+        ing.replay_command("cosine_900s", data)
