@@ -86,6 +86,17 @@ def test_unfinished_save_is_ignored_and_cleaned(tmp_path):
     assert not tmp.exists() and ck.all_steps() == [5, 9]
 
 
+def test_close_waits_for_the_clean_up_of_temporaries_that_opening_started(tmp_path):
+    """A run that ends before its first save (bad input) closes its checkpointer and removes the empty folder: the
+    clean-up thread orbax started at opening must be done by then, or it lists a folder that is gone."""
+    tmp = tmp_path / "ck" / "3.orbax-checkpoint-tmp-99"
+    tmp.mkdir(parents=True)
+    ck = checkpointing.Checkpointer(str(tmp_path / "ck"))
+    ck.close()  # no save: only close can wait for the clean-up
+    assert not tmp.exists() and ck.manager._cleanup_tmp_directory_future is None
+    os.rmdir(tmp_path / "ck")
+
+
 def test_load_weights_from_workdir_or_step_dir(tmp_path):
     s = _state()
     ck = checkpointing.Checkpointer(str(tmp_path / "wd" / "checkpoints"))

@@ -533,7 +533,15 @@ class Checkpointer:
         try:
             self._seal()
         finally:
-            self.manager.close()
+            # orbax starts the clean-up of unfinished temporaries in a thread when the manager opens and awaits it
+            # only in its next save; ``manager.close()`` does not. A run that ends before its first save would then
+            # remove its empty checkpoints folder under that thread (a traceback on stderr): await it here.
+            await_cleanup = getattr(self.manager, "_maybe_await_cleanup_tmp_directory", None)
+            try:
+                if await_cleanup is not None:
+                    await_cleanup()
+            finally:
+                self.manager.close()
 
 
 def _restore_as_numpy(state_dir: str) -> dict:
