@@ -98,6 +98,16 @@ def command(name: str, row: Row, data_root: Path) -> list[str]:
             f"--config.dataset={data_root}/kgs_{row.features}", *row.overrides]
 
 
+def row_config(row: Row):
+    """The config ``row``'s overrides give: the baseline config with the row's changes."""
+    from kifunet.train import configs
+
+    overrides, rest = configs.parse_overrides(list(row.overrides))
+    if rest:
+        raise SystemExit(f"ingredients: not config overrides: {' '.join(rest)}")
+    return configs.load(str(REPO / CONFIG), overrides)
+
+
 def replay_command(name: str, data_root: Path) -> list[str]:
     """The command that trains kept row ``name``'s net again: the row's own, except that a time-limited row
     (``--config.time_limit_s``) trains to its kept final positions with no time limit, because how far a time limit
@@ -105,10 +115,10 @@ def replay_command(name: str, data_root: Path) -> list[str]:
     ``train_positions`` (``SystemExit``)."""
     from kifunet.train.metric_writer import read_jsonl
 
-    cmd = command(name, ROWS[name], data_root)
-    if not any(a.startswith("--config.time_limit_s=") for a in cmd):
+    cmd, config = command(name, ROWS[name], data_root), row_config(ROWS[name])
+    if not config.time_limit_s:
         return cmd
-    if "--config.schedule.name=constant" not in cmd:
+    if config.schedule.name != "constant":
         raise SystemExit(f"ingredients: {name} is time-limited and its schedule depends on its length: "
                          "it cannot be replayed to the same net")
     final = read_jsonl(str(KEPT / name / "metrics_eval.jsonl"))[-1]
@@ -285,13 +295,13 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="ingredients", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
     sub.add_parser("list", help="the rows and their commands")
-    r = sub.add_parser("run", help="train rows and keep their metrics")
-    r.add_argument("rows", nargs="+", choices=sorted(ROWS))
-    r.add_argument("--data-root", type=Path, default=Path("data"), help="where data/kgs_FEATURES are (default data)")
-    rt = sub.add_parser("retrain", help="train kept rows again (to their kept final positions) and score their nets "
-                        "on the probe set")
-    rt.add_argument("rows", nargs="+", choices=sorted(ROWS))
-    rt.add_argument("--data-root", type=Path, default=Path("data"), help="where data/kgs_FEATURES are (default data)")
+    training = argparse.ArgumentParser(add_help=False)  # what `run` and `retrain` take
+    training.add_argument("rows", nargs="+", choices=sorted(ROWS))
+    training.add_argument("--data-root", type=Path, default=Path("data"),
+                          help="where data/kgs_FEATURES are (default data)")
+    sub.add_parser("run", parents=[training], help="train rows and keep their metrics")
+    sub.add_parser("retrain", parents=[training], help="train kept rows again (to their kept final positions) and "
+                   "score their nets on the probe set")
     pr = sub.add_parser("probes", help="score rows' trained nets (runs/ingredients/ROW) on the probe set")
     pr.add_argument("rows", nargs="+", choices=sorted(ROWS))
     pr.add_argument("--workdir", type=Path, default=None,
@@ -305,12 +315,9 @@ def main(argv=None) -> int:
     if args.what == "list":
         for name, row in ROWS.items():
             print(f"{name}: {row.change}\n    {' '.join(command(name, row, Path('data')))}")
-    elif args.what == "run":
+    elif args.what in ("run", "retrain"):
         for name in args.rows:
-            run(name, args.data_root)
-    elif args.what == "retrain":
-        for name in args.rows:
-            retrain(name, args.data_root)
+            (run if args.what == "run" else retrain)(name, args.data_root)
     elif args.what == "probes":
         if args.workdir is not None and len(args.rows) != 1:
             p.error("probes --workdir scores one row")

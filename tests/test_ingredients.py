@@ -25,9 +25,8 @@ def _flat(d, prefix=""):
 def _config(row):
     from kifunet.train import configs
 
-    overrides, rest = configs.parse_overrides(list(row.overrides))
-    assert not rest
-    return configs.load(str(ing.REPO / ing.CONFIG), overrides)
+    assert not configs.parse_overrides(list(row.overrides))[1]
+    return ing.row_config(row)
 
 
 # the keys each row changes; the feature-set rows change the dataset only
