@@ -202,6 +202,18 @@ def test_the_baseline_probe_scores_are_those_of_the_profile_arms_that_reproduced
         ing.check_same_run(row, arm_eval.parent)
 
 
+def test_every_kept_row_is_scored_on_the_net_of_its_final_evaluation():
+    """Every row of the table has a probe score, measured on a net at the row's final step and positions."""
+    from kifunet.train.metric_writer import read_jsonl
+
+    rows = ing.kept_rows()
+    assert set(rows) == set(ing.ROWS)
+    for name in rows:
+        net = json.loads((ing.KEPT / name / "probes.json").read_text())["net"]
+        final = read_jsonl(str(ing.KEPT / name / "metrics_eval.jsonl"))[-1]
+        assert (net["step"], net["positions"]) == (final["step"], final["positions"]), name
+
+
 def test_the_probe_table_counts_the_probes_solved_per_category(tmp_path):
     def scored(name, ladder, eye):  # (top-1, top-5) solved of 4 ladders and 2 second eyes
         d = tmp_path / name
