@@ -89,6 +89,27 @@ def test_train_metrics_summary(tmp_path):
     assert s["positions_per_s_timed"] == pytest.approx(70 / 3)
 
 
+def test_nan_report_names_the_repository_lines_of_the_first_nan():
+    """The traceback JAX_DEBUG_NANS prints, read back: the repository's frames (not the venv's, not JAX's), the
+    innermost last, each with its source line; nothing when the output has no FloatingPointError."""
+    repo = common.REPO
+    tail = ["step 100 loss 5.8", "Invalid nan value encountered in the output of a jax.jit function.",
+            "Traceback (most recent call last):",
+            f'  File "{repo}/.venv/bin/kifunet", line 8, in <module>', "    sys.exit(console_main())",
+            f'  File "{repo}/train/steps.py", line 221, in step', "    grads = jax.grad(loss_fn)(params)",
+            '  File "/usr/lib/python3/site-packages/jax/_src/api.py", line 5, in grad', "    return f(x)",
+            f'  File "{repo}/models/cnn.py", line 95, in logits', "    y = self.out_conv(h)",
+            f'  File "{repo}/models/layers.py", line 138, in __call__',
+            "FloatingPointError: Invalid value (nan) encountered in sharded computation.", "-" * 20]
+    rep = common.nan_report(tail)
+    assert rep["error"].startswith("FloatingPointError: Invalid value (nan)")
+    assert rep["where"] == [
+        {"file": "train/steps.py", "line": 221, "function": "step", "source": "grads = jax.grad(loss_fn)(params)"},
+        {"file": "models/cnn.py", "line": 95, "function": "logits", "source": "y = self.out_conv(h)"},
+        {"file": "models/layers.py", "line": 138, "function": "__call__", "source": ""}]
+    assert common.nan_report(tail[:2]) is None
+
+
 # --- the scripts, end to end on the CPU
 
 
@@ -169,3 +190,21 @@ def test_train_eval_quick_cpu(quick_run):
     d2 = json.loads((out / "train_eval.json").read_text())
     assert d2["train"]["resumed_from_positions"] == tr["positions"]
     assert d2["train"]["positions"] >= tr["positions"] and d2["eval"]["positions"] == 100
+
+
+@pytest.mark.slow
+def test_a_real_run_under_debug_nans_names_the_line_of_its_first_nan(quick_run):
+    """``--real-debug-nans``: the real run stops on its first NaN (forced here by a learning rate of 1e30) and
+    ``real_run.nan_report`` names the model's or the step's line that made it; a NaN is not retried."""
+    _, work = quick_run
+    data = next((work / "data").glob("maddison_*"))
+    out = work.parent / "out_nans"
+    _run([str(DEVICE / "measure.py"), "--out", str(out), "--work", str(work), "--quick", "--no-install",
+          "--data", str(data), "--skip", "peak", "train_step", "loader", "eval_forward", "eval",
+          "--real-set", "schedule.lr=1e30", "--real-debug-nans"])
+    rr = json.loads((out / "device.json").read_text())["real_run"]
+    assert rr["rc"] != 0 and rr["debug_nans"] and "--config.schedule.lr=1e30" in rr["command"]
+    rep = rr["nan_report"]
+    assert "(nan)" in rep["error"] and rep["where"], rep
+    assert rep["where"][-1]["file"].split("/")[0] in ("models", "train") and rep["where"][-1]["line"] > 0, rep
+    assert "real_run_failed" not in json.loads((out / "device.json").read_text())

@@ -8,6 +8,7 @@ crash or a hung compile costs one section, not the run.
 
 from __future__ import annotations
 
+import collections
 import glob
 import json
 import os
@@ -28,6 +29,7 @@ KGS_CARRIED = os.path.join(REPO, ".device", "kgs")
 KGS_SHARED = os.path.join(os.path.dirname(REPO), "shared", "data", "kgs")
 SAMPLES = os.path.join(REPO, "samples", "gnugo")
 DEFAULT_WORK = os.path.join(os.environ.get("TMPDIR", "/tmp"), "kifunet_device")
+TAIL_LINES = 120  # the last lines of a child's output that run() returns
 
 # Dense (no structured sparsity) tensor-core peaks from the vendors' datasheets, TFLOP/s per device.
 # Matched in order against jax's device_kind, lower-cased; the first match wins.
@@ -95,7 +97,8 @@ class Log:
 
 def run(cmd: list[str], log: Log, *, timeout: float, cwd: str = REPO, env: dict | None = None) -> dict:
     """Run ``cmd``, its output copied line by line into ``log``; after ``timeout`` seconds its whole process group
-    (it and the worker processes it started) is stopped. Returns ``{rc, seconds, timed_out}``."""
+    (it and the worker processes it started) is stopped. Returns ``{rc, seconds, timed_out, tail}``, ``tail`` its
+    last :data:`TAIL_LINES` lines of output."""
     e = dict(os.environ, PYTHONUNBUFFERED="1")
     if env:
         e.update(env)
@@ -106,9 +109,12 @@ def run(cmd: list[str], log: Log, *, timeout: float, cwd: str = REPO, env: dict 
     p = subprocess.Popen(cmd, cwd=cwd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          errors="replace", start_new_session=True)
 
+    tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+
     def pump():
         for line in p.stdout:
-            log("  | " + line.rstrip("\n"), raw=True)
+            tail.append(line.rstrip("\n"))
+            log("  | " + tail[-1], raw=True)
 
     th = threading.Thread(target=pump, daemon=True)
     th.start()
@@ -123,7 +129,7 @@ def run(cmd: list[str], log: Log, *, timeout: float, cwd: str = REPO, env: dict 
         _kill_group(p)
         raise
     th.join(timeout=10)
-    return {"rc": p.returncode, "seconds": time.perf_counter() - t0, "timed_out": timed_out}
+    return {"rc": p.returncode, "seconds": time.perf_counter() - t0, "timed_out": timed_out, "tail": list(tail)}
 
 
 def _kill_group(p: subprocess.Popen) -> None:
@@ -157,6 +163,33 @@ def install(log: Log, *, wheels: str = WHEELS, timeout: float = 180) -> dict:
     res["seconds"] = time.perf_counter() - t0
     res["status"] = "ok" if r["rc"] == 0 and res.get("wheels_rc", 0) == 0 else "failed"
     return res
+
+
+DEBUG_NANS_ENV = {"JAX_DEBUG_NANS": "True"}  # the environment of a run that names the operation making a NaN
+REPORT_FRAMES = 8
+_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
+
+
+def nan_report(tail: list[str]) -> dict | None:
+    """Where a run under :data:`DEBUG_NANS_ENV` first made a NaN, from the traceback in its output's ``tail``:
+    ``{error, where: [{file, line, function, source}, ...]}``, the innermost :data:`REPORT_FRAMES` frames of the
+    repository's code, innermost last;
+    ``None`` when the output has no ``FloatingPointError``. JAX re-runs the failing jitted step op by op (without
+    donating its arguments), so the innermost frame is the line whose operation made the NaN; when the op-by-op
+    run makes none (XLA's fused code did), ``error`` says so and the innermost frame is the jitted call."""
+    err = next((i for i in range(len(tail) - 1, -1, -1) if tail[i].startswith("FloatingPointError")), None)
+    if err is None:
+        return None
+    start = max((i for i in range(err) if tail[i].startswith("Traceback")), default=0)
+    where = []
+    for i in range(start, err):
+        m = _FRAME.match(tail[i])
+        path = os.path.abspath(m["path"]) if m else ""
+        if path.startswith(REPO + os.sep) and os.sep + ".venv" + os.sep not in path:
+            src = tail[i + 1].strip() if i + 1 < err and not _FRAME.match(tail[i + 1]) else ""
+            where.append({"file": os.path.relpath(path, REPO), "line": int(m["line"]), "function": m["fn"],
+                          "source": src})
+    return {"error": tail[err], "where": where[-REPORT_FRAMES:]}
 
 
 def kgs_archives(kgs: str | None) -> tuple[str | None, list[str]]:

@@ -21,7 +21,9 @@ default; what does not fit is skipped and recorded under ``skipped``), the JSON 
 5. **loader**: device-ready positions/s of the training pipeline (``bench_loader.time_pipeline``) for worker
    counts up to the machine's cores;
 6. **real_run**: ``kifunet train`` of ``--real-config`` (``maddison12`` in bf16; ``--quick``: ``tiny``) for
-   ``--real-seconds``, and its ``metrics_train.jsonl`` read back: positions/s and the data-wait fraction;
+   ``--real-seconds``, and its ``metrics_train.jsonl`` read back: positions/s and the data-wait fraction
+   (``--real-set KEY=VALUE`` adds config overrides; ``--real-debug-nans`` runs it under ``JAX_DEBUG_NANS``, and
+   ``real_run.nan_report`` names the repository's lines where the first NaN was made);
 7. **eval_forward**: ``benchmarks/bench_eval_forward.py`` on that run's checkpoint (forward positions/s);
 8. **eval**: ``kifunet eval`` of that run on the first ``--eval-limit`` rows of the 2015 test split
    (end-to-end evaluator positions/s: reading, forward, metrics).
@@ -48,6 +50,7 @@ CONFIGS = ["maddison12", "alphago13_192", "cazenave10", "gonn5", "gonn12", "agz2
 
 # seconds held back for the sections after train_step: loader, real run (+ its seconds), eval forward, eval
 RESERVE_LOADER, RESERVE_REAL_EXTRA, RESERVE_EVAL_FWD, RESERVE_EVAL = 45, 45, 35, 40
+NON_FINITE_RC = 3  # kifunet train's exit status for a non-finite loss (train/train.py): no retry without workers
 
 
 def parse_args(argv=None):
@@ -75,6 +78,10 @@ def parse_args(argv=None):
     ap.add_argument("--real-seconds", type=float, default=None, help="its time limit (default 60)")
     ap.add_argument("--real-workers", type=int, default=None, help="its input workers (default min(8, cores-2))")
     ap.add_argument("--real-dtype", default="bfloat16")
+    ap.add_argument("--real-set", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="more --config.KEY=VALUE overrides of the real run")
+    ap.add_argument("--real-debug-nans", action="store_true",
+                    help="run it under JAX_DEBUG_NANS: a NaN stops it, and real_run.nan_report names the line")
     ap.add_argument("--eval-limit", type=int, default=None, help="rows of the test split for `kifunet eval` "
                     "(default 100000; quick: all)")
     ap.add_argument("--skip", nargs="*", default=[], choices=["build", "peak", "train_step", "loader", "real_run",
@@ -311,7 +318,8 @@ class Runner:
         workers = self.real_workers()
         secs = self.real_seconds()
         r, cmd, summary, batch = self._train_run(name, cfg_path, workdir, data, workers, secs)
-        if r["rc"] not in (0, None) and not r["timed_out"] and workers > 0 and \
+        nans = common.nan_report(r.get("tail", []))
+        if r["rc"] not in (0, None, NON_FINITE_RC) and not nans and not r["timed_out"] and workers > 0 and \
                 self.left() > secs + 60 + RESERVE_EVAL_FWD + RESERVE_EVAL:
             # the input workers are the likeliest culprit on a new machine: record the failure, then without them
             self.res["real_run_failed"] = {"input_workers": workers, "rc": r["rc"], "command": cmd}
@@ -319,6 +327,7 @@ class Runner:
             workers = 0
             shutil.rmtree(workdir, ignore_errors=True)
             r, cmd, summary, batch = self._train_run(name, cfg_path, workdir, data, workers, secs)
+            nans = common.nan_report(r.get("tail", []))
         if r["rc"] is None:
             self.skip("real_run", "time budget")
             return None
@@ -327,7 +336,8 @@ class Runner:
             shutil.copyfile(metrics, os.path.join(self.a.out, "real_run_metrics_train.jsonl"))
         self.res["real_run"] = {"config": name, "dtype": self.a.real_dtype, "batch": batch, "input_workers": workers,
                                 "time_limit_s": secs if not q else None, "command": cmd, "rc": r["rc"],
-                                "wall_s": r["seconds"], **summary}
+                                "wall_s": r["seconds"], "debug_nans": self.a.real_debug_nans, "nan_report": nans,
+                                **summary}
         ok = r["rc"] == 0 and os.path.isdir(os.path.join(workdir, "checkpoints"))
         self.section("real_run", "ok" if ok else _status(r), r["seconds"])
         return workdir if ok else None
@@ -345,10 +355,11 @@ class Runner:
         if not q:
             cmd += [f"--config.time_limit_s={secs}", "--config.log_every_steps=100", "--config.eval_every_positions=0",
                     "--config.final_eval_positions=10000", "--config.checkpoint_every_positions=1000000000000"]
+        cmd += [f"--config.{kv}" for kv in self.a.real_set]
         timeout = min(secs + 90 if not q else 240, self.left() - (RESERVE_EVAL_FWD + RESERVE_EVAL) * (0.2 if q else 1))
         if timeout < secs + 20:
             return {"rc": None, "timed_out": False, "seconds": 0.0}, cmd, {}, 0
-        r = common.run(cmd, self.log, timeout=timeout)
+        r = common.run(cmd, self.log, timeout=timeout, env=common.DEBUG_NANS_ENV if self.a.real_debug_nans else None)
         cfg = common.read_json(os.path.join(workdir, "config.json")) or {}
         batch = int(cfg.get("batch_size") or 0)
         summary = common.summarize_train_metrics(workdir, batch) if batch else {}

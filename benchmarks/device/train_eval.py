@@ -13,6 +13,7 @@
    the minutes are added to the training time the run's last checkpoint holds; otherwise the work directory's
    run is started afresh), compute in ``--dtype`` (bf16 by default), the final in-training evaluation cut to
    10,000 positions (the real one is next); ``--quick``: the family's ``*_tiny`` model and ``tiny.py``'s sizes;
+   ``--debug-nans`` trains under ``JAX_DEBUG_NANS`` (``train.nan_report``: the lines that made the first NaN);
 4. ``kifunet eval`` of the run on the test split (all of it, or ``--eval-limit`` rows; ``--ensemble`` adds the
    8-symmetry pass).
 
@@ -66,6 +67,8 @@ def parse_args(argv=None):
     ap.add_argument("--eval-limit", type=int, default=None, help="evaluate the first N test rows (default: all)")
     ap.add_argument("--ensemble", action="store_true")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="more --config.KEY=VALUE overrides")
+    ap.add_argument("--debug-nans", action="store_true",
+                    help="train under JAX_DEBUG_NANS: a NaN stops the run, and train.nan_report names the line")
     return ap.parse_args(argv)
 
 
@@ -158,12 +161,13 @@ def main(argv=None) -> int:
         if a.batch:
             cmd.append(f"--config.batch_size={a.batch}")
         cmd += [f"--config.{kv}" for kv in a.set]
-        r = common.run(cmd, log, timeout=60.0 * a.minutes + 300)
+        r = common.run(cmd, log, timeout=60.0 * a.minutes + 300, env=common.DEBUG_NANS_ENV if a.debug_nans else None)
         cfg = common.read_json(os.path.join(workdir, "config.json")) or {}
         after = last_checkpoint_meta(workdir)
         res["train"] = {"config": name, "model": cfg.get("model", {}).get("name"), "dtype": a.dtype,
                         "features": features, "batch": cfg.get("batch_size"), "dataset": data, "workdir": workdir,
                         "command": cmd, "rc": r["rc"], "wall_s": r["seconds"], "timed_out": r["timed_out"],
+                        "debug_nans": a.debug_nans, "nan_report": common.nan_report(r["tail"]),
                         "resumed_from_positions": before.get("positions"), "positions": after.get("positions"),
                         "train_seconds": after.get("train_seconds"),
                         **common.summarize_train_metrics(workdir, int(cfg.get("batch_size") or 1))}
