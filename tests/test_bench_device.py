@@ -208,3 +208,12 @@ def test_a_real_run_under_debug_nans_names_the_line_of_its_first_nan(quick_run):
     assert "(nan)" in rep["error"] and rep["where"], rep
     assert rep["where"][-1]["file"].split("/")[0] in ("models", "train") and rep["where"][-1]["line"] > 0, rep
     assert "real_run_failed" not in json.loads((out / "device.json").read_text())
+
+    # without JAX_DEBUG_NANS the trainer's own check stops it (exit status 3), with input workers too: a NaN is the
+    # model's, so it is not run again without them
+    _run([str(DEVICE / "measure.py"), "--out", str(out), "--work", str(work), "--quick", "--no-install",
+          "--data", str(data), "--skip", "peak", "train_step", "loader", "eval_forward", "eval",
+          "--real-set", "schedule.lr=1e30", "--real-workers", "1"])
+    d = json.loads((out / "device.json").read_text())
+    assert (d["real_run"]["rc"], d["real_run"]["nan_report"], d["real_run"]["input_workers"]) == (3, None, 1)
+    assert "real_run_failed" not in d
