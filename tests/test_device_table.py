@@ -68,6 +68,27 @@ def test_a_changed_figure_changes_the_table_and_left_out_configs_are_named(resul
     assert last == "Not measured in this run (its time budget ran out): `newnet`."
 
 
+def test_several_runs_give_a_block_each_and_a_config_measured_by_either_is_not_left_out(tmp_path, result):
+    """A later run of the configs the first one left out: one block per run, in order; the first block no longer
+    names them as not measured. One run's text is :func:`table.render`'s."""
+    later = copy.deepcopy(result)
+    row = dict(later["train_step"]["rows"][0], config="agz20", model="agz_resnet20")
+    later["train_step"] = {"rows": [row], "failed": [], "not_run": []}
+    later["started"] = "2026-12-01T10:00:00+00:00"
+    first_left = table.render(result, SOURCE).splitlines()[-1]
+    assert "`agz20`" in first_left
+    both = table.render_runs([(result, SOURCE), (later, "later.json")])
+    assert both == (table.render(result, SOURCE, frozenset({"agz20"})) + "\n\n" + table.render(later, "later.json"))
+    assert both.count("| config | model |") == 2 and both.index("`later.json`") > both.index(f"`{SOURCE}`")
+    assert "`agz20`" not in table.render(result, SOURCE, frozenset({"agz20"})).splitlines()[-1]
+    assert table.render_runs([(result, SOURCE)]) == table.render(result, SOURCE)
+    for i, r in enumerate((result, later)):
+        (tmp_path / f"{i}.json").write_text(json.dumps(r))
+    p = subprocess.run([sys.executable, str(REPO / "benchmarks" / "device" / "table.py"), str(tmp_path / "0.json"),
+                        str(tmp_path / "1.json")], capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 0 and p.stdout.count("| config | model |") == 2, p.stderr
+
+
 def test_into_replaces_only_between_the_markers(tmp_path, result):
     page = f"# t\n\nbefore\n{table.START}\nold\n{table.END}\nafter\n"
     new = table.replace_between(page, "NEW")
