@@ -28,7 +28,7 @@ from kifunet import __version__, errors
 SECTIONS = (
     ("start here", ("quickstart",)),
     ("datasets", ("build", "tfds", "stats", "inspect", "features", "verify")),
-    ("training and results", ("train", "eval", "tables", "show")),
+    ("training and results", ("train", "compile", "eval", "tables", "show")),
     ("playing", ("gtp", "match", "export")),
 )
 COMMANDS = tuple(name for _, names in SECTIONS for name in names)

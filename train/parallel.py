@@ -70,8 +70,9 @@ def initialize_distributed() -> bool:
 
     * ``JAX_COORDINATOR_ADDRESS`` (host:port), ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID``: explicit
       (any launcher, or by hand; ``JAX_LOCAL_DEVICE_IDS`` is read by JAX itself);
-    * Slurm with more than one task (``SLURM_NTASKS`` > 1), Open MPI (``mpirun``), and Cloud TPU pods are
-      detected by ``jax.distributed.initialize()`` itself (its cluster auto-detection).
+    * Slurm with more than one task (``SLURM_NTASKS`` > 1), Open MPI (``mpirun``), ``TPU_WORKER_HOSTNAMES``
+      naming several hosts, and a Cloud TPU VM (:func:`on_cloud_tpu_vm`) are detected by
+      ``jax.distributed.initialize()`` itself (its cluster auto-detection).
 
     With none of these, nothing happens: one process, its local devices. Must run before JAX touches a
     device; calling it again is harmless.
@@ -85,9 +86,37 @@ def initialize_distributed() -> bool:
                                    process_id=int(env["JAX_PROCESS_ID"]))
         return True
     slurm = all(k in env for k in _MULTIHOST_ENV["slurm"]) and int(env.get("SLURM_NTASKS", "1")) > 1
-    if slurm or "OMPI_MCA_orte_hnp_uri" in env or env.get("TPU_WORKER_HOSTNAMES", "").count(",") >= 1:
+    if (slurm or "OMPI_MCA_orte_hnp_uri" in env or env.get("TPU_WORKER_HOSTNAMES", "").count(",") >= 1
+            or on_cloud_tpu_vm()):
         jax.distributed.initialize()
         return True
+    return False
+
+
+#: the PCI vendor of Google's TPU chips, and where the kernel lists a machine's PCI devices
+_GOOGLE_PCI_VENDOR = "0x1ae0"
+PCI_DEVICES = "/sys/bus/pci/devices"
+
+
+def on_cloud_tpu_vm() -> bool:
+    """Whether this machine has TPU chips (a Cloud TPU VM: a Google PCI device) and libtpu to drive them. There
+    ``jax.distributed.initialize()`` finds the slice's hosts and this host's index from the VM's metadata, for a
+    slice of one host too (orbax's asynchronous checkpointing needs the distributed client)."""
+    import importlib.util
+
+    if not (os.environ.get("TPU_LIBRARY_PATH") or importlib.util.find_spec("libtpu")):
+        return False
+    try:
+        names = os.listdir(PCI_DEVICES)
+    except OSError:
+        return False
+    for name in names:
+        try:
+            with open(os.path.join(PCI_DEVICES, name, "vendor")) as f:
+                if f.read().strip() == _GOOGLE_PCI_VENDOR:
+                    return True
+        except OSError:
+            continue
     return False
 
 
@@ -115,6 +144,21 @@ def make_mesh(num_devices: int = 0) -> jax.sharding.Mesh:
         if num_devices > len(devices):
             raise ValueError(f"num_devices={num_devices} but only {len(devices)} devices")
         devices = devices[:num_devices]
+    return mesh_over(devices)
+
+
+def mesh_over(devices) -> jax.sharding.Mesh:
+    """1-D mesh ``('data',)`` over ``devices``: ``jax.make_mesh``'s interconnect-aware order within one slice;
+    over several TPU slices (devices with different ``slice_index``, which ``jax.make_mesh`` refuses), slice after
+    slice, each in that order (``mesh_utils.create_hybrid_device_mesh``), so only the gradient all-reduce's
+    last stage crosses the data-centre network."""
+    devices = list(devices)
+    slices = {getattr(d, "slice_index", 0) or 0 for d in devices}
+    if len(slices) > 1:
+        from jax.experimental import mesh_utils
+
+        grid = mesh_utils.create_hybrid_device_mesh((len(devices) // len(slices),), (len(slices),), devices)
+        return jax.sharding.Mesh(np.asarray(grid).reshape(-1), (AXIS,))
     return jax.make_mesh((len(devices),), (AXIS,), devices=devices)
 
 

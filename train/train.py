@@ -121,6 +121,15 @@ def setup(config, *, board_size: int, in_planes: int, mesh):
     return model_def, tx, schedule, parallel.replicate(state, mesh), model
 
 
+def train_function(config, model_def, tx, schedule, mesh):
+    """The training loop's compiled step ``(state, batch, window) -> (state, window')``: the per-device
+    :func:`~kifunet.train.steps.train_step` inside :func:`~kifunet.train.steps.windowed`, mapped over ``mesh``
+    with the state donated (what :mod:`kifunet.train.aot` compiles for other targets)."""
+    return parallel.data_parallel(
+        windowed(train_step(model_def, tx, schedule, loss=config.loss, value_weight=config.value_weight)), mesh,
+        donate_state=True, carry=True)
+
+
 def _every(positions: int, batch: int) -> int:
     return max(1, math.ceil(positions / batch)) if positions > 0 else 0
 
@@ -403,9 +412,7 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dic
     log_every = max(1, config.log_every_steps)
     eval_every = _every(config.eval_every_positions, B) if config.eval_split else 0
     ckpt_every = _every(config.checkpoint_every_positions, B)
-    train_fn = parallel.data_parallel(
-        windowed(train_step(model_def, tx, schedule, loss=config.loss, value_weight=config.value_weight)), mesh,
-        donate_state=True, carry=True)
+    train_fn = train_function(config, model_def, tx, schedule, mesh)
     eval_fn = parallel.data_parallel(summed(eval_step(model_def, loss=config.loss)), mesh,
                                      carry=True)
     mem = _fit_memory(train_fn, state, config, mesh, info, value=model_def.has_value)

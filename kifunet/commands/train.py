@@ -92,6 +92,9 @@ ACCEPTS_EXTRA_ARGS = True  # the --config.key=value overrides
 def run(args) -> int:
     from kifunet.train import configs
 
+    from kifunet.paths import local_workdir
+
+    local_workdir(args.workdir)
     overrides, rest = configs.parse_overrides(list(getattr(args, "extra", None) or []))
     if rest:
         raise CommandError(f"unrecognized arguments: {' '.join(rest)}")

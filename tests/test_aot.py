@@ -1,0 +1,118 @@
+"""kifunet.train.aot and `kifunet compile`: the training step compiled for targets whose hardware is not here.
+
+The slow test compiles the tiny config for a TPU v5e 2x2 slice with libtpu from PyPI (installed once into
+``.libtpu/`` beside the checkout, kept out of the project's environment: see the module docstring), so a change
+that breaks TPU lowering fails CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kifunet.commands.compile import END, START
+from kifunet.train import aot
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBTPU = ROOT / ".libtpu"
+KEPT = ROOT / "benchmarks" / "results" / "aot" / "compile.json"
+PAGE = ROOT / "docs" / "accelerators.md"
+
+HLO = """\
+HloModule jit_step, entry_computation_layout={(f32[8]{0})->f32[8]{0}}
+
+%fused_computation (param_0: f32[8]) -> f32[8] {
+  %param_0 = f32[8]{0} parameter(0)
+  ROOT %negate = f32[8]{0} negate(f32[8]{0} %param_0)
+}
+
+ENTRY %main.3 (Arg_0.1: f32[8]) -> (f32[8], s32[]) {
+  %Arg_0.1 = f32[8]{0} parameter(0)
+  %constant.2 = s32[] constant(0)
+  %fusion = f32[8]{0} fusion(f32[8]{0} %Arg_0.1), kind=kLoop, calls=%fused_computation
+  %all-reduce = f32[8]{0} all-reduce(f32[8]{0} %fusion), replica_groups={}, to_apply=%add
+  %convolution.4 = f32[8]{0} convolution(f32[8]{0} %all-reduce, f32[8]{0} %fusion), dim_labels=b0f_0io->b0f
+  %bitcast.1 = f32[8]{0} bitcast(f32[8]{0} %convolution.4)
+  %get-tuple-element.7 = f32[8]{0} get-tuple-element((f32[8]{0}, s32[]) %t), index=0
+  ROOT %tuple = (f32[8]{0}, s32[]) tuple(f32[8]{0} %bitcast.1, s32[] %constant.2)
+}
+"""
+
+
+def test_count_ops_counts_the_entry_computations_kernels_only():
+    # fusion, all-reduce, convolution; not the parameter, constant, bitcast, get-tuple-element, tuple, nor the
+    # negate inside the fused computation
+    assert aot.count_ops(HLO) == 3
+
+
+def test_roofline_takes_the_slower_of_compute_and_memory():
+    chip = aot.CHIPS["v5e"]
+    row = {"xla_flops": chip.peak_bf16_flops * 2e-3, "xla_bytes": chip.hbm_bytes_per_s * 1e-3,
+           "model_flops": chip.peak_bf16_flops * 1e-3}
+    r = aot.roofline(row, chip)
+    assert r["bound"] == "compute" and r["predicted_step_s"] == pytest.approx(2e-3)
+    assert r["predicted_mfu"] == pytest.approx(1.0)
+    row["xla_bytes"] = chip.hbm_bytes_per_s * 4e-3
+    r = aot.roofline(row, chip)
+    assert r["bound"] == "memory" and r["predicted_mfu"] == pytest.approx(0.5)
+    assert aot.roofline(row, None) == {}
+
+
+def test_targets_name_their_chips_slices_and_hosts():
+    assert {"v5e-8", "v5p-8", "v6e-8", "v5e-16", "2xv5e-8", "cpu"} <= set(aot.TARGETS)
+    assert aot.TARGETS["2xv5e-8"].slices == 2 and aot.TARGETS["cpu"].chip is None
+    for chip in aot.CHIPS.values():
+        assert chip.source.startswith("https://") and chip.peak_bf16_flops > 1e14
+
+
+def test_a_missing_libtpu_is_one_line_with_the_install_command(tmp_path, monkeypatch):
+    monkeypatch.delenv("TPU_LIBRARY_PATH", raising=False)
+    with pytest.raises(aot.NoLibtpu, match=r"pip install --no-deps --target .libtpu 'libtpu"):
+        aot.find_libtpu(str(tmp_path))
+
+
+def test_the_cpu_row_of_a_tiny_config():
+    row = aot.compile_step(str(ROOT / "train" / "configs" / "tiny.py"), aot.TARGETS["cpu"], batch=8)
+    assert row["config"] == "tiny" and row["devices"] == 1 and row["board"] == 19
+    assert row["xla_flops"] > 0 and row["model_flops"] > 0 and row["ops"] > 20
+    assert row["memory_bytes"] > 0 and "predicted_mfu" not in row
+    assert "| `tiny` | cpu | float32 | 8 | 1 |" in aot.table([row])
+
+
+def _libtpu() -> Path:
+    """libtpu at the pin of the installed JAX, in ``.libtpu/`` (installed from PyPI on first use)."""
+    if not (LIBTPU / "libtpu" / "libtpu.so").is_file():
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(LIBTPU),
+                        aot.libtpu_requirement()], check=True, timeout=900)
+    return LIBTPU
+
+
+@pytest.mark.slow
+def test_the_tiny_config_compiles_for_a_tpu_slice_and_for_two_slices(tmp_path):
+    out = tmp_path / "compile.json"
+    p = subprocess.run([sys.executable, "-m", "kifunet.cli", "compile", "--config", "tiny", "--target", "v5e-4",
+                        "2xv5e-8", "--batch", "32", "--libtpu", str(_libtpu()), "--out", str(out)],
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                       env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert p.returncode == 0, p.stderr[-3000:]
+    one, two = json.loads(out.read_text())["rows"]
+    assert (one["target"], one["devices"], two["target"], two["devices"]) == ("v5e-4", 4, "2xv5e-8", 16)
+    for row in (one, two):
+        assert row["dtype"] == "bfloat16" and row["fits"] and 0 < row["memory_bytes"] < row["hbm_bytes"]
+        assert row["xla_flops"] > 0.5 * row["model_flops"] and row["ops"] > 20
+        assert 0 < row["predicted_mfu"] <= 1
+    assert "| `tiny` | v5e-4 | bfloat16 | 32 | 4 |" in p.stdout
+    assert "| `tiny` | 2xv5e-8 | bfloat16 | 32 | 16 |" in p.stdout
+
+
+def test_the_manuals_compile_table_is_the_kept_json():
+    rows = json.loads(KEPT.read_text())["rows"]
+    text = PAGE.read_text()
+    block = text.split(START, 1)[1].split(END, 1)[0].strip()
+    assert block == aot.table(rows)
+    assert len(rows) >= 1
