@@ -142,7 +142,9 @@ def main(argv=None) -> int:
         parser.print_help()
         return 2
     if extra and not getattr(args._module, "ACCEPTS_EXTRA_ARGS", False):
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        print(f"kifunet {args.command}: error: unrecognized arguments: {' '.join(extra)} (`kifunet {args.command} "
+              f"--help` lists its options)", file=sys.stderr)
+        return 2
     args.extra = extra
     _depth += 1
     try:

@@ -90,6 +90,8 @@ CASES = [
     ("train", ["--config", TINY, "--workdir", "gs://bucket/run"], "a gs:// workdir is not supported"),
     ("compile", ["--config", "tiny", "--target", "v9z-8"], "unknown target 'v9z-8'"),
     ("compile", ["--config", "tiny", "--target", "cpu", "--batch", "0"], "--batch must be at least 1"),
+    ("build", ["{game}", "--out", "{tmp}/b", "--bogus"], "unrecognized arguments: --bogus"),
+    ("inspect", ["{ds}", "--bogus"], "unrecognized arguments: --bogus"),
 ]
 
 
