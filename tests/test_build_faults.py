@@ -14,6 +14,7 @@ builds (a segmentation fault in h5py 3.16 / HDF5 2.0); ``RLIMIT_FSIZE`` gives EF
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -262,3 +263,78 @@ def test_h5py_errors_name_their_file_and_errno_in_the_message():
         assert errors.is_user_error(exc)
         assert errors.describe(exc) == ("/d/shard-00000.h5.tmp: No space left on device; free space there, or write "
                                         "somewhere else")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# a damaged spill (issue 48, item 2)
+
+def _spill_build(out: Path, log) -> dict:
+    from kifunet.data_prep.building import build
+
+    cfg = build.BuildConfig(inputs=[str(SAMPLES)], out=str(out), unit_games=8, shard_rows=2500, workers=0,
+                            progress=False, keep_work=True)
+    return build.build(cfg, log=log)
+
+
+@pytest.fixture(scope="module")
+def spilled(tmp_path_factory) -> Path:
+    """A finished in-process build of the samples (5 units of 8 records) with its spill kept."""
+    out = tmp_path_factory.mktemp("spill") / "ds"
+    _spill_build(out, log=lambda msg: None)
+    return out
+
+
+def _flip_byte(path: Path, at: float) -> None:
+    b = bytearray(path.read_bytes())
+    b[int(len(b) * at)] ^= 0x40
+    path.write_bytes(bytes(b))
+
+
+def _zero_tail(path: Path, n: int) -> None:
+    with open(path, "r+b") as f:
+        f.seek(max(0, os.path.getsize(path) - n))
+        f.write(bytes(min(n, os.path.getsize(path))))
+
+
+SPILL_FAULTS = {  # what is done to unit 0, the reason the rerun gives
+    "planes-one-byte": (lambda d: _flip_byte(d / "planes.bin", 0.5), "planes.bin has sha256"),
+    "cols-one-byte": (lambda d: _flip_byte(d / "cols.npy", 0.7), "cols.npy has sha256"),
+    "planes-last-64k-zeroed": (lambda d: _zero_tail(d / "planes.bin", 64 << 10), "planes.bin has sha256"),
+    "planes-cut-short": (lambda d: os.truncate(d / "planes.bin", os.path.getsize(d / "planes.bin") // 3),
+                         "planes.bin has sha256"),
+    "games-json-one-byte": (lambda d: _flip_byte(d / "games.json", 0.5), "games.json has sha256"),
+    "cols-missing": (lambda d: os.remove(d / "cols.npy"), "cols.npy is missing"),
+    "checksums-missing": (lambda d: os.remove(d / "sha256.json"), "no sha256.json"),
+    "checksums-cut": (lambda d: os.truncate(d / "sha256.json", 10), "sha256.json cannot be read"),
+}
+
+
+@pytest.mark.parametrize("fault", SPILL_FAULTS)
+def test_a_damaged_spill_unit_is_encoded_again_byte_identical(spilled, tmp_path, fault):
+    """The spill of a build stopped after its encode stage, one unit damaged, then the same build again: the unit is
+    checked before it is reused, found damaged, said so in one line naming it, and encoded again; the dataset is
+    byte-identical to the uninterrupted build's. (Before, the damaged unit was trusted: exit 0, other rows; a cut
+    ``planes.bin`` was numpy's ``mmap length is greater than file size``, naming no file.)"""
+    out = tmp_path / "ds"
+    shutil.copytree(spilled, out)
+    for name in os.listdir(out):  # as if killed after the encode stage: no shard, no manifest
+        if name != ".work":
+            shutil.rmtree(out / name) if (out / name).is_dir() else os.remove(out / name)
+    unit = out / ".work" / "units" / "unit-00000"
+    inject, why = SPILL_FAULTS[fault]
+    inject(unit)
+    msgs: list[str] = []
+    _spill_build(out, log=msgs.append)
+    said = [m for m in msgs if "unit-" in m]
+    assert len(said) == 1 and said[0].startswith(f"{unit}: {why}") and said[0].endswith("; encoding the unit "
+                                                                                         "again"), msgs
+    assert h5_hashes(out) == h5_hashes(spilled) and len(h5_hashes(out)) >= 4
+    assert json.loads((out / "manifest.json").read_text())["splits"] == json.loads(
+        (spilled / "manifest.json").read_text())["splits"]
+    # the unit encoded again is sealed: a second rerun finds every unit intact and says nothing of them
+    for name in os.listdir(out):
+        if name != ".work":
+            shutil.rmtree(out / name) if (out / name).is_dir() else os.remove(out / name)
+    msgs.clear()
+    _spill_build(out, log=msgs.append)
+    assert not [m for m in msgs if "unit-" in m] and h5_hashes(out) == h5_hashes(spilled)

@@ -5,7 +5,9 @@ naming the file (``kifunet CMD: error: ...``, exit 2, no traceback); ``kifunet v
 The faults are injected into copies of one small dataset built from ``samples/gnugo``: bytes flipped in a
 compressed ``planes`` chunk (first, middle and last), in the uncompressed ``plane_codes`` table and in a column,
 a shard cut short, a shard deleted, the manifest's row count of a shard lowered and raised, the manifest cut
-(invalid JSON) or missing a key, the games table flipped. Every fault goes through ``kifunet verify`` and the
+(invalid JSON) or missing a key, the games table flipped; and (issue 48, item 1) a manifest that is not whole: a
+shard listed twice, an entry appended again, a shard left out, a file outside its split's folder, totals that are
+not the sums, a content edited after its ``manifest_sha256`` was written. Every fault goes through ``kifunet verify`` and the
 HDF5 reader in-process (cheap); the real program runs ``kifunet verify`` (without JAX), ``kifunet eval`` and
 ``kifunet train`` on a few of them.
 """
@@ -25,6 +27,7 @@ import numpy as np
 import pytest
 
 from kifunet.cli import main
+from kifunet.data_prep.datasets import manifest as manifest_mod
 from kifunet.data_prep.datasets import verify
 from kifunet.data_prep.datasets.dataset_base import CorruptDatasetError
 from kifunet.data_prep.datasets.reader import Reader
@@ -70,17 +73,59 @@ def _contiguous(path: Path, name: str) -> int:
         return f[name].id.get_offset()
 
 
-def _manifest(ds: Path, change) -> None:
+def _manifest(ds: Path, change, seal: bool = True) -> None:
+    """Change the manifest; ``seal``: give it the checksum of its new content (as a writer that got it wrong would),
+    so that only the check under test can see the change; else it keeps its old ``manifest_sha256``."""
     m = json.loads((ds / "manifest.json").read_text())
     change(m)
+    if seal and manifest_mod.SEAL in m:
+        m[manifest_mod.SEAL] = manifest_mod.content_sha256(m)
     (ds / "manifest.json").write_text(json.dumps(m))
 
 
+def _positions(m: dict, split: str, delta: int) -> None:
+    """Move a split's totals (rows, positions, the largest result kind's positions, counts) by ``delta``."""
+    info = m["splits"][split]
+    info["rows"] += delta
+    info["positions"] += delta
+    kind = max(info["results"], key=lambda k: info["results"][k]["positions"])
+    info["results"][kind]["positions"] += delta
+    m["counts"]["positions"]["kept"] += delta
+
+
 def _rows(ds: Path, delta: int):
+    """A shard's row count wrong in a manifest otherwise whole: the totals moved with it."""
     def change(m):
         m["splits"]["test"]["shards"][1]["rows"] += delta
+        _positions(m, "test", delta)
 
     _manifest(ds, change)
+
+
+def _twice(m: dict) -> None:
+    """The issue's fault: ``shards[2] = shards[1]``, the split's rows still the sum of its entries."""
+    t = m["splits"]["test"]["shards"]
+    _positions(m, "test", t[1]["rows"] - t[2]["rows"])
+    t[2] = dict(t[1])
+
+
+def _appended(m: dict) -> None:
+    t = m["splits"]["test"]["shards"]
+    t.append(dict(t[0]))
+    _positions(m, "test", t[0]["rows"])
+
+
+def _left_out(m: dict) -> None:
+    t = m["splits"]["test"]["shards"]
+    _positions(m, "test", -t.pop(2)["rows"])
+
+
+def _unsealed(change):
+    """``change`` to a manifest written before kifunet recorded its checksum."""
+    def both(m):
+        change(m)
+        m.pop(manifest_mod.SEAL)
+    return both
 
 
 # fault -> (what it does to the dataset copy, the file the message names)
@@ -103,6 +148,42 @@ FAULTS = {
     "manifest-lacks-sha256": (lambda ds: _manifest(ds, lambda m: m["splits"]["test"]["shards"][2].pop("sha256")),
                               "manifest.json"),
     "manifest-lacks-splits": (lambda ds: _manifest(ds, lambda m: m.pop("splits")), "manifest.json"),
+    # issue 48, item 1: the manifest checked whole
+    "manifest-lists-a-shard-twice": (lambda ds: _manifest(ds, _twice), "manifest.json"),
+    "manifest-lists-a-shard-twice-unsealed": (lambda ds: _manifest(ds, _unsealed(_twice)), "manifest.json"),
+    "manifest-appends-a-copy": (lambda ds: _manifest(ds, _appended), "manifest.json"),
+    "manifest-leaves-a-shard-out": (lambda ds: _manifest(ds, _left_out), "manifest.json"),
+    "manifest-lists-another-splits-shard": (
+        lambda ds: _manifest(ds, lambda m: m["splits"]["test"]["shards"][1].update(file="test/../x/shard-00001.h5")),
+        "manifest.json"),
+    "manifest-positions-not-the-sum": (
+        lambda ds: _manifest(ds, lambda m: m["splits"]["test"].update(positions=m["splits"]["test"]["positions"] + 5)),
+        "manifest.json"),
+    "manifest-split-rows-not-the-sum": (
+        lambda ds: _manifest(ds, lambda m: m["splits"]["train"].update(rows=m["splits"]["train"]["rows"] - 1)),
+        "manifest.json"),
+    "manifest-used-not-the-games": (
+        lambda ds: _manifest(ds, lambda m: m["counts"].update(used=m["counts"]["used"] + 1)), "manifest.json"),
+    "manifest-edited": (lambda ds: _manifest(ds, lambda m: m.update(seed=m["seed"] + 1), seal=False), "manifest.json"),
+    "manifest-checksum-flipped": (
+        lambda ds: _manifest(ds, lambda m: m.update(manifest_sha256="0" + m["manifest_sha256"][1:]), seal=False),
+        "manifest.json"),
+}
+#: what each fault of the manifest's wholeness is reported as (after ``manifest.json: ``)
+MANIFEST_WHY = {
+    "manifest-lists-a-shard-twice": "splits.test.shards[2] lists test/shard-00001.h5 again (splits.test.shards[1] "
+                                    "lists it too); the manifest is damaged",
+    "manifest-lists-a-shard-twice-unsealed": "splits.test.shards[2] lists test/shard-00001.h5 again",
+    "manifest-appends-a-copy": "splits.test.shards[3] lists test/shard-00000.h5 again",
+    "manifest-leaves-a-shard-out": "test/shard-00002.h5 is in the split's folder but splits.test.shards does not list "
+                                   "it",
+    "manifest-lists-another-splits-shard": "splits.test.shards[1] lists 'test/../x/shard-00001.h5', not a file of the "
+                                           "split's folder test/",
+    "manifest-positions-not-the-sum": "splits.test.positions is 2,464, its shards hold 2,459 rows",
+    "manifest-split-rows-not-the-sum": "splits.train.rows is 4,908, its shards hold 4,909",
+    "manifest-used-not-the-games": "counts.used is 36, the splits hold 35 games",
+    "manifest-edited": "its content has sha256 ",
+    "manifest-checksum-flipped": "its content has sha256 ",
 }
 MANIFEST_FAULTS = [k for k, (_, f) in FAULTS.items() if f == "manifest.json"]
 
@@ -131,6 +212,7 @@ def test_verify_reports_the_damaged_file(fault, dataset, tmp_path, capsys):
     assert "Traceback" not in out + err
     if fault in MANIFEST_FAULTS:  # nothing can be checked: the one line is the manifest's
         _one_error_line("verify", err, name)
+        assert f"{name}: {MANIFEST_WHY.get(fault, '')}" in err
         assert out == ""
     else:
         _one_error_line("verify", err, f"1 of 10 files damaged in {copy}")
@@ -157,10 +239,53 @@ def test_verify_says_an_intact_dataset_is_intact(dataset, capsys):
     out = capsys.readouterr().out
     assert f"{dataset}: intact (10 files)" in out
     assert "train: 6 of 6 files ok, 0 damaged; 4,909 rows" in out and "test: 4 of 4 files ok" in out
+    m = json.loads((dataset / "manifest.json").read_text())
+    assert m[manifest_mod.SEAL] == manifest_mod.content_sha256(m)
+    assert (f"  manifest.json: checked whole (2 splits, 8 shard files each listed once, no unlisted shard file, "
+            f"totals = sums); manifest_sha256 intact ({m['manifest_sha256'][:16]}...)\n") in out
+
+
+@pytest.mark.parametrize("fault", ["manifest-lists-a-shard-twice", "manifest-appends-a-copy", "manifest-edited"])
+def test_train_refuses_a_manifest_that_is_not_whole_before_the_model_is_built(fault, dataset, tmp_path):
+    """What ``kifunet train`` and ``kifunet eval`` set a run up from (:func:`describe`, before the model is built)
+    and the training pipeline's source refuse the manifest in one line naming it (the command line then says
+    ``kifunet train: error: ...``, exit 2: :func:`test_train_reports_the_damaged_file_and_leaves_no_process`)."""
+    from kifunet.data_prep.datasets.dataset import describe, open_split
+
+    copy, name = damaged(dataset, tmp_path, fault)
+    for split in ("train", "test"):  # the damaged split and the other: the manifest is checked whole
+        with pytest.raises(CorruptDatasetError) as e:
+            describe(str(copy), split)
+        assert str(e.value).startswith(f"{name}: {MANIFEST_WHY[fault]}") and "\n" not in str(e.value)
+    with pytest.raises(CorruptDatasetError, match="manifest.json: "):
+        open_split(str(copy), "train").blocks()
+
+
+def test_a_manifest_without_its_checksum_loads_with_one_warning(dataset, tmp_path, capsys):
+    """Issue 48, item 1: datasets built before the manifest recorded ``manifest_sha256`` still load (checked whole,
+    their bytes unchecked): one warning line per process from the readers, a note in ``kifunet verify``'s report."""
+    copy = tmp_path / "old"
+    shutil.copytree(dataset, copy)
+    _manifest(copy, lambda m: m.pop(manifest_mod.SEAL))
+    manifest_mod._WARNED.clear()
+    assert main(["stats", str(copy)]) == 0  # reads the manifest, then a Reader per split
+    out, err = capsys.readouterr()
+    assert err == (f"kifunet: warning: {copy}/manifest.json: no manifest_sha256 (written before kifunet recorded "
+                   "it): its content is checked, its bytes are not\n"), err
+    assert "4,909" in out
+    assert len(Reader(str(copy), "test")) == 2459 and capsys.readouterr().err == ""  # once per process
+    assert main(["verify", str(copy)]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and (f"manifest.json: checked whole (2 splits, 8 shard files each listed once, no unlisted "
+                          "shard file, totals = sums); note: no manifest_sha256 (written before kifunet recorded "
+                          "it): its bytes are not checked") in out
+    assert f"{copy}: intact (10 files)" in out
 
 
 @pytest.mark.parametrize("command", ["stats", "inspect"])
-@pytest.mark.parametrize("fault", ["plane-codes", "rows-raised", "cut-in-half", "manifest-not-json"])
+@pytest.mark.parametrize("fault", ["plane-codes", "rows-raised", "cut-in-half", "manifest-not-json",
+                                   "manifest-lists-a-shard-twice", "manifest-appends-a-copy",
+                                   "manifest-positions-not-the-sum", "manifest-edited"])
 def test_stats_and_inspect_report_the_damaged_file(command, fault, dataset, tmp_path, capsys):
     copy, name = damaged(dataset, tmp_path, fault)
     verify.forget()
@@ -187,7 +312,7 @@ def test_the_program_verifies_without_importing_jax(dataset, tmp_path):
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
 
 
-@pytest.mark.parametrize("fault", ["plane-codes", "rows-lowered"])
+@pytest.mark.parametrize("fault", ["plane-codes", "rows-lowered", "manifest-lists-a-shard-twice"])
 def test_eval_reports_the_damaged_file(fault, dataset, tmp_path):
     """Before: 16 flipped bytes of ``plane_codes`` gave wrong numbers with exit 0; a lowered row count skipped
     rows silently. (Every other fault reaches eval through the same reader: ``test_the_reader_refuses_...``.)"""
@@ -228,9 +353,10 @@ def test_each_file_is_hashed_once_per_process_and_workers_reuse_the_check(datase
     hashed = []
     real = verify.hashlib.sha256
 
-    def counting():
-        hashed.append(1)
-        return real()
+    def counting(*data):
+        if not data:  # a file's hash (the manifest's checksum hashes its content, given at once)
+            hashed.append(1)
+        return real(*data)
 
     monkeypatch.setattr(verify.hashlib, "sha256", counting)
     r = Reader(str(copy), "test")

@@ -86,6 +86,26 @@ def test_date_bounds_and_game_dates():
     assert filters.game_date(GameInfo(date="unknown")) is None
 
 
+@pytest.mark.parametrize("text, why", [("2015-13", "month 13 is not 1..12"), ("2015-00", "month 0 is not 1..12"),
+                                       ("2015-02-30", "February 2015 has days 1..28"),
+                                       ("2015-02-29", "February 2015 has days 1..28"),
+                                       ("2015-04-31", "April 2015 has days 1..30"),
+                                       ("2015-01-00", "January 2015 has days 1..31")])
+def test_impossible_dates_are_refused_in_one_line(text, why, tmp_path, capsys):
+    """Issue 48, item 11: a month or day that does not exist was compared as a string and accepted; each place a
+    build takes a date (``--date-from``, ``--date-to``, a date split) refuses it, exit 2, naming it."""
+    from kifunet.cli import main
+
+    with pytest.raises(ValueError, match=why):
+        filters.parse_date_bound(text, upper=False)
+    for opt in (["--date-from", text], ["--date-to", text], ["--split", f"train:2000..{text}"]):
+        rc = main(["build", str(tmp_path / "none.sgf"), "--out", str(tmp_path / "ds"), "--no-progress", *opt])
+        err = capsys.readouterr().err
+        assert rc == 2 and err == f"kifunet build: error: not a date: {text!r} ({why})\n", err
+        assert not (tmp_path / "ds").exists()
+    assert filters.parse_date_bound("2016-02-29", upper=True) == "2016-02-29"  # a leap day exists
+
+
 def test_move_reasons_first_reason_counts():
     f = Filters(skip_first=2, min_rank=5, min_opponent_rank=3)
     target = np.array([361, 10, 361, 20, 30, 40], np.int16)

@@ -564,3 +564,44 @@ def test_fifo_among_the_inputs_is_not_hashed_by_the_build(tmp_path):
         pytest.fail("hashing the inputs blocked on a FIFO")
     got = {os.path.basename(k): v for k, v in box["res"].items()}
     assert got["pipe.sgf"] is None and got["z.sgf"] == hashlib.sha256(_sgf(1)).hexdigest()
+
+
+def test_tar_members_that_are_no_regular_file_are_counted_and_rejected(tmp_path):
+    """Issue 48, item 11: tar members named ``.sgf`` that are links, FIFOs or devices were skipped silently (no
+    record, no reject line); each is now a record rejected as ``unreadable``, its type named, so that the build
+    accounts for every input (seen = used + filtered + rejected) and lists it in rejects.jsonl."""
+    from kifunet.cli import main
+
+    path = tmp_path / "odd.tar"
+    with tarfile.open(path, "w") as tf:
+        _add(tf, "g/real.sgf", _sgf(1))
+        for name, typ, link in [("g/sym.sgf", tarfile.SYMTYPE, "real.sgf"),
+                                ("g/hard.sgf", tarfile.LNKTYPE, "g/real.sgf"),
+                                ("g/fifo.sgf", tarfile.FIFOTYPE, ""), ("g/chr.sgf", tarfile.CHRTYPE, ""),
+                                ("g/blk.sgf", tarfile.BLKTYPE, ""), ("g/dir.sgf", tarfile.DIRTYPE, ""),
+                                ("g/other-link", tarfile.SYMTYPE, "real.sgf")]:
+            ti = tarfile.TarInfo(name)
+            ti.type, ti.linkname = typ, link
+            tf.addfile(ti)
+        _add(tf, "g/last.sgf", _sgf(2))
+    srcs, infos = _collect([path])
+    got = [(s.path.split("!")[1], s.error, s.detail) for s in srcs]
+    assert got == [
+        ("g/real.sgf", None, ""),
+        ("g/sym.sgf", "unreadable", "not a regular file: a symbolic link to 'real.sgf' in the archive; not read"),
+        ("g/hard.sgf", "unreadable", "not a regular file: a hard link to 'g/real.sgf' in the archive; not read"),
+        ("g/fifo.sgf", "unreadable", "not a regular file: a FIFO in the archive; not read"),
+        ("g/chr.sgf", "unreadable", "not a regular file: a character device in the archive; not read"),
+        ("g/blk.sgf", "unreadable", "not a regular file: a block device in the archive; not read"),
+        ("g/last.sgf", None, "")]
+    assert infos[0].records == 7 and infos[0].errors == []  # the archive itself is whole
+    out = tmp_path / "ds"
+    assert main(["build", str(path), "--out", str(out), "--board-size", "9", "--no-progress", "--workers", "0",
+                 "--allow-empty"]) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    c = m["counts"]
+    assert c["seen"] == 7 and c["used"] == 2 and c["rejected"] == {"unreadable": 5}
+    assert c["seen"] == c["used"] + sum(c["filtered"].values()) + sum(c["rejected"].values())
+    rejects = [json.loads(x) for x in (out / "rejects.jsonl").read_text().splitlines()]
+    assert sorted((r["path"].split("!")[1], r["reason"]) for r in rejects) == sorted(
+        (p, "unreadable") for p in ("g/sym.sgf", "g/hard.sgf", "g/fifo.sgf", "g/chr.sgf", "g/blk.sgf"))

@@ -24,7 +24,8 @@ The encode and write stages share one :class:`kifunet.data_prep.building.worker_
 0 runs everything in this process); :mod:`kifunet.data_prep.building.progress` draws the progress bars.
 
 **Resume.** Rerunning the same command on the same ``DIR`` after a crash or ``kill -9`` reuses every finished
-unit and shard (their files exist only once complete) and redoes the rest; the result is byte-identical to an
+unit and shard (their files exist only once complete; a unit is checked against its ``sha256.json`` first and
+encoded again when damaged, :func:`kifunet.data_prep.building.encode_stage.unit_damage`) and redoes the rest; the result is byte-identical to an
 uninterrupted build. ``DIR/.work/fingerprint.json`` records the options (the declared ``--source`` included, so
 one dataset never mixes declarations), the inputs' sizes and mtimes and the spill version
 (:data:`kifunet.data_prep.building.encode_stage.SPILL_VERSION`); a rerun with different options or changed inputs,

@@ -19,7 +19,15 @@ exists only once complete):
 ``games.json``     one dict per record: its metadata and ``status`` (``ok``, ``filtered``, ``rejected``) with
                    ``reason``, ``split``, ``moves_hash``, ``game_id`` and position counts
 ``summary.json``   ``unit``, ``records``, ``rows``, ``positions``, ``width``
+``sha256.json``    the sha256 of each of the four files above (:data:`UNIT_CHECKSUMS`), written last, atomically
 =================  ==========================================================================================
+
+A unit is reused by a rerun only once it is checked (:func:`unit_damage`): its ``sha256.json`` is there and
+every file has the sha256 it records. A unit that fails (a flipped byte, a file cut short or zeroed by a power
+loss, a missing file, no ``sha256.json``) is encoded again, and the build says so in one line naming the unit
+and what was wrong; units are deterministic, so the resumed build is byte-identical to an uninterrupted one.
+Hashing costs one sequential read of the spill per rerun (the encode stage hashes ``planes.bin`` as it
+writes it).
 
 What a spill holds is versioned (:data:`SPILL_VERSION`, part of the build's fingerprint): a build started by a
 kifunet whose units hold something else is not resumed with them (it asks for ``--overwrite``).
@@ -75,7 +83,7 @@ per-row column is never narrower than the games-table value it comes from (``mov
 the ranks), and the shard and TFDS columns are never narrower than the spill's (tested).
 
 :func:`read_unit` and :func:`unit_arrays` read it back (the plan and write stages, the TFDS builder). A
-rerun reuses every finished unit. With a :class:`~kifunet.data_prep.building.worker_pool.WorkerPool`, a unit whose
+rerun reuses every finished unit that :func:`unit_damage` finds intact. With a :class:`~kifunet.data_prep.building.worker_pool.WorkerPool`, a unit whose
 worker died is rerun alone (:func:`kifunet.data_prep.building.worker_pool.run_isolated`): a record that kills the worker
 again is rejected (``worker_crash``) and its unit finishes without it.
 """
@@ -85,6 +93,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -159,6 +168,12 @@ def spill_row_bytes(n: int, num_stored: int) -> int:
     """Bytes a position takes in the spill on an ``n`` x ``n`` board with ``num_stored`` stored planes: its packed
     points in ``planes.bin`` and its :data:`SPILL_DTYPE` row in ``cols.npy``."""
     return n * n * shards_mod.point_width(num_stored) + SPILL_DTYPE.itemsize
+
+
+#: the file of a unit's spill that records the sha256 of the others; written last (see the module docstring)
+UNIT_CHECKSUMS = "sha256.json"
+#: the files of a unit's spill that :data:`UNIT_CHECKSUMS` covers
+UNIT_FILES = ("planes.bin", "cols.npy", "games.json", "summary.json")
 
 
 def unit_dir(work: str, u: int) -> str:
@@ -347,6 +362,7 @@ def encode_unit(u: int, sources: list, cfg: dict, work: str, isolate: bool = Fal
     os.makedirs(tmp)
     marker = _marker(work, u)
     games, cols_parts, rows = [], [], 0
+    planes_sha = hashlib.sha256()
     with _naming(tmp):
         with open(os.path.join(tmp, "planes.bin"), "wb") as pf:
             for i, src in enumerate(sources):
@@ -360,7 +376,9 @@ def encode_unit(u: int, sources: list, cfg: dict, work: str, isolate: bool = Fal
                 g, packed, cols = encode_record(src, fs, filt, rule, cfg["symmetries"], cfg.get("source"))
                 if packed is not None:
                     cols["game"] = i
-                    pf.write(packed.tobytes())
+                    block = packed.tobytes()
+                    pf.write(block)
+                    planes_sha.update(block)
                     cols_parts.append(cols)
                     g["rows"] = int(len(cols))
                     rows += len(cols)
@@ -374,12 +392,49 @@ def encode_unit(u: int, sources: list, cfg: dict, work: str, isolate: bool = Fal
             json.dump(games, f)  # ASCII escapes: paths from the file system may hold undecodable bytes
         with open(os.path.join(tmp, "summary.json"), "w") as f:
             json.dump(summary, f)
+        _seal(tmp, planes_sha.hexdigest())
     if os.path.exists(final):
         shutil.rmtree(final)
     os.replace(tmp, final)
     if isolate and os.path.exists(marker):
         os.remove(marker)
     return summary
+
+
+def _seal(d: str, planes_sha256: str) -> None:
+    """Write ``d``'s :data:`UNIT_CHECKSUMS` (the sha256 of every file of :data:`UNIT_FILES`; ``planes.bin``'s as
+    hashed while it was written), last: to a temporary name, flushed to disk, then renamed."""
+    sums = {name: planes_sha256 if name == "planes.bin" else shards_mod.sha256_file(os.path.join(d, name))
+            for name in UNIT_FILES}
+    tmp = os.path.join(d, UNIT_CHECKSUMS + ".tmp")
+    with open(tmp, "w", encoding="ascii") as f:
+        json.dump(sums, f)
+    shards_mod.fsync_replace(tmp, os.path.join(d, UNIT_CHECKSUMS))
+
+
+def unit_damage(work: str, u: int) -> str | None:
+    """Why the finished unit ``u`` cannot be reused (its files against its :data:`UNIT_CHECKSUMS`; see the module
+    docstring), or None when it is intact."""
+    d = unit_dir(work, u)
+    try:
+        with open(os.path.join(d, UNIT_CHECKSUMS), encoding="ascii") as f:
+            sums = json.load(f)
+    except FileNotFoundError:
+        return f"no {UNIT_CHECKSUMS} (the unit was not sealed)"
+    except (OSError, ValueError) as e:
+        return f"{UNIT_CHECKSUMS} cannot be read ({type(e).__name__})"
+    if not isinstance(sums, dict) or sorted(sums) != sorted(UNIT_FILES):
+        return f"{UNIT_CHECKSUMS} does not list {', '.join(UNIT_FILES)}"
+    for name in UNIT_FILES:
+        try:
+            found = shards_mod.sha256_file(os.path.join(d, name))
+        except FileNotFoundError:
+            return f"{name} is missing"
+        except OSError as e:
+            return f"{name} cannot be read ({e.strerror or e})"
+        if found != sums[name]:
+            return f"{name} has sha256 {found[:16]}..., {UNIT_CHECKSUMS} says {str(sums[name])[:16]}... (damaged)"
+    return None
 
 
 def read_unit(work: str, u: int) -> tuple[dict, list[dict]]:
@@ -400,7 +455,12 @@ def unit_arrays(work: str, u: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     n = len(cols)
     if n == 0:
         return np.zeros((0, width), np.uint8), cols
-    planes = np.memmap(os.path.join(d, "planes.bin"), dtype=np.uint8, mode="r", shape=(n, width))
+    path = os.path.join(d, "planes.bin")
+    try:
+        planes = np.memmap(path, dtype=np.uint8, mode="r", shape=(n, width))
+    except ValueError as e:  # shorter than cols.npy says (numpy names no file)
+        raise ValueError(f"{path}: {e}; the spill is damaged: rerun the same command (the unit is checked and "
+                         "encoded again)") from None
     return planes, cols
 
 
@@ -420,15 +480,26 @@ def _iter_units(sources, size: int):
         yield u, unit
 
 
-def _is_done(work: str, u: int) -> bool:
-    return os.path.exists(os.path.join(unit_dir(work, u), "summary.json"))
+def _reusable(work: str, u: int, log: Callable[[str], None]) -> bool:
+    """Whether unit ``u`` is finished and intact (:func:`unit_damage`); a damaged one is removed, said in one line,
+    to be encoded again."""
+    d = unit_dir(work, u)
+    if not os.path.isdir(d):
+        return False
+    why = unit_damage(work, u)
+    if why is None:
+        return True
+    log(f"{d}: {why}; encoding the unit again")
+    shutil.rmtree(d)
+    return False
 
 
 def encode_inputs(inputs: list[str], ucfg: dict, work: str, infos: list, *, unit_games: int,
                   pool: WorkerPool | None, progress: bool | None, log: Callable[[str], None],
                   total: int | None = None) -> list[dict]:
     """Stage 1 over all units of ``inputs`` (finished units of an earlier run are reused); returns the unit
-    summaries in order. ``ucfg``: :func:`unit_config`; ``infos`` receives one ``InputInfo`` per input;
+    summaries in order; a unit reused is checked first and encoded again if damaged (:func:`unit_damage`, one
+    ``log`` line). ``ucfg``: :func:`unit_config`; ``infos`` receives one ``InputInfo`` per input;
     ``pool``: None encodes in this process (no crash isolation); ``progress``: None shows a bar when stderr is a
     terminal; ``total``: the inputs' record count when the caller has it (else the bar counts them: one more
     read)."""
@@ -450,7 +521,7 @@ def encode_inputs(inputs: list[str], ucfg: dict, work: str, infos: list, *, unit
     try:
         if pool is None:
             for u, unit in _iter_units(sources, unit_games):
-                if _is_done(work, u):
+                if _reusable(work, u, log):
                     s, _ = read_unit(work, u)
                 else:
                     s = encode_unit(u, unit, ucfg, work)
@@ -486,7 +557,7 @@ def encode_inputs(inputs: list[str], ucfg: dict, work: str, infos: list, *, unit
                     pool.restart()
 
             for u, unit in _iter_units(sources, unit_games):
-                if _is_done(work, u):
+                if _reusable(work, u, log):
                     s, _ = read_unit(work, u)
                     summaries[u] = s
                     prog.update(s["records"], s["positions"])

@@ -72,6 +72,7 @@ result). A config file (``.json`` or ``.toml``) holds the same keys as :class:`F
 
 from __future__ import annotations
 
+import calendar
 import dataclasses
 import json
 import re
@@ -119,13 +120,21 @@ def game_date(info: GameInfo) -> str | None:
 
 
 def parse_date_bound(text: str | None, *, upper: bool) -> str | None:
-    """``2015`` / ``2015-06`` / ``2015-06-30`` -> ``YYYY-MM-DD``; a partial upper bound covers the whole period."""
+    """``2015`` / ``2015-06`` / ``2015-06-30`` -> ``YYYY-MM-DD``; a partial upper bound covers the whole period.
+    ``ValueError`` (one line, naming the text) for anything else, a month outside 1..12 or a day its month lacks
+    (``2015-13``, ``2015-02-30``; leap years counted)."""
     if text is None or text == "":
         return None
     m = re.fullmatch(r"(\d{4})(?:-(\d{1,2}))?(?:-(\d{1,2}))?", str(text).strip())
     if m is None:
         raise ValueError(f"not a date: {text!r} (write YYYY, YYYY-MM or YYYY-MM-DD)")
     y = int(m.group(1))
+    if m.group(2) and not 1 <= int(m.group(2)) <= 12:
+        raise ValueError(f"not a date: {text!r} (month {int(m.group(2))} is not 1..12)")
+    if m.group(3):
+        last = calendar.monthrange(max(y, 1), int(m.group(2)))[1]
+        if not 1 <= int(m.group(3)) <= last:
+            raise ValueError(f"not a date: {text!r} ({calendar.month_name[int(m.group(2))]} {y} has days 1..{last})")
     mo = int(m.group(2)) if m.group(2) else (99 if upper else 0)
     d = int(m.group(3)) if m.group(3) else (99 if upper else 0)
     return f"{y:04d}-{mo:02d}-{d:02d}"

@@ -26,13 +26,32 @@ manifest's keys:
                      hold for every game; None when not declared (each record's ``PC``/``AP``/path says)
 other keys           ``preset``, ``options``, ``filters``, ``split_rule``, ``seed``, ``shuffle``,
                      ``symmetries``, ``shard_rows``, ``unit_games``, ``illegal_moves``, ``dedupe``
+
+``manifest_sha256``  (:data:`SEAL`) the sha256 of the manifest's own content: :func:`hash_json` of every other key
+                     as read back from the file (:func:`content_sha256`); written last, by :func:`write_manifest`.
+                     A manifest written before kifunet recorded it lacks it (see below)
 ===================  =========================================================================================
 
 ``rejects.jsonl`` (:data:`REJECTS`) beside it holds one JSON line per record not used.
 
-:func:`read_manifest` reports a manifest that is not JSON, and :func:`check_manifest` one that lacks what the
-readers need, as :class:`kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` (one line, naming the file);
-:mod:`kifunet.data_prep.datasets.verify` checks the files against it.
+The manifest is the root of trust: every file is checked against it, so it is checked whole before any reader
+uses it. :func:`read_manifest` reports a manifest that is not JSON, and :func:`check_manifest` one that is not
+whole, as :class:`kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` (one line naming ``manifest.json``
+and what is wrong):
+
+* a key the readers need is missing or of the wrong type;
+* a shard's ``file`` is not a file of its own split's folder (``SPLIT/NAME``), or is listed twice (in one split
+  or in two);
+* a shard file of a split's folder (``SPLIT/shard-NNNNN.h5``) is not listed;
+* the totals are not the sums: a split's ``rows`` against its shards' rows, its ``positions`` against its rows
+  (eight rows a position with ``symmetries`` ``all``), its ``results`` against its ``games`` and ``positions``,
+  and ``counts`` (``used``, ``positions.kept``) against the splits' games and positions (each where recorded);
+* ``manifest_sha256`` differs from the content (:func:`content_sha256`): the manifest was edited or damaged.
+
+A manifest without ``manifest_sha256`` (an older build) is checked for all the rest and loads, with one warning
+line per dataset and process (``kifunet: warning: DIR/manifest.json: no manifest_sha256 ...``);
+``kifunet verify`` reports it instead (:func:`seal_line`). :mod:`kifunet.data_prep.datasets.verify` checks the
+files against the manifest.
 """
 
 from __future__ import annotations
@@ -40,11 +59,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import sys
 
 MANIFEST = "manifest.json"
 REJECTS = "rejects.jsonl"
 FORMAT = "kifunet-dataset"
 FORMAT_VERSION = 1
+#: the key holding the sha256 of the manifest's own content (:func:`content_sha256`)
+SEAL = "manifest_sha256"
+_SHARD_NAME = re.compile(r"shard-\d+\.h5")
+#: the datasets (manifest realpaths) this process has warned about: written before the seal
+_WARNED: set[str] = set()
 ILLEGAL_MOVE_POLICY = ("a game with an illegal move (occupied point, suicide, simple-ko retake) is rejected "
                        "whole: reason 'illegal_move:<why>', the move named in rejects.jsonl")
 DEDUPE_RULE = ("first copy in input order among games that pass every filter; the same game: GameRecord.game_id "
@@ -108,10 +134,19 @@ def manifest(cfg, fs, fingerprint, infos, accounting, per_split, split_names, re
     }
 
 
+def content_sha256(m: dict) -> str:
+    """The sha256 of a manifest's content: :func:`hash_json` of every key but :data:`SEAL`, taken from the JSON the
+    manifest reads back as (so the writer and every reader hash the same thing)."""
+    body = json.loads(json.dumps({k: v for k, v in m.items() if k != SEAL}, ensure_ascii=False))
+    return hash_json(body)
+
+
 def write_manifest(root: str, m: dict) -> None:
-    """Write ``DIR/manifest.json`` atomically (the last file a build writes)."""
+    """Seal ``m`` (set its :data:`SEAL`, in place) and write it as ``DIR/manifest.json`` atomically (the last file a
+    build writes)."""
     from .shards import write_json_atomic
 
+    m[SEAL] = content_sha256(m)
     write_json_atomic(os.path.join(root, MANIFEST), m)
 
 
@@ -143,9 +178,12 @@ _REQUIRED = (
 )
 
 
-def check_manifest(m: dict, root: str, extra: tuple = ()) -> None:
-    """Raise :class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` naming ``root``'s manifest and the
-    first key a reader needs that is missing or of the wrong type (``extra``: more top-level keys required)."""
+def check_manifest(m: dict, root: str, extra: tuple = (), warn: bool = True) -> None:
+    """Check ``root``'s manifest whole (see the module docstring): raise
+    :class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` naming it and the first fault: a key a reader
+    needs missing or of the wrong type (``extra``: more top-level keys required), a shard listed twice or outside its
+    split's folder, a shard file not listed, a total that is not its sum, a content that differs from its
+    :data:`SEAL`. ``warn``: one warning line (per dataset and process) for a manifest without a seal."""
     from .dataset_base import CorruptDatasetError
 
     def walk(node, keys, typ, where):
@@ -164,10 +202,112 @@ def check_manifest(m: dict, root: str, extra: tuple = ()) -> None:
             return f"no key {where + '.' if where else ''}{k}"
         return walk(node[k], rest, typ, f"{where}.{k}" if where else k)
 
+    path = os.path.join(root, MANIFEST)
     for keys, typ in _REQUIRED + tuple(((k,), object) for k in extra):
         why = walk(m, keys, typ, "")
         if why:
-            raise CorruptDatasetError.at(os.path.join(root, MANIFEST), f"{why}; the manifest is damaged")
+            raise CorruptDatasetError.at(path, f"{why}; the manifest is damaged")
+    why = _listing_fault(m, root) or _totals_fault(m)
+    if why:
+        raise CorruptDatasetError.at(path, f"{why}; the manifest is damaged")
+    if SEAL not in m:
+        if warn:
+            _warn_unsealed(path)
+        return
+    found = content_sha256(m)
+    if found != m[SEAL]:
+        raise CorruptDatasetError.at(path, f"its content has sha256 {found[:16]}..., its {SEAL} says "
+                                           f"{str(m[SEAL])[:16]}...; the manifest was edited or is damaged")
+
+
+def _listing_fault(m: dict, root: str) -> str | None:
+    """Whether every shard ``file`` is a file of its own split's folder, listed once in the whole manifest, and every
+    shard file of a split's folder is listed (see the module docstring); the fault, or None."""
+    seen: dict[str, str] = {}
+    for split, info in m["splits"].items():
+        listed = set()
+        for i, e in enumerate(info["shards"]):
+            where = f"splits.{split}.shards[{i}]"
+            rel = os.path.normpath(e["file"])
+            if os.path.isabs(e["file"]) or os.path.dirname(rel) != split:
+                return f"{where} lists {e['file']!r}, not a file of the split's folder {split}/"
+            if rel in seen:
+                return f"{where} lists {e['file']} again ({seen[rel]} lists it too)"
+            seen[rel] = where
+            listed.add(os.path.basename(rel))
+        folder = os.path.join(root, split)
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue  # no folder: each listed shard is reported missing when it is checked
+        unlisted = [n for n in names if _SHARD_NAME.fullmatch(n) and n not in listed]
+        if unlisted:
+            more = f" (and {len(unlisted) - 1} more)" if len(unlisted) > 1 else ""
+            return f"{split}/{unlisted[0]}{more} is in the split's folder but splits.{split}.shards does not list it"
+    return None
+
+
+def _int(v) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _totals_fault(m: dict) -> str | None:
+    """Whether the manifest's totals are the sums of what they total (see the module docstring); the fault, or
+    None. A total the manifest does not record is not checked."""
+    per_position = 8 if m.get("symmetries") == "all" else 1
+    games = positions = 0
+    for split, info in m["splits"].items():
+        rows = sum(e["rows"] for e in info["shards"])
+        if _int(info.get("rows")) is not None and info["rows"] != rows:
+            return f"splits.{split}.rows is {info['rows']:,}, its shards hold {rows:,}"
+        pos = _int(info.get("positions"))
+        if pos is not None and pos * per_position != rows:
+            return (f"splits.{split}.positions is {pos:,}, its shards hold {rows:,} rows"
+                    + (" (8 a position)" if per_position == 8 else ""))
+        res = info.get("results")
+        if isinstance(res, dict) and all(isinstance(r, dict) for r in res.values()):
+            for key in ("games", "positions"):
+                total = _int(info.get(key))
+                got = sum(_int(r.get(key)) or 0 for r in res.values())
+                if total is not None and got != total:
+                    return f"splits.{split}.results sum to {got:,} {key}, splits.{split}.{key} is {total:,}"
+        games += _int(info.get("games")) or 0
+        positions += pos or 0
+    counts = m.get("counts")
+    if isinstance(counts, dict):
+        used = _int(counts.get("used"))
+        if used is not None and all(_int(i.get("games")) is not None for i in m["splits"].values()) and used != games:
+            return f"counts.used is {used:,}, the splits hold {games:,} games"
+        kept = _int((counts.get("positions") or {}).get("kept")) if isinstance(counts.get("positions"), dict) else None
+        if kept is not None and all(_int(i.get("positions")) is not None for i in m["splits"].values()) and (
+                kept != positions):
+            return f"counts.positions.kept is {kept:,}, the splits hold {positions:,} positions"
+    return None
+
+
+def _warn_unsealed(path: str) -> None:
+    """One warning line on stderr per dataset and process: the manifest has no :data:`SEAL`."""
+    key = os.path.realpath(path)
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    print(f"kifunet: warning: {path}: no {SEAL} (written before kifunet recorded it): its content is checked, "
+          "its bytes are not", file=sys.stderr, flush=True)
+
+
+def quiet_unsealed(root: str) -> None:
+    """Do not warn about ``root``'s unsealed manifest in this process (a worker handed a split its parent checked)."""
+    _WARNED.add(os.path.realpath(os.path.join(root, MANIFEST)))
+
+
+def seal_line(m: dict) -> str:
+    """What ``kifunet verify`` says of a manifest :func:`check_manifest` passed."""
+    files = sum(len(i["shards"]) for i in m["splits"].values())
+    whole = (f"checked whole ({len(m['splits'])} splits, {files} shard files each listed once, no unlisted shard "
+             "file, totals = sums)")
+    if SEAL in m:
+        return f"{MANIFEST}: {whole}; {SEAL} intact ({m[SEAL][:16]}...)"
+    return f"{MANIFEST}: {whole}; note: no {SEAL} (written before kifunet recorded it): its bytes are not checked"
 
 
 def summary_lines(out: str, m: dict, details: tuple[str, str]) -> list[str]:

@@ -42,7 +42,9 @@ Integrity: every shard is checked against the manifest (sha256 of its bytes, row
 in a process, the games table when first read (when the manifest records its sha256), and all of them by
 :meth:`Reader.verify` (the training pipeline's :class:`~kifunet.data_prep.datasets.dataset_base.Blocks` calls it before
 workers start); a pickled Reader carries what this process already checked, so workers do not hash it again
-(:mod:`kifunet.data_prep.datasets.verify`). A damaged, cut or missing file, or a manifest that is not valid, raises
+(:mod:`kifunet.data_prep.datasets.verify`). A damaged, cut or missing file, or a manifest that is not whole
+(:func:`kifunet.data_prep.datasets.manifest.check_manifest`: a shard listed twice or not at all, totals that are not
+sums, content that differs from its ``manifest_sha256``), raises
 :class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` with a one-line message naming the file.
 
 Symmetries: ``symmetries`` arrays (ints 0-7 per example, see :mod:`kifunet.data_prep.symmetries`) passed to
@@ -62,7 +64,7 @@ from . import profile_columns
 from . import shards as shards_mod
 from . import verify as verify_mod
 from .dataset_base import CorruptDatasetError, DatasetSplit, NotADatasetError, UnknownSplitError
-from .manifest import MANIFEST, check_manifest, read_manifest
+from .manifest import MANIFEST, check_manifest, quiet_unsealed, read_manifest
 
 #: HDF5 chunk cache of the block handles: a block read touches each chunk once
 BLOCK_CACHE_BYTES = 4 << 20
@@ -112,6 +114,7 @@ class Reader(DatasetSplit):
 
     def __setstate__(self, st):
         verify_mod.adopt(st.get("verified"))
+        quiet_unsealed(st["root"])  # the process that pickled it has warned
         self.__init__(st["root"], st["split"], assemble=st["assemble"], cache_bytes=st["cache_bytes"],
                       check_version=st["check_version"])
         self.add_constant_planes(st.get("added_planes", ""))

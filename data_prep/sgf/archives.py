@@ -219,6 +219,18 @@ def _members_text(members: int, records: int) -> str:
     return f"{members} member{'s' * (members != 1)} read whole ({records} game record{'s' * (records != 1)})"
 
 
+def _not_regular(member: tarfile.TarInfo) -> str:
+    """Why a tar member named ``.sgf`` that is no regular file is not read (its type, and a link's target)."""
+    if member.issym():
+        what = f"a symbolic link to {member.linkname!r}"
+    elif member.islnk():
+        what = f"a hard link to {member.linkname!r}"
+    else:
+        what = {tarfile.FIFOTYPE: "a FIFO", tarfile.CHRTYPE: "a character device",
+                tarfile.BLKTYPE: "a block device"}.get(member.type, f"a member of tar type {member.type!r}")
+    return f"not a regular file: {what} in the archive; not read"
+
+
 def _iter_tar(fileobj, name: str, info: InputInfo) -> Iterator[Source]:
     """Stream a tar archive (plain, gzip, bzip2 or xz). Damage ends the stream and is recorded in info.
 
@@ -239,6 +251,9 @@ def _iter_tar(fileobj, name: str, info: InputInfo) -> Iterator[Source]:
             if member is None:
                 break
             if not member.isfile():
+                if is_sgf_name(member.name) and not member.isdir():  # a record that cannot be read: rejected
+                    info.records += 1
+                    yield Source(f"{name}!{member.name}", None, "unreadable", _not_regular(member))
                 member = None
                 members += 1
                 continue

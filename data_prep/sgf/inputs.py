@@ -35,7 +35,10 @@ symbolic links         followed, to files and to directories. A directory reache
                        order reads it; directories are told apart by device and inode). A link to nothing is a
                        record rejected as ``unreadable`` (if named ``.sgf``); a directory that cannot be listed
                        is an ``unreadable`` error; a special file (FIFO, device) named ``.sgf`` inside a
-                       directory is ``unreadable`` (never opened, it could block).
+                       directory is ``unreadable`` (never opened, it could block). A tar member named
+                       ``.sgf`` that is no regular file (a symbolic or hard link, a FIFO, a device) is a
+                       record rejected as ``unreadable``, its type and a link's target in the detail: links
+                       inside an archive are never followed.
 size caps              a game record is read with at most ``MAX_MEMBER_BYTES`` + 1 bytes: larger, it is a
                        record rejected as ``too_large`` (decided from the size a file, tar or zip header states,
                        and again while decompressing, so a zip member whose header lies is stopped at the cap).

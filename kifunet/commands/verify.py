@@ -7,10 +7,14 @@ per step (intact, unverified: saved without checksums, or damaged with the first
 is damaged, else ends with ``kifunet verify: error: N of M checkpoint steps damaged in RUN; intact: ...``. For a
 dataset:
 
-Prints one line per split (files ok and damaged, rows, MB, seconds), then each problem on its own line (the file,
-what was expected, what was found), and exits 0 when the dataset is intact; otherwise ends with
-``kifunet verify: error: N of M files damaged in DATASET`` on stderr and exits 2. A manifest that is not valid, or
-a path that is no dataset, is reported as one error line alone. Imports neither JAX nor TensorFlow for an HDF5
+The manifest is checked whole first (:func:`kifunet.data_prep.datasets.manifest.check_manifest`: every shard listed
+once and in its split's folder, no shard file of a split's folder unlisted, totals = sums, its content against its
+``manifest_sha256``); a manifest that is not, or a path that is no dataset, is reported as one error line alone
+(exit 2). Then it prints the manifest's line (``manifest.json: checked whole (...); manifest_sha256 intact (...)``,
+or a note that a manifest written before kifunet recorded its checksum has none), one line per split (files ok and
+damaged, rows, MB, seconds), then each problem on its own line (the file, what was expected, what was found), and
+exits 0 when the dataset is intact; otherwise ends with ``kifunet verify: error: N of M files damaged in DATASET``
+on stderr and exits 2. Imports neither JAX nor TensorFlow for an HDF5
 dataset.
 """
 
@@ -73,10 +77,14 @@ def verify_run(path: str) -> int:
 def run(args) -> int:
     if is_run(args.dataset) and not os.path.isfile(os.path.join(args.dataset, "manifest.json")):
         return verify_run(args.dataset)
-    from kifunet.data_prep.datasets.dataset import verify_dataset
+    from kifunet.data_prep.datasets.dataset import is_tfds, verify_dataset
 
     reports = verify_dataset(args.dataset)  # no dataset, a damaged manifest: reported by kifunet.cli
     print(f"{args.dataset}:")
+    if not is_tfds(args.dataset):
+        from kifunet.data_prep.datasets.manifest import read_manifest, seal_line
+
+        print(f"  {seal_line(read_manifest(args.dataset))}")
     for line in report_lines(reports):
         print(line)
     damaged, files = sum(r.damaged for r in reports), sum(r.files for r in reports)
