@@ -8,14 +8,16 @@ Commands: ``protocol_version name version known_command list_commands quit board
 genmove undo showboard final_score final_status_list`` and ``reg_genmove`` (choose without playing),
 ``kgs-genmove_cleanup`` (genmove that removes dead stones before it passes), ``fixed_handicap`` / ``place_free_handicap`` /
 ``set_free_handicap``, ``set_random_seed N`` (the sampling seed; ``kifunet match`` sends one per game),
-``kifunet-policy COLOUR [K]`` (the K most probable legal moves with their probabilities),
+``kifunet-policy COLOUR [K]`` (the K most probable legal moves with their probabilities; GoGui's list uses
+``kifunet-policy_percent COLOUR [K]``, the same points in percent),
 ``kifunet-profile [key=value,...]`` (the game profile, below), and:
 
 * the analysis commands of Sabaki and Lizzie, ``lz-analyze``, ``kata-analyze``, ``lz-genmove_analyze``,
   ``kata-genmove_analyze`` (formats, arguments and what "visits" and "winrate" mean without a search:
   :mod:`kifunet.play.gtp_analysis`);
 * GoGui's ``gogui-analyze_commands`` and the commands it lists, ``kifunet-policy_gfx``,
-  ``kifunet-policy_dboard``, ``kifunet-value``, ``kifunet-dead_gfx`` (:mod:`kifunet.play.gtp_gogui`);
+  ``kifunet-policy_dboard``, ``kifunet-policy_percent``, ``kifunet-value``, ``kifunet-dead_gfx``
+  (:mod:`kifunet.play.gtp_gogui`);
 * ``loadsgf FILE [MOVE_NUMBER|VERTEX]`` and ``printsgf [FILE]`` (:mod:`kifunet.play.gtp_sgf`);
 * ``time_settings``, ``time_left``, ``kgs-time_settings``: a clock and a per-move budget that decide how many
   board symmetries genmove's policy averages (:mod:`kifunet.play.time_manager`; without a time limit,
@@ -217,6 +219,7 @@ class Engine:
             "kifunet-value": self._value_command,
             "set_random_seed": self._set_random_seed,
             "kifunet-policy": self._policy_command,
+            "kifunet-policy_percent": self._policy_percent,
             "kifunet-profile": self._profile_command,
             "lz-analyze": lambda a: self._analyze(gtp_analysis.LZ, a),
             "kata-analyze": lambda a: self._analyze(gtp_analysis.KATA, a),
@@ -644,6 +647,17 @@ class Engine:
         legal = s.board.legal_moves(colour)
         idx = top_moves(probs, legal, k)
         return " ".join(f"{coords.to_gtp(coords.from_flat(i, self.size), self.size)} {probs[i]:.4f}" for i in idx)
+
+    def _policy_percent(self, a):
+        """``kifunet-policy_percent COLOUR [K]``: GoGui's labels, the K most probable legal points in percent."""
+        if not 1 <= len(a) <= 2 or (len(a) == 2 and not gtp_args.is_digits(a[1])):
+            raise GtpError("syntax error")
+        colour = parse_colour(a[0])
+        k = gtp_gogui.LABELLED_MOVES if len(a) == 1 else gtp_args.bounded_int(a[1], _MAX_COUNT)
+        s = self.state
+        probs = self.policy.probabilities(s.moves, colour, s.setup)
+        return gtp_gogui.policy_pspairs(probs, s.board.legal_moves(colour), self.size,
+                                        _MAX_COUNT if k is None else k)
 
     # --- time (kifunet.play.time_manager) -------------------------------------------------------------------
     def _time_settings(self, parse, a):
