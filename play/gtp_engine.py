@@ -31,7 +31,9 @@ policy without that method plays only its own size) and the rules engine can
 
 Errors follow the spec: ``? unknown command``, ``? illegal move``, ``? unacceptable size``, ``? syntax error``
 (also for ``undo`` with arguments and a ``komi`` that is not one finite number), ``? cannot undo``, and
-``? komi ... is out of range`` for ``|komi| > N*N`` (:func:`kifunet.play.scoring.komi_problem`). Ids are echoed;
+``? komi ... is out of range`` for ``|komi| > N*N`` (:func:`kifunet.play.scoring.komi_problem`). A number
+argument is read only when it is ASCII digits of bounded length (:mod:`kifunet.play.gtp_args`): a token of any
+length is answered in one line (``boardsize`` and 50 MB of digits: ``? unacceptable size``). Ids are echoed;
 a success is ``=[id]``, a space and the text, with the space even when the text is empty (``'= \\n\\n'``), as GNU Go and
 the spec's examples write it (an analysis response's first line is ``=[id]`` alone: the KataGo format); every
 response ends with a blank line.
@@ -41,7 +43,9 @@ line with a timeout (a block every interval) on every platform; ``select()`` on 
 already in Python's read buffer and does not work on Windows pipes. :meth:`Engine.handle` stays synchronous:
 outside ``serve`` an analysis command answers ``analysis_blocks`` blocks (default 1) and ends its response.
 
-Rules: simple ko, suicide illegal (:class:`kifunet.data_prep.rules.board.Board`), area scoring.
+Rules: simple ko, suicide illegal (:class:`kifunet.data_prep.rules.board.Board`), area scoring. The game (board,
+setup, moves, undo with O(1) memory per move, a loaded game's players and rules) is a
+:class:`kifunet.play.game_state.GameState`.
 
 How a move is chosen, when the engine passes and when it resigns: :mod:`kifunet.play.move_choice`.
 
