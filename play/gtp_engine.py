@@ -74,7 +74,6 @@ import dataclasses
 import inspect
 import math
 import queue
-import re
 import sys
 import threading
 import time
@@ -93,8 +92,9 @@ from .game_state import GameState, chains_in
 from .move_choice import PlaySettings, choose_move, own_eyes
 
 PROTOCOL_VERSION = "2"
-#: the control characters :meth:`Engine.handle` drops from a line (GTP spec 2.2: all but HT and LF)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+#: the control characters :meth:`Engine.handle` drops from a line (GTP spec 2.2: all but HT and LF), as a
+#: ``str.translate`` table (one pass in C over a line of any length)
+_CONTROL = {c: None for c in (*range(9), *range(11, 32), 127)}
 #: the largest number ``boardsize``, ``fixed_handicap`` and ``kifunet-policy`` read (beyond: refused as such)
 _MAX_COUNT = 10**6
 
@@ -234,7 +234,7 @@ class Engine:
     # --- protocol ----------------------------------------------------------------------------------------
     def handle(self, line: str) -> str | None:
         """One input line -> the full response text (``=id ...\\n\\n``), or None for an empty/comment line."""
-        line = _CONTROL.sub("", line)
+        line = line.translate(_CONTROL)
         line = line.split("#", 1)[0].replace("\t", " ").strip()
         if not line:
             return None

@@ -34,7 +34,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from sgfmill import sgf
+from sgfmill import sgf, sgf_grammar, sgf_properties
 
 from kifunet.data_prep import coords
 from kifunet.data_prep.sgf import sgf_io
@@ -211,14 +211,13 @@ def game_sgf(size: int, komi: float, setup, moves, first: int, *, app: tuple[str
         root.set_setup_stones(black, white)
     if black and not white and first == WHITE:
         root.set("HA", len(black))
-    node = root
-    for colour, flat in moves:
-        node = node.new_child()  # extend_main_sequence() would walk the whole line each time
-        if flat == size * size:  # FF[4]'s pass (sgfmill writes B[tt])
-            node.set_raw("B" if colour == BLACK else "W", b"")
-        else:
-            node.set_move("b" if colour == BLACK else "w", coords.to_sgfmill(coords.from_flat(flat, size), size))
-    text = game.serialise().decode("utf-8").strip()
+    # the moves go straight into sgfmill's parse tree (a Tree_node per move costs 15 us; 100,000 moves, 1.5 s)
+    raw = [sgf_properties.serialise_go_point(coords.to_sgfmill(coords.from_flat(p, size), size), size)
+           for p in range(size * size)] + [b""]  # FF[4]'s pass (sgfmill's own would be B[tt])
+    tree = sgf_grammar.Coarse_game_tree()
+    tree.sequence = [root.get_raw_property_map()]
+    tree.sequence += [{"B" if colour == BLACK else "W": [raw[flat]]} for colour, flat in moves]
+    text = sgf_grammar.serialise_game_tree(tree).decode("utf-8").strip()
     while "\n\n" in text:  # a GTP response may not hold an empty line
         text = text.replace("\n\n", "\n")
     return text

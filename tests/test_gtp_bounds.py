@@ -83,7 +83,8 @@ def test_loadsgf_of_a_file_at_the_cap_answers_in_bounded_time(tmp_path):
     over.write_bytes(head + b";B[];W[]" * moves + b" " * 8 + b")")
     rows = run_bounded([f"loadsgf {path}", "showboard", f"loadsgf {over}"], timeout=120)
     assert rows[0]["answer"] == "= black\n\n" and f"moves {2 * moves};" in rows[1]["answer"]
-    assert rows[2]["answer"].startswith(f"? cannot load file '{over}': ")
+    assert rows[2]["answer"].startswith(f"? cannot load file '{over}': ") and rows[2]["s"] < ANSWER_S
+    assert rows[0]["s"] < 20  # 262,140 nodes (about 3 s at rest)
     assert max(r["rss_mb"] for r in rows) < 1024
 
 
@@ -177,7 +178,8 @@ def test_undo_log_memory_per_move_does_not_grow_with_the_game():
 
 def test_a_game_of_100000_moves_in_bounded_time_and_memory(tmp_path):
     """100,000 moves by ``play`` (stones, then passes), 1,000 undos and replays, ``printsgf`` of the game and
-    ``loadsgf`` of it, on 19x19 in the 1 GiB child: every answer within 2 s, all of it within 60 s."""
+    ``loadsgf`` of it, on 19x19 in the 1 GiB child: each ``play``/``undo`` within 2 s, ``printsgf`` and
+    ``loadsgf`` of the 100,000 moves (about 0.5 s and 1.5 s at rest) within 20 s, all of it within 60 s."""
     n, total = 19, 100_000
     stones = [(c, r) for r in range(n) for c in range(n) if (r + c) % 3 == 0][:200]  # no captures, no suicide
     lines = [f"play {'b' if i % 2 == 0 else 'w'} {coords.to_gtp(rc, n)}" for i, rc in enumerate(stones)]
@@ -193,6 +195,7 @@ def test_a_game_of_100000_moves_in_bounded_time_and_memory(tmp_path):
     board, printed, loaded, board2, undo = rows[-5:]
     assert f"moves {total};" in board["answer"] and printed["answer"] == "= \n\n"
     assert loaded["answer"] == "= black\n\n" and board2["answer"] == board["answer"] and undo["answer"] == "= \n\n"
-    slowest = max(rows, key=lambda r: r["s"])
+    slowest = max(rows[:-4], key=lambda r: r["s"])  # play, undo, showboard
     assert slowest["s"] < ANSWER_S, slowest
+    assert printed["s"] < 10 * ANSWER_S and loaded["s"] < 10 * ANSWER_S, (printed["s"], loaded["s"])  # 100,000 nodes
     assert took < 60 and max(r["rss_mb"] for r in rows) < 1024, (took, max(r["rss_mb"] for r in rows))
