@@ -45,9 +45,8 @@ from kifunet.data_prep.game import BLACK, EMPTY, MOVE, WHITE
 from . import gtp_args
 
 
-#: the largest file ``loadsgf`` reads (bytes): a game of 100,000 moves (``;B[tt]``) is 600 KB, a commented
-#: game rarely 200 KB; parsing the worst file of this size (nothing but passes, about 260,000 nodes) stays far
-#: under 1 GB of memory
+#: the largest file ``loadsgf`` reads (bytes): a game of 100,000 moves (``;B[dd]``) is about 600 KB; the worst
+#: file of this size (nothing but passes, 262,140 nodes) loads within the 1 GiB ``tests/test_gtp_bounds.py`` sets
 MAX_SGF_BYTES = 1 << 20
 
 
