@@ -16,10 +16,11 @@ type            command                       response
                                               line: the best move, and pass where the net has a pass output)
 ``dboard``      ``kifunet-policy_dboard %m``  the same numbers as a board: N lines of N numbers in [-1, 1],
                                               the top row first (0 on points where the move is illegal)
-``pspairs``     ``kifunet-policy_percent %m   the 10 most probable legal points, ``VERTEX PERCENT`` pairs
-               10``                          (``D4 23 Q16 9.5``: GoGui writes each string on its point and
-                                              cuts one longer than 3 or 4 characters, ``0.1960`` to
-                                              ``0.19...``; :func:`percent_label`)
+``pspairs``     ``kifunet-policy_percent``    (sent as ``kifunet-policy_percent %m 10``) the 10 most probable
+                                              legal points, ``VERTEX PERCENT`` pairs (``D4 23 Q16 9.5``:
+                                              GoGui writes each string on its point and cuts one longer than
+                                              3 or 4 characters, ``0.1960`` to ``0.19...``;
+                                              :func:`percent_label`)
 ``string``      ``kifunet-value %m``          the value head's estimate for the side to move (one line);
                                               listed only for a net with a value head
 ``string``      ``kifunet-profile``           the game profile set (``key=value,...``; empty: none), listed
