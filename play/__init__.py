@@ -12,14 +12,18 @@ module                      what it holds
 ``life_death``              the dead-stone estimate: ``estimate`` -> ``Estimate`` (ownership, ALIVE/DEAD/SEKI per
                             stone, ``score`` with dead stones removed); random playouts on the rules engine, Benson
 ``gtp_engine``              the GTP engine: ``Engine`` (commands, ``serve``)
+``game_state``              the game a GTP engine plays: ``GameState`` (board, setup, moves, undo log of O(1)
+                            memory per move, a loaded game's players and rules), ``chains_in``
+``gtp_args``                GTP number arguments of any length: ``is_digits``, ``bounded_int``, ``shown``
 ``move_choice``             how a move is chosen: ``choose_move`` (eye, pass, dead-stone and resign rules, GoNN
                             sampling), ``PlaySettings``
 ``gtp_analysis``            GTP analysis for GUIs (Sabaki, Lizzie): ``lz-analyze``/``kata-analyze`` arguments
                             (``parse_request``), candidates, the ``info`` line writer, ``AnalysisRun``
 ``gtp_gogui``               GoGui's analyze commands: ``ANALYZE_COMMANDS`` (what ``gogui-analyze_commands`` lists),
-                            the responses (``policy_gfx``, ``policy_dboard``, ``value_line``)
-``gtp_sgf``                 ``loadsgf``/``printsgf``: ``read_game`` (a file's main line up to a move number or a
-                            vertex), ``game_sgf`` (the engine's game as SGF), ``file_argument``
+                            the responses (``policy_gfx``, ``policy_dboard``, ``policy_pspairs``, ``value_line``)
+``gtp_sgf``                 ``loadsgf``/``printsgf``: ``read_file`` (a regular file of at most ``MAX_SGF_BYTES``),
+                            ``read_game`` (a file's main line up to a move number or a vertex), ``game_sgf`` (the
+                            engine's game as SGF), ``file_argument``
 ``time_manager``            GTP's time commands read, the per-move budget (``move_budget``), the symmetries a move
                             affords (``choose_symmetries``), the clock (``TimeManager``)
 ``scoring``                 area scores: Tromp-Taylor (``area_owner``, ``area_score``) and with dead stones removed

@@ -32,8 +32,9 @@ what the GUIs send                      meaning here
 ==============================================  ==================================================================
 KEY VALUE                                       handling
 ==============================================  ==================================================================
-``interval CS``                                 CS >= 0 (a number); below :data:`MIN_INTERVAL_CS` it is raised to
-                                                it (the blocks repeat the same net output). No interval: one
+``interval CS``                                 CS >= 0 (a finite number); below :data:`MIN_INTERVAL_CS` it is
+                                                raised to it (the blocks repeat the same net output), above
+                                                :data:`MAX_INTERVAL_CS` (a day) lowered to it. No interval: one
                                                 block, then nothing until the next command (KataGo's default)
 ``minmoves N``                                  at least N candidates where that many moves are allowed
 ``maxmoves N``                                  at most N candidates (0: no ``info`` line at all, as KataGo)
@@ -46,8 +47,9 @@ KEY VALUE                                       handling
 ``pvVisits``, ``pvEdgeVisits``, ``rootInfo``
 ==============================================  ==================================================================
 
-Anything else (an unknown key, a key without its value, a bad number, colour or vertex, DEPTH < 1) is
-``? syntax error: ...`` and no analysis starts.
+Anything else (an unknown key, a key without its value, a bad number, colour or vertex, DEPTH < 1, a count or
+DEPTH above :data:`MAX_COUNT`, a number too large to be finite) is ``? syntax error: ...`` (one line, a long
+token shortened) and no analysis starts.
 
 Responses
 ---------
@@ -108,6 +110,7 @@ estimate``, and ``--verbose`` repeats it on stderr at the first analysis.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -117,10 +120,17 @@ import numpy as np
 from kifunet.data_prep import coords
 from kifunet.data_prep.game import BLACK, WHITE
 
+from . import gtp_args
+
 LZ, KATA = "lz", "kata"
 DEFAULT_CANDIDATES = 10
 DEFAULT_PV_LENGTH = 6
 MIN_INTERVAL_CS = 10.0
+#: intervals above this (one day) are lowered to it: a longer wait is no different to a GUI, and a timeout
+#: beyond ``threading.TIMEOUT_MAX`` would stop the engine
+MAX_INTERVAL_CS = 8_640_000.0
+#: the largest ``minmoves``, ``maxmoves`` and DEPTH read (more is refused)
+MAX_COUNT = 10**6
 VISITS_PER_PRIOR = 1000
 #: keys accepted with true/false and ignored (see the module docstring)
 IGNORED_BOOLEAN_KEYS = ("ownership", "ownershipStdev", "movesOwnership", "movesOwnershipStdev", "pvVisits",
@@ -163,7 +173,7 @@ class AnalyzeRequest:
         """Seconds between blocks (``None``: no repeats)."""
         if self.interval_cs is None:
             return None
-        return max(self.interval_cs, MIN_INTERVAL_CS) / 100.0
+        return min(max(self.interval_cs, MIN_INTERVAL_CS), MAX_INTERVAL_CS) / 100.0
 
     def count(self) -> int:
         """How many candidates to show: the default, raised to ``minmoves``, lowered to ``maxmoves``."""
@@ -184,14 +194,18 @@ class AnalyzeRequest:
 
 def _number(s: str, what: str) -> float:
     if not _NUMBER.match(s):
-        raise ValueError(f"{what} must be a number >= 0, not {s!r}")
-    return float(s)
+        raise ValueError(f"{what} must be a number >= 0, not {gtp_args.shown(s)}")
+    v = float(s)
+    if not math.isfinite(v):
+        raise ValueError(f"{what} must be a finite number, not {gtp_args.shown(s)}")
+    return v
 
 
 def _count(s: str, what: str) -> int:
-    if not s.isdigit():
-        raise ValueError(f"{what} must be an integer >= 0, not {s!r}")
-    return int(s)
+    v = gtp_args.bounded_int(s, MAX_COUNT)
+    if v is None:
+        raise ValueError(f"{what} must be an integer in 0..{MAX_COUNT}, not {gtp_args.shown(s)}")
+    return v
 
 
 def _rule(key: str, who: str, vertices: str, depth: str, size: int) -> MoveRule:
@@ -205,9 +219,10 @@ def _rule(key: str, who: str, vertices: str, depth: str, size: int) -> MoveRule:
                 points.add(coords.to_flat(coords.from_gtp(v, size), size))
             except ValueError:
                 raise ValueError(f"{key}: not a vertex on a {size}x{size} board: {v!r}") from None
-    if not depth.isdigit() or int(depth) < 1:
-        raise ValueError(f"{key}: the depth must be an integer >= 1, not {depth!r}")
-    return MoveRule(key == "allow", colour, frozenset(points), int(depth))
+    d = gtp_args.bounded_int(depth, MAX_COUNT)
+    if d is None or d < 1:
+        raise ValueError(f"{key}: the depth must be an integer in 1..{MAX_COUNT}, not {gtp_args.shown(depth)}")
+    return MoveRule(key == "allow", colour, frozenset(points), d)
 
 
 def parse_request(fmt: str, args: list[str], size: int) -> AnalyzeRequest:
@@ -218,7 +233,7 @@ def parse_request(fmt: str, args: list[str], size: int) -> AnalyzeRequest:
         req.colour = colour_word(args[i])
         i += 1
     if i < len(args) and _NUMBER.match(args[i]):
-        req.interval_cs = float(args[i])
+        req.interval_cs = _number(args[i], "interval")
         i += 1
     while i < len(args):
         key = args[i]

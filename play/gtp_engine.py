@@ -8,14 +8,16 @@ Commands: ``protocol_version name version known_command list_commands quit board
 genmove undo showboard final_score final_status_list`` and ``reg_genmove`` (choose without playing),
 ``kgs-genmove_cleanup`` (genmove that removes dead stones before it passes), ``fixed_handicap`` / ``place_free_handicap`` /
 ``set_free_handicap``, ``set_random_seed N`` (the sampling seed; ``kifunet match`` sends one per game),
-``kifunet-policy COLOUR [K]`` (the K most probable legal moves with their probabilities),
+``kifunet-policy COLOUR [K]`` (the K most probable legal moves with their probabilities; GoGui's list uses
+``kifunet-policy_percent COLOUR [K]``, the same points in percent),
 ``kifunet-profile [key=value,...]`` (the game profile, below), and:
 
 * the analysis commands of Sabaki and Lizzie, ``lz-analyze``, ``kata-analyze``, ``lz-genmove_analyze``,
   ``kata-genmove_analyze`` (formats, arguments and what "visits" and "winrate" mean without a search:
   :mod:`kifunet.play.gtp_analysis`);
 * GoGui's ``gogui-analyze_commands`` and the commands it lists, ``kifunet-policy_gfx``,
-  ``kifunet-policy_dboard``, ``kifunet-value``, ``kifunet-dead_gfx`` (:mod:`kifunet.play.gtp_gogui`);
+  ``kifunet-policy_dboard``, ``kifunet-policy_percent``, ``kifunet-value``, ``kifunet-dead_gfx``
+  (:mod:`kifunet.play.gtp_gogui`);
 * ``loadsgf FILE [MOVE_NUMBER|VERTEX]`` and ``printsgf [FILE]`` (:mod:`kifunet.play.gtp_sgf`);
 * ``time_settings``, ``time_left``, ``kgs-time_settings``: a clock and a per-move budget that decide how many
   board symmetries genmove's policy averages (:mod:`kifunet.play.time_manager`; without a time limit,
@@ -29,7 +31,9 @@ policy without that method plays only its own size) and the rules engine can
 
 Errors follow the spec: ``? unknown command``, ``? illegal move``, ``? unacceptable size``, ``? syntax error``
 (also for ``undo`` with arguments and a ``komi`` that is not one finite number), ``? cannot undo``, and
-``? komi ... is out of range`` for ``|komi| > N*N`` (:func:`kifunet.play.scoring.komi_problem`). Ids are echoed;
+``? komi ... is out of range`` for ``|komi| > N*N`` (:func:`kifunet.play.scoring.komi_problem`). A number
+argument is read only when it is ASCII digits of bounded length (:mod:`kifunet.play.gtp_args`): a token of any
+length is answered in one line (``boardsize`` and 50 MB of digits: ``? unacceptable size``). Ids are echoed;
 a success is ``=[id]``, a space and the text, with the space even when the text is empty (``'= \\n\\n'``), as GNU Go and
 the spec's examples write it (an analysis response's first line is ``=[id]`` alone: the KataGo format); every
 response ends with a blank line.
@@ -39,7 +43,9 @@ line with a timeout (a block every interval) on every platform; ``select()`` on 
 already in Python's read buffer and does not work on Windows pipes. :meth:`Engine.handle` stays synchronous:
 outside ``serve`` an analysis command answers ``analysis_blocks`` blocks (default 1) and ends its response.
 
-Rules: simple ko, suicide illegal (:class:`kifunet.data_prep.rules.board.Board`), area scoring.
+Rules: simple ko, suicide illegal (:class:`kifunet.data_prep.rules.board.Board`), area scoring. The game (board,
+setup, moves, undo with O(1) memory per move, a loaded game's players and rules) is a
+:class:`kifunet.play.game_state.GameState`.
 
 How a move is chosen, when the engine passes and when it resigns: :mod:`kifunet.play.move_choice`.
 
@@ -71,7 +77,7 @@ import queue
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, TextIO
 
 import numpy as np
@@ -81,10 +87,16 @@ from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
 from kifunet.eval.legality import top_moves
 
-from . import gtp_analysis, gtp_gogui, gtp_sgf, life_death, scoring, time_manager
+from . import gtp_analysis, gtp_args, gtp_gogui, gtp_sgf, life_death, scoring, time_manager
+from .game_state import GameState, chains_in
 from .move_choice import PlaySettings, choose_move, own_eyes
 
 PROTOCOL_VERSION = "2"
+#: the control characters :meth:`Engine.handle` drops from a line (GTP spec 2.2: all but HT and LF), as a
+#: ``str.translate`` table (one pass in C over a line of any length)
+_CONTROL = {c: None for c in (*range(9), *range(11, 32), 127)}
+#: the largest number ``boardsize``, ``fixed_handicap`` and ``kifunet-policy`` read (beyond: refused as such)
+_MAX_COUNT = 10**6
 
 # Which of the spec's nine points (see Engine._handicap_points) each fixed handicap uses (GTP spec 4.1.1).
 _HANDICAP_ORDER = {2: (0, 1), 3: (0, 1, 2), 4: (0, 1, 2, 3), 5: (0, 1, 2, 3, 4), 6: (0, 1, 2, 3, 5, 6),
@@ -93,28 +105,6 @@ _HANDICAP_ORDER = {2: (0, 1), 3: (0, 1, 2), 4: (0, 1, 2, 3), 5: (0, 1, 2, 3, 4),
 
 #: ``final_status_list``'s arguments -> the estimate's status (:mod:`kifunet.play.life_death`)
 _STATUS = {"alive": life_death.ALIVE, "dead": life_death.DEAD, "seki": life_death.SEKI}
-
-
-def _chains_in(board: Board, mask: np.ndarray) -> list[list[int]]:
-    """The stones of ``mask`` (bool [N, N]) grouped into chains (same colour, connected), in board order."""
-    flat = mask.reshape(-1)
-    st = board.stones.reshape(-1)
-    seen = np.zeros_like(flat)
-    chains = []
-    for start in np.flatnonzero(flat):
-        if seen[start]:
-            continue
-        chain, stack = [], [int(start)]
-        seen[start] = True
-        while stack:
-            p = stack.pop()
-            chain.append(p)
-            for q in board.nb[p]:
-                if q >= 0 and flat[q] and not seen[q] and st[q] == st[p]:
-                    seen[q] = True
-                    stack.append(int(q))
-        chains.append(sorted(chain))
-    return chains
 
 
 class GtpError(Exception):
@@ -139,14 +129,6 @@ def known_fields(profile: profiles.Profile) -> dict:
     if not out.get("handicap"):
         out.pop("handicap", None)
     return out
-
-
-@dataclass
-class _State:
-    board: Board
-    moves: list = field(default_factory=list)  # [(colour, flat)]
-    setup: list = field(default_factory=list)  # [(colour, flat)] handicap stones, or a loaded game's setup
-    first: int | None = None  # who plays first after the setup (None: White after handicap stones, else Black)
 
 
 @dataclass
@@ -198,8 +180,7 @@ class Engine:
         self.log = log
         if symmetries > 1 and not self._takes_symmetries:
             self._log(f"the policy cannot average symmetries: genmove uses 1, not {symmetries}")
-        self.state = _State(Board(self.size))
-        self.history: list[_State] = []
+        self.state = GameState(self.size)
         self.quit = False
         self.analysis_blocks = analysis_blocks
         self.analysis_pv = analysis_pv
@@ -242,6 +223,7 @@ class Engine:
             "kifunet-value": self._value_command,
             "set_random_seed": self._set_random_seed,
             "kifunet-policy": self._policy_command,
+            "kifunet-policy_percent": self._policy_percent,
             "kifunet-profile": self._profile_command,
             "lz-analyze": lambda a: self._analyze(gtp_analysis.LZ, a),
             "kata-analyze": lambda a: self._analyze(gtp_analysis.KATA, a),
@@ -252,7 +234,7 @@ class Engine:
     # --- protocol ----------------------------------------------------------------------------------------
     def handle(self, line: str) -> str | None:
         """One input line -> the full response text (``=id ...\\n\\n``), or None for an empty/comment line."""
-        line = "".join(ch for ch in line if ch in "\t\n" or 32 <= ord(ch) != 127)
+        line = line.translate(_CONTROL)
         line = line.split("#", 1)[0].replace("\t", " ").strip()
         if not line:
             return None
@@ -363,10 +345,7 @@ class Engine:
     def handicap_stones(self) -> int:
         """The handicap the game shows: the black stones set before the first move when no white stone is
         (2..9, more counts as 9), else 0."""
-        setup = self.state.setup
-        if len(setup) < 2 or any(c != BLACK for c, _ in setup):
-            return 0
-        return min(len(setup), 9)
+        return self.state.handicap_stones()
 
     def game_profile(self) -> profiles.Profile:
         """The profile the net is given before the policy's rank rule: the fields set, komi and handicap from
@@ -415,12 +394,12 @@ class Engine:
         return ""
 
     def _boardsize(self, a):
-        if len(a) != 1 or not a[0].isdigit():
+        if len(a) != 1 or not gtp_args.is_digits(a[0]):
             raise GtpError("syntax error")
-        n = int(a[0])
-        problem = self._size_problem(n)
+        n = gtp_args.bounded_int(a[0], _MAX_COUNT)
+        problem = self._size_problem(n) if n is not None else f"a number of {len(a[0])} digits"
         if problem:
-            self._log(f"boardsize {n}: {problem}")
+            self._log(f"boardsize {a[0] if n is None and len(a[0]) <= 40 else n}: {problem}")
             raise GtpError("unacceptable size")
         self._set_size(n)
         self._clear_board([])
@@ -456,8 +435,7 @@ class Engine:
         self._maybe_warm()
 
     def _clear_board(self, a):
-        self.state = _State(Board(self.size))
-        self.history = []
+        self.state = GameState(self.size)
         self.time.reset_clocks()
         return ""
 
@@ -481,15 +459,8 @@ class Engine:
         except ValueError:
             raise GtpError("syntax error") from None
 
-    def _push(self) -> None:
-        s = self.state
-        self.history.append(_State(s.board.copy(), list(s.moves), list(s.setup), s.first))
-
     def _apply(self, colour: int, flat: int) -> None:
-        self._push()
-        if flat != self.size * self.size:
-            self.state.board.play(flat, colour)
-        self.state.moves.append((colour, flat))
+        self.state.play(colour, flat)
 
     def _play(self, a):
         if len(a) != 2:
@@ -551,9 +522,8 @@ class Engine:
     def _undo(self, a):
         if a:
             raise GtpError("syntax error")
-        if not self.history or not self.state.moves:
+        if not self.state.undo():
             raise GtpError("cannot undo")
-        self.state = self.history.pop()
         return ""
 
     def _showboard(self, a):
@@ -598,7 +568,7 @@ class Engine:
             raise GtpError("syntax error")
         est = self._estimate()
         mask = est.status == _STATUS[a[0].lower()]
-        return "\n".join(" ".join(self._gtp(p) for p in chain) for chain in _chains_in(self.state.board, mask))
+        return "\n".join(" ".join(self._gtp(p) for p in chain) for chain in chains_in(self.state.board, mask))
 
     def _dead_gfx(self, a):
         """GoGui ``gfx``: the estimate's dead stones (``MARK``), seki stones (``TRIANGLE``), the owned empty
@@ -638,43 +608,60 @@ class Engine:
         return [r * n + c for r, c in (spec[i] for i in _HANDICAP_ORDER[k])]
 
     def _fixed_handicap(self, a):
-        if len(a) != 1 or not a[0].isdigit():
+        if len(a) != 1 or not gtp_args.is_digits(a[0]):
             raise GtpError("syntax error")
-        if self.state.moves or self.state.setup or self.state.board.stones.any():
+        if not self.state.is_empty():
             raise GtpError("board not empty")
-        pts = self._handicap_points(int(a[0]))
-        self.state.board.setup(pts, BLACK)
-        self.state.setup = [(BLACK, p) for p in pts]
+        k = gtp_args.bounded_int(a[0], _MAX_COUNT)
+        pts = self._handicap_points(-1 if k is None else k)
+        self.state.place_handicap(pts)
         return " ".join(coords.to_gtp(coords.from_flat(p, self.size), self.size) for p in pts)
 
     def _set_free_handicap(self, a):
         if len(a) < 2:
             raise GtpError("syntax error")
-        if self.state.moves or self.state.setup or self.state.board.stones.any():
+        if not self.state.is_empty():
             raise GtpError("board not empty")
         pts = [self._vertex(v) for v in a]
         if len(set(pts)) != len(pts) or self.size * self.size in pts:
             raise GtpError("bad vertex list")
-        self.state.board.setup(pts, BLACK)
-        self.state.setup = [(BLACK, p) for p in pts]
+        self.state.place_handicap(pts)
         return ""
 
     def _set_random_seed(self, a):
-        if len(a) != 1 or not a[0].lstrip("-").isdigit():
+        if len(a) != 1 or not gtp_args.is_digits(a[0].removeprefix("-")):
             raise GtpError("syntax error")
-        self.rng = np.random.default_rng(abs(int(a[0])))
+        try:
+            seed = abs(int(a[0]))
+        except ValueError:  # more digits than int() reads
+            raise GtpError(f"syntax error: a seed of {len(a[0])} characters") from None
+        self.rng = np.random.default_rng(seed)
         return ""
 
     def _policy_command(self, a):
         if not 1 <= len(a) <= 2:
             raise GtpError("syntax error")
         colour = parse_colour(a[0])
-        k = int(a[1]) if len(a) == 2 and a[1].isdigit() else 10
+        k = 10
+        if len(a) == 2 and gtp_args.is_digits(a[1]):
+            k = gtp_args.bounded_int(a[1], _MAX_COUNT)
+            k = _MAX_COUNT if k is None else k  # more than there are moves: all of them
         s = self.state
         probs = self.policy.probabilities(s.moves, colour, s.setup)
         legal = s.board.legal_moves(colour)
         idx = top_moves(probs, legal, k)
         return " ".join(f"{coords.to_gtp(coords.from_flat(i, self.size), self.size)} {probs[i]:.4f}" for i in idx)
+
+    def _policy_percent(self, a):
+        """``kifunet-policy_percent COLOUR [K]``: GoGui's labels, the K most probable legal points in percent."""
+        if not 1 <= len(a) <= 2 or (len(a) == 2 and not gtp_args.is_digits(a[1])):
+            raise GtpError("syntax error")
+        colour = parse_colour(a[0])
+        k = gtp_gogui.LABELLED_MOVES if len(a) == 1 else gtp_args.bounded_int(a[1], _MAX_COUNT)
+        s = self.state
+        probs = self.policy.probabilities(s.moves, colour, s.setup)
+        return gtp_gogui.policy_pspairs(probs, s.board.legal_moves(colour), self.size,
+                                        _MAX_COUNT if k is None else k)
 
     # --- time (kifunet.play.time_manager) -------------------------------------------------------------------
     def _time_settings(self, parse, a):
@@ -739,13 +726,7 @@ class Engine:
             raise GtpError(f"cannot load file '{path}': {problem}")
         self._set_size(game.size)
         self.komi = komi
-        board = Board(self.size)
-        for c in (BLACK, WHITE):
-            pts = [p for cc, p in game.setup if cc == c]
-            if pts:
-                board.setup(pts, c)
-        self.state = _State(board, [], list(game.setup), game.first)
-        self.history = []
+        self.state = GameState(self.size, game.setup, game.first, game.info)
         for colour, flat in game.moves:
             self._apply(colour, flat)
         return "black" if game.to_play == BLACK else "white"
@@ -759,7 +740,7 @@ class Engine:
             raise GtpError("syntax error: printsgf [FILE]")
         s = self.state
         text = gtp_sgf.game_sgf(self.size, self.komi, s.setup, s.moves, self._first_colour(),
-                                app=(self.name, _package_version()))
+                                app=(self.name, _package_version()), info=s.info)
         if path is None or path == "-":
             return text
         try:
@@ -793,18 +774,10 @@ class Engine:
 
     # --- analysis (arguments, formats and rules: kifunet.play.gtp_analysis) -------------------------------------
     def _first_colour(self) -> int:
-        """Who plays first after the setup: a loaded game's, else White after handicap stones, else Black."""
-        s = self.state
-        if s.first is not None:
-            return s.first
-        return WHITE if s.setup else BLACK
+        return self.state.first_colour()
 
     def _next_colour(self) -> int:
-        """The side to move: the other colour after the last move; else :meth:`_first_colour`."""
-        s = self.state
-        if s.moves:
-            return 3 - s.moves[-1][0]
-        return self._first_colour()
+        return self.state.next_colour()
 
     def _request(self, fmt: str, a) -> gtp_analysis.AnalyzeRequest:
         try:

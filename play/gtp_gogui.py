@@ -16,7 +16,11 @@ type            command                       response
                                               line: the best move, and pass where the net has a pass output)
 ``dboard``      ``kifunet-policy_dboard %m``  the same numbers as a board: N lines of N numbers in [-1, 1],
                                               the top row first (0 on points where the move is illegal)
-``pspairs``     ``kifunet-policy %m 10``      the 10 most probable legal moves, ``VERTEX PROBABILITY`` pairs
+``pspairs``     ``kifunet-policy_percent``    (sent as ``kifunet-policy_percent %m 10``) the 10 most probable
+                                              legal points, ``VERTEX PERCENT`` pairs (``D4 23 Q16 9.5``:
+                                              GoGui writes each string on its point and cuts one longer than
+                                              3 or 4 characters, ``0.1960`` to ``0.19...``;
+                                              :func:`percent_label`)
 ``string``      ``kifunet-value %m``          the value head's estimate for the side to move (one line);
                                               listed only for a net with a value head
 ``string``      ``kifunet-profile``           the game profile set (``key=value,...``; empty: none), listed
@@ -82,7 +86,7 @@ def reads_profile(engine) -> bool:
 ANALYZE_COMMANDS: list[AnalyzeCommand] = [
     AnalyzeCommand("gfx", "Policy heat map", "kifunet-policy_gfx %m"),
     AnalyzeCommand("dboard", "Policy board", "kifunet-policy_dboard %m"),
-    AnalyzeCommand("pspairs", "Policy top 10", f"kifunet-policy %m {LABELLED_MOVES}"),
+    AnalyzeCommand("pspairs", "Policy top 10", f"kifunet-policy_percent %m {LABELLED_MOVES}"),
     AnalyzeCommand("string", "Value (net)", "kifunet-value %m", has_value_head),
     AnalyzeCommand("string", "Profile", "kifunet-profile", reads_profile),
     AnalyzeCommand("gfx", "Dead stones", "kifunet-dead_gfx"),
@@ -137,6 +141,14 @@ def policy_gfx(probs: np.ndarray, legal: np.ndarray, n: int, colour: int, *, has
         text += f", pass {100 * probs[nn]:.1f}%"
     lines.append(text)
     return "\n".join(lines)
+
+
+def policy_pspairs(probs: np.ndarray, legal: np.ndarray, n: int, k: int = LABELLED_MOVES) -> str:
+    """The ``pspairs`` response: the ``k`` most probable legal points (pass has no point to label) with their
+    percentage as :func:`percent_label` writes it, most probable first."""
+    nn = n * n
+    order = top_moves(probs[:nn], legal[:nn], k)
+    return " ".join(f"{_vertex(i, n)} {percent_label(float(probs[i]))}" for i in order)
 
 
 def policy_dboard(probs: np.ndarray, legal: np.ndarray, n: int, colour: int) -> str:

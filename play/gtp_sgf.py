@@ -11,12 +11,17 @@ The two GTP extensions as GNU Go defines them (its manual, "GTP command referenc
     edited mid-game) turns the board so far into setup stones. The engine takes the file's size as ``boardsize``
     would (refused when the net cannot play it) and its komi (kept when ``KM`` is missing). Failures are one
     line and change nothing: ``cannot open file 'F': REASON`` (missing, unreadable) and ``cannot load file 'F':
-    REASON`` (not SGF, a bad point, an illegal move, a size or komi the engine refuses).
+    REASON`` (not SGF, a bad point, an illegal move, a size or komi the engine refuses). Only a regular file
+    of at most :data:`MAX_SGF_BYTES` is read: a device (``/dev/zero``), a FIFO, a directory or a larger file is
+    refused at once (``cannot open file 'F': not a regular file``, ``cannot load file 'F': N bytes, more
+    than ...``), so ``loadsgf`` answers in bounded time and memory whatever FILE names.
 ``printsgf [FILE]``
-    The game so far (``SZ``, ``KM``, ``RU[Chinese]`` -- area scoring, simple ko, no suicide --, setup stones,
-    ``HA`` when White plays first after black setup stones, the moves), written with sgfmill to FILE, or as the
-    response without FILE (or with ``-``). GNU Go prints a static position (setup stones only); the moves are
-    kept here so that ``loadsgf`` of the file replays the same game and ``undo`` still works.
+    The game so far (``SZ``, ``KM``, ``RU`` -- a loaded game's rules as the file wrote them, else ``Chinese``:
+    area scoring, simple ko, no suicide --, a loaded game's ``PB``, ``PW``, ``BR``, ``WR``, setup stones,
+    ``HA`` when White plays first after black setup stones, the moves, a pass as ``B[]``/``W[]`` as FF[4]
+    writes it), written with sgfmill to FILE, or as the response without FILE (or with ``-``). GNU Go prints
+    a static position (setup stones only); the moves are kept here so that ``loadsgf`` of the file replays the
+    same game and ``undo`` still works.
 
 GoGui quotes a file name that holds spaces (``%r``/``%w`` wildcards): :func:`file_argument` reads
 ``"a b.sgf"``.
@@ -25,15 +30,24 @@ GoGui quotes a file name that holds spaces (``%r``/``%w`` wildcards): :func:`fil
 from __future__ import annotations
 
 import datetime
+import os
+import stat
 from dataclasses import dataclass, field
 
-from sgfmill import sgf
+from sgfmill import sgf, sgf_grammar, sgf_properties
 
 from kifunet.data_prep import coords
 from kifunet.data_prep.sgf import sgf_io
 from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.errors import SgfError
 from kifunet.data_prep.game import BLACK, EMPTY, MOVE, WHITE
+
+from . import gtp_args
+
+
+#: the largest file ``loadsgf`` reads (bytes): a game of 100,000 moves (``;B[dd]``) is about 600 KB; the worst
+#: file of this size (nothing but passes, 262,140 nodes) loads within the 1 GiB ``tests/test_gtp_bounds.py`` sets
+MAX_SGF_BYTES = 1 << 20
 
 
 class LoadError(Exception):
@@ -50,6 +64,7 @@ class LoadedGame:
     moves: list = field(default_factory=list)  # [(colour, flat)]
     first: int = BLACK  # who plays first after the setup (when there are no moves)
     to_play: int = BLACK  # the answer of loadsgf
+    info: dict = field(default_factory=dict)  # the root's PB, PW, BR, WR, RU (text) where set
 
 
 def file_argument(args: list[str]) -> tuple[str | None, list[str]]:
@@ -72,19 +87,48 @@ def _stop_rule(arg: str | None, n: int) -> tuple[int | None, int | None]:
     """(move number, flat vertex) where loading stops; (None, None): the whole game."""
     if arg is None:
         return None, None
-    if arg.isdigit():
-        return int(arg), None
+    if gtp_args.is_digits(arg):  # a number past the game's end loads it whole
+        number = gtp_args.bounded_int(arg, MAX_SGF_BYTES)
+        return (MAX_SGF_BYTES + 1 if number is None else number), None
     try:
         return None, coords.to_flat(coords.from_gtp(arg, n), n)
     except ValueError:
         raise LoadError(f"syntax error: {arg!r} is neither a move number nor a vertex of a {n}x{n} board") from None
 
 
-def read_game(path: str, until: str | None = None) -> LoadedGame:
-    """The main line of the SGF file at ``path`` up to ``until`` (a move number or a GTP vertex; module
-    docstring). Raises :class:`LoadError` with the GTP error text."""
+def read_file(path: str) -> bytes:
+    """The bytes of the regular file at ``path``, at most :data:`MAX_SGF_BYTES`; anything else (a device, a
+    FIFO, a directory, a larger file) is a :class:`LoadError` at once, without reading it. The file is opened
+    without blocking (a FIFO with no writer would block ``open``)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
-        record = sgf_io.load_game(path)
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise LoadError(f"cannot open file '{path}': {e.strerror or e}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise LoadError(f"cannot open file '{path}': not a regular file")
+        if info.st_size > MAX_SGF_BYTES:
+            raise LoadError(f"cannot load file '{path}': {info.st_size} bytes, more than the {MAX_SGF_BYTES} "
+                            f"an SGF game may have")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            raw = f.read(MAX_SGF_BYTES + 1)
+    except OSError as e:
+        raise LoadError(f"cannot open file '{path}': {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_SGF_BYTES:  # grew while being read
+        raise LoadError(f"cannot load file '{path}': more than the {MAX_SGF_BYTES} bytes an SGF game may have")
+    return raw
+
+
+def read_game(path: str, until: str | None = None) -> LoadedGame:
+    """The main line of the SGF file at ``path`` (:func:`read_file`) up to ``until`` (a move number or a GTP
+    vertex; module docstring). Raises :class:`LoadError` with the GTP error text."""
+    raw = read_file(path)
+    try:
+        record = sgf_io.load_game(raw, path=path)
     except SgfError as e:
         reason = _one_line(str(e))
         if reason.startswith(f"{path}: "):
@@ -140,16 +184,24 @@ def read_game(path: str, until: str | None = None) -> LoadedGame:
         first = WHITE if record.info.handicap > 0 and setup and all(c == BLACK for c, _ in setup) else BLACK
     if to_play is None:
         to_play = 3 - moves[-1][0] if moves else first
-    return LoadedGame(size=n, komi=record.info.komi, setup=setup, moves=moves, first=first, to_play=to_play)
+    i = record.info
+    kept = {"PB": i.black, "PW": i.white, "BR": i.black_rank_text, "WR": i.white_rank_text, "RU": i.rules}
+    return LoadedGame(size=n, komi=i.komi, setup=setup, moves=moves, first=first, to_play=to_play,
+                      info={k: v for k, v in kept.items() if v})
 
 
-def game_sgf(size: int, komi: float, setup, moves, first: int, *, app: tuple[str, str] = ("kifunet", "")) -> str:
+def game_sgf(size: int, komi: float, setup, moves, first: int, *, app: tuple[str, str] = ("kifunet", ""),
+             info: dict | None = None) -> str:
     """The game as SGF text (module docstring): ``setup`` and ``moves`` are ``[(colour, flat)]``, ``first``
-    the colour to play first after the setup; ``app``: the ``AP`` property (name, version)."""
+    the colour to play first after the setup; ``app``: the ``AP`` property (name, version); ``info``: root
+    text properties of a loaded game to write back (``PB``, ``PW``, ``BR``, ``WR``, ``RU``)."""
     game = sgf.Sgf_game(size)
     root = game.get_root()
     root.set("KM", float(komi))
-    root.set("RU", "Chinese")
+    info = dict(info or {})
+    root.set("RU", info.pop("RU", "Chinese"))
+    for ident, text in info.items():
+        root.set(ident, text)
     root.set("AP", app)
     root.set("DT", datetime.date.today().isoformat())
     black = {coords.to_sgfmill(coords.from_flat(p, size), size) for c, p in setup if c == BLACK}
@@ -158,10 +210,13 @@ def game_sgf(size: int, komi: float, setup, moves, first: int, *, app: tuple[str
         root.set_setup_stones(black, white)
     if black and not white and first == WHITE:
         root.set("HA", len(black))
-    for colour, flat in moves:
-        node = game.extend_main_sequence()
-        node.set_move("b" if colour == BLACK else "w", coords.to_sgfmill(coords.from_flat(flat, size), size))
-    text = game.serialise().decode("utf-8").strip()
+    # the moves go straight into sgfmill's parse tree (a Tree_node per move costs 15 us; 100,000 moves, 1.5 s)
+    raw = [sgf_properties.serialise_go_point(coords.to_sgfmill(coords.from_flat(p, size), size), size)
+           for p in range(size * size)] + [b""]  # FF[4]'s pass (sgfmill's own would be B[tt])
+    tree = sgf_grammar.Coarse_game_tree()
+    tree.sequence = [root.get_raw_property_map()]
+    tree.sequence += [{"B" if colour == BLACK else "W": [raw[flat]]} for colour, flat in moves]
+    text = sgf_grammar.serialise_game_tree(tree).decode("utf-8").strip()
     while "\n\n" in text:  # a GTP response may not hold an empty line
         text = text.replace("\n\n", "\n")
     return text

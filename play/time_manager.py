@@ -45,6 +45,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from .gtp_args import shown
+
 #: symmetries of the square board (4 rotations x reflection)
 MAX_SYMMETRIES = 8
 #: the symmetries the engine measures when time settings arrive (so that a timed genmove can use them)
@@ -86,15 +88,17 @@ def _number(s: str, what: str) -> float:
     try:
         v = float(s)
     except ValueError:
-        raise ValueError(f"{what} must be a number of seconds, not {s!r}") from None
+        raise ValueError(f"{what} must be a number of seconds, not {shown(s)}") from None
     if not math.isfinite(v) or v < 0:
-        raise ValueError(f"{what} must be a finite number of seconds >= 0, not {s}")
+        raise ValueError(f"{what} must be a finite number of seconds >= 0, not {s if len(s) <= 40 else shown(s)}")
     return v
 
 
 def _count(s: str, what: str) -> int:
-    if not s.isdigit():
-        raise ValueError(f"{what} must be a whole number >= 0, not {s!r}")
+    if not (s.isascii() and s.isdigit()):
+        raise ValueError(f"{what} must be a whole number >= 0, not {shown(s)}")
+    if len(s.lstrip("0")) > 9:
+        raise ValueError(f"{what} must be at most 999999999, not {shown(s)}")
     return int(s)
 
 
@@ -145,9 +149,9 @@ def parse_time_left(args: list[str]) -> tuple[str, float, int]:
     try:
         t = float(args[1])
     except ValueError:
-        raise ValueError(f"time must be a number of seconds, not {args[1]!r}") from None
+        raise ValueError(f"time must be a number of seconds, not {shown(args[1])}") from None
     if not math.isfinite(t):
-        raise ValueError(f"time must be finite, not {args[1]}")
+        raise ValueError(f"time must be finite, not {args[1] if len(args[1]) <= 40 else shown(args[1])}")
     return args[0], max(0.0, t), _count(args[2], "stones")
 
 

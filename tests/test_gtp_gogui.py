@@ -267,3 +267,20 @@ def test_kifunet_gtp_answers_gogui_s_commands(tmp_path):
     finally:
         p.close()
     assert p.proc.returncode == 0
+
+
+def test_the_top_10_labels_are_percentages_that_fit_on_a_point():
+    """GoGui writes a ``pspairs`` string on its point and cuts one longer than 3 or 4 characters (``0.1960``
+    showed as ``0.19...``): the listed command answers percentages, as the heat map's labels do."""
+    pol = Fake()
+    e = Engine(pol)
+    listed = parse_analyze_commands(ok(e.handle("gogui-analyze_commands")), known(e))
+    (command,) = [c for k, _, c in listed if k == "pspairs"]
+    pairs = parse_pspairs(ok(e.handle(command.replace("%m", "b"))), 9)
+    assert len(pairs) == gtp_gogui.LABELLED_MOVES
+    for rc, label in pairs:
+        assert len(label) <= 3 and label == gtp_gogui.percent_label(pol.probs[coords.to_flat(rc, 9)]), label
+    assert float(pairs[0][1]) > 1  # a percentage, not a probability
+    gfx = parse_gfx(ok(e.handle("kifunet-policy_gfx b")), 9)["LABEL"]
+    assert {rc: s for rc, s in pairs} == gfx  # the same labels as the heat map's
+    assert ok(e.handle("kifunet-policy b 3")).split()[1].startswith("0.")  # kifunet-policy is unchanged

@@ -167,3 +167,23 @@ def test_file_argument_reads_quoted_names():
     assert gtp_sgf.file_argument([]) == (None, [])
     with pytest.raises(gtp_sgf.LoadError):
         gtp_sgf.file_argument(['"'])
+
+
+def test_printsgf_keeps_a_loaded_game_s_rules_and_players_and_writes_passes_as_ff4_does(kgs_file):
+    """A game loaded with RU[Japanese], PB, PW, BR, WR prints them back (not RU[Chinese], not without players);
+    a pass on 19x19 is ``B[]``/``W[]`` (FF[4]), not sgfmill's ``B[tt]``; a new game is the engine's own again."""
+    e = Engine(Fake(19))
+    assert e.handle(f'loadsgf "{kgs_file}"') == "= black\n\n"
+    assert e.handle("play b pass") == e.handle("play w pass") == "= \n\n"
+    text = e.handle("printsgf")[2:-2].replace("\n", "")  # sgfmill wraps long lines
+    for prop in ("RU[Japanese]", "PB[blackcat]", "PW[whitebot]", "BR[3d]", "WR[5d]", ";B[]", ";W[]"):
+        assert prop in text, prop
+    assert "RU[Chinese]" not in text and "[tt]" not in text
+    other = Engine(Fake(19))  # and the file reads back with the passes and the players
+    path = kgs_file.parent / "again.sgf"
+    path.write_text(text, encoding="utf-8")
+    assert other.handle(f"loadsgf {path}") == "= black\n\n" and other.state.moves == e.state.moves
+    assert "PB[blackcat]" in other.handle("printsgf")
+    assert e.handle("clear_board") == "= \n\n" and e.handle("play b pass") == "= \n\n"
+    text = e.handle("printsgf").replace("\n", "")
+    assert "RU[Chinese]" in text and "PB[" not in text and ";B[]" in text
