@@ -27,7 +27,10 @@ pass and when to resign (:func:`choose_move`, :class:`PlaySettings`). The rules 
       on the board counts) after an opponent's pass, and in cleanup (``kgs-genmove_cleanup``: KGS's genmove
       that must not pass while dead opponent stones are on the board) whatever the opponent did, the
       candidates are the liberties of the opponent's dead chains while any are left: the engine captures them
-      before it passes ("remove dead"). Once none is left, cleanup follows the other rules.
+      before it passes ("remove dead"). Before that, a chain of its own in atari that the estimate does not
+      call dead is saved first (:func:`atari_rescues`: capture an opponent chain in atari next to it, or
+      extend to two liberties or more; the net's favourite of those moves, "save chain"): removing stones that
+      are dead anyway must not cost a live chain. Once no dead stone is left, cleanup follows the other rules.
       Under ``rules="chinese"`` (the default: area scoring, dead stones removed by agreement, as GNU Go's
       ``final_score`` referees) nothing needs to be captured.
    d. After an opponent's pass the candidates shrink to the unsettled points that are not liberties of stones
@@ -66,7 +69,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kifunet.data_prep.rules.analysis import is_eye
-from kifunet.data_prep.rules.board import Board
+from kifunet.data_prep.rules.board import Board, libs_after
 from kifunet.data_prep.game import BLACK, EMPTY
 
 from . import life_death, scoring
@@ -107,6 +110,32 @@ def dead_stone_liberties(board: Board, est: life_death.Estimate, colour: int) ->
     return out
 
 
+def atari_rescues(board: Board, est: life_death.Estimate, colour: int) -> np.ndarray:
+    """bool [N*N]: legal moves that take one of ``colour``'s chains out of atari (one liberty, not dead by the
+    estimate): capturing an opponent chain in atari next to it, or playing its liberty when the chain then has
+    two liberties or more."""
+    n = board.size
+    st = board.B[0, :-1]
+    dead = est.dead().reshape(-1)
+    out = np.zeros(n * n, dtype=bool)
+    seen: set[int] = set()
+    for p in np.nonzero((st == colour) & ~dead)[0]:
+        if int(p) in seen or board.liberties(int(p)) != 1:
+            continue
+        chain = board.chain(int(p))
+        seen.update(chain)
+        for q in {int(r) for c in chain for r in board.nb[c] if r >= 0}:
+            if st[q] == EMPTY:
+                libs, captured, _ = libs_after(board.B, board.nb, q, colour, 2)
+                out[q] |= (libs >= 2 or captured > 0) and board.is_legal(q, colour)
+            elif st[q] == 3 - colour and board.liberties(q) == 1:
+                for r in board.chain(q):
+                    for t in board.nb[r]:
+                        if t >= 0 and st[t] == EMPTY and board.is_legal(int(t), colour):
+                            out[t] = True
+    return out
+
+
 def seki_liberties(board: Board, est: life_death.Estimate) -> np.ndarray:
     """bool [N*N]: empty points next to stones in seki (playing there would break the seki)."""
     seki = est.seki().reshape(-1)
@@ -133,7 +162,7 @@ def sample_index(sorted_probs: np.ndarray, moves_played: int, rng: np.random.Gen
 class MoveChoice:
     move: int | str  # flat index (N*N = pass) or "resign"
     # why: "policy", "sampled", "no candidate", "net passes", "move cap", "opponent passed", "settled",
-    # "remove dead", "resign"
+    # "save chain", "remove dead", "resign"
     reason: str
     probability: float = 0.0  # the chosen move's renormalised probability (0 for rule passes)
 
@@ -213,6 +242,10 @@ def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: i
     if cleanup or opponent_passed or moves_played >= end_from:
         e = get_estimate()
         if cleanup or (opponent_passed and settings.rules == "tromp-taylor"):  # rule 3c
+            save = cand[:nn] & atari_rescues(board, e, colour)
+            if save.any():
+                k = int(np.argmax(np.where(save, probs[:nn], -1.0)))
+                return MoveChoice(k, "save chain", float(probs[k]))
             must = cand[:nn] & dead_stone_liberties(board, e, colour)
             if must.any():
                 k = int(np.argmax(np.where(must, probs[:nn], -1.0)))
