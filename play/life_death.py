@@ -36,6 +36,16 @@ then (a two-by-five area of a live group reads 0.6-0.7 from 256 playouts); the r
 Open regions (touching both colours) and stones keep the playouts' mean. :attr:`Estimate.raw` is the playouts'
 mean everywhere (the resign rule reads it). The rule changes ownership only, never a status or a score.
 
+Scoring (:meth:`Estimate.score`, what the GTP engine's ``final_score`` answers): the dead stones are taken off,
+every other stone counts for its colour, and each empty region counts as follows. A region touching one colour
+only, covering at most half the board, whose mean ownership leans that colour's way, is that colour's territory
+(Tromp-Taylor's count: at the end of a game every territory is such a region). A region touching both colours
+whose every point is next to a stone is dame and counts for nobody (seki liberties are). Any other region is
+still open (the board after a few moves is one region that touches black only): each of its points counts for
+the colour whose ownership is at least :data:`CONFIDENT` in size there, else for nobody. So a finished game
+scores as Chinese counting does, and a game in progress as the estimate sees it, never as if a few stones owned
+the empty board.
+
 Seki, for every method: an empty point is *shared* when it touches non-dead chains of both colours and
 neither colour can play it without putting its own chain into atari (liberties after the move at most 1,
 nothing captured) or illegally. Non-dead chains touching a shared point (and not unconditionally alive) are
@@ -99,10 +109,31 @@ class Estimate:
         return scoring.remove_stones(self.stones, self.dead())
 
     def score(self, komi: float) -> float:
-        """Area score with the dead stones removed: black's stones and territory minus white's, minus ``komi``
-        (positive: black ahead). Territory is Tromp-Taylor's after the removal (empty regions touching one
-        colour only), so seki liberties and dame count for nobody."""
-        return scoring.score_without(self.stones, self.dead(), komi)
+        """Area score with the dead stones removed: black's stones and points minus white's, minus ``komi``
+        (positive: black ahead), the points counted as in the module docstring's "Scoring": on a finished board
+        Tromp-Taylor's territory after the removal, on an open board the estimate's ownership."""
+        return float(self.point_owner().sum()) - float(komi)
+
+    def point_owner(self) -> np.ndarray:
+        """float [N, N]: +1 / -1 / 0, whom each point counts for in :meth:`score` (module docstring)."""
+        final = self.final_stones()
+        n = final.shape[0]
+        flat = final.reshape(-1)
+        own = self.ownership.reshape(-1)
+        nb = neighbours_cached(n)
+        out = np.where(flat == BLACK, 1.0, np.where(flat == WHITE, -1.0, 0.0))
+        for region in _components(flat == EMPTY, nb):
+            touches = {int(flat[q]) for p in region for q in nb[p] if q >= 0 and flat[q] != EMPTY}
+            if len(touches) == 1:
+                c = touches.pop()
+                if len(region) <= n * n // 2 and stone_sign(c) * own[region].mean() > 0:  # territory
+                    out[region] = stone_sign(c)
+                    continue
+            elif len(touches) == 2 and all(any(q >= 0 and flat[q] != EMPTY for q in nb[p]) for p in region):
+                continue  # dame: every point next to a stone
+            r = np.asarray(region)
+            out[r] = np.where(np.abs(own[r]) >= CONFIDENT, np.sign(own[r]), 0.0)  # open: the estimate's owner
+        return out.reshape(n, n)
 
     def unsettled(self, threshold: float) -> np.ndarray:
         """bool [N, N]: points whose ownership is below ``threshold`` in size (contested, dame, seki)."""

@@ -12,7 +12,9 @@ from kifunet.data_prep import coords
 from kifunet.data_prep.game import BLACK, MOVE, WHITE
 from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.sgf import sgf_io
-from kifunet.play import life_death
+from kifunet.play import life_death, scoring
+from go_helpers import BIG_DEAD, DEAD_STONES, SEKI
+from kifunet.play.gtp_engine import Engine
 from kifunet.play.move_choice import PlaySettings, choose_move
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,3 +66,44 @@ def test_cleanup_saves_its_own_chain_in_atari_before_removing_dead_stones():
     assert board.liberties(a1) >= 2
     # nothing of its own in atari any more: back to removing the dead stones
     assert choose(board, probs, BLACK, cleanup=True).reason == "remove dead"
+
+
+class UniformPolicy:
+    """A 19x19 policy with equal probabilities everywhere (final_score does not read it)."""
+
+    board_size = 19
+    has_pass = False
+    description = "uniform"
+
+    def probabilities(self, moves, colour, setup=()):
+        return np.full(19 * 19 + 1, 1.0 / (19 * 19 + 1))
+
+
+def test_final_score_after_one_move_is_the_estimate_not_the_whole_board():
+    e = Engine(UniformPolicy(), komi=7.5)
+    assert e.handle("play b Q16") == "= \n\n"
+    answer = e.handle("final_score").strip()
+    assert answer != "= B+353.5"  # Tromp-Taylor: the one stone's colour owns the empty board
+    margin = float(answer[4:]) * (1 if answer[2] == "B" else -1)
+    assert abs(margin - (1 - 7.5)) <= 10, answer  # nothing is owned yet but the stone: about W+6.5
+    # the estimate's own view agrees with the answer
+    est = life_death.estimate(Board(19).stones, WHITE)
+    assert est.score(0) == 0  # an empty board counts for nobody
+
+
+def test_score_of_a_finished_board_is_the_area_count_without_the_dead_stones():
+    for text in (BIG_DEAD, DEAD_STONES, SEKI):
+        stones = Board.from_ascii(text).stones
+        est = life_death.estimate(stones, BLACK)
+        assert est.score(7) == scoring.score_without(stones, est.dead(), 7)
+
+
+def test_an_open_region_counts_where_the_estimate_owns_it():
+    b = Board(9)
+    b.play(flat("C3", 9), BLACK)
+    est = life_death.estimate(b.stones, WHITE, playouts=64)
+    owner = est.point_owner()
+    assert owner[6, 2] == 1  # the stone
+    strong = np.abs(est.ownership) >= life_death.CONFIDENT
+    assert (owner[(b.stones == 0) & ~strong] == 0).all()
+    assert (owner[(b.stones == 0) & strong] == np.sign(est.ownership[(b.stones == 0) & strong])).all()
