@@ -46,6 +46,14 @@ the colour whose ownership is at least :data:`CONFIDENT` in size there, else for
 scores as Chinese counting does, and a game in progress as the estimate sees it, never as if a few stones owned
 the empty board.
 
+Killable eye spaces, for every method (:mod:`kifunet.play.eye_space`): a sealed group whose only eye space is a
+nakade shape (straight or bent three, pyramid four, bulky or cross five, rabbity six) with its vital point empty,
+and whose walls are not dead, lives or dies by who moves: the side to move plays the vital point. Its stones are
+dead when the opponent of their colour is ``to_move``, alive otherwise, whatever the playouts said (random play
+misses the vital point about as often as it finds it); its stones and eye space get the ownership
+:data:`CRITICAL` (0.5) towards ``to_move``: they count for that side in :meth:`Estimate.score` but are never
+settled, so the end-of-game rules of :mod:`kifunet.play.move_choice` keep them open.
+
 Seki, for every method: an empty point is *shared* when it touches non-dead chains of both colours and
 neither colour can play it without putting its own chain into atari (liberties after the move at most 1,
 nothing captured) or illegally. Non-dead chains touching a shared point (and not unconditionally alive) are
@@ -71,12 +79,13 @@ from kifunet.data_prep.rules.board import (H, KO_COLOUR, KO_POINT, S, T, is_suic
                                            new_board, play, rebuild)
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
 
-from . import scoring
+from . import eye_space, scoring
 
 ALIVE, DEAD, SEKI = 1, 2, 3
 METHODS = ("combined", "playouts", "benson")
 DEFAULT_PLAYOUTS = 256
 CONFIDENT = 0.4  # the territory rule needs walls and dead stones owned this clearly by the region's colour
+CRITICAL = 0.5  # ownership of a killable group and its eye space: the side to move's, below any settled threshold
 MIN_SIZE, MAX_SIZE = 2, 25
 
 
@@ -406,6 +415,19 @@ def _chain_masks(st: np.ndarray) -> list[np.ndarray]:
     return [np.asarray(pts) for pts in _chains(B, n * n).values()]
 
 
+def _critical_groups(st: np.ndarray, to_move: int, dead: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(stones, eye space) flat index arrays of the groups whose fate the side to move decides
+    (:func:`kifunet.play.eye_space.killable_eyes`) and whose walls are not ``dead``."""
+    nb = neighbours_cached(st.shape[0])
+    flat = st.reshape(-1)
+    out = []
+    for k in eye_space.killable_eyes(st):
+        if any(flat[q] == 3 - k.colour and dead[q] for q in k.outside(nb)):
+            continue  # the walls die first: no kill
+        out.append((np.asarray(k.stones), np.asarray(k.space)))
+    return out
+
+
 def estimate(stones, to_move: int, *, playouts: int = DEFAULT_PLAYOUTS, seed: int = 0,
              method: str = "combined") -> Estimate:
     """Which stones of ``stones`` are dead or in seki, with ``to_move`` to play (see the module docstring)."""
@@ -443,6 +465,9 @@ def estimate(stones, to_move: int, *, playouts: int = DEFAULT_PLAYOUTS, seed: in
             rest = ~enclosed & ~alive_b
             area = scoring.area_owner(scoring.remove_stones(st, dead.reshape(n, n))).reshape(-1)
             own[rest] = np.where(area[rest] == BLACK, 1.0, np.where(area[rest] == WHITE, -1.0, 0.0))
+    critical = _critical_groups(st, to_move, dead)
+    for stones, _space in critical:
+        dead[stones] = st.reshape(-1)[stones[0]] != to_move  # the side to move plays the vital point
     if method != "benson":  # the territory rule: empty regions of one colour after the removal are its own
         final = scoring.remove_stones(st, dead.reshape(n, n)).reshape(-1)
         area = scoring.area_owner(final.reshape(n, n)).reshape(-1)
@@ -465,5 +490,7 @@ def estimate(stones, to_move: int, *, playouts: int = DEFAULT_PLAYOUTS, seed: in
             if any(q >= 0 and shared[q] for p in pts for q in nb[p]):
                 status[pts] = SEKI
         own[shared] = 0.0
+    for stones, space in critical:  # owned by the side to move, not settled
+        own[np.concatenate([stones, space])] = stone_sign(to_move) * CRITICAL
     return Estimate(ownership=np.clip(own, -1, 1).reshape(n, n).astype(np.float32),
                     status=status.reshape(n, n), stones=st, method=method, playouts=int(playouts), raw=raw)

@@ -47,6 +47,12 @@ pass and when to resign (:func:`choose_move`, :class:`PlaySettings`). The rules 
       never pass by themselves: self-play of the default net went to 413 moves on average, filling both
       sides' territory) and keeps both sides from filling their territory.
    f. The chosen candidate is pass (nets with a pass output): "net passes".
+   g. Before any pass of rules d-f, and in rule c after saving its own chains and before removing dead stones:
+      while a sealed group has one eye space of a killable shape with its vital point empty
+      (:func:`kifunet.play.eye_space.killable_eyes`; the walls not dead by the estimate), the engine plays
+      the vital point ("vital point"): to live when the group is its own, to kill when it is the opponent's.
+      Random playouts misread such a group about half the time, and a pass there lets the group's fate, and
+      often the winner, depend on who moves next.
 4. Resign (``resign=True``, the default; the match runner turns it off unless asked): from move ``N*N/2`` on
    (``resign_from`` when set), resign when the estimate is confident (at least ``resign_confidence``, default
    0.8, of the board's points have a playout ownership, :attr:`Estimate.raw`, of size ``settled`` or more)
@@ -72,7 +78,7 @@ from kifunet.data_prep.rules.analysis import is_eye
 from kifunet.data_prep.rules.board import Board, libs_after
 from kifunet.data_prep.game import BLACK, EMPTY
 
-from . import life_death, scoring
+from . import eye_space, life_death, scoring
 
 DEFAULT_PASS_THRESHOLD = 0.05
 DEFAULT_SETTLED = 0.8
@@ -136,6 +142,20 @@ def atari_rescues(board: Board, est: life_death.Estimate, colour: int) -> np.nda
     return out
 
 
+def vital_move(board: Board, est: life_death.Estimate, colour: int) -> int | None:
+    """The vital point of a killable eye space (:func:`kifunet.play.eye_space.killable_eyes`, walls not dead by
+    the estimate) that ``colour`` may play: its own group's to live, the opponent's to kill; ``None`` if none."""
+    dead = est.dead().reshape(-1)
+    stones = board.stones
+    flat = stones.reshape(-1)
+    for k in eye_space.killable_eyes(stones):
+        if any(flat[q] == 3 - k.colour and dead[q] for q in k.outside(board.nb)):
+            continue
+        if board.is_legal(k.vital, colour):
+            return k.vital
+    return None
+
+
 def seki_liberties(board: Board, est: life_death.Estimate) -> np.ndarray:
     """bool [N*N]: empty points next to stones in seki (playing there would break the seki)."""
     seki = est.seki().reshape(-1)
@@ -162,7 +182,7 @@ def sample_index(sorted_probs: np.ndarray, moves_played: int, rng: np.random.Gen
 class MoveChoice:
     move: int | str  # flat index (N*N = pass) or "resign"
     # why: "policy", "sampled", "no candidate", "net passes", "move cap", "opponent passed", "settled",
-    # "save chain", "remove dead", "resign"
+    # "save chain", "vital point", "remove dead", "resign"
     reason: str
     probability: float = 0.0  # the chosen move's renormalised probability (0 for rule passes)
 
@@ -222,6 +242,12 @@ def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: i
                                       seed=settings.seed + moves_played, method="playouts")
         return est
 
+    def passing(reason: str, probability: float = 0.0) -> MoveChoice:  # rule 3g: never pass over a vital point
+        vital = vital_move(board, get_estimate(), colour)
+        if vital is not None:
+            return MoveChoice(vital, "vital point", float(probs[vital]))
+        return MoveChoice(nn, reason, probability)
+
     resign_from = settings.resign_from if settings.resign_from is not None else nn // 2
     if settings.resign and moves_played >= resign_from:
         e = get_estimate()
@@ -246,6 +272,9 @@ def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: i
             if save.any():
                 k = int(np.argmax(np.where(save, probs[:nn], -1.0)))
                 return MoveChoice(k, "save chain", float(probs[k]))
+            vital = vital_move(board, e, colour)
+            if vital is not None:
+                return MoveChoice(vital, "vital point", float(probs[vital]))
             must = cand[:nn] & dead_stone_liberties(board, e, colour)
             if must.any():
                 k = int(np.argmax(np.where(must, probs[:nn], -1.0)))
@@ -254,12 +283,12 @@ def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: i
         best = float(np.max(np.where(useful, probs[:nn], 0.0)))
         if opponent_passed:  # rule 3d
             if not useful.any() or best < settings.pass_threshold:
-                return MoveChoice(nn, "opponent passed")
+                return passing("opponent passed")
             cand[:nn] = useful
         elif moves_played >= end_from and open_points(board, e, settings) <= end_unsettled(settings, n):  # 3e
             top = int(np.argmax(np.where(cand[:nn], probs[:nn], -1.0)))  # the net's choice without the rule
             if not useful.any() or (best < settings.pass_threshold and not useful[top]):
-                return MoveChoice(nn, "settled")
+                return passing("settled")
             cand[:nn] = useful
     cand[nn] = has_pass
     p = np.where(cand, probs, 0.0)
@@ -275,5 +304,5 @@ def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: i
         reason = "policy"
     k = int(k)
     if k == nn:
-        return MoveChoice(nn, "net passes", float(p[nn]))
+        return passing("net passes", float(p[nn]))
     return MoveChoice(k, reason, float(p[k]))

@@ -12,7 +12,7 @@ from kifunet.data_prep import coords
 from kifunet.data_prep.game import BLACK, MOVE, WHITE
 from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.sgf import sgf_io
-from kifunet.play import life_death, scoring
+from kifunet.play import eye_space, life_death, scoring
 from go_helpers import BIG_DEAD, DEAD_STONES, SEKI
 from kifunet.play.gtp_engine import Engine
 from kifunet.play.move_choice import PlaySettings, choose_move
@@ -107,3 +107,109 @@ def test_an_open_region_counts_where_the_estimate_owns_it():
     strong = np.abs(est.ownership) >= life_death.CONFIDENT
     assert (owner[(b.stones == 0) & ~strong] == 0).all()
     assert (owner[(b.stones == 0) & strong] == np.sign(est.ownership[(b.stones == 0) & strong])).all()
+
+
+# issue 48 item 13 on a 9x9 board: white A9 B9 B8 C8 C7 A6 B6 C6 lives by the bent three A8 A7 B7 (vital point
+# A7), sealed by black (C9 is dame); white's right side lives with two eyes. With the corner dead black counts
+# 63 points against 18, with it alive 51 against 29 (C9 dame).
+ITEM13 = """
+O O . X . . X O .
+. O O X . . X O .
+. . O X . . X O .
+O O O X . . X O .
+X X X X . . X O O
+. . . . . . X O .
+. . . . . . X O .
+. . . . . . X O .
+. . . . . . X O .
+"""
+CORNER = [(0, 0), (0, 1), (1, 1), (1, 2), (2, 2), (3, 0), (3, 1), (3, 2)]
+
+
+def test_a_bent_three_corner_is_dead_with_the_attacker_to_move_and_alive_with_the_owner():
+    stones = Board.from_ascii(ITEM13).stones
+    for seed in range(4):  # random playouts alone called the corner alive with black to move for 3 of these
+        e = life_death.estimate(stones, BLACK, seed=seed)
+        assert all(e.status[rc] == life_death.DEAD for rc in CORNER), seed
+        assert scoring.format_score(e.score(7.5)) == "B+37.5"
+        assert (np.abs(e.ownership[[r for r, _ in CORNER], [c for _, c in CORNER]]) < 0.8).all()  # not settled
+        e = life_death.estimate(stones, WHITE, seed=seed)
+        assert all(e.status[rc] == life_death.ALIVE for rc in CORNER), seed
+        assert scoring.format_score(e.score(7.5)) == "B+14.5"
+
+
+def test_no_pass_while_a_killable_eye_space_is_open():
+    board = Board.from_ascii(ITEM13)
+    a7, e5 = flat("A7", 9), flat("E5", 9)
+    probs = np.full(82, 1e-4)
+    probs[e5] = 0.9  # the net wants a point of black's own territory, as a net that would pass does
+    for colour in (BLACK, WHITE):  # black kills, white lives
+        c = choose(board, probs, colour, opponent_passed=True, moves_played=60)
+        assert (c.move, c.reason) == (a7, "vital point"), colour
+        c = choose(board, probs, colour, opponent_passed=False, moves_played=60)  # rule 3e
+        assert (c.move, c.reason) == (a7, "vital point"), colour
+    c = choose(board, probs, BLACK, cleanup=True, moves_played=60)
+    assert (c.move, c.reason) == (a7, "vital point")
+    # once black has played it, white cannot make two eyes: white is dead with either side to move
+    board.play(a7, BLACK)
+    assert choose(board, probs, WHITE, opponent_passed=True, moves_played=61).reason != "vital point"
+
+
+def _space(points: list[tuple[int, int]], n: int = 9) -> list[int]:
+    return [r * n + c for r, c in points]
+
+
+def test_vital_points_of_the_killable_shapes():
+    nb = eye_space.neighbours_cached(9)
+    killable = {  # shape -> its vital point
+        "straight three": ([(4, 3), (4, 4), (4, 5)], (4, 4)),
+        "bent three": ([(0, 0), (1, 0), (1, 1)], (1, 0)),
+        "pyramid four": ([(4, 3), (4, 4), (4, 5), (3, 4)], (4, 4)),
+        "bulky five": ([(3, 3), (3, 4), (4, 3), (4, 4), (4, 5)], (4, 4)),
+        "cross five": ([(4, 4), (3, 4), (5, 4), (4, 3), (4, 5)], (4, 4)),
+        "rabbity six": ([(4, 4), (3, 4), (5, 4), (4, 3), (4, 5), (5, 5)], (4, 4)),
+    }
+    for name, (pts, vital) in killable.items():
+        assert eye_space.vital_point(_space(pts), nb) == _space([vital])[0], name
+    alive = {
+        "straight four": [(4, 2), (4, 3), (4, 4), (4, 5)],
+        "bent four": [(4, 3), (4, 4), (4, 5), (3, 5)],
+        "square four": [(3, 3), (3, 4), (4, 3), (4, 4)],
+        "T five": [(4, 3), (4, 4), (4, 5), (5, 4), (6, 4)],
+        "two by three": [(3, 3), (3, 4), (3, 5), (4, 3), (4, 4), (4, 5)],
+        "two": [(4, 4), (4, 5)],
+    }
+    for name, pts in alive.items():
+        assert eye_space.vital_point(_space(pts), nb) is None, name
+
+
+# the corner of ITEM13 with a second eye at A5: alive whoever moves
+TWO_EYES = """
+O O . X . . X O .
+. O O X . . X O .
+. . O X . . X O .
+O O O X . . X O .
+. O X X . . X O O
+O O X . . . X O .
+X X X . . . X O .
+. . . . . . X O .
+. . . . . . X O .
+"""
+# the corner of ITEM13 with B5 open: its outer liberty opens into black's whole area
+UNSEALED = """
+O O . X . . X O .
+. O O X . . X O .
+. . O X . . X O .
+O O O X . . X O .
+X . X X . . X O O
+. . . . . . X O .
+. . . . . . X O .
+. . . . . . X O .
+. . . . . . X O .
+"""
+
+
+def test_only_sealed_groups_with_one_eye_space_are_killable():
+    assert [k.vital for k in eye_space.killable_eyes(Board.from_ascii(ITEM13).stones)] == [flat("A7", 9)]
+    assert eye_space.killable_eyes(Board.from_ascii(TWO_EYES).stones) == []
+    assert eye_space.killable_eyes(Board.from_ascii(UNSEALED).stones) == []
