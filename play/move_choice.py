@@ -57,7 +57,13 @@ pass and when to resign (:func:`choose_move`, :class:`PlaySettings`). The rules 
    (``resign_from`` when set), resign when the estimate is confident (at least ``resign_confidence``, default
    0.8, of the board's points have a playout ownership, :attr:`Estimate.raw`, of size ``settled`` or more)
    and the expected score for the mover (the sum of that ownership minus komi, seen from the mover) is worse
-   than ``-resign_margin`` points (default ``N*N/10``, at least 5: 36.1 at 19x19, 8.1 at 9x9).
+   than ``-resign_margin`` points (default ``N*N/10``, at least 5: 36.1 at 19x19, 8.1 at 9x9). A game lost
+   far beyond what the open points could change is resigned without that confidence: when, even if the mover
+   won every point whose :attr:`Estimate.ownership` (the territory rule applied: dead stones inside a
+   territory are settled there) is below ``settled`` in size, the settled points would still leave it behind
+   (:func:`best_case` below 0). Random playouts leave dead groups and the territory around them below the
+   80% confidence for long, and an engine that cannot resign passes on a lost board until the opponent has
+   captured everything.
    ``resign_margin`` used to be a threshold on the Tromp-Taylor score with every stone alive that also
    switched resigning on; it is now the threshold on the estimated score, and ``resign`` switches.
 
@@ -224,6 +230,27 @@ def resign_margin(settings: PlaySettings, n: int) -> float:
     return settings.resign_margin if settings.resign_margin is not None else max(5.0, n * n / 10)
 
 
+def best_case(est: life_death.Estimate, colour: int, komi: float, settled: float) -> float:
+    """``colour``'s score (its points minus the opponent's, komi counted) if it won every point that the
+    estimate's :attr:`~kifunet.play.life_death.Estimate.ownership` leaves unsettled (below ``settled`` in size)
+    and the settled points went as the estimate says."""
+    own = est.ownership * (1.0 if colour == BLACK else -1.0)
+    firm = np.abs(own) >= settled
+    return float(np.sign(own[firm]).sum()) + float(np.count_nonzero(~firm)) + (-komi if colour == BLACK else komi)
+
+
+def should_resign(est: life_death.Estimate, colour: int, komi: float, settings: PlaySettings) -> bool:
+    """Rule 4: the expected score is worse than the margin, and the estimate is confident or the unsettled
+    points could not change the winner (:func:`best_case` below 0)."""
+    own = est.raw if est.raw is not None else est.ownership
+    expected = float(own.sum()) - komi
+    mine = expected if colour == BLACK else -expected
+    if mine >= -resign_margin(settings, est.stones.shape[0]):
+        return False
+    confident = float(np.mean(np.abs(own) >= settings.settled)) >= settings.resign_confidence
+    return confident or best_case(est, colour, komi, settings.settled) < 0
+
+
 def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: int, opponent_passed: bool,
                 komi: float, settings: PlaySettings, rng: np.random.Generator, has_pass: bool,
                 cleanup: bool = False, estimate: life_death.Estimate | None = None) -> MoveChoice:
@@ -249,14 +276,8 @@ def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: i
         return MoveChoice(nn, reason, probability)
 
     resign_from = settings.resign_from if settings.resign_from is not None else nn // 2
-    if settings.resign and moves_played >= resign_from:
-        e = get_estimate()
-        own = e.raw if e.raw is not None else e.ownership
-        confident = float(np.mean(np.abs(own) >= settings.settled)) >= settings.resign_confidence
-        expected = float(own.sum()) - komi
-        mine = expected if colour == BLACK else -expected
-        if confident and mine < -resign_margin(settings, n):
-            return MoveChoice("resign", "resign")
+    if settings.resign and moves_played >= resign_from and should_resign(get_estimate(), colour, komi, settings):
+        return MoveChoice("resign", "resign")
     if moves_played >= max_moves:
         return MoveChoice(nn, "move cap")
     legal = board.legal_moves(colour)

@@ -213,3 +213,46 @@ def test_only_sealed_groups_with_one_eye_space_are_killable():
     assert [k.vital for k in eye_space.killable_eyes(Board.from_ascii(ITEM13).stones)] == [flat("A7", 9)]
     assert eye_space.killable_eyes(Board.from_ascii(TWO_EYES).stones) == []
     assert eye_space.killable_eyes(Board.from_ascii(UNSEALED).stones) == []
+
+
+# issue 48 item 14 on a 9x9 board: black owns the top six rows; white's two stones in the bottom three rows are
+# dead, but random playouts leave those rows below 0.8 (fewer than 80% of the points settled). White is about 64
+# points behind, and the 27 open points of the playouts could not change the winner.
+LOST = """
+. X . X . X . X .
+X . X . X . X . X
+. X . X . X . X .
+X . X . X . X . X
+. X . X . X . X .
+X X X X X X X X X
+. . . . . . . . .
+. . O . . . O . .
+. . . . . . . . .
+"""
+
+
+def test_resign_when_far_behind_though_fewer_than_80_percent_of_points_are_settled():
+    from kifunet.play import move_choice
+
+    board = Board.from_ascii(LOST)
+    for seed in range(3):
+        e = life_death.estimate(board.stones, WHITE, playouts=64, seed=200 + seed)
+        assert np.mean(np.abs(e.raw) >= 0.8) < 0.8  # the old rule: not confident, so never resigned
+        assert -(float(e.raw.sum()) - 7.5) < -8.1 * 5  # expected: white far behind
+        assert move_choice.best_case(e, WHITE, 7.5, 0.8) < 0
+        assert move_choice.should_resign(e, WHITE, 7.5, PlaySettings())
+    c = choose(board, np.ones(82), WHITE, moves_played=60, settings={"resign": True, "seed": 0})
+    assert c.move == "resign"
+    assert choose(board, np.ones(82), BLACK, moves_played=60, settings={"resign": True}).move != "resign"
+
+
+def test_no_resignation_while_the_open_points_could_still_change_the_winner():
+    from kifunet.play import move_choice
+
+    # the same lead for black, but with rows 4-9 open the unsettled points could turn the game
+    board = Board(9)
+    for q in (20, 24, 56, 60):
+        board.play(q, BLACK)
+    e = life_death.estimate(board.stones, WHITE, playouts=64)
+    assert move_choice.best_case(e, WHITE, 7.5, 0.8) > 0
+    assert choose(board, np.ones(82), WHITE, moves_played=60, settings={"resign": True}).move != "resign"
