@@ -109,19 +109,30 @@ def vital_point(space: list[int], nb: np.ndarray) -> int | None:
     return None
 
 
-def killable_eyes(stones: np.ndarray) -> list[KillableEye]:
-    """Every group of ``stones`` (int8 [N, N]) that has exactly one eye space, of a nakade shape, and is sealed
-    (:func:`sealed`: no room outside to make another eye), largest group first."""
+def killable_eyes(stones: np.ndarray, dead: np.ndarray | None = None) -> list[KillableEye]:
+    """Every group of ``stones`` (int8 [N, N]) that has exactly one eye space, of a nakade shape and empty, and is
+    sealed (:func:`sealed`: no room outside to make another eye), largest group first. ``dead`` (bool [N, N]):
+    stones known to be dead; an eye space of a colour may hold dead stones of the other colour (it counts as
+    an eye, never as the nakade shape)."""
     st = np.asarray(stones)
     n = st.shape[0]
     nb = neighbours_cached(n)
     flat = st.reshape(-1)
-    chain_of = np.full(n * n, -1)
-    chains = []
+    gone = np.zeros(n * n, dtype=bool) if dead is None else np.asarray(dead, dtype=bool).reshape(-1)
+    out = []
     for colour in (1, 2):
-        for comp in components(flat == colour, nb):
-            chain_of[comp] = len(chains)
-            chains.append(comp)
+        view = np.where(gone & (flat == 3 - colour), EMPTY, flat)
+        out += _killable_of(colour, view, flat, nb)
+    return sorted(out, key=lambda k: -(len(k.stones) + len(k.space)))
+
+
+def _killable_of(colour: int, view: np.ndarray, flat: np.ndarray, nb: np.ndarray) -> list[KillableEye]:
+    """:func:`killable_eyes` for the groups of ``colour``, eye spaces read on ``view`` (the board with the other
+    colour's dead stones taken off)."""
+    chains = components(view == colour, nb)
+    chain_of = np.full(flat.shape[0], -1)
+    for i, comp in enumerate(chains):
+        chain_of[comp] = i
     parent = list(range(len(chains)))
 
     def find(i: int) -> int:
@@ -131,11 +142,11 @@ def killable_eyes(stones: np.ndarray) -> list[KillableEye]:
         return i
 
     spaces = []  # (chains bordering it, points)
-    for region in components(flat == EMPTY, nb):
-        border = {int(flat[q]) for p in region for q in nb[p] if q >= 0 and flat[q] != EMPTY}
-        if len(border) != 1:
+    for region in components(view == EMPTY, nb):
+        border = {int(view[q]) for p in region for q in nb[p] if q >= 0 and view[q] != EMPTY}
+        if border != {colour}:
             continue
-        around = sorted({int(chain_of[q]) for p in region for q in nb[p] if q >= 0 and flat[q] != EMPTY})
+        around = sorted({int(chain_of[q]) for p in region for q in nb[p] if q >= 0 and view[q] == colour})
         for c in around[1:]:
             parent[find(c)] = find(around[0])
         spaces.append((around, region))
@@ -144,14 +155,13 @@ def killable_eyes(stones: np.ndarray) -> list[KillableEye]:
         per_group.setdefault(find(around[0]), []).append(region)
     out = []
     for g, regions in per_group.items():
-        if len(regions) != 1:
+        if len(regions) != 1 or (flat[regions[0]] != EMPTY).any():
             continue
         vital = vital_point(regions[0], nb)
         if vital is None:
             continue
         group = sorted(p for i, pts in enumerate(chains) if find(i) == g for p in pts)
-        k = KillableEye(colour=int(flat[group[0]]), stones=tuple(group), space=tuple(sorted(regions[0])),
-                        vital=int(vital))
+        k = KillableEye(colour=colour, stones=tuple(group), space=tuple(sorted(regions[0])), vital=int(vital))
         if sealed(k, flat, nb):
             out.append(k)
-    return sorted(out, key=lambda k: -(len(k.stones) + len(k.space)))
+    return out

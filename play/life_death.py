@@ -421,7 +421,7 @@ def _critical_groups(st: np.ndarray, to_move: int, dead: np.ndarray) -> list[tup
     nb = neighbours_cached(st.shape[0])
     flat = st.reshape(-1)
     out = []
-    for k in eye_space.killable_eyes(st):
+    for k in eye_space.killable_eyes(st, dead.reshape(st.shape)):
         if any(flat[q] == 3 - k.colour and dead[q] for q in k.outside(nb)):
             continue  # the walls die first: no kill
         out.append((np.asarray(k.stones), np.asarray(k.space)))

@@ -154,7 +154,7 @@ def vital_move(board: Board, est: life_death.Estimate, colour: int) -> int | Non
     dead = est.dead().reshape(-1)
     stones = board.stones
     flat = stones.reshape(-1)
-    for k in eye_space.killable_eyes(stones):
+    for k in eye_space.killable_eyes(stones, est.dead()):
         if any(flat[q] == 3 - k.colour and dead[q] for q in k.outside(board.nb)):
             continue
         if board.is_legal(k.vital, colour):

@@ -207,12 +207,40 @@ X . X X . . X O O
 . . . . . . X O .
 . . . . . . X O .
 """
+# the corner of ITEM13 with a second eye A5-A4-A3 that holds a dead black stone (A4): alive whoever moves
+DEAD_STONE_IN_EYE = """
+O O . X . . X O .
+. O O X . . X O .
+. . O X . . X O .
+O O O X . . X O .
+. O X X . . X O O
+X O X . . . X O .
+. O X . . . X O .
+O O X . . . X O .
+X X X . . . X O .
+"""
 
 
 def test_only_sealed_groups_with_one_eye_space_are_killable():
     assert [k.vital for k in eye_space.killable_eyes(Board.from_ascii(ITEM13).stones)] == [flat("A7", 9)]
     assert eye_space.killable_eyes(Board.from_ascii(TWO_EYES).stones) == []
     assert eye_space.killable_eyes(Board.from_ascii(UNSEALED).stones) == []
+
+
+def test_an_eye_that_holds_a_dead_stone_is_a_second_eye():
+    stones = Board.from_ascii(DEAD_STONE_IN_EYE).stones
+    a4 = np.zeros((9, 9), dtype=bool)
+    a4[5, 0] = True
+    assert len(eye_space.killable_eyes(stones)) == 1  # not knowing A4 is dead, A5 and A3 are no eye
+    assert eye_space.killable_eyes(stones, a4) == []
+    for seed in range(3):
+        e = life_death.estimate(stones, BLACK, seed=seed)
+        assert e.status[5, 0] == life_death.DEAD  # the black stone in white's eye
+        assert all(e.status[rc] == life_death.ALIVE for rc in CORNER), seed
+    board = Board.from_ascii(DEAD_STONE_IN_EYE)
+    probs = np.full(82, 1e-4)
+    probs[flat("E5", 9)] = 0.9
+    assert choose(board, probs, BLACK, opponent_passed=True, moves_played=60).reason != "vital point"
 
 
 # issue 48 item 14 on a 9x9 board: black owns the top six rows; white's two stones in the bottom three rows are
