@@ -4,9 +4,12 @@ unsettled points could change is resigned, and an open board is scored as the de
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import numpy as np
+import pytest
+from conftest import require_gnugo
 
 from kifunet.data_prep import coords
 from kifunet.data_prep.game import BLACK, MOVE, WHITE
@@ -77,6 +80,13 @@ class UniformPolicy:
 
     def probabilities(self, moves, colour, setup=()):
         return np.full(19 * 19 + 1, 1.0 / (19 * 19 + 1))
+
+
+class UniformPolicy9(UniformPolicy):
+    board_size = 9
+
+    def probabilities(self, moves, colour, setup=()):
+        return np.full(82, 1.0 / 82)
 
 
 def test_final_score_after_one_move_is_the_estimate_not_the_whole_board():
@@ -284,3 +294,37 @@ def test_no_resignation_while_the_open_points_could_still_change_the_winner():
     e = life_death.estimate(board.stones, WHITE, playouts=64)
     assert move_choice.best_case(e, WHITE, 7.5, 0.8) > 0
     assert choose(board, np.ones(82), WHITE, moves_played=60, settings={"resign": True}).move != "resign"
+
+
+def setup_sgf(text: str, komi: float) -> str:
+    """An SGF of the ASCII position as setup stones (black to play)."""
+    st = Board.from_ascii(text).stones
+    n = st.shape[0]
+
+    def points(colour):
+        return "".join(f"[{chr(97 + c)}{chr(97 + r)}]" for r in range(n) for c in range(n) if st[r, c] == colour)
+
+    return f"(;GM[1]FF[4]SZ[{n}]KM[{komi:g}]AB{points(BLACK)}AW{points(WHITE)})"
+
+
+@pytest.mark.parametrize("name, text, komi", [("item 13", ITEM13, 30.5), ("two eyes", TWO_EYES, 7.5),
+                                              ("dead stone in an eye", DEAD_STONE_IN_EYE, 7.5),
+                                              ("item 14", LOST, 7.5)])
+@pytest.mark.parametrize("first", ["", "play b pass"])
+def test_final_score_names_gnu_gos_winner(tmp_path, name, text, komi, first):
+    """GNU Go 3.8 (Chinese rules) as the referee: the engine's final_score has its winner, with either side to
+    move (on item 13's corner the side to move decides: komi 30.5 makes the winner depend on it)."""
+    gnugo = require_gnugo()
+    path = tmp_path / "position.sgf"
+    path.write_text(setup_sgf(text, komi))
+    script = f"loadsgf {path}\n{first}\nfinal_score\nquit\n"
+    out = subprocess.run([gnugo, "--mode", "gtp", "--chinese-rules"], input=script, capture_output=True, text=True,
+                         timeout=120).stdout
+    referee = [block for block in out.split("\n\n") if block.strip()][-2].strip()
+    assert referee.startswith("= "), out
+    e = Engine(UniformPolicy9(), komi=komi)
+    for line in script.splitlines()[:-1]:
+        if line:
+            reply = e.handle(line)
+    ours = reply.strip()
+    assert scoring.parse_result(ours[2:])[0] == scoring.parse_result(referee[2:])[0], (ours, referee)
