@@ -80,6 +80,7 @@ from kifunet.data_prep.rules.board import (H, KO_COLOUR, KO_POINT, S, T, is_suic
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
 
 from . import eye_space, scoring
+from .eye_space import components
 
 ALIVE, DEAD, SEKI = 1, 2, 3
 METHODS = ("combined", "playouts", "benson")
@@ -131,7 +132,7 @@ class Estimate:
         own = self.ownership.reshape(-1)
         nb = neighbours_cached(n)
         out = np.where(flat == BLACK, 1.0, np.where(flat == WHITE, -1.0, 0.0))
-        for region in _components(flat == EMPTY, nb):
+        for region in components(flat == EMPTY, nb):
             touches = {int(flat[q]) for p in region for q in nb[p] if q >= 0 and flat[q] != EMPTY}
             if len(touches) == 1:
                 c = touches.pop()
@@ -279,26 +280,6 @@ def _chains(B: np.ndarray, nn: int) -> dict[int, list[int]]:
     return out
 
 
-def _components(mask: np.ndarray, nb: np.ndarray) -> list[list[int]]:
-    """Connected components (through neighbours) of the flat points where ``mask`` is true."""
-    seen = np.zeros(mask.shape[0], dtype=bool)
-    out = []
-    for start in np.nonzero(mask)[0]:
-        if seen[start]:
-            continue
-        seen[start] = True
-        comp, stack = [], [int(start)]
-        while stack:
-            p = stack.pop()
-            comp.append(p)
-            for q in nb[p]:
-                if q >= 0 and mask[q] and not seen[q]:
-                    seen[q] = True
-                    stack.append(int(q))
-        out.append(comp)
-    return out
-
-
 def benson_alive(stones: np.ndarray, colour: int) -> np.ndarray:
     """bool [N, N]: ``colour``'s stones that are unconditionally alive (Benson's algorithm)."""
     st = check_stones(stones)
@@ -308,7 +289,7 @@ def benson_alive(stones: np.ndarray, colour: int) -> np.ndarray:
     flat = B[S, :nn]
     heads = B[H, :nn]
     chains = {h: pts for h, pts in _chains(B, nn).items() if flat[h] == colour}
-    regions = _components(flat != colour, nb)
+    regions = components(flat != colour, nb)
     # per region: the chains bordering it, and the chains it is vital to
     border: list[set[int]] = []
     vital: list[set[int]] = []
@@ -366,7 +347,7 @@ def benson_verdict(stones: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     for c in (BLACK, WHITE):
         if not safe[c].any():
             continue
-        for comp in _components(flat != c, nb):
+        for comp in components(flat != c, nb):
             border = {int(q) for p in comp for q in nb[p] if q >= 0 and flat[q] == c}
             if not border or not all(safe[c][q] for q in border):
                 continue
@@ -472,7 +453,7 @@ def estimate(stones, to_move: int, *, playouts: int = DEFAULT_PLAYOUTS, seed: in
         final = scoring.remove_stones(st, dead.reshape(n, n)).reshape(-1)
         area = scoring.area_owner(final.reshape(n, n)).reshape(-1)
         nb = neighbours_cached(n)
-        for region in _components(final == EMPTY, nb):
+        for region in components(final == EMPTY, nb):
             c = area[region[0]]
             if c == EMPTY or len(region) > n * n // 2 or stone_sign(c) * own[region].mean() <= 0:
                 continue

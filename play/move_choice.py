@@ -16,10 +16,10 @@ pass and when to resign (:func:`choose_move`, :class:`PlaySettings`). The rules 
 3. The end of the game rests on the dead-stone estimate (:func:`kifunet.play.life_death.estimate` of the
    position, the mover to play, its ``"playouts"`` method with ``playouts`` playouts (default 64), seed
    ``seed + m``; the caller may pass one in as ``estimate``), computed only when a rule below needs it (after
-   an opponent's pass, in cleanup, and from move ``end_from`` on; never earlier). A point is *settled* when
-   the size of its ownership is at least ``settled`` (default 0.8): a move there (inside either side's
-   territory, or on a dead stone's point) does not change the outcome; dame, seki liberties and contested
-   points are *unsettled*. Pass rules, in order:
+   an opponent's pass, in cleanup, from move ``end_from`` on, and before any pass; never otherwise). A point
+   is *settled* when the size of its ownership is at least ``settled`` (default 0.8): a move there (inside
+   either side's territory, or on a dead stone's point) does not change the outcome; dame, seki liberties and
+   contested points are *unsettled*. Pass rules, in order:
 
    a. ``m >= max_moves`` (default ``2*N*N``): pass ("move cap").
    b. No candidate: pass ("no candidate").

@@ -15,7 +15,7 @@ from kifunet.data_prep import coords
 from kifunet.data_prep.game import BLACK, MOVE, WHITE
 from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.sgf import sgf_io
-from kifunet.play import eye_space, life_death, scoring
+from kifunet.play import eye_space, life_death, move_choice, scoring
 from go_helpers import BIG_DEAD, DEAD_STONES, SEKI
 from kifunet.play.gtp_engine import Engine
 from kifunet.play.move_choice import PlaySettings, choose_move
@@ -270,8 +270,6 @@ X X X X X X X X X
 
 
 def test_resign_when_far_behind_though_fewer_than_80_percent_of_points_are_settled():
-    from kifunet.play import move_choice
-
     board = Board.from_ascii(LOST)
     for seed in range(3):
         e = life_death.estimate(board.stones, WHITE, playouts=64, seed=200 + seed)
@@ -285,8 +283,6 @@ def test_resign_when_far_behind_though_fewer_than_80_percent_of_points_are_settl
 
 
 def test_no_resignation_while_the_open_points_could_still_change_the_winner():
-    from kifunet.play import move_choice
-
     # the same lead for black, but with rows 4-9 open the unsettled points could turn the game
     board = Board(9)
     for q in (20, 24, 56, 60):
