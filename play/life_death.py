@@ -36,6 +36,24 @@ then (a two-by-five area of a live group reads 0.6-0.7 from 256 playouts); the r
 Open regions (touching both colours) and stones keep the playouts' mean. :attr:`Estimate.raw` is the playouts'
 mean everywhere (the resign rule reads it). The rule changes ownership only, never a status or a score.
 
+Scoring (:meth:`Estimate.score`, what the GTP engine's ``final_score`` answers): the dead stones are taken off,
+every other stone counts for its colour, and each empty region counts as follows. A region touching one colour
+only, covering at most half the board, whose mean ownership leans that colour's way, is that colour's territory
+(Tromp-Taylor's count: at the end of a game every territory is such a region). A region touching both colours
+whose every point is next to a stone is dame and counts for nobody (seki liberties are). Any other region is
+still open (the board after a few moves is one region that touches black only): each of its points counts for
+the colour whose ownership is at least :data:`CONFIDENT` in size there, else for nobody. So a finished game
+scores as Chinese counting does, and a game in progress as the estimate sees it, never as if a few stones owned
+the empty board.
+
+Killable eye spaces, for every method (:mod:`kifunet.play.eye_space`): a sealed group whose only eye space is a
+nakade shape (straight or bent three, pyramid four, bulky or cross five, rabbity six) with its vital point empty,
+and whose walls are not dead, lives or dies by who moves: the side to move plays the vital point. Its stones are
+dead when the opponent of their colour is ``to_move``, alive otherwise, whatever the playouts said (random play
+misses the vital point about as often as it finds it); its stones and eye space get the ownership
+:data:`CRITICAL` (0.5) towards ``to_move``: they count for that side in :meth:`Estimate.score` but are never
+settled, so the end-of-game rules of :mod:`kifunet.play.move_choice` keep them open.
+
 Seki, for every method: an empty point is *shared* when it touches non-dead chains of both colours and
 neither colour can play it without putting its own chain into atari (liberties after the move at most 1,
 nothing captured) or illegally. Non-dead chains touching a shared point (and not unconditionally alive) are
@@ -61,12 +79,14 @@ from kifunet.data_prep.rules.board import (H, KO_COLOUR, KO_POINT, S, T, is_suic
                                            new_board, play, rebuild)
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
 
-from . import scoring
+from . import eye_space, scoring
+from .eye_space import components
 
 ALIVE, DEAD, SEKI = 1, 2, 3
 METHODS = ("combined", "playouts", "benson")
 DEFAULT_PLAYOUTS = 256
 CONFIDENT = 0.4  # the territory rule needs walls and dead stones owned this clearly by the region's colour
+CRITICAL = 0.5  # ownership of a killable group and its eye space: the side to move's, below any settled threshold
 MIN_SIZE, MAX_SIZE = 2, 25
 
 
@@ -99,10 +119,31 @@ class Estimate:
         return scoring.remove_stones(self.stones, self.dead())
 
     def score(self, komi: float) -> float:
-        """Area score with the dead stones removed: black's stones and territory minus white's, minus ``komi``
-        (positive: black ahead). Territory is Tromp-Taylor's after the removal (empty regions touching one
-        colour only), so seki liberties and dame count for nobody."""
-        return scoring.score_without(self.stones, self.dead(), komi)
+        """Area score with the dead stones removed: black's stones and points minus white's, minus ``komi``
+        (positive: black ahead), the points counted as in the module docstring's "Scoring": on a finished board
+        Tromp-Taylor's territory after the removal, on an open board the estimate's ownership."""
+        return float(self.point_owner().sum()) - float(komi)
+
+    def point_owner(self) -> np.ndarray:
+        """float [N, N]: +1 / -1 / 0, whom each point counts for in :meth:`score` (module docstring)."""
+        final = self.final_stones()
+        n = final.shape[0]
+        flat = final.reshape(-1)
+        own = self.ownership.reshape(-1)
+        nb = neighbours_cached(n)
+        out = np.where(flat == BLACK, 1.0, np.where(flat == WHITE, -1.0, 0.0))
+        for region in components(flat == EMPTY, nb):
+            touches = {int(flat[q]) for p in region for q in nb[p] if q >= 0 and flat[q] != EMPTY}
+            if len(touches) == 1:
+                c = touches.pop()
+                if len(region) <= n * n // 2 and stone_sign(c) * own[region].mean() > 0:  # territory
+                    out[region] = stone_sign(c)
+                    continue
+            elif len(touches) == 2 and all(any(q >= 0 and flat[q] != EMPTY for q in nb[p]) for p in region):
+                continue  # dame: every point next to a stone
+            r = np.asarray(region)
+            out[r] = np.where(np.abs(own[r]) >= CONFIDENT, np.sign(own[r]), 0.0)  # open: the estimate's owner
+        return out.reshape(n, n)
 
     def unsettled(self, threshold: float) -> np.ndarray:
         """bool [N, N]: points whose ownership is below ``threshold`` in size (contested, dame, seki)."""
@@ -239,26 +280,6 @@ def _chains(B: np.ndarray, nn: int) -> dict[int, list[int]]:
     return out
 
 
-def _components(mask: np.ndarray, nb: np.ndarray) -> list[list[int]]:
-    """Connected components (through neighbours) of the flat points where ``mask`` is true."""
-    seen = np.zeros(mask.shape[0], dtype=bool)
-    out = []
-    for start in np.nonzero(mask)[0]:
-        if seen[start]:
-            continue
-        seen[start] = True
-        comp, stack = [], [int(start)]
-        while stack:
-            p = stack.pop()
-            comp.append(p)
-            for q in nb[p]:
-                if q >= 0 and mask[q] and not seen[q]:
-                    seen[q] = True
-                    stack.append(int(q))
-        out.append(comp)
-    return out
-
-
 def benson_alive(stones: np.ndarray, colour: int) -> np.ndarray:
     """bool [N, N]: ``colour``'s stones that are unconditionally alive (Benson's algorithm)."""
     st = check_stones(stones)
@@ -268,7 +289,7 @@ def benson_alive(stones: np.ndarray, colour: int) -> np.ndarray:
     flat = B[S, :nn]
     heads = B[H, :nn]
     chains = {h: pts for h, pts in _chains(B, nn).items() if flat[h] == colour}
-    regions = _components(flat != colour, nb)
+    regions = components(flat != colour, nb)
     # per region: the chains bordering it, and the chains it is vital to
     border: list[set[int]] = []
     vital: list[set[int]] = []
@@ -326,7 +347,7 @@ def benson_verdict(stones: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     for c in (BLACK, WHITE):
         if not safe[c].any():
             continue
-        for comp in _components(flat != c, nb):
+        for comp in components(flat != c, nb):
             border = {int(q) for p in comp for q in nb[p] if q >= 0 and flat[q] == c}
             if not border or not all(safe[c][q] for q in border):
                 continue
@@ -375,6 +396,19 @@ def _chain_masks(st: np.ndarray) -> list[np.ndarray]:
     return [np.asarray(pts) for pts in _chains(B, n * n).values()]
 
 
+def _critical_groups(st: np.ndarray, to_move: int, dead: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(stones, eye space) flat index arrays of the groups whose fate the side to move decides
+    (:func:`kifunet.play.eye_space.killable_eyes`) and whose walls are not ``dead``."""
+    nb = neighbours_cached(st.shape[0])
+    flat = st.reshape(-1)
+    out = []
+    for k in eye_space.killable_eyes(st, dead.reshape(st.shape)):
+        if any(flat[q] == 3 - k.colour and dead[q] for q in k.outside(nb)):
+            continue  # the walls die first: no kill
+        out.append((np.asarray(k.stones), np.asarray(k.space)))
+    return out
+
+
 def estimate(stones, to_move: int, *, playouts: int = DEFAULT_PLAYOUTS, seed: int = 0,
              method: str = "combined") -> Estimate:
     """Which stones of ``stones`` are dead or in seki, with ``to_move`` to play (see the module docstring)."""
@@ -412,11 +446,14 @@ def estimate(stones, to_move: int, *, playouts: int = DEFAULT_PLAYOUTS, seed: in
             rest = ~enclosed & ~alive_b
             area = scoring.area_owner(scoring.remove_stones(st, dead.reshape(n, n))).reshape(-1)
             own[rest] = np.where(area[rest] == BLACK, 1.0, np.where(area[rest] == WHITE, -1.0, 0.0))
+    critical = _critical_groups(st, to_move, dead)
+    for stones, _space in critical:
+        dead[stones] = st.reshape(-1)[stones[0]] != to_move  # the side to move plays the vital point
     if method != "benson":  # the territory rule: empty regions of one colour after the removal are its own
         final = scoring.remove_stones(st, dead.reshape(n, n)).reshape(-1)
         area = scoring.area_owner(final.reshape(n, n)).reshape(-1)
         nb = neighbours_cached(n)
-        for region in _components(final == EMPTY, nb):
+        for region in components(final == EMPTY, nb):
             c = area[region[0]]
             if c == EMPTY or len(region) > n * n // 2 or stone_sign(c) * own[region].mean() <= 0:
                 continue
@@ -434,5 +471,7 @@ def estimate(stones, to_move: int, *, playouts: int = DEFAULT_PLAYOUTS, seed: in
             if any(q >= 0 and shared[q] for p in pts for q in nb[p]):
                 status[pts] = SEKI
         own[shared] = 0.0
+    for stones, space in critical:  # owned by the side to move, not settled
+        own[np.concatenate([stones, space])] = stone_sign(to_move) * CRITICAL
     return Estimate(ownership=np.clip(own, -1, 1).reshape(n, n).astype(np.float32),
                     status=status.reshape(n, n), stones=st, method=method, playouts=int(playouts), raw=raw)

@@ -13,7 +13,9 @@ The runner keeps its own board (simple ko, no suicide) and checks every move bef
 on. Scores come from a referee: a separate ``gnugo --mode gtp --chinese-rules`` process (default) is given the
 moves and asked ``final_score`` (area scoring, GNU Go's dead-stone judgement); ``--referee none`` scores
 Tromp-Taylor (all stones alive, :mod:`kifunet.play.scoring`). When the referee cannot score a game, the
-Tromp-Taylor score is used and the SGF says so. GNU Go reads out every unsettled group in ``final_score``:
+Tromp-Taylor score is used and the SGF says so. After a game scored by the referee, the engine is asked its
+own ``final_score`` too (:func:`engine_agreement`): the SGF's root comment and the game's line say whether its
+winner is the referee's. GNU Go reads out every unsettled group in ``final_score``:
 quick on a finished game, slow on one stopped by the move cap (a 60-move 19x19 position took 174 s at GNU Go's
 default level 10 and 32 s at ``--level 0`` on a loaded 2-core machine, and the two judged it W+130.5 and
 W+132.5); pass ``--referee "gnugo --mode gtp --chinese-rules --level 0"`` for quick smoke runs.
@@ -218,9 +220,30 @@ def play_game(index: int, players: _Players, cfg: MatchConfig, on_move: Callable
         score, note = referee_score(players.referee, n, cfg.komi, moves, board)
         winner = BLACK if score > 0 else WHITE if score < 0 else None
         result = scoring.format_score(score)
+        if players.referee is not None and note.startswith("referee final_score"):
+            note += "; " + engine_agreement(players.engine, score, cfg.move_timeout)
     res = GameResult(index=index, engine_colour=ecol, winner=winner, result=result, moves=len(moves), ended=ended,
                      seconds=time.monotonic() - t0, think=think)
     return res, moves, note
+
+
+def engine_agreement(engine: GtpProcess, referee: float, timeout: float) -> str:
+    """The engine's own ``final_score`` of the final position, and whether its winner is the referee's
+    (``referee``: the referee's black-minus-white score): ``engine final_score: W+2.5 (winner differs from the
+    referee's)``, ``... (agrees with the referee on the winner)``, or why there is none."""
+    try:
+        good, text = engine.command("final_score", timeout)
+    except EngineError as e:
+        return f"engine final_score: none ({e})"
+    if not good:
+        return f"engine final_score: none ({text.strip() or 'refused'})"
+    try:
+        winner, norm = scoring.parse_result(text)
+    except ValueError:
+        return f"engine final_score: unreadable {text.strip()!r}"
+    ref = BLACK if referee > 0 else WHITE if referee < 0 else None
+    verdict = "agrees with the referee on the winner" if winner == ref else "winner differs from the referee's"
+    return f"engine final_score: {norm} ({verdict})"
 
 
 def referee_score(referee: GtpProcess | None, n: int, komi: float, moves, board: Board) -> tuple[float, str]:
@@ -338,7 +361,7 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print, live: LiveMo
                         log(f"game {i:4d}: engine {'B' if res.engine_colour == BLACK else 'W'}  {res.result:9s} "
                             f"({who}; {res.ended}; {res.moves} moves; {res.seconds:.0f} s, genmove: engine "
                             f"{res.think['engine']:.0f} s, opponent {res.think['opponent']:.0f} s)  "
-                            f"[{running_score(done, cfg.games)}]")
+                            f"[{running_score(done, cfg.games)}]{_own_score(note)}")
                 except (EngineError, FileNotFoundError, OSError) as e:
                     with lock:
                         if live is not None:
@@ -369,6 +392,12 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print, live: LiveMo
     if start_errors:
         raise start_errors[0]
     return summary
+
+
+def _own_score(note: str) -> str:
+    """`` -- engine final_score: ...`` from a game's referee note, or ``""``."""
+    i = note.find("engine final_score:")
+    return f" -- {note[i:]}" if i >= 0 else ""
 
 
 def run_rank_experiment(cfg: MatchConfig, ranks: list[str], log: Callable[[str], None] = print,

@@ -16,10 +16,10 @@ pass and when to resign (:func:`choose_move`, :class:`PlaySettings`). The rules 
 3. The end of the game rests on the dead-stone estimate (:func:`kifunet.play.life_death.estimate` of the
    position, the mover to play, its ``"playouts"`` method with ``playouts`` playouts (default 64), seed
    ``seed + m``; the caller may pass one in as ``estimate``), computed only when a rule below needs it (after
-   an opponent's pass, in cleanup, and from move ``end_from`` on; never earlier). A point is *settled* when
-   the size of its ownership is at least ``settled`` (default 0.8): a move there (inside either side's
-   territory, or on a dead stone's point) does not change the outcome; dame, seki liberties and contested
-   points are *unsettled*. Pass rules, in order:
+   an opponent's pass, in cleanup, from move ``end_from`` on, and before any pass; never otherwise). A point
+   is *settled* when the size of its ownership is at least ``settled`` (default 0.8): a move there (inside
+   either side's territory, or on a dead stone's point) does not change the outcome; dame, seki liberties and
+   contested points are *unsettled*. Pass rules, in order:
 
    a. ``m >= max_moves`` (default ``2*N*N``): pass ("move cap").
    b. No candidate: pass ("no candidate").
@@ -27,7 +27,10 @@ pass and when to resign (:func:`choose_move`, :class:`PlaySettings`). The rules 
       on the board counts) after an opponent's pass, and in cleanup (``kgs-genmove_cleanup``: KGS's genmove
       that must not pass while dead opponent stones are on the board) whatever the opponent did, the
       candidates are the liberties of the opponent's dead chains while any are left: the engine captures them
-      before it passes ("remove dead"). Once none is left, cleanup follows the other rules.
+      before it passes ("remove dead"). Before that, a chain of its own in atari that the estimate does not
+      call dead is saved first (:func:`atari_rescues`: capture an opponent chain in atari next to it, or
+      extend to two liberties or more; the net's favourite of those moves, "save chain"): removing stones that
+      are dead anyway must not cost a live chain. Once no dead stone is left, cleanup follows the other rules.
       Under ``rules="chinese"`` (the default: area scoring, dead stones removed by agreement, as GNU Go's
       ``final_score`` referees) nothing needs to be captured.
    d. After an opponent's pass the candidates shrink to the unsettled points that are not liberties of stones
@@ -44,11 +47,23 @@ pass and when to resign (:func:`choose_move`, :class:`PlaySettings`). The rules 
       never pass by themselves: self-play of the default net went to 413 moves on average, filling both
       sides' territory) and keeps both sides from filling their territory.
    f. The chosen candidate is pass (nets with a pass output): "net passes".
+   g. Before any pass of rules d-f, and in rule c after saving its own chains and before removing dead stones:
+      while a sealed group has one eye space of a killable shape with its vital point empty
+      (:func:`kifunet.play.eye_space.killable_eyes`; the walls not dead by the estimate), the engine plays
+      the vital point ("vital point"): to live when the group is its own, to kill when it is the opponent's.
+      Random playouts misread such a group about half the time, and a pass there lets the group's fate, and
+      often the winner, depend on who moves next.
 4. Resign (``resign=True``, the default; the match runner turns it off unless asked): from move ``N*N/2`` on
    (``resign_from`` when set), resign when the estimate is confident (at least ``resign_confidence``, default
    0.8, of the board's points have a playout ownership, :attr:`Estimate.raw`, of size ``settled`` or more)
    and the expected score for the mover (the sum of that ownership minus komi, seen from the mover) is worse
-   than ``-resign_margin`` points (default ``N*N/10``, at least 5: 36.1 at 19x19, 8.1 at 9x9).
+   than ``-resign_margin`` points (default ``N*N/10``, at least 5: 36.1 at 19x19, 8.1 at 9x9). A game lost
+   far beyond what the open points could change is resigned without that confidence: when, even if the mover
+   won every point whose :attr:`Estimate.ownership` (the territory rule applied: dead stones inside a
+   territory are settled there) is below ``settled`` in size, the settled points would still leave it behind
+   (:func:`best_case` below 0). Random playouts leave dead groups and the territory around them below the
+   80% confidence for long, and an engine that cannot resign passes on a lost board until the opponent has
+   captured everything.
    ``resign_margin`` used to be a threshold on the Tromp-Taylor score with every stone alive that also
    switched resigning on; it is now the threshold on the estimated score, and ``resign`` switches.
 
@@ -66,10 +81,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from kifunet.data_prep.rules.analysis import is_eye
-from kifunet.data_prep.rules.board import Board
+from kifunet.data_prep.rules.board import Board, libs_after
 from kifunet.data_prep.game import BLACK, EMPTY
 
-from . import life_death, scoring
+from . import eye_space, life_death, scoring
 
 DEFAULT_PASS_THRESHOLD = 0.05
 DEFAULT_SETTLED = 0.8
@@ -107,6 +122,46 @@ def dead_stone_liberties(board: Board, est: life_death.Estimate, colour: int) ->
     return out
 
 
+def atari_rescues(board: Board, est: life_death.Estimate, colour: int) -> np.ndarray:
+    """bool [N*N]: legal moves that take one of ``colour``'s chains out of atari (one liberty, not dead by the
+    estimate): capturing an opponent chain in atari next to it, or playing its liberty when the chain then has
+    two liberties or more."""
+    n = board.size
+    st = board.B[0, :-1]
+    dead = est.dead().reshape(-1)
+    out = np.zeros(n * n, dtype=bool)
+    seen: set[int] = set()
+    for p in np.nonzero((st == colour) & ~dead)[0]:
+        if int(p) in seen or board.liberties(int(p)) != 1:
+            continue
+        chain = board.chain(int(p))
+        seen.update(chain)
+        for q in {int(r) for c in chain for r in board.nb[c] if r >= 0}:
+            if st[q] == EMPTY:
+                libs, captured, _ = libs_after(board.B, board.nb, q, colour, 2)
+                out[q] |= (libs >= 2 or captured > 0) and board.is_legal(q, colour)
+            elif st[q] == 3 - colour and board.liberties(q) == 1:
+                for r in board.chain(q):
+                    for t in board.nb[r]:
+                        if t >= 0 and st[t] == EMPTY and board.is_legal(int(t), colour):
+                            out[t] = True
+    return out
+
+
+def vital_move(board: Board, est: life_death.Estimate, colour: int) -> int | None:
+    """The vital point of a killable eye space (:func:`kifunet.play.eye_space.killable_eyes`, walls not dead by
+    the estimate) that ``colour`` may play: its own group's to live, the opponent's to kill; ``None`` if none."""
+    dead = est.dead().reshape(-1)
+    stones = board.stones
+    flat = stones.reshape(-1)
+    for k in eye_space.killable_eyes(stones, est.dead()):
+        if any(flat[q] == 3 - k.colour and dead[q] for q in k.outside(board.nb)):
+            continue
+        if board.is_legal(k.vital, colour):
+            return k.vital
+    return None
+
+
 def seki_liberties(board: Board, est: life_death.Estimate) -> np.ndarray:
     """bool [N*N]: empty points next to stones in seki (playing there would break the seki)."""
     seki = est.seki().reshape(-1)
@@ -133,7 +188,7 @@ def sample_index(sorted_probs: np.ndarray, moves_played: int, rng: np.random.Gen
 class MoveChoice:
     move: int | str  # flat index (N*N = pass) or "resign"
     # why: "policy", "sampled", "no candidate", "net passes", "move cap", "opponent passed", "settled",
-    # "remove dead", "resign"
+    # "save chain", "vital point", "remove dead", "resign"
     reason: str
     probability: float = 0.0  # the chosen move's renormalised probability (0 for rule passes)
 
@@ -175,6 +230,27 @@ def resign_margin(settings: PlaySettings, n: int) -> float:
     return settings.resign_margin if settings.resign_margin is not None else max(5.0, n * n / 10)
 
 
+def best_case(est: life_death.Estimate, colour: int, komi: float, settled: float) -> float:
+    """``colour``'s score (its points minus the opponent's, komi counted) if it won every point that the
+    estimate's :attr:`~kifunet.play.life_death.Estimate.ownership` leaves unsettled (below ``settled`` in size)
+    and the settled points went as the estimate says."""
+    own = est.ownership * (1.0 if colour == BLACK else -1.0)
+    firm = np.abs(own) >= settled
+    return float(np.sign(own[firm]).sum()) + float(np.count_nonzero(~firm)) + (-komi if colour == BLACK else komi)
+
+
+def should_resign(est: life_death.Estimate, colour: int, komi: float, settings: PlaySettings) -> bool:
+    """Rule 4: the expected score is worse than the margin, and the estimate is confident or the unsettled
+    points could not change the winner (:func:`best_case` below 0)."""
+    own = est.raw if est.raw is not None else est.ownership
+    expected = float(own.sum()) - komi
+    mine = expected if colour == BLACK else -expected
+    if mine >= -resign_margin(settings, est.stones.shape[0]):
+        return False
+    confident = float(np.mean(np.abs(own) >= settings.settled)) >= settings.resign_confidence
+    return confident or best_case(est, colour, komi, settings.settled) < 0
+
+
 def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: int, opponent_passed: bool,
                 komi: float, settings: PlaySettings, rng: np.random.Generator, has_pass: bool,
                 cleanup: bool = False, estimate: life_death.Estimate | None = None) -> MoveChoice:
@@ -193,15 +269,15 @@ def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: i
                                       seed=settings.seed + moves_played, method="playouts")
         return est
 
+    def passing(reason: str, probability: float = 0.0) -> MoveChoice:  # rule 3g: never pass over a vital point
+        vital = vital_move(board, get_estimate(), colour)
+        if vital is not None:
+            return MoveChoice(vital, "vital point", float(probs[vital]))
+        return MoveChoice(nn, reason, probability)
+
     resign_from = settings.resign_from if settings.resign_from is not None else nn // 2
-    if settings.resign and moves_played >= resign_from:
-        e = get_estimate()
-        own = e.raw if e.raw is not None else e.ownership
-        confident = float(np.mean(np.abs(own) >= settings.settled)) >= settings.resign_confidence
-        expected = float(own.sum()) - komi
-        mine = expected if colour == BLACK else -expected
-        if confident and mine < -resign_margin(settings, n):
-            return MoveChoice("resign", "resign")
+    if settings.resign and moves_played >= resign_from and should_resign(get_estimate(), colour, komi, settings):
+        return MoveChoice("resign", "resign")
     if moves_played >= max_moves:
         return MoveChoice(nn, "move cap")
     legal = board.legal_moves(colour)
@@ -213,6 +289,13 @@ def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: i
     if cleanup or opponent_passed or moves_played >= end_from:
         e = get_estimate()
         if cleanup or (opponent_passed and settings.rules == "tromp-taylor"):  # rule 3c
+            save = cand[:nn] & atari_rescues(board, e, colour)
+            if save.any():
+                k = int(np.argmax(np.where(save, probs[:nn], -1.0)))
+                return MoveChoice(k, "save chain", float(probs[k]))
+            vital = vital_move(board, e, colour)
+            if vital is not None:
+                return MoveChoice(vital, "vital point", float(probs[vital]))
             must = cand[:nn] & dead_stone_liberties(board, e, colour)
             if must.any():
                 k = int(np.argmax(np.where(must, probs[:nn], -1.0)))
@@ -221,12 +304,12 @@ def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: i
         best = float(np.max(np.where(useful, probs[:nn], 0.0)))
         if opponent_passed:  # rule 3d
             if not useful.any() or best < settings.pass_threshold:
-                return MoveChoice(nn, "opponent passed")
+                return passing("opponent passed")
             cand[:nn] = useful
         elif moves_played >= end_from and open_points(board, e, settings) <= end_unsettled(settings, n):  # 3e
             top = int(np.argmax(np.where(cand[:nn], probs[:nn], -1.0)))  # the net's choice without the rule
             if not useful.any() or (best < settings.pass_threshold and not useful[top]):
-                return MoveChoice(nn, "settled")
+                return passing("settled")
             cand[:nn] = useful
     cand[nn] = has_pass
     p = np.where(cand, probs, 0.0)
@@ -242,5 +325,5 @@ def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: i
         reason = "policy"
     k = int(k)
     if k == nn:
-        return MoveChoice(nn, "net passes", float(p[nn]))
+        return passing("net passes", float(p[nn]))
     return MoveChoice(k, reason, float(p[k]))

@@ -6,9 +6,9 @@ colours (dame, seki liberties) or neither (an empty board) score for nobody. Kom
 
 :func:`area_score` counts every stone on the board as alive (Tromp-Taylor): the fallback referee of ``kifunet
 match --referee none``. :func:`score_without` takes the dead stones off first, then counts the same way: Chinese
-rules when the players agree on the dead stones, and how GNU Go's ``final_score`` referees. With the dead stones
-of :func:`kifunet.play.life_death.estimate` (``estimate(...).score(komi)`` calls it) it is what the GTP engine's
-``final_score`` answers, so that a game reads like a human-scored one.
+rules when the players agree on the dead stones, and how GNU Go's ``final_score`` referees. On a finished board
+it is what :meth:`kifunet.play.life_death.Estimate.score` (the GTP engine's ``final_score``) counts with the
+estimate's dead stones; on an open board that method counts the open regions by the estimate's ownership.
 """
 
 from __future__ import annotations
