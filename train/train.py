@@ -92,7 +92,8 @@ from kifunet.train import (checkpointing, input_pipeline, memory, metric_writer,
                            parallel, preemption, run_lock)
 from kifunet.train.eval_batches import eval_batches
 from kifunet.train.prefetch import Prefetcher
-from kifunet.train.steps import LAST_METRICS, ModelDef, eval_step, summed, train_step, value_metrics, windowed
+from kifunet.train.steps import (LAST_METRICS, MAX_METRICS, ModelDef, eval_step, summed, train_step, value_metrics,
+                                 windowed)
 
 
 class NonFiniteLoss(FloatingPointError):
@@ -508,7 +509,7 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
         timed = host["steps"] - host["skip"]
         rec = {"positions": s * B, "loss": float(m["loss_sum"]) / n, "nats": float(m["nats_sum"]) / n,
                "top1": float(m["top1_sum"]) / n, "top4": float(m["top4_sum"]) / n,
-               **{k: float(m[k]) for k in LAST_METRICS}}
+               **{k: float(m[k]) for k in LAST_METRICS + MAX_METRICS}}
         train_value = _finite(value_metrics(m))
         train_value.pop("value_baseline_mse", None)  # the baseline is the evaluation split's (module docstring)
         rec.update(train_value)
@@ -525,7 +526,9 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
                  else "compiling")
         _log(f"step {s:,}/{total_steps:,} ({s * B:,} positions, {100 * s / total_steps:.1f}%) "
              f"loss {rec['loss']:.4f} top1 {100 * rec['top1']:.2f}% top4 {100 * rec['top4']:.2f}%"
-             f"{_value_text(rec)} | {speed} | ETA {_fmt_time(eta) if math.isfinite(eta) else '?'}")
+             f"{_value_text(rec)} | grad {rec['grad_norm']:.3g} (max {rec['grad_norm_max']:.3g}) "
+             f"|logit| max {rec['logit_abs_max']:.3g} | {speed} | "
+             f"ETA {_fmt_time(eta) if math.isfinite(eta) else '?'}")
         host.update(t=now, wait=prefetch.wait_s, steps=0, skip=0)
 
     # a signal ends an evaluation at once (one process); the loop then stops at the next step, or after the final
