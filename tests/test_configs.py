@@ -113,3 +113,10 @@ def test_maddison12_keeps_the_papers_init_and_clip_is_ours_one_override_away():
     assert k.std() == pytest.approx(np.sqrt(2 / (9 * 8)), rel=0.15)  # He normal, fan-in 3x3x8
     with pytest.raises(ValueError, match="init must be one of"):
         models.create("maddison_tiny", in_planes=36, rngs=nnx.Rngs(0), init="glorot")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_config_names_a_known_matmul_precision(name):
+    cfg = configs.load(str(CONFIG_DIR / f"{name}.py"), [("matmul_precision", "highest")])
+    assert cfg.matmul_precision == "highest"
+    assert configs.load_file(str(CONFIG_DIR / f"{name}.py")).matmul_precision in steps.MATMUL_PRECISIONS

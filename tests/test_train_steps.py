@@ -257,3 +257,25 @@ def test_the_window_keeps_the_largest_gradient_norm_and_logit_beside_the_last():
         assert float(w[f"{k}_max"]) == max(float(m[k]) for m in each) == float(each[1][k])
         assert float(w[f"{k}_max"]) > 5 * float(w[k])  # the spike, invisible in the last value
     assert set(steps.MAX_METRICS) <= set(steps.zeros_window())
+
+
+@pytest.mark.parametrize("precision", ["default", "high", "highest"])
+def test_matmul_precision_reaches_every_convolution_of_both_passes(precision):
+    """``matmul_precision`` sets the precision of every convolution the step lowers, forward and backward (on a GPU
+    'default' is TF32, on a TPU one bfloat16 pass: the CPU only shows the request)."""
+    from kifunet import models
+
+    model = models.create("maddison_tiny", board_size=9, in_planes=36, rngs=nnx.Rngs(0))
+    md, tx, mesh = steps.ModelDef(model), optax.sgd(0.1), parallel.make_mesh(1)
+    b = 4
+    batch = parallel.shard_batch({"planes": np.zeros((b, 9, 9, 36), np.uint8), "target": np.zeros(b, np.int32),
+                                  "to_move": np.ones(b, np.int32), "rank": np.zeros(b, np.int32),
+                                  "weight": np.ones(b, np.float32)}, mesh)
+    fn = parallel.data_parallel(steps.train_step(md, tx, lambda s: 0.1, matmul_precision=precision), mesh)
+    text = fn.lower(_state(md, tx, mesh), batch).as_text()
+    convs = [ln for ln in text.splitlines() if "stablehlo.convolution" in ln]
+    assert len(convs) == 8  # 3 convs forward; backward: 3 input gradients but the first layer's, 3 kernel gradients
+    want = f"#stablehlo<precision {precision.upper()}>, #stablehlo<precision {precision.upper()}>"
+    assert all(want in ln for ln in convs), convs[0]
+    with pytest.raises(ValueError, match="matmul_precision must be one of"):
+        steps.train_step(md, tx, lambda s: 0.1, matmul_precision="tf32")

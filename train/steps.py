@@ -59,6 +59,10 @@ from kifunet.models.base import (NO_PASS_LOGIT, constant_predictor_mse, played_m
 AXIS = "data"
 BATCHNORM_MODES = ("per_device", "sync")
 LOSSES = ("cross_entropy", "l2")
+#: the config's ``matmul_precision``: ``'default'`` leaves the backend's own (float32 convolutions and matmuls in
+#: TF32 on recent NVIDIA GPUs, in one bfloat16 pass on TPUs); ``'high'`` and ``'highest'`` are
+#: :func:`jax.default_matmul_precision`'s (``'highest'``: full float32 on both)
+MATMUL_PRECISIONS = ("default", "high", "highest")
 
 # ------------------------------------------------------------------------------------------------------------
 # the model as pure functions
@@ -186,8 +190,23 @@ def value_metrics(sums: dict) -> dict:
             "value_known": k, "winner_decided": d}
 
 
+def with_matmul_precision(fn, precision: str = "default"):
+    """``fn`` traced under :func:`jax.default_matmul_precision` ``(precision)`` (:data:`MATMUL_PRECISIONS`): every
+    convolution and matmul of its forward and backward pass gets that precision; ``'default'`` returns ``fn``."""
+    if precision not in MATMUL_PRECISIONS:
+        raise ValueError(f"matmul_precision must be one of {MATMUL_PRECISIONS}, got {precision!r}")
+    if precision == "default":
+        return fn
+
+    def traced(*args):
+        with jax.default_matmul_precision(precision):
+            return fn(*args)
+
+    return traced
+
+
 def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, *, loss: str = "cross_entropy",
-               value_weight: float = 0.01):
+               value_weight: float = 0.01, matmul_precision: str = "default"):
     """The per-device training step ``(state, local_batch) -> (state, metrics)``; map it with
     :func:`kifunet.train.parallel.data_parallel`.
 
@@ -196,6 +215,7 @@ def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, 
     equal); metrics are ``psum``\\ s of per-example sums plus global gradient / parameter / update norms and
     ``logit_abs`` (:func:`logit_abs_max`). A
     two-headed net adds ``value_weight`` x the value MSE over the global batch's known rows (module docstring).
+    ``matmul_precision``: :func:`with_matmul_precision`.
     """
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
@@ -235,7 +255,7 @@ def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, 
         new_state = {"params": new_params, "extra": new_extra, "opt_state": opt_state, "step": state["step"] + 1}
         return new_state, metrics
 
-    return step
+    return with_matmul_precision(step, matmul_precision)
 
 
 def logit_abs_max(logits, weight):
@@ -259,15 +279,16 @@ def value_loss(value, batch):
     return n * jnp.sum(w * sq) / jnp.maximum(k, 1.0)
 
 
-def eval_step(model_def: ModelDef, *, loss: str = "cross_entropy"):
-    """The per-device evaluation step ``(state, local_batch) -> sums`` (weights mask padding rows)."""
+def eval_step(model_def: ModelDef, *, loss: str = "cross_entropy", matmul_precision: str = "default"):
+    """The per-device evaluation step ``(state, local_batch) -> sums`` (weights mask padding rows);
+    ``matmul_precision``: :func:`with_matmul_precision`."""
     loss_fn_vec = cross_entropy if loss == "cross_entropy" else l2_loss
 
     def step(state, batch):
         logits, value, _ = model_def.apply(state["params"], state["extra"], batch, train=False)
         return jax.lax.psum(_sums(logits, batch, loss_fn_vec(logits, batch["target"]), value), AXIS)
 
-    return step
+    return with_matmul_precision(step, matmul_precision)
 
 
 # ------------------------------------------------------------------------------------------------------------

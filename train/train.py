@@ -405,10 +405,12 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dic
     eval_every = _every(config.eval_every_positions, B) if config.eval_split else 0
     ckpt_every = _every(config.checkpoint_every_positions, B)
     train_fn = parallel.data_parallel(
-        windowed(train_step(model_def, tx, schedule, loss=config.loss, value_weight=config.value_weight)), mesh,
+        windowed(train_step(model_def, tx, schedule, loss=config.loss, value_weight=config.value_weight,
+                            matmul_precision=config.get("matmul_precision", "default"))), mesh,
         donate_state=True, carry=True)
-    eval_fn = parallel.data_parallel(summed(eval_step(model_def, loss=config.loss)), mesh,
-                                     carry=True)
+    eval_fn = parallel.data_parallel(
+        summed(eval_step(model_def, loss=config.loss, matmul_precision=config.get("matmul_precision", "default"))),
+        mesh, carry=True)
     mem = _fit_memory(train_fn, state, config, mesh, info, value=model_def.has_value)
 
     elapsed_before = 0.0
