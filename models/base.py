@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from kifunet.models.layers import ProfileEmbedding, RankEmbedding
+from kifunet.models.layers import ProfileEmbedding, RankEmbedding, add_param
 
 #: logit given to pass by networks without a pass output (softmax probability exp(-1e9) = 0)
 NO_PASS_LOGIT = -1e9
@@ -95,9 +95,9 @@ class PolicyNet(nnx.Module):
         """Add the rank embedding and the profile embedding to the trunk features ``h``, those the model has
         (families call this once, where their trunk starts); a net without either ignores ``cond``."""
         if self.rank_embedding is not None:
-            h = h + self.rank_embedding(cond.rank, h.shape[0]).astype(h.dtype)
+            h = add_param(h, self.rank_embedding(cond.rank, h.shape[0]))
         if self.profile_embedding is not None:
-            h = h + self.profile_embedding(cond.profile, h.shape[0]).astype(h.dtype)
+            h = add_param(h, self.profile_embedding(cond.profile, h.shape[0]))
         return h
 
 

@@ -30,7 +30,11 @@ Readings (the papers leave these open):
   the free parameters after tying are fewer (a k x k symmetric kernel has (k//2+1)(k//2+2)/2 free taps).
 * Maddison's "12 layers" are 12 hidden layers (first 5x5, the rest 3x3): 12*128*361 = 554,496 hidden
   units and 627M connections match the paper's 550,000 and 630M. The output conv is read as 3x3
-  (1x1 gives 2,292,690; both round to 2.3M). Weights init uniform [-0.05, 0.05] as in the paper.
+  (1x1 gives 2,292,690; both round to 2.3M). Weights init uniform [-0.05, 0.05] as in the paper
+  (``init="uniform"``, the default). In 12 plain ReLU layers of 128 filters that init shrinks the signal
+  at every layer, and a float32 run sat on a plateau at the uniform loss for its first ~680,000 positions
+  (docs/architectures.md); ``init="he"`` (He normal, fan-in) or ``"lecun"`` (LeCun normal) is the switch
+  away from it (:data:`MADDISON_INITS`), ours, not the paper's.
   ``maddison`` with ``layers`` 3/6/10/12 gives the rows of his depth table.
 * Darkforest's three next-move heads (t+1, t+2, t+3) are kept; the logits are head 0 (next move).
 * ``rank_embedding=True`` adds a learned vector per rank to the first layer's pre-activation.
@@ -118,15 +122,18 @@ class ClarkStorkey(ConvNet):
 
 class Maddison(ConvNet):
     """Maddison et al. (2015): ``layers`` hidden convs (5x5 then 3x3) with position-dependent biases and
-    two output planes (black / white to move). ``symmetric=True`` ties the kernels as in his 3/6-layer test."""
+    two output planes (black / white to move). ``symmetric=True`` ties the kernels as in his 3/6-layer test.
+    ``init``: the conv kernels' initialiser, a :data:`MADDISON_INITS` name (``"uniform"``: the paper's)."""
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 36, layers: int = 12, filters: int = 128,
-                 out_kernel: int = 3, symmetric: bool = False, rank_embedding: bool = False, profile_embedding: int = 0,
-                 dtype=jnp.float32, param_dtype=jnp.float32, rngs: nnx.Rngs):
+                 out_kernel: int = 3, symmetric: bool = False, init: str = "uniform", rank_embedding: bool = False,
+                 profile_embedding: int = 0, dtype=jnp.float32, param_dtype=jnp.float32, rngs: nnx.Rngs):
+        if init not in MADDISON_INITS:
+            raise ValueError(f"init must be one of {tuple(MADDISON_INITS)}, got {init!r}")
         hidden = [(5, filters)] + [(3, filters)] * (layers - 1)
         super().__init__(board_size=board_size, in_planes=in_planes, hidden=hidden, out_kernel=out_kernel,
                          out_planes=2, hidden_position_bias=True, out_position_bias=True, symmetric=symmetric,
-                         kernel_init=_uniform(0.05),
+                         kernel_init=MADDISON_INITS[init],
                          select="to_move", rank_embedding=rank_embedding, profile_embedding=profile_embedding,
                          dtype=dtype,
                          param_dtype=param_dtype, rngs=rngs)
@@ -166,3 +173,7 @@ def _uniform(limit: float):
         return jax.random.uniform(key, shape, dtype, -limit, limit)
 
     return init
+
+
+#: :class:`Maddison`'s ``init`` choices: the paper's uniform [-0.05, 0.05], He normal and LeCun normal (fan-in)
+MADDISON_INITS = {"uniform": _uniform(0.05), "he": he_normal, "lecun": nnx.initializers.lecun_normal()}

@@ -22,6 +22,14 @@ module / function          job
 :func:`symmetrize`         average of a kernel over the 8 symmetries of the square
 =========================  ==========================================================================
 
+Broadcast parameters in low precision: a parameter broadcast over the batch and the board (a conv's channel bias,
+:class:`PositionBias`, :class:`PReLU`'s slopes, BatchNorm's scale and offset, a per-example bias such as
+:class:`GlobalPoolBias`'s) gets as gradient a sum over all the broadcast points, up to batch x 361 terms. With a
+bfloat16 ``dtype`` that sum would be a bfloat16 reduction (off by tens of percent at 92,416 terms on the CPU), so
+these modules combine such a parameter with the activation in float32 and cast the result to ``dtype``
+(:func:`add_param`, :func:`batch_norm`): the gradient sums accumulate in float32. A float32 ``dtype`` keeps the
+plain float32 computation.
+
 Learning-rate multipliers are parameter metadata read by :func:`kifunet.models.params.lr_multipliers`:
 ``lr_multiplier`` (a float for the whole array) and ``center_lr_multiplier`` (a float for the centre
 tap ``[k//2, k//2]`` of a conv kernel, on top of ``lr_multiplier``).
@@ -48,6 +56,24 @@ he_normal = nnx.initializers.he_normal()
 # MIN_RANK = -30 (30 kyu; weaker values are clipped to it), MAX_RANK = 17 (9 pro).
 #: embedding rows: one per rank in [MIN_RANK, MAX_RANK] plus a last row for unknown
 NUM_RANK_ROWS = MAX_RANK - MIN_RANK + 2
+
+
+def add_param(x: jax.Array, p: jax.Array) -> jax.Array:
+    """``x + p`` (``p`` broadcast to ``x``), in ``x``'s dtype; ``p``'s gradient summed in float32.
+
+    A float32 ``x`` gives exactly ``x + p.astype(x.dtype)``. A lower-precision ``x`` (bfloat16) is added to ``p``
+    in float32 and the sum cast back, so the reduction over the broadcast axes that forms ``p``'s gradient
+    accumulates in float32 (the module docstring).
+    """
+    if jnp.finfo(x.dtype).bits >= 32:
+        return x + p.astype(x.dtype)
+    return (x.astype(jnp.float32) + p.astype(jnp.float32)).astype(x.dtype)
+
+
+def _promote_float32(args, /, *, dtype=None, inexact=True):
+    """``promote_dtype`` for ``nnx.BatchNorm`` in low precision: every array (input, statistics, scale, offset) in
+    float32; the layer casts its output to its ``dtype``."""
+    return tuple(None if a is None else jnp.asarray(a, jnp.float32) for a in args)
 
 
 def symmetrize(kernel: jax.Array) -> jax.Array:
@@ -144,7 +170,7 @@ class Conv(nnx.Module):
             dimension_numbers=("NHWC", "HWIO", "NHWC"),
         )
         if self.bias is not None:
-            y = y + self.bias[...].astype(self.dtype)
+            y = add_param(y, self.bias[...])
         return y
 
     def macs_per_point(self) -> int:
@@ -211,18 +237,24 @@ class PositionBias(nnx.Module):
         self.bias = nnx.Param(jnp.zeros((board_size, board_size, features), param_dtype))
 
     def __call__(self, x: jax.Array) -> jax.Array:
-        return x + self.bias[...].astype(x.dtype)
+        return add_param(x, self.bias[...])
 
 
 class PReLU(nnx.Module):
-    """``max(x, 0) + alpha * min(x, 0)`` with one ``alpha`` per channel (GoNN initialises it to 0)."""
+    """``max(x, 0) + alpha * min(x, 0)`` with one ``alpha`` per channel (GoNN initialises it to 0).
+
+    In a lower-precision ``x`` the product ``alpha * min(x, 0)`` is formed in float32 and cast to ``x``'s dtype, so
+    ``alpha``'s gradient is a float32 sum (the module docstring)."""
 
     def __init__(self, features: int, *, init: float = 0.0, param_dtype: Dtype = jnp.float32):
         self.alpha = nnx.Param(jnp.full((features,), init, param_dtype))
 
     def __call__(self, x: jax.Array) -> jax.Array:
-        a = self.alpha[...].astype(x.dtype)
-        return jnp.maximum(x, 0) + a * jnp.minimum(x, 0)
+        if jnp.finfo(x.dtype).bits >= 32:
+            a = self.alpha[...].astype(x.dtype)
+            return jnp.maximum(x, 0) + a * jnp.minimum(x, 0)
+        neg = (self.alpha[...].astype(jnp.float32) * jnp.minimum(x, 0).astype(jnp.float32)).astype(x.dtype)
+        return jnp.maximum(x, 0) + neg
 
 
 def crelu(x: jax.Array) -> jax.Array:
@@ -271,15 +303,20 @@ class GlobalPoolBias(nnx.Module):
 
     def __call__(self, x: jax.Array, g: jax.Array) -> jax.Array:
         bias = self.dense(global_pool(g, stdev=self.stdev, board_scaling=self.board_scaling))
-        return x + bias[:, None, None, :].astype(x.dtype)
+        return add_param(x, bias[:, None, None, :])
 
 
 def batch_norm(features: int, *, dtype: Dtype, param_dtype: Dtype, rngs: nnx.Rngs, affine: bool = True,
                momentum: float = 0.99, epsilon: float = 1e-3, lr_multiplier: float = 1.0) -> nnx.BatchNorm:
-    """``nnx.BatchNorm`` over channels; TF/GoNN defaults (momentum 0.99, eps 1e-3)."""
+    """``nnx.BatchNorm`` over channels; TF/GoNN defaults (momentum 0.99, eps 1e-3). With a lower-precision
+    ``dtype`` it normalises in float32 and casts its output to ``dtype`` (scale and offset gradients summed in
+    float32); with float32 it is flax's layer unchanged."""
     meta = {"lr_multiplier": float(lr_multiplier)} if lr_multiplier != 1.0 else {}
+    low = jnp.finfo(jnp.dtype(dtype)).bits < 32
+    promote = {"promote_dtype": _promote_float32} if low else {}
     return nnx.BatchNorm(features, momentum=momentum, epsilon=epsilon, use_bias=affine, use_scale=affine,
-                         dtype=dtype, param_dtype=param_dtype, rngs=rngs, scale_metadata=meta, bias_metadata=meta)
+                         dtype=dtype, param_dtype=param_dtype, rngs=rngs, scale_metadata=meta, bias_metadata=meta,
+                         **promote)
 
 
 class GPS(nnx.Module):

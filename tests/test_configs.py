@@ -92,3 +92,31 @@ def test_schedules_match_the_papers():
     warm = c.schedule.warmup_positions // c.batch_size
     assert float(s(0)) == 0.0 and float(s(warm // 2)) < float(s(warm)) == pytest.approx(1.0, rel=1e-3)
     assert float(s(c.train_positions // c.batch_size)) == pytest.approx(0.01, rel=1e-3)
+
+
+def test_maddison12_keeps_the_papers_init_and_clip_is_ours_one_override_away():
+    import numpy as np
+
+    cfg = configs.load(str(CONFIG_DIR / "maddison12.py"))
+    assert cfg.model.kwargs.init == "uniform" and cfg.optimizer.clip_norm == 1.0
+
+    def hidden_kernel(c):  # the config's net at 8 filters on 9x9 (model_config.build_model's create call)
+        return np.asarray(models.create(c.model.name, board_size=9, in_planes=36, filters=8, rngs=nnx.Rngs(0),
+                                        **c.model.kwargs.to_dict()).convs[1].kernel[...])
+
+    k = hidden_kernel(cfg)
+    assert np.abs(k).max() <= 0.05 and k.std() == pytest.approx(0.05 / np.sqrt(3), rel=0.1)  # uniform [-0.05, 0.05]
+    paper = configs.load(str(CONFIG_DIR / "maddison12.py"),
+                         [("optimizer.clip_norm", "0"), ("model.kwargs.init", "he")])
+    assert paper.optimizer.clip_norm == 0.0
+    k = hidden_kernel(paper)
+    assert k.std() == pytest.approx(np.sqrt(2 / (9 * 8)), rel=0.15)  # He normal, fan-in 3x3x8
+    with pytest.raises(ValueError, match="init must be one of"):
+        models.create("maddison_tiny", in_planes=36, rngs=nnx.Rngs(0), init="glorot")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_config_names_a_known_matmul_precision(name):
+    cfg = configs.load(str(CONFIG_DIR / f"{name}.py"), [("matmul_precision", "highest")])
+    assert cfg.matmul_precision == "highest"
+    assert configs.load_file(str(CONFIG_DIR / f"{name}.py")).matmul_precision in steps.MATMUL_PRECISIONS

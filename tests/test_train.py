@@ -84,7 +84,7 @@ def test_one_device_learns_and_writes_its_files(ds_maddison, tmp_path):
     tr = metric_writer.read_jsonl(str(tmp_path / "metrics_train.jsonl"))
     assert [r["step"] for r in tr] == [20, 40, 60, 80, 100]
     for k in ("loss", "nats", "top1", "top4", "positions_per_s", "data_wait_fraction", "grad_norm",
-              "param_norm", "update_norm", "lr", "positions"):
+              "param_norm", "update_norm", "lr", "positions", "logit_abs", "grad_norm_max", "logit_abs_max"):
         assert all(k in r for r in tr[1:]), k
     assert all(0.0 <= r["data_wait_fraction"] <= 1.0 for r in tr[1:])
     ev = metric_writer.read_jsonl(str(tmp_path / "metrics_eval.jsonl"))

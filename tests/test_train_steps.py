@@ -217,3 +217,65 @@ def test_four_devices_take_the_global_masked_mean(tmp_path):
     res = json.loads(line[0][len("RESULT "):])
     print(res)
     assert res["moved"] > 1e-3 and res["diff"] < 1e-6
+
+
+def test_logit_abs_max_leaves_out_padding_rows_and_the_fixed_pass_logit():
+    from kifunet.models.base import NO_PASS_LOGIT
+
+    logits = jnp.array([[1.0, -3.0, NO_PASS_LOGIT], [2.5, 0.5, NO_PASS_LOGIT], [99.0, 0.0, 7.0]])
+    weight = jnp.array([1.0, 1.0, 0.0])  # row 2 is padding
+    assert float(steps.logit_abs_max(logits, weight)) == 3.0
+    assert float(steps.logit_abs_max(logits, jnp.ones(3))) == 99.0
+    assert np.isnan(float(steps.logit_abs_max(logits.at[1, 1].set(jnp.nan), weight)))
+
+
+def test_the_window_keeps_the_largest_gradient_norm_and_logit_beside_the_last():
+    """A spike in the middle of a window (one batch of planes x30) shows in ``grad_norm_max`` and ``logit_abs_max``
+    although the last step is calm: the maxima are those of the steps run one by one, the last values the last
+    step's."""
+    md = steps.ModelDef(TwoHeads(value=False))
+    mesh = parallel.make_mesh(1)
+    tx = optax.sgd(0.01)
+    rng = np.random.default_rng(5)
+    batches = []
+    for scale in (1.0, 30.0, 1.0):
+        b = _toy_batch(rng, 16)
+        b["planes"] = b["planes"].astype(np.float32) * scale
+        batches.append(parallel.shard_batch(b, mesh))
+    single = parallel.data_parallel(steps.train_step(md, tx, lambda s: 0.01), mesh)
+    state, each = _state(md, tx, mesh), []
+    for b in batches:
+        state, m = single(state, b)
+        each.append(jax.device_get(m))
+    win = parallel.data_parallel(steps.windowed(steps.train_step(md, tx, lambda s: 0.01)), mesh, carry=True)
+    state, window = _state(md, tx, mesh), parallel.empty_window(mesh)
+    for b in batches:
+        state, window = win(state, b, window)
+    w = jax.device_get(window)
+    for k in steps.MAXED_METRICS:
+        assert float(w[k]) == float(each[-1][k])
+        assert float(w[f"{k}_max"]) == max(float(m[k]) for m in each) == float(each[1][k])
+        assert float(w[f"{k}_max"]) > 5 * float(w[k])  # the spike, invisible in the last value
+    assert set(steps.MAX_METRICS) <= set(steps.zeros_window())
+
+
+@pytest.mark.parametrize("precision", ["default", "high", "highest"])
+def test_matmul_precision_reaches_every_convolution_of_both_passes(precision):
+    """``matmul_precision`` sets the precision of every convolution the step lowers, forward and backward (on a GPU
+    'default' is TF32, on a TPU one bfloat16 pass: the CPU only shows the request)."""
+    from kifunet import models
+
+    model = models.create("maddison_tiny", board_size=9, in_planes=36, rngs=nnx.Rngs(0))
+    md, tx, mesh = steps.ModelDef(model), optax.sgd(0.1), parallel.make_mesh(1)
+    b = 4
+    batch = parallel.shard_batch({"planes": np.zeros((b, 9, 9, 36), np.uint8), "target": np.zeros(b, np.int32),
+                                  "to_move": np.ones(b, np.int32), "rank": np.zeros(b, np.int32),
+                                  "weight": np.ones(b, np.float32)}, mesh)
+    fn = parallel.data_parallel(steps.train_step(md, tx, lambda s: 0.1, matmul_precision=precision), mesh)
+    text = fn.lower(_state(md, tx, mesh), batch).as_text()
+    convs = [ln for ln in text.splitlines() if "stablehlo.convolution" in ln]
+    assert len(convs) == 8  # 3 convs forward; backward: 3 input gradients but the first layer's, 3 kernel gradients
+    want = f"#stablehlo<precision {precision.upper()}>, #stablehlo<precision {precision.upper()}>"
+    assert all(want in ln for ln in convs), convs[0]
+    with pytest.raises(ValueError, match="matmul_precision must be one of"):
+        steps.train_step(md, tx, lambda s: 0.1, matmul_precision="tf32")

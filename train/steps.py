@@ -52,12 +52,17 @@ import numpy as np
 import optax
 from flax import nnx
 
-from kifunet.models.base import constant_predictor_mse, played_move_rank, policy_and_value, value_outcome_stats
+from kifunet.models.base import (NO_PASS_LOGIT, constant_predictor_mse, played_move_rank, policy_and_value,
+                                 value_outcome_stats)
 
 #: the named axis the steps reduce over (the mesh of :mod:`kifunet.train.parallel` has this one axis)
 AXIS = "data"
 BATCHNORM_MODES = ("per_device", "sync")
 LOSSES = ("cross_entropy", "l2")
+#: the config's ``matmul_precision``: ``'default'`` leaves the backend's own (float32 convolutions and matmuls in
+#: TF32 on recent NVIDIA GPUs, in one bfloat16 pass on TPUs); ``'high'`` and ``'highest'`` are
+#: :func:`jax.default_matmul_precision`'s (``'highest'``: full float32 on both)
+MATMUL_PRECISIONS = ("default", "high", "highest")
 
 # ------------------------------------------------------------------------------------------------------------
 # the model as pure functions
@@ -185,15 +190,32 @@ def value_metrics(sums: dict) -> dict:
             "value_known": k, "winner_decided": d}
 
 
+def with_matmul_precision(fn, precision: str = "default"):
+    """``fn`` traced under :func:`jax.default_matmul_precision` ``(precision)`` (:data:`MATMUL_PRECISIONS`): every
+    convolution and matmul of its forward and backward pass gets that precision; ``'default'`` returns ``fn``."""
+    if precision not in MATMUL_PRECISIONS:
+        raise ValueError(f"matmul_precision must be one of {MATMUL_PRECISIONS}, got {precision!r}")
+    if precision == "default":
+        return fn
+
+    def traced(*args):
+        with jax.default_matmul_precision(precision):
+            return fn(*args)
+
+    return traced
+
+
 def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, *, loss: str = "cross_entropy",
-               value_weight: float = 0.01):
+               value_weight: float = 0.01, matmul_precision: str = "default"):
     """The per-device training step ``(state, local_batch) -> (state, metrics)``; map it with
     :func:`kifunet.train.parallel.data_parallel`.
 
     ``state``: ``{'params', 'extra', 'opt_state', 'step'}``. The policy loss is the mean over the local rows;
     gradients are ``pmean``\\ ed over ``'data'`` (= the gradient of the global-batch mean when shards are
-    equal); metrics are ``psum``\\ s of per-example sums plus global gradient / parameter / update norms. A
+    equal); metrics are ``psum``\\ s of per-example sums plus global gradient / parameter / update norms and
+    ``logit_abs`` (:func:`logit_abs_max`). A
     two-headed net adds ``value_weight`` x the value MSE over the global batch's known rows (module docstring).
+    ``matmul_precision``: :func:`with_matmul_precision`.
     """
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
@@ -228,11 +250,20 @@ def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, 
         value = None if value is None else jax.lax.stop_gradient(value)
         metrics = jax.lax.psum(_sums(jax.lax.stop_gradient(logits), batch, vec, value), AXIS)
         metrics.update(grad_norm=optax.tree.norm(grads), param_norm=optax.tree.norm(new_params),
-                       update_norm=optax.tree.norm(updates), lr=jnp.asarray(schedule(state["step"]), jnp.float32))
+                       update_norm=optax.tree.norm(updates), lr=jnp.asarray(schedule(state["step"]), jnp.float32),
+                       logit_abs=jax.lax.pmax(logit_abs_max(jax.lax.stop_gradient(logits), batch["weight"]), AXIS))
         new_state = {"params": new_params, "extra": new_extra, "opt_state": opt_state, "step": state["step"] + 1}
         return new_state, metrics
 
-    return step
+    return with_matmul_precision(step, matmul_precision)
+
+
+def logit_abs_max(logits, weight):
+    """The largest ``|logit|`` of the rows with weight (padding rows and a policy-only net's fixed pass logit,
+    :data:`~kifunet.models.base.NO_PASS_LOGIT`, left out), float32; NaN if any counted logit is NaN."""
+    a = jnp.abs(logits.astype(jnp.float32))
+    keep = (weight[:, None] > 0) & (logits != NO_PASS_LOGIT)
+    return jnp.max(jnp.where(keep, a, 0.0))
 
 
 def value_loss(value, batch):
@@ -248,15 +279,16 @@ def value_loss(value, batch):
     return n * jnp.sum(w * sq) / jnp.maximum(k, 1.0)
 
 
-def eval_step(model_def: ModelDef, *, loss: str = "cross_entropy"):
-    """The per-device evaluation step ``(state, local_batch) -> sums`` (weights mask padding rows)."""
+def eval_step(model_def: ModelDef, *, loss: str = "cross_entropy", matmul_precision: str = "default"):
+    """The per-device evaluation step ``(state, local_batch) -> sums`` (weights mask padding rows);
+    ``matmul_precision``: :func:`with_matmul_precision`."""
     loss_fn_vec = cross_entropy if loss == "cross_entropy" else l2_loss
 
     def step(state, batch):
         logits, value, _ = model_def.apply(state["params"], state["extra"], batch, train=False)
         return jax.lax.psum(_sums(logits, batch, loss_fn_vec(logits, batch["target"]), value), AXIS)
 
-    return step
+    return with_matmul_precision(step, matmul_precision)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -267,7 +299,12 @@ SUM_METRICS = ("loss_sum", "nats_sum", "top1_sum", "top4_sum", "count")
 #: the sums a two-headed net adds (:func:`value_sums`; :func:`value_metrics` divides them)
 VALUE_SUM_METRICS = ("value_sq_sum", "value_known", "winner_decided", "winner_correct", "outcome_sum")
 #: per-step metrics of which a window keeps the last value
-LAST_METRICS = ("grad_norm", "param_norm", "update_norm", "lr")
+LAST_METRICS = ("grad_norm", "param_norm", "update_norm", "lr", "logit_abs")
+#: per-step metrics of which a window also keeps the maximum, as ``<name>_max`` (:data:`MAX_METRICS`): a run-up
+#: to a divergence within the window shows there even when the last step looks calm
+MAXED_METRICS = ("grad_norm", "logit_abs")
+#: the window's maxima of :data:`MAXED_METRICS`
+MAX_METRICS = tuple(f"{k}_max" for k in MAXED_METRICS)
 
 
 def sum_keys(value: bool) -> tuple:
@@ -278,7 +315,7 @@ def sum_keys(value: bool) -> tuple:
 def zeros_window(value: bool = False) -> dict:
     """A zeroed metric window on the host, the carry of a :func:`windowed` step (``value``: a two-headed net's);
     :func:`kifunet.train.parallel.empty_window` puts it on the devices."""
-    w = {k: np.zeros((), np.float32) for k in sum_keys(value) + LAST_METRICS}
+    w = {k: np.zeros((), np.float32) for k in sum_keys(value) + LAST_METRICS + MAX_METRICS}
     w.update(steps=np.zeros((), np.int32), first_bad=np.zeros((), np.int32), bad_loss=np.zeros((), np.float32))
     return w
 
@@ -295,7 +332,8 @@ def windowed(step_fn):
     interval instead of once per step (a device-to-host copy and a host wait per step).
 
     ``window``: :data:`SUM_METRICS` (and a two-headed net's :data:`VALUE_SUM_METRICS`) summed,
-    :data:`LAST_METRICS` of the last step, ``steps`` in the window, ``first_bad``: the 1-based step of the first
+    :data:`LAST_METRICS` of the last step, :data:`MAX_METRICS` the largest of their step's values in the window
+    (NaN once one was NaN), ``steps`` in the window, ``first_bad``: the 1-based step of the first
     non-finite loss in the window (0: none) and ``bad_loss`` its value (a two-headed net: policy loss + value
     MSE, so a non-finite value counts too). The step's own computation is unchanged (the same parameters to the
     bit).
@@ -306,6 +344,7 @@ def windowed(step_fn):
         state, m = step_fn(state, batch)
         out = {k: window[k] + m[k].astype(jnp.float32) for k in m if k not in LAST_METRICS}
         out.update({k: m[k].astype(jnp.float32) for k in LAST_METRICS})
+        out.update({f"{k}_max": jnp.maximum(window[f"{k}_max"], m[k].astype(jnp.float32)) for k in MAXED_METRICS})
         loss = m["loss_sum"].astype(jnp.float32) / jnp.maximum(m["count"].astype(jnp.float32), 1.0)
         if "value_sq_sum" in m:
             loss = loss + m["value_sq_sum"].astype(jnp.float32) / jnp.maximum(m["value_known"].astype(jnp.float32),

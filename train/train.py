@@ -92,7 +92,8 @@ from kifunet.train import (checkpointing, input_pipeline, memory, metric_writer,
                            parallel, preemption, run_lock)
 from kifunet.train.eval_batches import eval_batches
 from kifunet.train.prefetch import Prefetcher
-from kifunet.train.steps import LAST_METRICS, ModelDef, eval_step, summed, train_step, value_metrics, windowed
+from kifunet.train.steps import (LAST_METRICS, MAX_METRICS, ModelDef, eval_step, summed, train_step, value_metrics,
+                                 windowed)
 
 
 class NonFiniteLoss(FloatingPointError):
@@ -126,7 +127,8 @@ def train_function(config, model_def, tx, schedule, mesh):
     :func:`~kifunet.train.steps.train_step` inside :func:`~kifunet.train.steps.windowed`, mapped over ``mesh``
     with the state donated (what :mod:`kifunet.train.aot` compiles for other targets)."""
     return parallel.data_parallel(
-        windowed(train_step(model_def, tx, schedule, loss=config.loss, value_weight=config.value_weight)), mesh,
+        windowed(train_step(model_def, tx, schedule, loss=config.loss, value_weight=config.value_weight,
+                            matmul_precision=config.get("matmul_precision", "default"))), mesh,
         donate_state=True, carry=True)
 
 
@@ -413,8 +415,9 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dic
     eval_every = _every(config.eval_every_positions, B) if config.eval_split else 0
     ckpt_every = _every(config.checkpoint_every_positions, B)
     train_fn = train_function(config, model_def, tx, schedule, mesh)
-    eval_fn = parallel.data_parallel(summed(eval_step(model_def, loss=config.loss)), mesh,
-                                     carry=True)
+    eval_fn = parallel.data_parallel(
+        summed(eval_step(model_def, loss=config.loss, matmul_precision=config.get("matmul_precision", "default"))),
+        mesh, carry=True)
     mem = _fit_memory(train_fn, state, config, mesh, info, value=model_def.has_value)
 
     elapsed_before = 0.0
@@ -515,7 +518,7 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
         timed = host["steps"] - host["skip"]
         rec = {"positions": s * B, "loss": float(m["loss_sum"]) / n, "nats": float(m["nats_sum"]) / n,
                "top1": float(m["top1_sum"]) / n, "top4": float(m["top4_sum"]) / n,
-               **{k: float(m[k]) for k in LAST_METRICS}}
+               **{k: float(m[k]) for k in LAST_METRICS + MAX_METRICS}}
         train_value = _finite(value_metrics(m))
         train_value.pop("value_baseline_mse", None)  # the baseline is the evaluation split's (module docstring)
         rec.update(train_value)
@@ -532,7 +535,9 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
                  else "compiling")
         _log(f"step {s:,}/{total_steps:,} ({s * B:,} positions, {100 * s / total_steps:.1f}%) "
              f"loss {rec['loss']:.4f} top1 {100 * rec['top1']:.2f}% top4 {100 * rec['top4']:.2f}%"
-             f"{_value_text(rec)} | {speed} | ETA {_fmt_time(eta) if math.isfinite(eta) else '?'}")
+             f"{_value_text(rec)} | grad {rec['grad_norm']:.3g} (max {rec['grad_norm_max']:.3g}) "
+             f"|logit| max {rec['logit_abs_max']:.3g} | {speed} | "
+             f"ETA {_fmt_time(eta) if math.isfinite(eta) else '?'}")
         host.update(t=now, wait=prefetch.wait_s, steps=0, skip=0)
 
     # a signal ends an evaluation at once (one process); the loop then stops at the next step, or after the final

@@ -36,6 +36,9 @@ def get_config() -> ml_collections.ConfigDict:
     # game result is known (train/parallel.py); 0.01 is AlphaGo Zero's supervised setting. Policy-only nets ignore it.
     c.value_weight = 0.01
     c.batchnorm = "per_device"  # or "sync" (statistics over the global batch); see train/parallel.py
+    # precision of float32 convolutions and matmuls: "default" (the backend's: TF32 on recent NVIDIA GPUs, one bfloat16
+    # pass on TPUs), "high" or "highest" (full float32) (train/steps.py MATMUL_PRECISIONS; docs/training.md)
+    c.matmul_precision = "default"
 
     c.optimizer = ml_collections.ConfigDict()
     c.optimizer.name = "sgd"  # sgd | adam | adamw
