@@ -73,17 +73,3 @@ def runs_dir(start: str | Path | None = None) -> Path:
 
 __all__ = ["DEFAULT_NET", "default_net", "runs_dir", "sample_games", "samples_dir"]
 
-
-def local_workdir(text: str) -> str:
-    """``text`` when it names a directory on this machine's file systems. A bucket URL (``gs://...``) is a
-    :class:`kifunet.errors.CommandError`: the run's lock, its checkpoint checksums and its
-    metrics are written with local file operations, so a URL would become a local folder named ``gs:``
-    (docs/accelerators.md says how to train on a TPU VM with a bucket)."""
-    from kifunet.errors import CommandError
-
-    scheme, sep, _ = text.partition("://")
-    if sep and scheme and scheme.replace("+", "").replace(".", "").replace("-", "").isalnum():
-        raise CommandError(
-            f"{text}: a {scheme}:// workdir is not supported; train into a local directory (a TPU VM's disk) and "
-            f"copy it to the bucket, or mount the bucket (gcsfuse) and name the mount point")
-    return text

@@ -71,6 +71,18 @@ def config_file(spec: str) -> str:
     raise CommandError(f"--config {spec!r}: no such config file, nor a config name ({', '.join(config_names())})")
 
 
+def local_workdir(text: str) -> str:
+    """``text`` when it names a directory on this machine's file systems; a bucket URL (``gs://...``) is a
+    :class:`CommandError`: the run's lock, its checkpoint checksums and its metrics are written with local file
+    operations, so a URL would become a local folder named ``gs:`` (docs/accelerators.md: a TPU VM and a
+    bucket)."""
+    scheme, sep, _ = text.partition("://")
+    if sep and scheme and scheme.replace("+", "").replace(".", "").replace("-", "").isalnum():
+        raise CommandError(f"{text}: a {scheme}:// workdir is not supported; train into a local directory (a TPU VM's "
+                           f"disk) and copy it to the bucket, or mount the bucket (gcsfuse) and name the mount point")
+    return text
+
+
 def _epilog() -> str:
     names = textwrap.fill(", ".join(config_names()), width=110, initial_indent="  ", subsequent_indent="  ")
     return EPILOG.replace("{configs}", names)
@@ -91,8 +103,6 @@ ACCEPTS_EXTRA_ARGS = True  # the --config.key=value overrides
 
 def run(args) -> int:
     from kifunet.train import configs
-
-    from kifunet.paths import local_workdir
 
     local_workdir(args.workdir)
     overrides, rest = configs.parse_overrides(list(getattr(args, "extra", None) or []))
