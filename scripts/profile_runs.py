@@ -323,8 +323,33 @@ def _era_picture(pos: dict, title: str, forced_year: int, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
-    buf.seek(0)  # 64 colours: a third of the bytes, the same picture to the eye
-    Image.open(buf).convert("RGB").quantize(colors=64).save(path, optimize=True)
+    buf.seek(0)
+    small_png(Image.open(buf).convert("RGB"), path)
+
+
+#: the exact colours a picture keeps when its palette is cut (the played move's outline: pure red)
+KEEP_COLOURS = ((255, 0, 0),)
+
+
+def small_png(rgb, path: Path, colors: int = 64) -> None:
+    """``rgb`` (a PIL RGB image) saved as a ``colors``-colour palette PNG (a third of the bytes, the same picture to
+    the eye) in which every pixel of a :data:`KEEP_COLOURS` colour keeps it exactly: a median cut alone merges the
+    thin red outline with the heat map's dark browns."""
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.asarray(rgb)
+    masks = [np.all(pixels == c, axis=-1) for c in KEEP_COLOURS]
+    kept = [(c, m) for c, m in zip(KEEP_COLOURS, masks) if m.any()]
+    q = rgb.quantize(colors=colors - len(kept))
+    palette = q.getpalette()[:3 * (colors - len(kept))]
+    index = np.array(q)
+    for c, m in kept:
+        index[m] = len(palette) // 3
+        palette += list(c)
+    out = Image.fromarray(index, "P")
+    out.putpalette(palette)
+    out.save(path, optimize=True)
 
 
 def era(name: str, data_root: Path, rows: int = ERA_ROWS) -> Path:

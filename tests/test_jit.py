@@ -31,7 +31,9 @@ CHILD = textwrap.dedent(f"""
     import json, sys, time
     t0 = time.perf_counter()
     from numba.core.registry import CPUDispatcher
-    from kifunet.data_prep import _jit, features, replay, sgf_io
+    from kifunet.data_prep import _jit
+    from kifunet.data_prep.planes import features, replay
+    from kifunet.data_prep.sgf import sgf_io
     path = sys.argv[1]
     rec = sgf_io.load_game(open(path, "rb").read(), path=path)
     replay.encode_game(rec, features.get({FEATURES!r}), path=path)

@@ -338,3 +338,29 @@ def test_each_profiled_arm_has_its_own_page_blocks():
     assert "profile-era:start -->\nD\n" in page and "profile-era-seed1:start -->\nC\n" in page
     with pytest.raises(SystemExit, match="profile-who-seed1"):
         pr.replace_who("<!-- profile-who:start -->\n<!-- profile-who:end -->", "T", "joint_profile_seed1")
+
+
+def test_era_picture_keeps_the_played_move_red(tmp_path):
+    """The era picture's palette cut keeps the played move's outline pure red, beside a dark heat map around it
+    (a median cut alone merged it into the browns)."""
+    from PIL import Image
+
+    from kifunet.eval.board_image import masked_probs
+
+    rng = np.random.default_rng(0)
+    n = 19
+    stones = rng.choice([0, 0, 0, 1, 2], size=(n, n)).astype(np.int8)
+    legal = np.concatenate([stones.reshape(-1) == 0, [True]])
+    played = int(np.flatnonzero(legal[:-1])[5])
+    z = rng.normal(0, 1, n * n + 1)
+    r, c = divmod(played, n)
+    for i in range(max(0, r - 1), min(n, r + 2)):
+        z[i * n + max(0, c - 1):i * n + min(n, c + 2)] += 4  # the darkest heat on and around the played move
+    p = masked_probs(z, legal)
+    pos = {"stones": stones, "legal": legal, "played": played, "days": 17000, "own": p, "forced": p}
+    path = tmp_path / "era.png"
+    pr._era_picture(pos, "t", 2013, path)
+    image = Image.open(path)
+    assert image.mode == "P" and len(image.getcolors()) <= 64
+    red = np.all(np.asarray(image.convert("RGB")) == (255, 0, 0), axis=-1)
+    assert red.sum() >= 200  # the outline of one point, 2 points wide

@@ -37,6 +37,47 @@ def test_summary_puts_the_steps_reached_beside_the_figures():
     assert ("quickstart: top-1 26.03%, 3.3478 nats on 2,036 test positions, after 1,234 training steps "
             "(157,952 positions, 18 s of training)") in text
     assert "--minutes 3 is a time limit, and a slower or busier machine trains fewer steps" in text
+    # a rerun with the same --minutes trains no further: the hint names a larger one
+    assert "to train further, rerun with a larger --minutes, e.g. --minutes 6" in text
+    assert "Rerun to train further" not in text
+
+
+def _finished_run(run: Path, step: int, seconds: float) -> None:
+    """A checkpoint as `kifunet train` leaves it: ``checkpoints/STEP/meta/metadata`` with ``train_seconds``."""
+    meta = run / "checkpoints" / str(step) / "meta"
+    meta.mkdir(parents=True)
+    (meta / "metadata").write_text(json.dumps({"train_seconds": seconds}))
+
+
+@pytest.mark.parametrize("minutes, trains", [("3", False), ("6", True)])
+def test_a_rerun_says_how_to_train_further_and_a_larger_minutes_does(tmp_path, monkeypatch, capsys, minutes, trains):
+    """A run whose 180 s are used up: a rerun with the same --minutes says it only evaluates and names a larger
+    --minutes (the quickstart's own option, not the train stage's --config.time_limit_s); one with a larger
+    --minutes hands train the larger limit, which the resumed run trains up to."""
+    from kifunet.commands.eval import default_out
+
+    out = tmp_path / "qs"
+    _finished_run(out / "run", 224, 183.0)
+    stages = []
+
+    def stage(argv, note=""):
+        stages.append(argv)
+        if argv[0] == "eval":
+            result = Path(default_out(str(out / "run"), str(out / "data"), "test", False))
+            result.parent.mkdir(parents=True, exist_ok=True)
+            result.write_text(json.dumps(_fake_result()))
+
+    monkeypatch.setattr(quickstart, "_run", stage)
+    assert cli.main(["quickstart", "--out", str(out), "--minutes", minutes]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"quickstart: {out / 'run'} already holds a run (step 224, 183 s trained): resuming it")
+    assert "time_limit_s" not in first
+    if trains:
+        assert "training until 360 s in all (--minutes 6)" in first
+    else:
+        assert "its --minutes 3 is used up, so it trains no further and evaluates again" in first
+        assert "rerun with a larger --minutes, e.g. --minutes 6" in first
+    assert f"--config.time_limit_s={int(float(minutes) * 60)}" in stages[1]
 
 
 @pytest.mark.parametrize("cached", [True, False])

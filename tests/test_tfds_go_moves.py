@@ -69,7 +69,9 @@ except ImportError:
 
 import numpy as np
 import tensorflow_datasets as tfds
-from kifunet.data_prep import features, tfds_go_moves, tfds_reader
+from kifunet.data_prep.building import tfds_go_moves
+from kifunet.data_prep.datasets import tfds_reader
+from kifunet.data_prep.planes import features
 
 manual, data_dir, out, config = sys.argv[1:5]
 b = tfds_go_moves.GoMoves(config=config, data_dir=data_dir)

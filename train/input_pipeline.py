@@ -54,11 +54,6 @@ from kifunet.train import mixture
 from kifunet.train.batches import BatchIterator
 from kifunet.train.windows import GONN_KEEP_PROBS, WindowBuilder
 from kifunet.train.workers import exit_with_parent, mark_absl_flags_parsed
-# re-exported: kifunet.train.train and older callers name these as input_pipeline.<name>
-from kifunet.train.batches import window_batch  # noqa: F401
-from kifunet.train.eval_batches import eval_batches, num_eval_rows  # noqa: F401
-from kifunet.train.prefetch import Prefetcher  # noqa: F401
-from kifunet.train.windows import layout_for  # noqa: F401
 
 
 def block_source(root: str, split: str, block_rows: int = 0, add_planes: str = ""):

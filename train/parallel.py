@@ -33,8 +33,7 @@ default; nothing here depends on the axis type), the mesh passed explicitly (no 
 deprecates dict views, generators and iterators as pytree leaves). A run with every ``DeprecationWarning``
 shown prints none (JAX 0.10.2, flax 0.12.8, orbax 0.12.8).
 
-The loss, the per-device steps and their metrics are :mod:`kifunet.train.steps`; their names are re-exported
-here (``parallel.train_step`` ...), the spelling :mod:`kifunet.train.train` and older code use.
+The loss, the per-device steps and their metrics are :mod:`kifunet.train.steps`.
 """
 
 from __future__ import annotations
@@ -48,10 +47,6 @@ from jax.sharding import PartitionSpec as P
 
 from kifunet.train import steps
 from kifunet.train.steps import AXIS
-# re-exported: kifunet.train.train and older callers name the steps as parallel.<name> (they live in steps.py)
-from kifunet.train.steps import (BATCHNORM_MODES, LAST_METRICS, LOSSES, SUM_METRICS, VALUE_SUM_METRICS,  # noqa: F401
-                                 ModelDef, cross_entropy, eval_step, l2_loss, path_tuple, summed, topk_correct,
-                                 train_step, value_loss, value_metrics, value_sums, windowed)
 
 #: environment variables of the launchers :func:`initialize_distributed` recognises
 _MULTIHOST_ENV = {

@@ -79,7 +79,6 @@ from __future__ import annotations
 import collections
 import math
 import os
-import sys
 import time
 
 import jax
@@ -629,12 +628,6 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
         # the signal cut the final evaluation short: the last checkpoint is on disk, and a rerun evaluates
         raise preemption.Preempted(signals.signum, step, signals.signal_step, signals.at)
     return {"step": step, "positions": step * B, **last_eval}
-
-
-def main(argv=None) -> int:  # pragma: no cover - `kifunet train` is the entry point
-    from kifunet.cli import main as cli_main
-
-    return cli_main(["train", *(sys.argv[1:] if argv is None else argv)])
 
 
 __all__ = ["NonFiniteLoss", "StopClock", "evaluate", "setup", "train_and_evaluate"]

@@ -10,9 +10,10 @@ installed with the package, :func:`kifunet.paths.sample_games`); ``--sgf PATH...
 deterministic 5% of games by hash is the test split). Output goes under ``--out``, relative to the
 current directory.
 
-Rerunning it continues the run in ``OUT/run`` (``kifunet train`` resumes a workdir), with the time limit
-counted across runs, and says so on its first line; ``--fresh`` deletes ``OUT/run`` first and trains a new net
-(the dataset in ``OUT/data`` is reused: the same inputs give the same dataset).
+Rerunning it continues the run in ``OUT/run`` (``kifunet train`` resumes a workdir), with ``--minutes`` (the train
+stage's ``--config.time_limit_s``) counting all of the run's training, and says so on its first line: a larger
+``--minutes`` trains further, the same one only evaluates again. ``--fresh`` deletes ``OUT/run`` first and trains a
+new net (the dataset in ``OUT/data`` is reused: the same inputs give the same dataset).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ HELP = "build -> train cpu_small -> eval on the sample corpus (or --sgf PATH...)
 def add_arguments(p) -> None:
     p.add_argument("--out", default="runs/quickstart", help="working directory (default runs/quickstart)")
     p.add_argument("--sgf", nargs="+", metavar="PATH", help="SGF files, directories or archives instead of the samples")
-    p.add_argument("--minutes", type=float, default=3.0, help="training time limit in minutes (default 3)")
+    p.add_argument("--minutes", type=float, default=3.0, help="training time limit in minutes, counted across reruns (default 3)")
     p.add_argument("--workers", type=int, default=None, help="build worker processes (default: all cores)")
     p.add_argument("--fresh", action="store_true",
                    help="delete OUT/run and train a new net (default: a rerun resumes the run in OUT/run)")
@@ -74,9 +75,16 @@ COMPILE_NOTE = (", including the one-time compile of the rules engine (about 30 
                 "about a second)")
 
 
+def further(limit_s: int) -> str:
+    """How to train the run further: a larger ``--minutes`` (it counts all of the run's training, across reruns;
+    the train stage's ``--config.time_limit_s``), with a value to try."""
+    return (f"to train further, rerun with a larger --minutes, e.g. --minutes {max(2 * limit_s, 60) / 60:g} (it "
+            "counts all of the run's training: the run resumes)")
+
+
 def summary(result: dict, limit_s: int) -> str:
-    """The closing lines: the eval figures beside the training they came from (steps, positions, seconds), and
-    that the figures depend on how far the time limit let training go."""
+    """The closing lines: the eval figures beside the training they came from (steps, positions, seconds), that
+    the figures depend on how far the time limit let training go, and how to train further (:func:`further`)."""
     run, single = result["run"], result["results"]["single"]
     trained = run.get("train_seconds")
     return (f"\nquickstart: top-1 {100 * single['accuracy']['1']:.2f}%, {single['cross_entropy_nats']:.4f} nats on "
@@ -84,8 +92,7 @@ def summary(result: dict, limit_s: int) -> str:
             f"({run['positions']:,} positions"
             + (f", {trained:.0f} s of training" if trained is not None else "") + ")\n"
             f"These figures depend on the steps reached: --minutes {limit_s / 60:g} is a time limit, and a slower "
-            "or busier machine trains fewer steps in it (and gets a lower top-1 and more nats). Rerun to train "
-            "further (the run resumes) or pass a larger --minutes.")
+            f"or busier machine trains fewer steps in it (and gets a lower top-1 and more nats); {further(limit_s)}.")
 
 
 def run(args) -> int:
@@ -104,8 +111,9 @@ def run(args) -> int:
         print(f"quickstart: --fresh: deleted the previous run in {workdir}; training a new net", flush=True)
     elif (prev := previous_run(workdir)) is not None:
         done = prev["train_seconds"]
-        more = ("its time is used up, so it trains no further and evaluates again" if done is not None and
-                done >= limit_s else f"training until {limit_s} s in all (--minutes)")
+        more = (f"its --minutes {args.minutes:g} is used up, so it trains no further and evaluates again; "
+                f"{further(limit_s)}" if done is not None and 0 < limit_s <= done
+                else f"training until {limit_s} s in all (--minutes {args.minutes:g})")
         print(f"quickstart: {workdir} already holds a run (step {prev['step']:,}"
               f"{f', {done:.0f} s trained' if done is not None else ''}): resuming it, {more}; "
               f"--fresh starts a new run", flush=True)
