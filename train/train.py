@@ -412,14 +412,19 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dic
 
     elapsed_before = 0.0
     data_state = None
-    if latest is not None:
+    restored = None
+    while latest is not None and restored is None:  # an unsealed step is checked as it is restored, then sealed
         try:
-            state, data_state, meta = ckpt.restore(latest, state)
+            restored = ckpt.restore(latest, state, log=lambda msg: _log(f"kifunet train: {msg}"))
+        except checkpointing.UnsealedStepFailed as e:  # set aside; the step before it, or CheckpointError
+            latest = ckpt.set_aside_failed(e, log=lambda msg: _log(f"kifunet train: {msg}"))
         except (ValueError, KeyError) as e:
             why = (str(e).splitlines() or [""])[0][:160]
             raise ValueError(f"{ckpt.directory}/{latest} does not match this config's model and optimizer state "
                              f"({type(e).__name__}: {why}); resume with the config that wrote it, or start a new "
                              f"workdir (--config.init_from takes the weights only)") from e
+    if restored is not None:
+        state, data_state, meta = restored
         saved = (meta.get("batch_size"), meta.get("processes"))
         if saved != (B, pc):
             raise ValueError(f"{ckpt.directory}/{latest} was written with batch_size {saved[0]} on {saved[1]} "
