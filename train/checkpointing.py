@@ -40,15 +40,25 @@ they are verified like any run. :func:`verify_checkpoints` reports every step of
 damaged and unsealed steps make it fail). Resuming training (:meth:`Checkpointer.newest_intact_step`) sets a
 damaged newest step aside -- renamed ``<step>.damaged-<time>``, a name orbax does not take for a step -- says
 so, and resumes from the newest intact one.
+
+**A full disk** (or another fault of the place written, :data:`STORAGE_ERRNOS`) while a step is saved is
+raised once, by the save, the wait or the close that meets it, as ``OSError(errno, reason, STEP_DIR)``
+(:func:`_saving`; the command line prints ``STEP_DIR: No space left on device; ...``); orbax's own log records of it
+(with their tracebacks) are dropped while a :class:`Checkpointer` is open. The step is never committed, so the steps
+before it stay whole, and its temporary is deleted when the manager next opens.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
+import errno
 import fnmatch
 import json
+import logging
 import os
+import re
 import sys
 import threading
 from typing import Any, Callable
@@ -422,6 +432,60 @@ def _set_aside(step_dir: str) -> str:
     return target
 
 
+_OS_ERROR_CODE = re.compile(r"os_error_code='?(\d+)")
+#: the faults of the place a save writes to (a subset of :data:`kifunet.errors.FAULT_HINTS`, which the command line
+#: prints with what to do)
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def storage_fault(exc: BaseException | None) -> int | None:
+    """The errno of a fault of the place written to (:data:`STORAGE_ERRNOS`: a full disk, a read-only file
+    system...) anywhere in ``exc``'s chain of causes: an ``OSError``'s own, or the ``os_error_code='N'`` of a
+    tensorstore message (orbax's array writes); else None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        code = exc.errno if isinstance(exc, OSError) else None
+        if code is None:
+            m = _OS_ERROR_CODE.search(str(exc))
+            code = int(m.group(1)) if m else None
+        if code in STORAGE_ERRNOS:
+            return code
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+@contextlib.contextmanager
+def _saving(step_dir: str):
+    """Re-raise a storage fault of a save (:func:`storage_fault`) as ``OSError(errno, reason, step_dir)``: reported
+    as one line naming the step's directory (``STEP_DIR: No space left on device; free space there, ...``)."""
+    try:
+        yield
+    except Exception as e:
+        code = storage_fault(e)
+        if code is None:
+            raise
+        raise OSError(code, os.strerror(code), step_dir) from e
+
+
+class _QuietStorageFaults(logging.Filter):
+    """Drops orbax's log records (with their tracebacks) of a storage fault in its save threads: the same error
+    reaches the caller of the save, which reports it in one line (:func:`_saving`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None:
+            return storage_fault(exc) is None
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record that cannot format is not ours to drop
+            return True
+        return storage_fault(ValueError(text)) is None
+
+
+_QUIET = _QuietStorageFaults()
+
+
 def _PipelineState(state: dict | None = None):  # noqa: N802 -- stands for the class, defined on first use
     """A frozen iterator state handed to grain's checkpoint handler (saving) or filled by it (restoring)."""
     return _pipeline_state_class()(state)
@@ -478,10 +542,12 @@ class _Sealer(threading.Thread):
             self.error = e
 
     def result(self) -> None:
-        """Wait for the sidecar; re-raise the save's (or the hashing's) error."""
+        """Wait for the sidecar; re-raise the save's (or the hashing's) error (a storage fault as one ``OSError``
+        naming the step: :func:`_saving`)."""
         self.join()
         if self.error is not None:
-            raise self.error
+            with _saving(self.step_dir):
+                raise self.error
 
 
 class Checkpointer:
@@ -502,6 +568,7 @@ class Checkpointer:
                            "data": grain.checkpoint.CheckpointHandler(),
                            "meta": ocp.JsonCheckpointHandler()})
         self._sealer: _Sealer | None = None  # the last save's sidecar writer
+        logging.getLogger("absl").addFilter(_QUIET)  # a storage fault is reported once, by the save (_saving)
 
     def latest_step(self) -> int | None:
         return self.manager.latest_step()
@@ -524,15 +591,18 @@ class Checkpointer:
         args = ocp.args.Composite(state=ocp.args.StandardSave(flatten_state(state)),
                                   data=grain.checkpoint.CheckpointSave(_PipelineState(data_state)),
                                   meta=ocp.args.JsonSave(meta))
-        self.manager.save(int(step), args=args, force=True)
+        with _saving(self.step_dir(step)):
+            self.manager.save(int(step), args=args, force=True)
         self._sealer = _Sealer(self.manager, self.step_dir(step), write=jax.process_index() == 0)
 
     def _seal(self) -> None:
-        """Wait for the last save and its sidecar; a save that failed raises here (and has no sidecar)."""
+        """Wait for the last save and its sidecar; a save that failed raises here (and has no sidecar; a storage
+        fault as one ``OSError`` naming the step's directory)."""
         sealer, self._sealer = self._sealer, None
         if sealer is not None:
             sealer.result()
-        self.manager.wait_until_finished()
+        with _saving(self.directory):
+            self.manager.wait_until_finished()
 
     def newest_intact_step(self, log: Callable[[str], None] = print) -> int | None:
         """The step to resume from: the newest one that verifies (:func:`verify_step`), checked newest first.
@@ -540,8 +610,8 @@ class Checkpointer:
         Each newer damaged step is set aside (renamed ``<step>.damaged-<time>``, never deleted) and reported in
         one line to ``log``: ``checkpoint step 200 is damaged (FILE: what); set aside as 200.damaged-<time>;
         resuming from step 150, the newest intact one``; an unsealed step (no sidecar) is taken, said in one line,
-        and checked by :meth:`restore`. ``None``: no checkpoint. :class:`CheckpointError` when there are steps and every one is damaged
-        (nothing is moved then)."""
+        and checked by :meth:`restore`. ``None``: no checkpoint. :class:`CheckpointError` when there are steps and
+        every one is damaged (nothing is moved then)."""
         damaged, chosen = [], None
         for step in sorted(self.all_steps(), reverse=True):
             check = verify_step(self.step_dir(step))
@@ -639,9 +709,14 @@ class Checkpointer:
         self._seal()
 
     def close(self) -> None:
+        """Finish the last save and its sidecar, then close the manager. The first error is the one raised (a
+        failed save's storage fault as one ``OSError`` naming its step: orbax raises it once more on closing)."""
+        first: BaseException | None = None
         try:
             self._seal()
-        finally:
+        except BaseException as e:  # noqa: BLE001 - raised below, after the manager is closed
+            first = e
+        try:
             # orbax starts the clean-up of unfinished temporaries in a thread when the manager opens and awaits it
             # only in its next save; ``manager.close()`` does not. A run that ends before its first save would then
             # remove its empty checkpoints folder under that thread (a traceback on stderr): await it here.
@@ -650,7 +725,15 @@ class Checkpointer:
                 if await_cleanup is not None:
                     await_cleanup()
             finally:
-                self.manager.close()
+                with _saving(self.directory):
+                    self.manager.close()
+        except Exception:
+            if first is None:
+                raise
+        finally:
+            logging.getLogger("absl").removeFilter(_QUIET)
+        if first is not None:
+            raise first
 
 
 def _check_saved_shapes(step_dir: str, target: dict) -> None:

@@ -69,10 +69,10 @@ game results were read trains the policy only.
 
 Files in ``WORKDIR``: ``config.json`` (resolved config; written when the run's first checkpoint is on disk, so a
 run that failed before it leaves none; with ``dataset_history`` beside it once a resume changed datasets: a resume
-on other datasets is refused unless ``allow_dataset_change``, :mod:`kifunet.train.run_dataset`), ``checkpoints/``, ``metrics_train.jsonl``, ``metrics_eval.jsonl``,
-``tensorboard/``, ``train.lock`` (the run lock; process i > 0: ``train.lock.<i>``). Only process 0 writes the
-others (orbax coordinates the checkpoint). A resumed run says so on its first line (``kifunet train: resuming
-from step N ...``).
+on other datasets is refused unless ``allow_dataset_change``, :mod:`kifunet.train.run_dataset`),
+``checkpoints/``, ``metrics_train.jsonl``, ``metrics_eval.jsonl``, ``tensorboard/``, ``train.lock`` (the run lock;
+process i > 0: ``train.lock.<i>``). Only process 0 writes the others (orbax coordinates the checkpoint). A resumed
+run says so on its first line (``kifunet train: resuming from step N ...``).
 """
 
 from __future__ import annotations
@@ -375,9 +375,20 @@ def _open_and_train(config, workdir: str, mesh, signals) -> dict:
         if latest is not None:  # the first line says so: rerunning a command on a workdir continues its run
             _log(f"kifunet train: resuming from step {latest:,} ({latest * B:,} positions) in {workdir}; "
                  f"another --workdir starts a new run")
-        return _train(config, workdir, mesh, ckpt, latest, signals, history)
+        result = _train(config, workdir, mesh, ckpt, latest, signals, history)
+    except BaseException as e:
+        if checkpointing.storage_fault(e) is None:
+            ckpt.close()  # the pending save finishes (a preempted run's checkpoint); its failure is the one reported
+            raise
+        try:  # a failed save, already reported by this error: orbax raises it once more on closing
+            ckpt.close()
+        except Exception:  # noqa: BLE001
+            pass
+        raise
+    else:
+        ckpt.close()  # the last save and its sidecar: a storage fault raises here, in one line
+        return result
     finally:
-        ckpt.close()
         if made_dir:
             try:
                 os.rmdir(ckpt_dir)  # only when empty: no checkpoint was written (another host may be first)
@@ -472,6 +483,14 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals, histor
                      total_steps=total_steps, log_every=log_every, eval_every=eval_every, ckpt_every=ckpt_every,
                      elapsed_before=elapsed_before, info=info, value=model_def.has_value, signals=signals,
                      history=history)
+    except BaseException:
+        if writer is not None:  # a full disk fails here too: the error already raised is the one reported
+            try:
+                writer.close()
+            except OSError:
+                pass
+            writer = None
+        raise
     finally:
         if prefetch is not None:
             prefetch.close()
