@@ -79,7 +79,6 @@ CHECKSUMS_FORMAT = "kifunet-checksums/1"
 JSON_FILES = ("_CHECKPOINT_METADATA", "meta/metadata", "data/*.json", "state/_METADATA", "state/_sharding",
               "state/array_metadatas/*")
 INTACT, DAMAGED, UNSEALED = "intact", "damaged", "unsealed"
-UNVERIFIED = UNSEALED  # the former name of the status
 #: set to 1 to load unsealed steps (with a warning line) in any command; ``--allow-unsealed`` sets it
 ALLOW_UNSEALED_ENV = "KIFUNET_ALLOW_UNSEALED"
 
