@@ -33,6 +33,16 @@ as correct.
 
 Cross-entropy is ``logsumexp(z) - z[t]`` computed in float64 on the host from the float32 logits.
 
+Non-finite logits
+-----------------
+Any logits give numbers, never an exception (a damaged checkpoint may output anything). A NaN logit is read as
+``-inf``: that move gets no probability, and a NaN on the played move ranks it last (every other move is ``>=``).
+Moves at ``+inf`` share all the probability (one alone: ``nll = 0``); a position whose every move is ``-inf`` (or
+NaN) has ``nll = inf``. Huge finite logits are exact in float64 (the maximum is subtracted first). A sum with an
+infinite term is ``inf`` (:class:`ExactSum`; ``inf + -inf`` is NaN), and a cross-entropy beyond ``exp``'s range
+has perplexity ``inf`` (:func:`exp`). A NaN or infinite *value* output makes ``mse`` NaN or ``inf`` and is never
+a correct winner.
+
 Legal-move masking
 ------------------
 With a legality mask (``bool [B, N*N + 1]``, pass always legal) the illegal moves get logit ``-inf`` before both
@@ -110,11 +120,12 @@ TIE_RULE = ("pessimistic: rank = number of other moves with logit >= the played 
 
 # ------------------------------------------------------------------------------------------------ per position
 def _as_logits(logits, legal=None) -> np.ndarray:
+    """float64 logits, NaN read as ``-inf`` (no probability: module docstring, non-finite logits), illegal moves
+    ``-inf`` under ``legal``."""
     z = np.asarray(logits, dtype=np.float64)
     if z.ndim != 2:
         raise ValueError(f"logits must be [B, M]; got shape {z.shape}")
-    if np.isnan(z).any():
-        raise ValueError("logits contain NaN")
+    z = np.where(np.isnan(z), -np.inf, z)
     if legal is not None:
         legal = np.asarray(legal, dtype=bool)
         if legal.shape != z.shape:
@@ -124,13 +135,19 @@ def _as_logits(logits, legal=None) -> np.ndarray:
 
 
 def log_softmax(logits, legal=None) -> np.ndarray:
-    """float64 ``log softmax`` over the last axis; with ``legal``, over the legal moves only (others -inf)."""
+    """float64 ``log softmax`` over the last axis; with ``legal``, over the legal moves only (others -inf). Any
+    logits give a result, never an exception nor a NaN (module docstring, non-finite logits)."""
     z = _as_logits(logits, legal)
+    if z.shape[-1] == 0:
+        return z
     m = z.max(axis=-1, keepdims=True)
-    if not np.isfinite(m).all():
-        raise ValueError("a position has no finite logit (every move masked?)")
-    shifted = z - m
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        shifted = z - np.where(np.isfinite(m), m, 0.0)
+        out = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+        top = z == np.inf  # rows whose maximum is +inf: those moves share the probability
+        out = np.where(m == np.inf, np.where(top, -np.log(np.maximum(top.sum(axis=-1, keepdims=True), 1)), -np.inf),
+                       out)
+    return np.where(m == -np.inf, -np.inf, out)  # no move with any probability: every move -inf
 
 
 def target_ranks(logits, target, legal=None) -> np.ndarray:
@@ -141,10 +158,11 @@ def target_ranks(logits, target, legal=None) -> np.ndarray:
         raise ValueError(f"{t.shape[0]} targets for {z.shape[0]} positions")
     if t.size and (t.min() < 0 or t.max() >= z.shape[1]):
         raise ValueError(f"targets must be in 0..{z.shape[1] - 1}")
-    zt = z[np.arange(z.shape[0]), t]
-    if legal is not None and not np.isfinite(zt).all():
-        bad = np.flatnonzero(~np.isfinite(zt))
-        raise ValueError(f"the played move is illegal under the mask at batch rows {bad.tolist()[:10]}")
+    if legal is not None:
+        ok = np.asarray(legal, dtype=bool)[np.arange(z.shape[0]), t]
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            raise ValueError(f"the played move is illegal under the mask at batch rows {bad.tolist()[:10]}")
     return played_move_rank(z, t).astype(np.int64)
 
 
@@ -185,21 +203,33 @@ def legal_from_planes(planes, feature_set) -> np.ndarray | None:
 
 # ------------------------------------------------------------------------------------------------ exact sums
 class ExactSum:
-    """Correctly rounded running sum of floats (Shewchuk's partials, as in ``math.fsum``)."""
+    """Correctly rounded running sum of floats (Shewchuk's partials, as in ``math.fsum``). Non-finite values are
+    summed apart by IEEE rules (``inf + 1 = inf``, ``inf + -inf = nan``): the sum is that when there is one."""
 
     def __init__(self, value: float = 0.0):
         self._partials: list[float] = []
+        self._special = 0.0  # the sum of the non-finite values added (0.0: none)
         if value:
             self.add([value])
 
     def add(self, values) -> None:
+        values = np.asarray(values, dtype=np.float64).reshape(-1)
+        odd = ~np.isfinite(values)
+        if odd.any():
+            for x in values[odd].tolist():
+                self._special += x
+            values = values[~odd]
         partials = self._partials
-        for x in np.asarray(values, dtype=np.float64).reshape(-1).tolist():
+        for x in values.tolist():
             i = 0
             for y in partials:
                 if abs(x) < abs(y):
                     x, y = y, x
                 hi = x + y
+                if math.isinf(hi):  # two finite values whose sum overflows: that is the sum from now on
+                    self._special += hi
+                    x = 0.0
+                    break
                 lo = y - (hi - x)
                 if lo:
                     partials[i] = lo
@@ -209,10 +239,32 @@ class ExactSum:
 
     def merge(self, other: "ExactSum") -> None:
         self.add(other._partials)
+        self._special += other._special
 
     @property
     def value(self) -> float:
-        return math.fsum(self._partials)
+        return self._special if self._special else fsum(self._partials)
+
+
+def fsum(values) -> float:
+    """``math.fsum`` for any floats: a sum with a non-finite term or an overflow is that by IEEE rules (``inf``,
+    ``-inf`` or ``nan``) where ``math.fsum`` raises."""
+    values = [float(v) for v in values]
+    try:
+        return math.fsum(values)
+    except (OverflowError, ValueError):
+        total = 0.0
+        for v in values:
+            total += v
+        return total
+
+
+def exp(x: float) -> float:
+    """``math.exp`` that overflows to ``inf`` (a perplexity of a huge cross-entropy) instead of raising."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
 
 
 # ------------------------------------------------------------------------------------------------ accumulators
@@ -232,9 +284,8 @@ class ValueSums:
         o = np.asarray(outcome, dtype=np.int64).reshape(-1)
         if v.shape != o.shape:
             raise ValueError("value and outcome must have one entry per position")
-        if np.isnan(v).any():
-            raise ValueError("value contains NaN")
-        known, sq, decided, correct = value_outcome_stats(v, o)
+        with np.errstate(over="ignore", invalid="ignore"):  # a NaN or infinite value: module docstring
+            known, sq, decided, correct = value_outcome_stats(v, o)
         self.known += int(known.sum())
         self._sq.add(sq[known])
         self.decided += int(decided.sum())
@@ -273,7 +324,7 @@ def value_block(sums: dict) -> dict:
 def merge_value_dicts(blocks: Sequence[dict]) -> dict:
     """One value block from several over disjoint positions: the sums added, the derived numbers recomputed."""
     return value_block({"known": sum(int(b["known"]) for b in blocks),
-                        "sq_sum": math.fsum(float(b["sq_sum"]) for b in blocks),
+                        "sq_sum": fsum(float(b["sq_sum"]) for b in blocks),
                         "decided": sum(int(b["decided"]) for b in blocks),
                         "winner_correct": sum(int(b["winner_correct"]) for b in blocks),
                         "outcome_sum": sum(int(b["outcome_sum"]) for b in blocks)})
@@ -336,7 +387,7 @@ class MetricSums:
 
     @property
     def perplexity(self) -> float:
-        return math.exp(self.cross_entropy) if self.count else float("nan")
+        return exp(self.cross_entropy) if self.count else float("nan")
 
     def to_dict(self, *, histogram: bool = False, max_k: int = MAX_K) -> dict:
         """JSON-ready: the sums and counts first, then the numbers derived from them."""
@@ -488,13 +539,13 @@ def merge_block_dicts(blocks: Sequence[dict]) -> dict:
     counts (and rank histograms, when every block has one; value sums, when any has them) are added, and the
     derived numbers recomputed."""
     count = sum(int(b["count"]) for b in blocks)
-    nll = math.fsum(float(b["nll_sum"]) for b in blocks)
+    nll = fsum(float(b["nll_sum"]) for b in blocks)
     topk = [int(sum(col)) for col in zip(*(b["topk_correct"] for b in blocks))]
     nan = float("nan")
     d = {"count": count, "nll_sum": nll, "topk_correct": topk,
          "accuracy": {str(k): (c / count if count else nan) for k, c in enumerate(topk, start=1)},
          "cross_entropy_nats": nll / count if count else nan,
-         "perplexity": math.exp(nll / count) if count else nan}
+         "perplexity": exp(nll / count) if count else nan}
     if blocks and all("rank_histogram" in b for b in blocks):
         d["rank_histogram"] = np.sum([np.asarray(b["rank_histogram"], np.int64) for b in blocks], axis=0).tolist()
     values = [b["value"] for b in blocks if "value" in b]

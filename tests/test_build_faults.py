@@ -338,3 +338,38 @@ def test_a_damaged_spill_unit_is_encoded_again_byte_identical(spilled, tmp_path,
     msgs.clear()
     _spill_build(out, log=msgs.append)
     assert not [m for m in msgs if "unit-" in m] and h5_hashes(out) == h5_hashes(spilled)
+
+
+@pytest.mark.slow
+def test_train_disk_full_while_saving_a_checkpoint_is_one_line_and_resumes(tmpfs, tmp_path):
+    """A full disk while `train` saves a checkpoint (issue 48, item 9): orbax's threads used to log 413 lines of
+    tracebacks, then `No space left on device` without a path, then tensorboardX's atexit and thread tracebacks.
+    Now: one error line naming the step's directory, exit 2, nothing else on stderr; after freeing space the same
+    command resumes from the last checkpoint and ends as an uninterrupted run."""
+    from test_train import state_arrays
+    from test_train_data import build_dataset
+
+    from kifunet.train import checkpointing
+
+    data = build_dataset(tmp_path / "ds", games=60)
+    fs = tmpfs.mount(250 * 1024)  # one checkpoint of the tiny net (about 190 KB) fits, the second does not
+    work = fs / "run"
+    argv = ("train", "--config", ROOT / "train" / "configs" / "tiny.py", "--workdir", work, f"--config.dataset={data}",
+            "--config.train_positions=960", "--config.checkpoint_every_positions=320", "--config.keep_checkpoints=5",
+            "--config.eval_split=")
+    proc = kifunet(*argv, cwd=tmp_path, timeout=300)
+    line = one_line_error(proc, "train")
+    assert [ln for ln in proc.stderr.splitlines() if ln.strip()] == [line], proc.stderr[-3000:]
+    assert line == (f"kifunet train: error: {work}/checkpoints/20: No space left on device; free space there, or "
+                    f"write somewhere else"), line
+    tmpfs.remount(f"size={16 * MB}")
+    proc = kifunet(*argv, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-3000:]
+    assert "kifunet train: resuming from step 10 " in proc.stdout, proc.stdout
+    assert [(c.step, c.status) for c in checkpointing.verify_checkpoints(str(work))] == \
+        [(10, "intact"), (20, "intact"), (30, "intact")]
+    assert sorted(p.name for p in (work / "checkpoints").iterdir()) == ["10", "20", "30"]  # no temporary left
+    ref = tmp_path / "ref"
+    assert kifunet(*argv[:4], ref, *argv[5:], cwd=tmp_path, timeout=300).returncode == 0
+    a, b = state_arrays(str(work), 30), state_arrays(str(ref), 30)
+    assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)

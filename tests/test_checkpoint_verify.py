@@ -172,25 +172,74 @@ def _restore(wd: Path, step: int, dataset):
         ck.close()
 
 
-def test_a_step_without_checksums_loads_with_one_warning_unless_its_json_is_cut(run, tmp_path, capsys):
-    """Checkpoints saved before this change have no sidecar: unverified, loaded with a warning line, never
-    silently; a cut JSON in one of them is still damage."""
+def test_an_unsealed_step_is_refused_unless_allowed_and_then_loads_with_one_warning(run, tmp_path, capsys,
+                                                                                       monkeypatch):
+    """A step without its sidecar (a kill between orbax's commit and the sidecar, or saved before checksums) is
+    unsealed: nothing could tell a flipped byte in it. Loading it for use is refused in one line naming the intact
+    steps, unless asked for (``allow_unsealed``, or the environment variable ``--allow-unsealed`` sets): then one
+    warning line; a cut JSON in one is still damage."""
+    monkeypatch.setenv(checkpointing.ALLOW_UNSEALED_ENV, "0")
     wd = _copy(run, tmp_path)
-    for step in STEPS:
-        (wd / "checkpoints" / str(step) / SIDECAR).unlink(missing_ok=True)
+    (wd / "checkpoints" / "20" / SIDECAR).unlink()
+    for path in (wd, wd / "checkpoints" / "20"):
+        with pytest.raises(checkpointing.CheckpointError) as e:
+            checkpointing.load_weights(str(path))
+        msg = str(e.value)
+        assert "\n" not in msg and msg.startswith(f"{wd / 'checkpoints' / '20'}: no {SIDECAR} "), msg
+        assert "unsealed" in msg and "intact steps: 10;" in msg and "--allow-unsealed" in msg, msg
     capsys.readouterr()
-    for _ in range(2):
-        w, meta = checkpointing.load_weights(str(wd))
+    for allow in (True, None):
+        if allow is None:
+            monkeypatch.setenv(checkpointing.ALLOW_UNSEALED_ENV, "1")
+        w, meta = checkpointing.load_weights(str(wd), allow_unsealed=allow)
         assert meta["step"] == 20 and w
     err = capsys.readouterr().err
     line = _one_line(err)  # once per step and process
     assert line.startswith(f"kifunet: warning: {wd / 'checkpoints' / '20'}: no {SIDECAR}"), err
-    assert "unverified" in line
+    assert "unsealed, unchecked" in line
+    (wd / "checkpoints" / "10" / SIDECAR).unlink()
     _cut(wd / "checkpoints" / "20" / "meta" / "metadata")
     check = checkpointing.verify_step(str(wd / "checkpoints" / "20"))
     assert check.status == "damaged" and check.reason.startswith("meta/metadata: not valid JSON"), check
-    with pytest.raises(checkpointing.CheckpointError, match=r"intact steps: none \(unverified: 10\)"):
+    with pytest.raises(checkpointing.CheckpointError, match=r"intact steps: none \(unsealed: 10\)"):
         checkpointing.load_weights(str(wd))
+    from kifunet.commands import unsealed
+
+    assert unsealed.ENV == checkpointing.ALLOW_UNSEALED_ENV
+
+
+@pytest.mark.parametrize("command", ["eval", "gtp", "show", "export"])
+def test_commands_refuse_an_unsealed_step_unless_allowed(command, ds_maddison, run, tmp_path, capsys, monkeypatch):
+    """eval, gtp, show and export on an unsealed step: exit 2 with one line; with --allow-unsealed they load it
+    (one warning line)."""
+    monkeypatch.setenv(checkpointing.ALLOW_UNSEALED_ENV, "0")  # restored after the test (the option sets it)
+    wd = _copy(run, tmp_path)
+    step_dir = wd / "checkpoints" / "20"
+    (step_dir / SIDECAR).unlink()
+    sgf = next((Path(ds_maddison).parent / "sgf").rglob("*.sgf"))  # a game of the run's board size
+    argv = {"eval": ["eval", "--checkpoint", step_dir, "--data", ds_maddison, "--split", "test", "--limit", "16",
+                     "--out", "-", "--no-breakdowns", "--cpu-devices", "1"],
+            "gtp": ["gtp", "--checkpoint", wd],
+            "show": ["show", sgf, "--move", "3", "--checkpoint", wd, "--out", tmp_path / "x.svg"],
+            "export": ["export", wd, "--step", "20", "--out", tmp_path / "x.onnx"]}[command]
+    capsys.readouterr()
+    rc, err = cli_main(list(map(str, argv))), capsys.readouterr().err
+    line = _one_line(err)
+    assert rc == 2 and line.startswith(f"kifunet {command}: error: {step_dir}: no {SIDECAR} "), err
+    assert "unsealed" in line and "intact steps: 10;" in line and "--allow-unsealed" in line, line
+    assert not (tmp_path / "x.onnx").exists() and not (tmp_path / "x.svg").exists()
+    if command == "gtp":  # a session that answers (a subprocess: the session owns standard input and output)
+        proc = subprocess.run([sys.executable, "-m", "kifunet.cli", *map(str, argv), "--allow-unsealed"],
+                              input="name\ngenmove b\nquit\n", capture_output=True, text=True, env=_env(),
+                              timeout=300)
+        rc, out, err = proc.returncode, proc.stdout, proc.stderr
+        assert out.startswith("= kifunet") and "\n= " in out.split("\n\n", 1)[1], out
+    else:
+        rc = cli_main(list(map(str, argv)) + ["--allow-unsealed"])
+        out, err = capsys.readouterr()
+    assert rc == 0, err[-2000:]
+    assert f"kifunet: warning: {step_dir}: no {SIDECAR}" in err and "Traceback" not in err, err[-2000:]
+    assert command not in ("show", "export") or (tmp_path / ("x.svg" if command == "show" else "x.onnx")).exists()
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -246,6 +295,82 @@ def test_training_with_no_intact_step_stops_with_one_line(ds_maddison, run, tmp_
     assert rc == 2 and line.startswith(f"kifunet train: error: {ck}: no intact checkpoint (step 20: "), err
     assert "another --workdir" in line and f"delete {wd / 'checkpoints'}" in line, line
     assert sorted(os.listdir(wd / "checkpoints")) == ["10", "20"]  # nothing moved or deleted
+
+
+def _save_unsealed(wd: Path, step: int, dataset, poison: bool) -> None:
+    """Save ``step`` into ``wd``'s checkpoints as a kill after orbax's commit leaves it (no sidecar): the state of
+    the run's step 20 (``poison``: with one NaN in a parameter)."""
+    import jax
+
+    template = _template(dataset)
+    ck = checkpointing.Checkpointer(str(wd / "checkpoints"), keep=5)
+    try:
+        state, data_state, meta = ck.restore(20, template)
+        if poison:
+            k = jax.tree_util.tree_leaves(state["params"])[0]
+            state["params"] = jax.tree.map(lambda x: x.at[(0,) * x.ndim].set(np.nan) if x is k else x,
+                                           state["params"])
+        state["step"] = state["step"] * 0 + step
+        ck.save(step, state, data_state, {**meta, "step": step, "positions": step * 32})
+        ck.wait()
+    finally:
+        ck.close()
+    (wd / "checkpoints" / str(step) / SIDECAR).unlink()
+
+
+def test_resume_checks_and_seals_an_unsealed_step(ds_maddison, run, tmp_path, capsys):
+    """A kill between orbax's commit and the sidecar leaves the newest step unsealed: the resumed run restores it,
+    checks it (shapes, every array finite, its step) and seals it, in one line; `verify` then says intact."""
+    wd = _copy(run, tmp_path)
+    (wd / "checkpoints" / "20" / SIDECAR).unlink()
+    assert cli_main(["verify", str(wd)]) == 2
+    capsys.readouterr()
+    res = train.train_and_evaluate(tiny(ds_maddison, train_positions=32 * 30, checkpoint_every_positions=32 * 10,
+                                        keep_checkpoints=5, eval_split=""), str(wd))
+    out = capsys.readouterr().out.splitlines()
+    assert res["step"] == 30, out
+    assert out[0].startswith("kifunet train: checkpoint step 20 is unsealed (no kifunet_checksums.json"), out[:4]
+    assert out[1].startswith("kifunet train: resuming from step 20 "), out[:4]
+    assert out[2] == (f"kifunet train: checkpoint step 20 had no {SIDECAR}: restored and checked (this model's "
+                      f"shapes, every array finite, step 20 in its state and metadata); sealed now"), out[:4]
+    assert [(c.step, c.status) for c in checkpointing.verify_checkpoints(str(wd))] == \
+        [(10, "intact"), (20, "intact"), (30, "intact")]
+
+
+@pytest.mark.parametrize("fault", ["nan", "flip-first-byte"])
+def test_resume_sets_aside_an_unsealed_step_that_fails_its_check(fault, ds_maddison, run, tmp_path, capsys):
+    """An unsealed newest step with a NaN in its parameters, or one that does not read back: set aside as damaged
+    (never sealed), one line, and the run resumes from the step before it."""
+    wd = _copy(run, tmp_path)
+    _save_unsealed(wd, 30, ds_maddison, poison=fault == "nan")
+    if fault != "nan":
+        _damage(wd / "checkpoints" / "30", fault)
+    capsys.readouterr()
+    res = train.train_and_evaluate(tiny(ds_maddison, train_positions=32 * 30, checkpoint_every_positions=32 * 10,
+                                        keep_checkpoints=5, eval_split=""), str(wd))
+    out = capsys.readouterr().out.splitlines()
+    aside = [d for d in os.listdir(wd / "checkpoints") if d.startswith("30.damaged-")]
+    assert len(aside) == 1, os.listdir(wd / "checkpoints")
+    line = next(ln for ln in out if "fails its check" in ln)
+    why = "state/params/" if fault == "nan" else "does not read back"
+    assert line.startswith("kifunet train: checkpoint step 30 is unsealed and fails its check (") and why in line
+    assert line.endswith(f"set aside as {aside[0]}; resuming from step 20"), line
+    assert res["step"] == 30 and not any("sealed now" in ln for ln in out), out
+    assert [(c.step, c.status) for c in checkpointing.verify_checkpoints(str(wd))] == \
+        [(10, "intact"), (20, "intact"), (30, "intact")]
+
+
+def test_an_unsealed_step_of_another_model_is_a_config_error_and_stays(ds_maddison, run, tmp_path, capsys):
+    """Restoring an unsealed step into another model's state: the usual one line ("does not match this config"),
+    and the step is neither set aside nor sealed."""
+    wd = _copy(run, tmp_path)
+    (wd / "checkpoints" / "20" / SIDECAR).unlink()
+    capsys.readouterr()
+    rc = cli_main(["train", "--config", TINY, "--workdir", str(wd), f"--config.dataset={ds_maddison}",
+                   "--config.eval_split=", "--config.optimizer.name=sgd"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "does not match this config's model" in _one_line(err), err
+    assert sorted(os.listdir(wd / "checkpoints")) == ["10", "20"] and not (wd / "checkpoints" / "20" / SIDECAR).exists()
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -310,3 +435,12 @@ def test_verify_command_reports_each_step_of_a_run(run, tmp_path, capsys):
         assert _one_line(cap.err) == (f"kifunet verify: error: 1 of 2 checkpoint steps damaged in {target}; "
                                       f"loadable: 10")
     assert cli_main(["verify", str(wd / "checkpoints" / "10")]) == 0
+    (wd / "checkpoints" / "10" / SIDECAR).unlink()  # unsealed: exit 2 too, said in the error line
+    capsys.readouterr()
+    assert cli_main(["verify", str(wd / "checkpoints" / "10")]) == 2
+    cap = capsys.readouterr()
+    assert "step 10: unsealed: no kifunet_checksums.json" in cap.out
+    assert _one_line(cap.err).startswith(f"kifunet verify: error: 1 of 1 checkpoint steps unsealed (no {SIDECAR}: ")
+    assert cli_main(["verify", str(wd)]) == 2
+    assert _one_line(capsys.readouterr().err).startswith("kifunet verify: error: 1 of 2 checkpoint steps damaged, "
+                                                          "1 unsealed (")

@@ -174,9 +174,86 @@ def test_breakdown_groups_add_up():
 
 
 def test_bad_inputs_are_errors():
-    with pytest.raises(ValueError, match="NaN"):
-        M.example_stats(np.array([[0.0, np.nan]]), [0])
+    """Bad shapes, targets and buckets are errors; bad logits are not (test_metrics_survive_any_logits)."""
     with pytest.raises(ValueError, match="targets"):
         M.example_stats(np.zeros((1, 3)), [3])
     with pytest.raises(ValueError, match="phase starts"):
         M.Breakdown(3, (5, 10))
+
+
+# ------------------------------------------------------------------------------------------------ any logits
+_EXTREME = (0.0, -0.0, 1.0, -1.0, 1e300, -1e300, 1.7976931348623157e308, -1.7976931348623157e308, 5e-324,
+            math.inf, -math.inf, math.nan)
+
+
+def _score_everything(z, t, legal=None, value=None):
+    """Every path of eval/metrics.py that logits (and a value) go through; returns the JSON-ready blocks."""
+    ranks, nll = M.example_stats(z, t, legal)
+    ens = M.ensemble_log_probs([z, z[:, ::-1][:, ::-1]], legal)
+    ranks2, nll2 = M.example_stats(ens, t, legal)
+    b = M.Breakdown(z.shape[1])
+    outcome = np.resize(np.array([1, -1, 0, -128], np.int64), len(t))
+    b.update(ranks, nll, move_number=np.arange(1, len(t) + 1), player_rank=np.zeros(len(t), np.int64),
+             to_move=np.ones(len(t), np.int64), value=value, outcome=outcome if value is not None else None)
+    b.update(ranks2, nll2, move_number=np.arange(1, len(t) + 1), player_rank=np.zeros(len(t), np.int64),
+             to_move=np.ones(len(t), np.int64))
+    d = b.to_dict()
+    M.merge_breakdown_dicts([d, d])
+    M.merge_block_dicts([d, b.total.to_dict()])
+    return ranks, nll, d
+
+
+def test_metrics_survive_any_logits():
+    """A damaged net's logits (NaN, +-inf, huge finite) give numbers, not an exception: `kifunet eval` crashed in
+    ``perplexity`` with ``OverflowError: math range error`` (math.exp of a huge cross-entropy)."""
+    huge = np.array([[1e308, -1e308, 0.0, -1e308]])
+    ranks, nll, d = _score_everything(huge, np.array([1]))
+    assert ranks.tolist() == [3] and nll[0] == math.inf
+    assert d["perplexity"] == math.inf and d["cross_entropy_nats"] == math.inf  # was OverflowError
+    s = M.MetricSums(4)
+    s.update([3], [800.0])  # a finite cross-entropy beyond exp's range
+    assert s.perplexity == math.inf and M.merge_block_dicts([s.to_dict()])["perplexity"] == math.inf
+    # NaN: no probability, and the played move ranks last (a NaN compared >= nothing: it was counted top-1)
+    nan_row = np.array([[math.nan, 1.0, 2.0, math.nan]])
+    r, n, _ = _score_everything(nan_row, np.array([0]))
+    assert r.tolist() == [3] and n[0] == math.inf
+    r, n, _ = _score_everything(nan_row, np.array([2]))
+    assert r.tolist() == [0] and n[0] == pytest.approx(math.log1p(math.exp(-1.0)))
+    # +inf: the +inf moves share the probability
+    r, n, _ = _score_everything(np.array([[math.inf, 0.0, math.inf, -math.inf]]), np.array([0]))
+    assert r.tolist() == [1] and n[0] == pytest.approx(math.log(2))
+    r, n, _ = _score_everything(np.array([[math.inf, 0.0, 1.0, 2.0]]), np.array([0]))
+    assert r.tolist() == [0] and n[0] == 0.0
+    # every move -inf or NaN: nll inf, ranked last
+    r, n, _ = _score_everything(np.array([[-math.inf, math.nan, -math.inf, -math.inf]]), np.array([2]))
+    assert r.tolist() == [3] and n[0] == math.inf
+    # non-finite values: mse NaN / inf, never a correct winner
+    r, n, d = _score_everything(np.zeros((4, 4)), np.array([0, 1, 2, 3]),
+                                value=np.array([math.nan, math.inf, 0.5, -math.inf]))
+    assert math.isnan(d["value"]["mse"]) and d["value"]["winner_correct"] == 0
+    # inf + -inf in an exact sum: NaN, not fsum's ValueError
+    e = M.ExactSum()
+    e.add([1e308, 1e308])
+    assert e.value == math.inf
+    e.add([-math.inf])
+    assert math.isnan(e.value)
+    assert math.isnan(M.fsum([math.inf, -math.inf])) and M.fsum([1e308, 1e308]) == math.inf
+
+
+def test_metrics_survive_logits_of_extreme_values():
+    """Every 4-move row drawn from the extreme values (with and without a mask): numbers, no exception, and the
+    invariants hold (rank in range, nll >= 0 or NaN-free)."""
+    import itertools
+
+    rows = np.array(list(itertools.product(_EXTREME, repeat=3)), np.float64)
+    z = np.concatenate([rows, np.zeros((len(rows), 1))], axis=1)  # the last move (pass) always finite
+    for t in range(4):
+        tt = np.full(len(z), t)
+        legal = np.ones(z.shape, bool)
+        legal[:, (t + 1) % 4] = False
+        for mask in (None, legal):
+            with np.errstate(over="raise", invalid="raise", divide="raise"):  # no floating-point warning either
+                ranks, nll, d = _score_everything(z, tt, mask)
+            assert ((ranks >= 0) & (ranks <= 3)).all()
+            assert not np.isnan(nll).any() and (nll >= 0).all()
+            assert d["count"] == 2 * len(z)  # single pass and ensemble

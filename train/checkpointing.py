@@ -27,21 +27,38 @@ thread per save that waits for orbax's (possibly asynchronous) save to finish an
 whose save was killed is never committed and has no sidecar; one committed just before a kill (while its files
 were being hashed) has none either.
 
-A step without a sidecar -- saved before kifunet wrote them, or committed just before a kill -- is *unverified*:
-its JSON files must still parse, and it loads with one warning line on stderr (never silently). The pretrained
-nets under ``pretrained/`` ship their sidecars, so they are verified like any run. :func:`verify_checkpoints`
-reports every step of a run (``kifunet verify``). Resuming training (:meth:`Checkpointer.newest_intact_step`)
-sets a damaged newest step aside -- renamed ``<step>.damaged-<time>``, a name orbax does not take for a step --
-says so, and resumes from the newest intact one.
+A step without a sidecar -- committed just before a kill, or saved before kifunet wrote them -- is *unsealed*:
+nothing can tell a flipped byte in it. Its JSON files must still parse (else it is damaged), and loading it for
+use (:func:`require_loadable`: eval, gtp, show, export, ``init_from``) is refused in one line naming the intact
+steps, unless asked for (``--allow-unsealed``, or :data:`ALLOW_UNSEALED_ENV` ``=1`` for any command: then one
+warning line). Resuming training seals the unsealed step it resumes from, but only after restoring it into the
+run's state and checking it (:meth:`Checkpointer.restore`: the saved shapes are this model's, every array reads
+back and is finite, the metadata names the step); a step that fails the check is set aside as damaged and the
+run resumes from the step before it. (A flip that still reads back as finite numbers before the step is sealed
+cannot be told; once sealed, any flip is.) The pretrained nets under ``pretrained/`` ship their sidecars, so
+they are verified like any run. :func:`verify_checkpoints` reports every step of a run (``kifunet verify``:
+damaged and unsealed steps make it fail). Resuming training (:meth:`Checkpointer.newest_intact_step`) sets a
+damaged newest step aside -- renamed ``<step>.damaged-<time>``, a name orbax does not take for a step -- says
+so, and resumes from the newest intact one.
+
+**A full disk** (or another fault of the place written, :data:`STORAGE_ERRNOS`) while a step is saved is
+raised once, by the save, the wait or the close that meets it, as ``OSError(errno, reason, STEP_DIR)``
+(:func:`_saving`; the command line prints ``STEP_DIR: No space left on device; ...``); orbax's own log records of it
+(with their tracebacks) are dropped while a :class:`Checkpointer` is open. The step is never committed, so the steps
+before it stay whole, and its temporary is deleted when the manager next opens.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
+import errno
 import fnmatch
 import json
+import logging
 import os
+import re
 import sys
 import threading
 from typing import Any, Callable
@@ -58,10 +75,20 @@ ITEMS = ("state", "data", "meta")
 #: the sidecar of a step directory: size and sha256 of every other file in it
 CHECKSUMS = "kifunet_checksums.json"
 CHECKSUMS_FORMAT = "kifunet-checksums/1"
-#: the step's JSON files, which must parse even in a step without a sidecar (an unverified step)
+#: the step's JSON files, which must parse even in a step without a sidecar (an unsealed step)
 JSON_FILES = ("_CHECKPOINT_METADATA", "meta/metadata", "data/*.json", "state/_METADATA", "state/_sharding",
               "state/array_metadatas/*")
-INTACT, DAMAGED, UNVERIFIED = "intact", "damaged", "unverified"
+INTACT, DAMAGED, UNSEALED = "intact", "damaged", "unsealed"
+#: set to 1 to load unsealed steps (with a warning line) in any command; ``--allow-unsealed`` sets it
+ALLOW_UNSEALED_ENV = "KIFUNET_ALLOW_UNSEALED"
+
+
+def unsealed_allowed(allow: bool | None = None) -> bool:
+    """Whether an unsealed step may be loaded: ``allow`` when given, else :data:`ALLOW_UNSEALED_ENV` (set and not
+    ``0``)."""
+    if allow is not None:
+        return bool(allow)
+    return os.environ.get(ALLOW_UNSEALED_ENV, "").strip() not in ("", "0")
 
 
 def _key(path) -> str:
@@ -144,7 +171,7 @@ class CheckpointError(Exception):
 class StepCheck:
     """One step's verdict (:func:`verify_step`).
 
-    ``status``: :data:`INTACT` (every file as its sidecar records), :data:`DAMAGED` or :data:`UNVERIFIED` (no
+    ``status``: :data:`INTACT` (every file as its sidecar records), :data:`DAMAGED` or :data:`UNSEALED` (no
     sidecar). ``reason``: ``''`` when intact; else one line, the first problem as ``FILE: what`` (``state/d/ab12:
     sha256 mismatch (expected 3f2a9c01d4e5, found 77b0e1c2a9f3)``, ``... size 1,024 bytes, expected 2,048``,
     ``... missing``, ``... not in kifunet_checksums.json``, ``meta/metadata: not valid JSON (...)``), followed by
@@ -159,7 +186,7 @@ class StepCheck:
 
     @property
     def loadable(self) -> bool:
-        """Intact, or unverified (loaded with a warning)."""
+        """Not damaged: intact, or unsealed (loaded only when asked for, or checked and sealed by a resume)."""
         return self.status != DAMAGED
 
 
@@ -251,7 +278,7 @@ def _file_problems(step_dir: str, files: dict) -> list[str]:
 
 def verify_step(step_dir: str) -> StepCheck:
     """Check one step directory against its sidecar (every file present, of its size and sha256, no other file);
-    without a sidecar, :data:`UNVERIFIED` unless one of its JSON files does not parse (then :data:`DAMAGED`)."""
+    without a sidecar, :data:`UNSEALED` unless one of its JSON files does not parse (then :data:`DAMAGED`)."""
     step_dir = os.path.abspath(step_dir)
     step = _step_number(step_dir)
     if not os.path.isdir(step_dir):
@@ -260,8 +287,8 @@ def verify_step(step_dir: str) -> StepCheck:
         bad = _json_problems(step_dir)
         if bad:
             return StepCheck(step, step_dir, DAMAGED, _first(bad))
-        return StepCheck(step, step_dir, UNVERIFIED, f"no {CHECKSUMS} (saved before kifunet checked checkpoints, "
-                                                     f"or its save was cut short after orbax committed it)")
+        return StepCheck(step, step_dir, UNSEALED, f"no {CHECKSUMS} (its save was cut short after orbax committed "
+                                                   f"it, or it was saved before kifunet checked checkpoints)")
     try:
         files = _read_sidecar(step_dir)
     except ValueError as e:  # (UnicodeDecodeError included)
@@ -291,7 +318,7 @@ def verify_checkpoints(directory: str) -> list[StepCheck]:
     or one step's directory (then the list has that step only).
 
     Returns ``list[StepCheck]``, oldest step first, one per committed step directory (:func:`verify_step`):
-    ``StepCheck(step: int, path: str, status: 'intact' | 'damaged' | 'unverified', reason: str, files: int,
+    ``StepCheck(step: int, path: str, status: 'intact' | 'damaged' | 'unsealed', reason: str, files: int,
     bytes: int)``; empty when there is no step. ``FileNotFoundError`` when ``directory`` does not exist."""
     directory = os.path.abspath(directory)
     if not os.path.isdir(directory):
@@ -303,47 +330,92 @@ def verify_checkpoints(directory: str) -> list[StepCheck]:
     return [verify_step(d) for d in _step_dirs(directory)]
 
 
-#: the unverified steps this process has warned about
+#: the unsealed steps this process has warned about
 _WARNED: set[str] = set()
 
 
-def _warn_unverified(check: StepCheck, log: Callable[[str], None] | None = None) -> None:
-    """One warning line (on stderr, or ``log``) per unverified step and process."""
+def _warn_unsealed(check: StepCheck, log: Callable[[str], None] | None = None) -> None:
+    """One warning line (on stderr, or ``log``) per unsealed step loaded and process."""
     if check.path in _WARNED:
         return
     _WARNED.add(check.path)
-    msg = f"warning: {check.path}: {check.reason}: loading it unverified"
+    msg = f"warning: {check.path}: {check.reason}: loading it unsealed, unchecked"
     if log is None:
         print(f"kifunet: {msg}", file=sys.stderr, flush=True)
     else:
         log(msg)
 
 
-def _damaged_error(check: StepCheck) -> CheckpointError:
-    """The one-line error for a damaged step, with the steps of the same run that may be loaded instead."""
+def _other_steps(check: StepCheck) -> tuple[str, str]:
+    """(``intact steps: 10, 20 (unsealed: 30)``, ``use DIR instead``) for the other steps of ``check``'s run."""
     ck_dir = os.path.dirname(check.path)
     others = [c for c in (verify_step(d) for d in _step_dirs(ck_dir)) if c.path != check.path and c.loadable]
-    intact = [str(c.step) for c in others if c.status == INTACT]
-    unverified = [str(c.step) for c in others if c.status == UNVERIFIED]
+    intact = [c for c in others if c.status == INTACT]
+    unsealed = [str(c.step) for c in others if c.status == UNSEALED]
     if others:
-        steps = f"intact steps: {', '.join(intact) or 'none'}" + \
-                (f" (unverified: {', '.join(unverified)})" if unverified else "")
-        fix = f"use {os.path.join(ck_dir, str(others[-1].step))} instead (or delete the damaged step)"
-    else:
-        steps = "no intact step in this run"
-        fix = "train again (or restore the run from a backup)"
+        steps = f"intact steps: {', '.join(str(c.step) for c in intact) or 'none'}" + \
+                (f" (unsealed: {', '.join(unsealed)})" if unsealed else "")
+        return steps, f"use {os.path.join(ck_dir, str((intact or others)[-1].step))} instead"
+    return "no intact step in this run", ""
+
+
+def _damaged_error(check: StepCheck) -> CheckpointError:
+    """The one-line error for a damaged step, with the steps of the same run that may be loaded instead."""
+    steps, use = _other_steps(check)
+    fix = f"{use} (or delete the damaged step)" if use else "train again (or restore the run from a backup)"
     return CheckpointError(f"{check.path}: {check.reason} (damaged); {steps}; {fix}")
 
 
-def require_loadable(step_dir: str) -> StepCheck:
-    """Verify ``step_dir`` before it is loaded: :class:`CheckpointError` if damaged, a warning line if unverified
-    (:func:`verify_step`); returns the verdict."""
+def _unsealed_error(check: StepCheck) -> CheckpointError:
+    """The one-line refusal of an unsealed step: the intact steps, and the two ways to go on."""
+    steps, use = _other_steps(check)
+    return CheckpointError(f"{check.path}: {check.reason}: unsealed, so damage in it cannot be told; {steps}; "
+                           f"{use + ', or ' if use else ''}resume its training (`kifunet train` on the run checks "
+                           f"and seals it), or pass --allow-unsealed ({ALLOW_UNSEALED_ENV}=1) to load it unchecked")
+
+
+def require_loadable(step_dir: str, *, allow_unsealed: bool | None = None) -> StepCheck:
+    """Verify ``step_dir`` before it is loaded (:func:`verify_step`); returns the verdict. :class:`CheckpointError`
+    if damaged, or unsealed unless :func:`unsealed_allowed` (``allow_unsealed``, default the environment): then a
+    warning line."""
     check = verify_step(step_dir)
     if check.status == DAMAGED:
         raise _damaged_error(check)
-    if check.status == UNVERIFIED:
-        _warn_unverified(check)
+    if check.status == UNSEALED:
+        if not unsealed_allowed(allow_unsealed):
+            raise _unsealed_error(check)
+        _warn_unsealed(check)
     return check
+
+
+class UnsealedStepFailed(CheckpointError):
+    """An unsealed step that failed its check when a resume restored it (:meth:`Checkpointer.restore`): it must not
+    be sealed. ``check``: its :class:`StepCheck` (status damaged, ``reason`` says what failed)."""
+
+    def __init__(self, check: StepCheck):
+        super().__init__(f"{check.path}: {check.reason} (an unsealed step that fails its check)")
+        self.check = check
+
+
+def _restored_problems(flat: dict, step: int, meta: dict, data_state) -> list[str]:
+    """What is wrong with an unsealed step's restored contents (:meth:`Checkpointer.restore`): a floating-point
+    array with a NaN or an infinity (``state/NAME: 3 non-finite values``), a state or metadata step other than
+    the step's own, a pipeline state that is not a JSON object."""
+    out = []
+    for k, x in flat.items():
+        a = np.asarray(x.addressable_data(0) if hasattr(x, "addressable_data") else x)
+        if np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.complexfloating):
+            bad = int(a.size - np.count_nonzero(np.isfinite(a)))
+            if bad:
+                out.append(f"state/{k}: {bad:,} non-finite values")
+    if "step" in flat and int(np.asarray(flat["step"].addressable_data(0) if hasattr(flat["step"], "addressable_data")
+                                         else flat["step"])) != step:
+        out.append(f"state/step: {int(np.asarray(flat['step']))}, not {step}")
+    if not isinstance(meta, dict) or meta.get("step") != step:
+        out.append(f"meta/metadata: step {meta.get('step') if isinstance(meta, dict) else meta!r}, not {step}")
+    if not isinstance(data_state, dict):
+        out.append(f"data: pipeline state {type(data_state).__name__}, not a JSON object")
+    return out
 
 
 def _set_aside(step_dir: str) -> str:
@@ -357,6 +429,60 @@ def _set_aside(step_dir: str) -> str:
         target = f"{base}-{n}"
     os.rename(step_dir, target)
     return target
+
+
+_OS_ERROR_CODE = re.compile(r"os_error_code='?(\d+)")
+#: the faults of the place a save writes to (a subset of :data:`kifunet.errors.FAULT_HINTS`, which the command line
+#: prints with what to do)
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def storage_fault(exc: BaseException | None) -> int | None:
+    """The errno of a fault of the place written to (:data:`STORAGE_ERRNOS`: a full disk, a read-only file
+    system...) anywhere in ``exc``'s chain of causes: an ``OSError``'s own, or the ``os_error_code='N'`` of a
+    tensorstore message (orbax's array writes); else None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        code = exc.errno if isinstance(exc, OSError) else None
+        if code is None:
+            m = _OS_ERROR_CODE.search(str(exc))
+            code = int(m.group(1)) if m else None
+        if code in STORAGE_ERRNOS:
+            return code
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+@contextlib.contextmanager
+def _saving(step_dir: str):
+    """Re-raise a storage fault of a save (:func:`storage_fault`) as ``OSError(errno, reason, step_dir)``: reported
+    as one line naming the step's directory (``STEP_DIR: No space left on device; free space there, ...``)."""
+    try:
+        yield
+    except Exception as e:
+        code = storage_fault(e)
+        if code is None:
+            raise
+        raise OSError(code, os.strerror(code), step_dir) from e
+
+
+class _QuietStorageFaults(logging.Filter):
+    """Drops orbax's log records (with their tracebacks) of a storage fault in its save threads: the same error
+    reaches the caller of the save, which reports it in one line (:func:`_saving`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None:
+            return storage_fault(exc) is None
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record that cannot format is not ours to drop
+            return True
+        return storage_fault(ValueError(text)) is None
+
+
+_QUIET = _QuietStorageFaults()
 
 
 def _PipelineState(state: dict | None = None):  # noqa: N802 -- stands for the class, defined on first use
@@ -415,10 +541,12 @@ class _Sealer(threading.Thread):
             self.error = e
 
     def result(self) -> None:
-        """Wait for the sidecar; re-raise the save's (or the hashing's) error."""
+        """Wait for the sidecar; re-raise the save's (or the hashing's) error (a storage fault as one ``OSError``
+        naming the step: :func:`_saving`)."""
         self.join()
         if self.error is not None:
-            raise self.error
+            with _saving(self.step_dir):
+                raise self.error
 
 
 class Checkpointer:
@@ -439,6 +567,7 @@ class Checkpointer:
                            "data": grain.checkpoint.CheckpointHandler(),
                            "meta": ocp.JsonCheckpointHandler()})
         self._sealer: _Sealer | None = None  # the last save's sidecar writer
+        logging.getLogger("absl").addFilter(_QUIET)  # a storage fault is reported once, by the save (_saving)
 
     def latest_step(self) -> int | None:
         return self.manager.latest_step()
@@ -461,24 +590,27 @@ class Checkpointer:
         args = ocp.args.Composite(state=ocp.args.StandardSave(flatten_state(state)),
                                   data=grain.checkpoint.CheckpointSave(_PipelineState(data_state)),
                                   meta=ocp.args.JsonSave(meta))
-        self.manager.save(int(step), args=args, force=True)
+        with _saving(self.step_dir(step)):
+            self.manager.save(int(step), args=args, force=True)
         self._sealer = _Sealer(self.manager, self.step_dir(step), write=jax.process_index() == 0)
 
     def _seal(self) -> None:
-        """Wait for the last save and its sidecar; a save that failed raises here (and has no sidecar)."""
+        """Wait for the last save and its sidecar; a save that failed raises here (and has no sidecar; a storage
+        fault as one ``OSError`` naming the step's directory)."""
         sealer, self._sealer = self._sealer, None
         if sealer is not None:
             sealer.result()
-        self.manager.wait_until_finished()
+        with _saving(self.directory):
+            self.manager.wait_until_finished()
 
     def newest_intact_step(self, log: Callable[[str], None] = print) -> int | None:
         """The step to resume from: the newest one that verifies (:func:`verify_step`), checked newest first.
 
         Each newer damaged step is set aside (renamed ``<step>.damaged-<time>``, never deleted) and reported in
         one line to ``log``: ``checkpoint step 200 is damaged (FILE: what); set aside as 200.damaged-<time>;
-        resuming from step 150, the newest intact one``; an unverified step (no sidecar) is taken with a warning
-        line. ``None``: no checkpoint. :class:`CheckpointError` when there are steps and every one is damaged
-        (nothing is moved then)."""
+        resuming from step 150, the newest intact one``; an unsealed step (no sidecar) is taken, said in one line,
+        and checked by :meth:`restore`. ``None``: no checkpoint. :class:`CheckpointError` when there are steps and
+        every one is damaged (nothing is moved then)."""
         damaged, chosen = [], None
         for step in sorted(self.all_steps(), reverse=True):
             check = verify_step(self.step_dir(step))
@@ -496,8 +628,8 @@ class Checkpointer:
                 f"resuming from step {chosen.step}, the newest intact one")
         if damaged:
             self.manager.reload()
-        if chosen is not None and chosen.status == UNVERIFIED:
-            _warn_unverified(chosen, log)
+        if chosen is not None and chosen.status == UNSEALED:
+            log(f"checkpoint step {chosen.step} is unsealed ({chosen.reason}): checking it as it is restored")
         return None if chosen is None else chosen.step
 
     def _set_aside(self, step_dir: str) -> str:
@@ -511,28 +643,79 @@ class Checkpointer:
         ocp.multihost.sync_global_processes(f"kifunet_set_aside_{os.path.basename(step_dir)}")
         return aside
 
-    def restore(self, step: int, template) -> tuple[Any, dict, dict]:
+    def restore(self, step: int, template, log: Callable[[str], None] = print) -> tuple[Any, dict, dict]:
         """(state shaped and sharded like ``template``, this process's pipeline state, meta) of ``step``, verified
-        first (:func:`require_loadable`: :class:`CheckpointError` if damaged)."""
+        first (:class:`CheckpointError` if damaged).
+
+        An unsealed step (no sidecar) is checked as it is restored and sealed once it passes: its saved arrays must
+        have ``template``'s names and shapes (else a ``ValueError``, as for an intact step of another model:
+        nothing is moved), read back, be finite, and its state and metadata must name ``step``
+        (:func:`_restored_problems`); then process 0 writes its sidecar and says so in one line to ``log``. One
+        that fails raises :class:`UnsealedStepFailed` (the caller sets it aside: :meth:`set_aside_failed`)."""
         import grain
         import orbax.checkpoint as ocp
 
-        require_loadable(self.step_dir(step))
+        step_dir = self.step_dir(step)
+        check = verify_step(step_dir)
+        if check.status == DAMAGED:
+            raise _damaged_error(check)
+        target = abstract_flat(template)
         holder = _PipelineState()
-        out = self.manager.restore(int(step), args=ocp.args.Composite(
-            state=ocp.args.StandardRestore(abstract_flat(template)),
-            data=grain.checkpoint.CheckpointRestore(holder),
-            meta=ocp.args.JsonRestore()))
-        return unflatten_state(template, out["state"]), holder.state, dict(out["meta"])
+        args = ocp.args.Composite(state=ocp.args.StandardRestore(target),
+                                  data=grain.checkpoint.CheckpointRestore(holder), meta=ocp.args.JsonRestore())
+        if check.status == INTACT:
+            out = self.manager.restore(int(step), args=args)
+            return unflatten_state(template, out["state"]), holder.state, dict(out["meta"])
+        _check_saved_shapes(step_dir, target)  # another model: a ValueError, the step left as it is
+        try:
+            out = self.manager.restore(int(step), args=args)
+        except Exception as e:  # noqa: BLE001 - the names and shapes fit: a step that does not read back is damaged
+            why = " ".join(str(e).split())[:160]
+            raise UnsealedStepFailed(dataclasses.replace(check, status=DAMAGED, reason=f"does not read back "
+                                                         f"({type(e).__name__}: {why})")) from e
+        meta = dict(out["meta"]) if isinstance(out["meta"], dict) else out["meta"]
+        problems = _restored_problems(out["state"], int(step), meta, holder.state)
+        if problems:
+            raise UnsealedStepFailed(dataclasses.replace(check, status=DAMAGED, reason=_first(problems)))
+        import jax
+
+        if jax.process_index() == 0:
+            write_checksums(step_dir)
+        log(f"checkpoint step {step} had no {CHECKSUMS}: restored and checked (this model's shapes, every array "
+            f"finite, step {step} in its state and metadata); sealed now")
+        return unflatten_state(template, out["state"]), holder.state, meta
+
+    def set_aside_failed(self, error: UnsealedStepFailed, log: Callable[[str], None] = print) -> int | None:
+        """Set aside an unsealed step that failed its check (:meth:`restore`), say so in one line, and return the
+        step to resume from instead (:meth:`newest_intact_step`); :class:`CheckpointError` when none is left."""
+        check = error.check
+        aside = self._set_aside(check.path)
+        self.manager.reload()
+        try:
+            step = self.newest_intact_step(log) if self.all_steps() else None
+        except CheckpointError:
+            step = None
+        if step is None:
+            raise CheckpointError(f"{check.path}: unsealed and fails its check ({check.reason}); set aside as "
+                                  f"{os.path.basename(aside)}; no other checkpoint in {self.directory}: rerun to "
+                                  f"train from scratch, or start a new run with another --workdir")
+        log(f"checkpoint step {check.step} is unsealed and fails its check ({check.reason}); set aside as "
+            f"{os.path.basename(aside)}; resuming from step {step}")
+        return step
 
     def wait(self) -> None:
         """Wait for the last save to finish and record its checksums."""
         self._seal()
 
     def close(self) -> None:
+        """Finish the last save and its sidecar, then close the manager. The first error is the one raised (a
+        failed save's storage fault as one ``OSError`` naming its step: orbax raises it once more on closing)."""
+        first: BaseException | None = None
         try:
             self._seal()
-        finally:
+        except BaseException as e:  # noqa: BLE001 - raised below, after the manager is closed
+            first = e
+        try:
             # orbax starts the clean-up of unfinished temporaries in a thread when the manager opens and awaits it
             # only in its next save; ``manager.close()`` does not. A run that ends before its first save would then
             # remove its empty checkpoints folder under that thread (a traceback on stderr): await it here.
@@ -541,10 +724,34 @@ class Checkpointer:
                 if await_cleanup is not None:
                     await_cleanup()
             finally:
-                self.manager.close()
+                with _saving(self.directory):
+                    self.manager.close()
+        except Exception:
+            if first is None:
+                raise
+        finally:
+            logging.getLogger("absl").removeFilter(_QUIET)
+        if first is not None:
+            raise first
 
 
-def _restore_as_numpy(state_dir: str) -> dict:
+def _check_saved_shapes(step_dir: str, target: dict) -> None:
+    """``ValueError`` unless the step's saved arrays (orbax's metadata) are ``target``'s names and shapes."""
+    import orbax.checkpoint as ocp
+
+    meta = ocp.StandardCheckpointer().metadata(os.path.join(step_dir, "state"))
+    tree = getattr(meta, "item_metadata", meta)
+    tree = getattr(tree, "tree", tree)
+    saved = {k: tuple(getattr(v, "shape", ()) or ()) for k, v in dict(tree).items()}
+    want = {k: tuple(v.shape) for k, v in target.items()}
+    missing, unexpected = sorted(set(want) - set(saved)), sorted(set(saved) - set(want))
+    other = sorted(k for k in set(want) & set(saved) if saved[k] != want[k])
+    if missing or unexpected or other:
+        raise ValueError(f"saved arrays differ from this model's: missing {missing[:3]}, unexpected {unexpected[:3]}, "
+                         f"other shapes {[(k, saved[k], want[k]) for k in other[:3]]}")
+
+
+def _restore_as_numpy(state_dir: str, *, allow_unsealed: bool | None = None) -> dict:
     """Every array of a saved state as a host ``np.ndarray``, whatever devices saved it: a run trained on two JAX
     devices (``cpu_devices=2``, or a GPU) loads in a one-device process (``kifunet gtp``, ``export``), where
     restoring the saved shardings fails with orbax's "topology mismatch". The step (``state_dir``'s parent) is
@@ -552,7 +759,7 @@ def _restore_as_numpy(state_dir: str) -> dict:
     import jax
     import orbax.checkpoint as ocp
 
-    require_loadable(os.path.dirname(os.path.abspath(state_dir)))
+    require_loadable(os.path.dirname(os.path.abspath(state_dir)), allow_unsealed=allow_unsealed)
     ckptr = ocp.PyTreeCheckpointer()
     meta = ckptr.metadata(state_dir)
     tree = getattr(meta, "item_metadata", meta)  # orbax >= 0.11 wraps the tree
@@ -561,11 +768,12 @@ def _restore_as_numpy(state_dir: str) -> dict:
     return ckptr.restore(state_dir, args=ocp.args.PyTreeRestore(restore_args=args))
 
 
-def load_weights(path: str) -> tuple[dict[str, np.ndarray], dict]:
+def load_weights(path: str, *, allow_unsealed: bool | None = None) -> tuple[dict[str, np.ndarray], dict]:
     """``params/...`` and ``extra/...`` arrays of a checkpoint, for ``init_from`` (weights only).
 
     ``path``: a workdir (its newest checkpoint), a ``checkpoints`` directory, or one step's directory. The step
-    is verified before it is read (:class:`CheckpointError` if damaged, a warning line if unverified).
+    is verified before it is read (:func:`require_loadable`: :class:`CheckpointError` if damaged, or unsealed
+    unless ``allow_unsealed`` -- default :data:`ALLOW_UNSEALED_ENV` -- then a warning line).
     """
     import orbax.checkpoint as ocp
 
@@ -583,7 +791,7 @@ def load_weights(path: str) -> tuple[dict[str, np.ndarray], dict]:
             raise FileNotFoundError(f"{path}: no checkpoint")
         step_dir = str(mngr.directory / str(step))
         mngr.close()
-    flat = _restore_as_numpy(os.path.join(step_dir, "state"))
+    flat = _restore_as_numpy(os.path.join(step_dir, "state"), allow_unsealed=allow_unsealed)
     meta = {}
     meta_path = os.path.join(step_dir, "meta", "metadata")
     if os.path.exists(meta_path):

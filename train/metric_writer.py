@@ -6,10 +6,15 @@ scalars ``train/<metric>`` and ``eval/<metric>`` at x = step, in ``WORKDIR/tenso
 
 A resumed run first drops the lines past the step it resumes from (:meth:`MetricWriter.truncate_after`),
 so the files hold one line per step even after a crash.
+
+A write that fails (a full disk) raises an ``OSError`` naming the file or folder written (:func:`_naming`; the
+command line prints it in one line); a TensorBoard writer whose last flush failed is abandoned
+(:meth:`MetricWriter.close`), so tensorboardX does not try again at exit (a traceback there, after the error line).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -50,7 +55,7 @@ class MetricWriter:
             else:
                 rec[k] = _json_float(v)
                 scalars.append((f"{kind}/{k}", v))
-        with open(self.path(kind), "a", encoding="utf-8") as f:
+        with _naming(self.path(kind)), open(self.path(kind), "a", encoding="utf-8") as f:
             f.write(json.dumps(rec) + "\n")
         if self._tb is not None:
             for tag, v in scalars:
@@ -89,9 +94,43 @@ class MetricWriter:
             self._tb.flush()
 
     def close(self) -> None:
-        if self._tb is not None:
-            self._tb.close()
-            self._tb = None
+        """Flush and close the TensorBoard writer; if that fails (``OSError`` naming ``WORKDIR/tensorboard``), its
+        background thread is stopped and tensorboardX's own close at exit made a no-op."""
+        tb, self._tb = self._tb, None
+        if tb is None:
+            return
+        try:
+            with _naming(os.path.join(self.workdir, "tensorboard")):
+                tb.close()
+        except OSError:
+            _abandon(tb)
+            raise
+
+
+@contextlib.contextmanager
+def _naming(path: str):
+    """An ``OSError`` that names no file (a buffered write failing as the file closes) re-raised naming ``path``."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is not None or e.errno is None:
+            raise
+        raise OSError(e.errno, e.strerror or os.strerror(e.errno), path) from e
+
+
+def _abandon(tb) -> None:
+    """Stop a tensorboardX ``SummaryWriter`` whose flush failed without writing again: each event writer's thread
+    ends and the writer counts as closed (its ``atexit`` close then does nothing)."""
+    writers = list(getattr(tb, "all_writers", {}).values()) or [getattr(tb, "file_writer", None)]
+    for fw in writers:
+        ew = getattr(fw, "event_writer", None)
+        if ew is None:
+            continue
+        worker = getattr(ew, "_worker", None)
+        if worker is not None:
+            with contextlib.suppress(Exception):
+                worker.stop()
+        ew._closed = True
 
 
 def _json_float(v):

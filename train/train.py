@@ -68,10 +68,11 @@ field                   meaning
 game results were read trains the policy only.
 
 Files in ``WORKDIR``: ``config.json`` (resolved config; written when the run's first checkpoint is on disk, so a
-run that failed before it leaves none), ``checkpoints/``, ``metrics_train.jsonl``, ``metrics_eval.jsonl``,
-``tensorboard/``, ``train.lock`` (the run lock; process i > 0: ``train.lock.<i>``). Only process 0 writes the
-others (orbax coordinates the checkpoint). A resumed run says so on its first line (``kifunet train: resuming
-from step N ...``).
+run that failed before it leaves none; with ``dataset_history`` beside it once a resume changed datasets: a resume
+on other datasets is refused unless ``allow_dataset_change``, :mod:`kifunet.train.run_dataset`),
+``checkpoints/``, ``metrics_train.jsonl``, ``metrics_eval.jsonl``, ``tensorboard/``, ``train.lock`` (the run lock;
+process i > 0: ``train.lock.<i>``). Only process 0 writes the others (orbax coordinates the checkpoint). A resumed
+run says so on its first line (``kifunet train: resuming from step N ...``).
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ import numpy as np
 
 from kifunet import models
 from kifunet.train import (checkpointing, input_pipeline, memory, metric_writer, mixture, model_config, optim,
-                           parallel, preemption, run_lock)
+                           parallel, preemption, run_dataset, run_lock)
 from kifunet.train.eval_batches import eval_batches
 from kifunet.train.prefetch import Prefetcher
 from kifunet.train.steps import (LAST_METRICS, MAX_METRICS, ModelDef, eval_step, summed, train_step, value_metrics,
@@ -333,12 +334,18 @@ def _check_config(config, mesh) -> None:
         raise ValueError("train_positions must be positive")
 
 
-def _write_config(config, workdir: str) -> None:
-    """``config.json``, atomically (a reader never sees half a file)."""
+def _write_config(config, workdir: str, extra: dict | None = None) -> None:
+    """``config.json``, atomically (a reader never sees half a file); ``extra`` keys added beside the config's
+    (``dataset_history`` once a run changed datasets: :mod:`kifunet.train.run_dataset`)."""
+    import json
+
     path = os.path.join(workdir, "config.json")
     tmp = f"{path}.tmp-{os.getpid()}"
+    text = config.to_json_best_effort(indent=2, sort_keys=True)
+    if extra:
+        text = json.dumps({**json.loads(text), **extra}, indent=2, sort_keys=True)
     with open(tmp, "w", encoding="utf-8") as f:
-        f.write(config.to_json_best_effort(indent=2, sort_keys=True) + "\n")
+        f.write(text + "\n")
     os.replace(tmp, path)
 
 
@@ -371,12 +378,27 @@ def _open_and_train(config, workdir: str, mesh, signals) -> dict:
     try:
         # verified newest first; a damaged step is set aside, in a line of its own (kifunet.train.checkpointing)
         latest = ckpt.newest_intact_step(log=lambda msg: _log(f"kifunet train: {msg}"))
+        history = [{"step": 0, "dataset": config.dataset}]
+        if latest is not None:  # the same datasets as the run's, or refused (kifunet.train.run_dataset)
+            history = run_dataset.check_resume(config, run_dataset.read_meta(ckpt.step_dir(latest)), workdir=workdir,
+                                               step=latest, log=_log)
         if latest is not None:  # the first line says so: rerunning a command on a workdir continues its run
             _log(f"kifunet train: resuming from step {latest:,} ({latest * B:,} positions) in {workdir}; "
                  f"another --workdir starts a new run")
-        return _train(config, workdir, mesh, ckpt, latest, signals)
+        result = _train(config, workdir, mesh, ckpt, latest, signals, history)
+    except BaseException as e:
+        if checkpointing.storage_fault(e) is None:
+            ckpt.close()  # the pending save finishes (a preempted run's checkpoint); its failure is the one reported
+            raise
+        try:  # a failed save, already reported by this error: orbax raises it once more on closing
+            ckpt.close()
+        except Exception:  # noqa: BLE001
+            pass
+        raise
+    else:
+        ckpt.close()  # the last save and its sidecar: a storage fault raises here, in one line
+        return result
     finally:
-        ckpt.close()
         if made_dir:
             try:
                 os.rmdir(ckpt_dir)  # only when empty: no checkpoint was written (another host may be first)
@@ -384,7 +406,7 @@ def _open_and_train(config, workdir: str, mesh, signals) -> dict:
                 pass
 
 
-def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dict:
+def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals, history: list[dict]) -> dict:
     pidx, pc = jax.process_index(), jax.process_count()
     roots = mixture.split_datasets(config.dataset)
     if len(roots) > 1:  # a mixture (kifunet.train.mixture): facts of the first, rows of all, one layout
@@ -421,14 +443,19 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dic
 
     elapsed_before = 0.0
     data_state = None
-    if latest is not None:
+    restored = None
+    while latest is not None and restored is None:  # an unsealed step is checked as it is restored, then sealed
         try:
-            state, data_state, meta = ckpt.restore(latest, state)
+            restored = ckpt.restore(latest, state, log=lambda msg: _log(f"kifunet train: {msg}"))
+        except checkpointing.UnsealedStepFailed as e:  # set aside; the step before it, or CheckpointError
+            latest = ckpt.set_aside_failed(e, log=lambda msg: _log(f"kifunet train: {msg}"))
         except (ValueError, KeyError) as e:
             why = (str(e).splitlines() or [""])[0][:160]
             raise ValueError(f"{ckpt.directory}/{latest} does not match this config's model and optimizer state "
                              f"({type(e).__name__}: {why}); resume with the config that wrote it, or start a new "
                              f"workdir (--config.init_from takes the weights only)") from e
+    if restored is not None:
+        state, data_state, meta = restored
         saved = (meta.get("batch_size"), meta.get("processes"))
         if saved != (B, pc):
             raise ValueError(f"{ckpt.directory}/{latest} was written with batch_size {saved[0]} on {saved[1]} "
@@ -463,7 +490,16 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals) -> dic
         prefetch = Prefetcher(train_iter, fn=lambda b: parallel.shard_batch(b, mesh), depth=config.input.prefetch)
         return _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, state, start=start,
                      total_steps=total_steps, log_every=log_every, eval_every=eval_every, ckpt_every=ckpt_every,
-                     elapsed_before=elapsed_before, info=info, value=model_def.has_value, signals=signals)
+                     elapsed_before=elapsed_before, info=info, value=model_def.has_value, signals=signals,
+                     history=history)
+    except BaseException:
+        if writer is not None:  # a full disk fails here too: the error already raised is the one reported
+            try:
+                writer.close()
+            except OSError:
+                pass
+            writer = None
+        raise
     finally:
         if prefetch is not None:
             prefetch.close()
@@ -487,16 +523,19 @@ def _fit_memory(train_fn, state, config, mesh, info, *, value: bool) -> dict:
 
 
 def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, state, *, start, total_steps,
-          log_every, eval_every, ckpt_every, elapsed_before, info, value=False, signals=None) -> dict:
+          log_every, eval_every, ckpt_every, elapsed_before, info, value=False, signals=None, history=None) -> dict:
     """The training loop proper: dispatch steps, fetch a metric window once per interval, evaluate, save; stop at
     the end, the time limit or a signal (``signals``: :class:`kifunet.train.preemption.Signals`, then raising
     :class:`kifunet.train.preemption.Preempted` once the checkpoint is saved)."""
     pidx, pc = jax.process_index(), jax.process_count()
     B = config.batch_size
+    history = history or [{"step": 0, "dataset": config.dataset}]
+    dataset_ids = run_dataset.identities(config.dataset, config.train_split)
 
     def meta_for(step: int, train_s: float) -> dict:
         return {"step": step, "positions": step * B, "train_seconds": train_s, "model": config.model.name,
-                "dataset": config.dataset, "feature_set": info["features"], "board_size": int(info["board_size"]),
+                "dataset": config.dataset, "dataset_ids": dataset_ids, "dataset_history": history,
+                "feature_set": info["features"], "board_size": int(info["board_size"]),
                 "batch_size": B, "processes": pc, "devices": mesh.size}
 
     zero_window = parallel.empty_window(mesh, value=value)  # never donated: reused at every window start
@@ -578,7 +617,7 @@ def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, stat
         if not config_written:  # this run's first checkpoint: on disk before config.json names the run
             ckpt.wait()
             if pidx == 0:
-                _write_config(config, workdir)
+                _write_config(config, workdir, {"dataset_history": history} if len(history) > 1 else None)
             config_written = True
 
     if clock.used_up() and step < total_steps:

@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 
+from kifunet.commands import unsealed
 from kifunet.errors import CommandError
 
 HELP = ("evaluate a training run on a dataset split: top-1..10, nats, perplexity (value MSE and winner accuracy "
@@ -24,6 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", metavar="RUN",
                    help="training run directory (its latest checkpoint) or a checkpoint step directory in it "
                         "(default: the default net, kifunet.paths.DEFAULT_NET)")
+    unsealed.add_option(p)
     p.add_argument("--probes", nargs="?", const="", default=None, metavar="FILE",
                    help="score the net on the probe positions (default file: the shipped eval/probes.sgf) instead of "
                         "a dataset split: top-1 / top-5 per category")
@@ -152,6 +154,7 @@ def run(args) -> int:
     from kifunet.eval.runs import load_run
     from kifunet.train.nets import find_workdir
 
+    unsealed.apply(args)
     if args.merge:
         try:
             res = merge_results([load_result(f) for f in args.merge])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 
+from kifunet.commands import unsealed
 from kifunet.errors import CommandError
 
 HELP = ("export a run's net to ONNX, described by its metadata (features, board size, rank encoding, "
@@ -24,6 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, metavar="FILE.onnx",
                    help="the ONNX file to write (replaced if it exists)")
     p.add_argument("--step", type=int, help="this checkpoint step instead of the newest")
+    unsealed.add_option(p)
     p.add_argument("--features", help="feature set, only for a run that records none (as for `kifunet gtp`)")
     p.add_argument("--board-size", type=int, help="board size, only for a run that records none")
     p.add_argument("--profile", default=None, metavar="KEY=VALUE,...",
@@ -62,6 +64,7 @@ def _check_inputs(args) -> None:
 
 
 def run(args) -> int:
+    unsealed.apply(args)  # --allow-unsealed: for the checkpoint loader
     import contextlib
     import json
     import sys

@@ -22,6 +22,7 @@ exported with (``kifunet export --profile``) unless ``--profile`` names another.
 
 from __future__ import annotations
 
+from kifunet.commands import unsealed
 from kifunet.errors import CommandError
 
 HELP = ("GTP engine that plays a policy net's raw moves (the default net, --checkpoint RUN, --model FILE.onnx "
@@ -37,6 +38,7 @@ def add_arguments(p) -> None:
                      "or a registered model name, randomly initialised (--seed): a legitimate opponent for "
                      "protocol and match tests, not a player")
     p.add_argument("--step", type=int, help="with --checkpoint: this step instead of the latest")
+    unsealed.add_option(p)
     p.add_argument("--board-size", type=int, help="board size: with --model NAME (default 19); with --checkpoint "
                    "only when the run records none")
     p.add_argument("--features", help="feature set (default: the run's, or the one matching the model's planes)")
@@ -154,6 +156,7 @@ def _open_policy(args, error):
 
 
 def run(args) -> int:
+    unsealed.apply(args)  # --allow-unsealed: for the checkpoint loader
     import os
     import sys
 

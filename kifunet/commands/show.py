@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 
+from kifunet.commands import unsealed
 from kifunet.errors import CommandError
 
 HELP = "draw a position of an SGF with the policy as a heatmap over legal points and the top-k moves (PNG/SVG)"
@@ -33,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="training run directory (default: the default net, kifunet.paths.DEFAULT_NET; "
                           "a game on another board size is then drawn without a policy)")
     net.add_argument("--no-net", action="store_true", help="draw the board without a policy")
+    unsealed.add_option(p)
     p.add_argument("--out", required=True, metavar="FILE", help="image file; .png or .svg (format by extension)")
     p.add_argument("--top-k", type=int, default=5, metavar="K", help="label the K most likely legal moves (5)")
     p.add_argument("--rank", default=None, metavar="RANK",
@@ -45,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    unsealed.apply(args)  # --allow-unsealed: for the checkpoint loader
     import os
     import sys
 

@@ -22,7 +22,8 @@ from kifunet.errors import CommandError
 #: exit status -> meaning (kifunet.train.preemption: why 143 and 130)
 EXIT_STATUSES = (
     (0, "trained to train_positions or to time_limit_s (checkpoint saved)"),
-    (2, "bad input: config, dataset, a workdir in use by another trainer, a batch that cannot fit in memory"),
+    (2, "bad input: config, dataset (another than the run's, on resume), a workdir in use by another trainer, a "
+        "batch that cannot fit in memory, a full or read-only disk (one line naming the path)"),
     (3, "the training loss became NaN or infinite (the last checkpoint precedes it)"),
     (143, "stopped by SIGTERM after the step in progress, with a checkpoint; rerun the same command to resume"),
     (130, "stopped by SIGINT (Ctrl-C): the same"),

@@ -3,9 +3,9 @@ recorded (:func:`kifunet.data_prep.datasets.dataset.verify_dataset`), or every c
 the checksums recorded when it was saved (:func:`kifunet.train.checkpointing.verify_checkpoints`).
 
 A run (a directory with ``checkpoints/``, its ``checkpoints`` directory, or one step's directory) prints one line
-per step (intact, unverified: saved without checksums, or damaged with the first problem) and exits 0 when no step
-is damaged, else ends with ``kifunet verify: error: N of M checkpoint steps damaged in RUN; intact: ...``. For a
-dataset:
+per step (intact, unsealed: no checksums, or damaged with the first problem) and exits 0 when every step is intact,
+else ends with ``kifunet verify: error: N of M checkpoint steps damaged[, K unsealed (...)] in RUN; loadable: ...``
+(exit 2). For a dataset:
 
 The manifest is checked whole first (:func:`kifunet.data_prep.datasets.manifest.check_manifest`: every shard listed
 once and in its split's folder, no shard file of a split's folder unlisted, totals = sums, its content against its
@@ -56,7 +56,7 @@ def is_run(path: str) -> bool:
 
 
 def verify_run(path: str) -> int:
-    from kifunet.train.checkpointing import DAMAGED, verify_checkpoints
+    from kifunet.train.checkpointing import CHECKSUMS, DAMAGED, INTACT, UNSEALED, verify_checkpoints
 
     checks = verify_checkpoints(path)
     if not checks:
@@ -67,9 +67,14 @@ def verify_run(path: str) -> int:
         why = f": {c.reason}" if c.reason else (": saved without checksums" if c.status != "intact" else "")
         print(f"  step {c.step}: {c.status}{size}{why}")
     damaged = [c for c in checks if c.status == DAMAGED]
-    if damaged:
-        ok = ", ".join(str(c.step) for c in checks if c.loadable) or "none"
-        raise CommandError(f"{len(damaged)} of {len(checks)} checkpoint steps damaged in {path}; loadable: {ok}")
+    unsealed = [c for c in checks if c.status == UNSEALED]
+    if damaged or unsealed:
+        ok = ", ".join(str(c.step) for c in checks if c.status == INTACT) or "none"
+        what = [f"{len(damaged)} of {len(checks)} checkpoint steps damaged"] if damaged else []
+        if unsealed:
+            what.append(f"{len(unsealed)}{'' if damaged else f' of {len(checks)} checkpoint steps'} unsealed (no "
+                        f"{CHECKSUMS}: resuming the run's training checks and seals the step it resumes from)")
+        raise CommandError(f"{', '.join(what)} in {path}; loadable: {ok}")
     print(f"{path}: no damaged step ({len(checks)} steps)")
     return 0
 

@@ -94,6 +94,8 @@ def get_config() -> ml_collections.ConfigDict:
     c.keep_checkpoints = 3
     c.async_checkpoints = True
     c.init_from = ""  # workdir or checkpoint: initial weights only (ignored when the workdir has a checkpoint)
+    # resuming a run on other datasets than it trained on is refused unless True (then recorded: train/run_dataset.py)
+    c.allow_dataset_change = False
     c.time_limit_s = 0.0  # stop (checkpoint, final eval) after this many seconds of training; 0 = none
     # steps the host may dispatch before the device finished them (it then waits, without a copy): enough to
     # keep the device busy, few enough to bound the input batches queued in device memory and to keep the
