@@ -71,11 +71,15 @@ def wait_until(p: subprocess.Popen, mark: str, ready: Callable[[dict[int, str]],
     raise AssertionError(f"not {what} within {timeout} s: {marked(mark)}")
 
 
-def kill_and_wait(p: subprocess.Popen, mark: str, sig: int, *, exit_s: float = 60, grace_s: float = 10
-                  ) -> dict[int, str]:
-    """Send ``sig`` to ``p`` (only), wait up to ``exit_s`` for it to end, then up to ``grace_s`` for every
-    marked process to end; returns those still alive then (``{}``: none left)."""
-    os.kill(p.pid, sig)
+def kill_and_wait(p: subprocess.Popen, mark: str, sig: int, *, exit_s: float = 60, grace_s: float = 10,
+                  group: bool = False) -> dict[int, str]:
+    """Send ``sig`` to ``p`` only (``group``: to its whole process group, as Ctrl-C in a terminal does), wait up
+    to ``exit_s`` for it to end, then up to ``grace_s`` for every marked process to end; returns those still
+    alive then (``{}``: none left)."""
+    if group:
+        os.killpg(p.pid, sig)
+    else:
+        os.kill(p.pid, sig)
     p.wait(timeout=exit_s)
     deadline = time.time() + grace_s
     left = marked(mark)

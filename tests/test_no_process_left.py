@@ -34,16 +34,18 @@ def corpus(tmp_path_factory):
     return d
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
-def test_build_leaves_no_process_when_killed(corpus, tmp_path, sig):
+@pytest.mark.parametrize("sig,group", [(s, False) for s in SIGNALS] + [(signal.SIGINT, True)],
+                         ids=["SIGTERM", "SIGINT", "SIGKILL", "Ctrl-C"])
+def test_build_leaves_no_process_when_killed(corpus, tmp_path, sig, group):
     """``kifunet build --workers 2`` killed while its workers run: its fork server, resource tracker and
-    workers all end with it (they lived on, re-parented to PID 1, before each worker watched the build)."""
+    workers all end with it (they lived on, re-parented to PID 1, before each worker watched the build).
+    Ctrl-C: SIGINT to the whole process group, as a terminal sends it."""
     with open(tmp_path / "build.log", "w") as log:
         p, mark = start_marked(kifunet_argv("build", corpus, "--out", tmp_path / "ds", "--workers", "2",
                                             "--no-progress"), log=log, cwd=tmp_path)
         try:
             before = wait_until(p, mark, lambda ps: _pool_workers(ps) >= 1, what="a pool worker ran")
-            left = kill_and_wait(p, mark, sig)
+            left = kill_and_wait(p, mark, sig, group=group)
             assert not left, f"alive 10 s after {signal.Signals(sig).name} of the build: {left} (were: {before})"
             assert p.returncode != 0
         finally:
