@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import sys
+import time
 
 import pytest
 from conftest import REPO, require, require_gnugo
@@ -117,5 +118,29 @@ def test_train_leaves_no_input_worker_when_stopped(dataset, tmp_path, sig):
             left = kill_and_wait(p, mark, sig, exit_s=120)
             assert not left, f"alive 10 s after {signal.Signals(sig).name} of train: {left} (were: {before})"
             assert p.returncode == 128 + sig, (tmp_path / "train.log").read_text()[-2000:]
+        finally:
+            reap(p, mark)
+
+
+def test_eval_leaves_no_process_when_killed(tmp_path):
+    """``kifunet eval`` reads its batches in its own process (no input workers): killed by SIGKILL while it
+    evaluates, nothing of it is left."""
+    import subprocess
+
+    ds = tmp_path / "ds"
+    proc = subprocess.run(kifunet_argv("build", REPO / "samples" / "gnugo", "--out", ds, "--features", "gonn",
+                                       "--workers", "0", "--no-progress"), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with open(tmp_path / "eval.log", "w") as log:
+        p, mark = start_marked(kifunet_argv("eval", "--data", ds, "--split", "train", "--ensemble",
+                                            "--out", tmp_path / "e.json"), log=log, cwd=tmp_path)
+        try:
+            wait_until(p, mark, lambda ps: "net:" in (tmp_path / "eval.log").read_text(), what="eval loaded its net")
+            time.sleep(3)  # into the evaluation (8 symmetries of 7,368 positions take longer)
+            assert p.poll() is None, (tmp_path / "eval.log").read_text()
+            before = marked(mark)
+            left = kill_and_wait(p, mark, signal.SIGKILL)
+            assert not left, f"alive 10 s after the eval's kill -9: {left} (were: {before})"
         finally:
             reap(p, mark)
