@@ -78,8 +78,8 @@ _WITH_PARENT = (
 
 def launch_argv(argv: list[str]) -> list[str]:
     """The command line that starts ``argv`` so that it cannot outlive this process: on Linux, through a small
-    Python start-up (:data:`_WITH_PARENT`) that sets ``PR_SET_PDEATHSIG`` to SIGKILL and then ``exec``\ s the
-    program in the same process (same pid, pipes, working directory and environment); elsewhere ``argv``
+    Python start-up (:data:`_WITH_PARENT`) that sets ``PR_SET_PDEATHSIG`` to SIGKILL and then replaces itself
+    with the program (``execvp``: the same pid, pipes, working directory and environment); elsewhere ``argv``
     itself. An engine busy in ``genmove`` reads no more input, so the end of its input alone would leave it
     running, its search going on for as long as it takes, when the match is killed."""
     if not sys.platform.startswith("linux"):
@@ -223,8 +223,8 @@ class GtpProcess:
         self.stderr_path = os.fspath(stderr_path) if stderr_path else None
         self._err = open(stderr_path, "ab") if stderr_path else subprocess.DEVNULL
         self._err_start = self._err.tell() if stderr_path else 0  # this process's part of an appended log
-        self.proc = subprocess.Popen(launch_argv(self.argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
-                                     bufsize=0, env=child_env(), cwd=engine_cwd(self.argv))
+        self.proc = subprocess.Popen(launch_argv(self.argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._err, bufsize=0, env=child_env(), cwd=engine_cwd(self.argv))
         self._buf = b""
         self.first = True
 
