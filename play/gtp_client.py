@@ -63,6 +63,30 @@ from pathlib import Path
 STARTUP_TIMEOUT = 300.0  # seconds for a process to answer its first command (loading JAX and a net is slow)
 
 
+#: PR_SET_PDEATHSIG, from <linux/prctl.h>
+_PR_SET_PDEATHSIG = 1
+
+#: what a program is started through on Linux (:func:`launch_argv`): the kernel is asked to SIGKILL the process
+#: when the thread that started it ends, then the program replaces it (``execvp``; the request survives exec)
+_WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None, use_errno=True).prctl(%d, int(signal.SIGKILL), 0, 0, 0)\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    os._exit(1)\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n" % _PR_SET_PDEATHSIG)
+
+
+def launch_argv(argv: list[str]) -> list[str]:
+    """The command line that starts ``argv`` so that it cannot outlive this process: on Linux, through a small
+    Python start-up (:data:`_WITH_PARENT`) that sets ``PR_SET_PDEATHSIG`` to SIGKILL and then replaces itself
+    with the program (``execvp``: the same pid, pipes, working directory and environment); elsewhere ``argv``
+    itself. An engine busy in ``genmove`` reads no more input, so the end of its input alone would leave it
+    running, its search going on for as long as it takes, when the match is killed."""
+    if not sys.platform.startswith("linux"):
+        return list(argv)
+    return [sys.executable, "-I", "-S", "-c", _WITH_PARENT, str(os.getpid()), *argv]
+
+
 class EngineError(RuntimeError):
     """A GTP process died, timed out or answered nonsense: the game in progress is abandoned."""
 
@@ -186,7 +210,11 @@ def engine_cwd(argv: list[str]) -> str | None:
 
 
 class GtpProcess:
-    """A GTP program on pipes: :meth:`command` sends one command and returns its response text."""
+    """A GTP program on pipes: :meth:`command` sends one command and returns its response text.
+
+    The program ends with the thread that started it (:func:`launch_argv`, Linux): killed, whatever ends the
+    thread or this process (SIGKILL included), if it has not quit by then. So create a ``GtpProcess`` in the
+    thread that uses and closes it (the match's workers do), not in a thread that ends before it is closed."""
 
     def __init__(self, cmd: str | list[str], *, stderr_path: str | os.PathLike | None = None,
                  label: str = "engine"):
@@ -195,8 +223,8 @@ class GtpProcess:
         self.stderr_path = os.fspath(stderr_path) if stderr_path else None
         self._err = open(stderr_path, "ab") if stderr_path else subprocess.DEVNULL
         self._err_start = self._err.tell() if stderr_path else 0  # this process's part of an appended log
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
-                                     bufsize=0, env=child_env(), cwd=engine_cwd(self.argv))
+        self.proc = subprocess.Popen(launch_argv(self.argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._err, bufsize=0, env=child_env(), cwd=engine_cwd(self.argv))
         self._buf = b""
         self.first = True
 

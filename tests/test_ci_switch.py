@@ -109,20 +109,20 @@ def test_ci_run_exports_ci_and_stops_without_gnugo(tmp_path):
     assert p.returncode != 0 and "could not install gnugo" in p.stderr, (p.returncode, p.stdout, p.stderr)
     assert not log.exists()  # neither the install nor the tests ran
 
-    # with GNU Go present the same script goes on: a fresh venv (.ci-venv; an old one is removed first), and in it
+    # with GNU Go present the same script goes on: a fresh venv (.venv in the checkout, where a user makes one; an old one is removed first), and in it
     # pip, the Beam environment and pytest, with CI=true
     (bin_ / "gnugo").write_text("#!/bin/sh\nexit 0\n")
     (bin_ / "gnugo").chmod(0o755)
-    (root / ".ci-venv" / "bin").mkdir(parents=True)
-    (root / ".ci-venv" / "stale").write_text("from an earlier run\n")
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / ".venv" / "stale").write_text("from an earlier run\n")
     p = subprocess.run(["bash", str(root / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, (p.stdout, p.stderr)
     calls = log.read_text().splitlines()
-    in_venv = f"venv-python CI=true VIRTUAL_ENV={root / '.ci-venv'}"
+    in_venv = f"venv-python CI=true VIRTUAL_ENV={root / '.venv'}"
     assert calls == ["npm ci --prefix tests/sabaki_client --no-audit --no-fund --loglevel=error",
-                     "python CI=true -m venv .ci-venv", f"{in_venv} -m pip install -q -e .[dev]",
+                     "python CI=true -m venv .venv", f"{in_venv} -m pip install -q -e .[dev]",
                      f"{in_venv} tests/beam_env.py", f"{in_venv} -m pytest -q"], calls
-    assert not (root / ".ci-venv" / "stale").exists()  # made afresh
+    assert not (root / ".venv" / "stale").exists()  # made afresh
 
     # the Sabaki client's packages cannot be installed: the script stops before pip and pytest
     log.unlink()

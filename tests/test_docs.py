@@ -8,10 +8,10 @@ the code relies on live in docs/ (issue 12).
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
+from repo_files import repo_files
 
 ROOT = Path(__file__).resolve().parents[1]
 EXEMPT = ("tests/", ".ci/")  # the fixtures and CI locate ../shared/data and say when it is absent
@@ -24,16 +24,12 @@ HEADING = re.compile(r"^#{1,6}\s+(\d+(?:\.\d+)*)[.\s]", re.MULTILINE)
 
 
 def _repo_texts() -> dict[str, str]:
-    """Every tracked or untracked-but-not-ignored text file, by repo-relative path."""
-    try:
-        out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                             capture_output=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        pytest.skip("not a git checkout: the tracked files cannot be listed")
+    """Every text file of the project (:func:`repo_files.repo_files`: tracked or new and not ignored, no virtual
+    environment), by repo-relative path."""
     texts = {}
-    for name in out.decode("utf-8").split("\0"):
+    for name in repo_files(ROOT):
         path = ROOT / name
-        if not name or not path.is_file():
+        if not path.is_file():
             continue
         try:
             texts[name] = path.read_text(encoding="utf-8")

@@ -74,8 +74,13 @@ position is written (metadata and rejects, no split), and ``kifunet tfds`` then 
 ``kifunet build`` does, unless ``--allow-empty``.
 
 On one machine (no Beam) the encode stage runs in ``workers`` processes (the ``workers`` builder argument,
-default 0 = this process) and spills packed planes to a temporary directory (``tempfile``, about
-``N * N * W`` bytes a position: 1.4 KB for ``maddison``) that is removed afterwards.
+default 0 = this process) and spills packed planes to a temporary directory (``tempfile``,
+``kifunet-tfds-PID-*``, about ``N * N * W`` bytes a position: 1.4 KB for ``maddison``) that is removed afterwards.
+
+Interrupted builds: :func:`build_dataset` holds a lock in ``DATA_DIR/go_moves/CONFIG`` (:data:`LOCK`; a second
+build of that config there is refused, naming the holder's pid) and first removes what a killed build left
+(:func:`clear_interrupted`: TFDS's ``incomplete.*`` folders there, spill directories of builds no longer running),
+in one line on stderr.
 """
 
 from __future__ import annotations
@@ -112,6 +117,12 @@ VERSION = "1.3.0"  # see GoMoves.RELEASE_NOTES: 1.3.0 the profile features; 1.2.
 FORMAT = "kifunet-tfds"
 FORMAT_VERSION = 1
 REJECTS = "rejects.jsonl"
+#: the build lock in DATA_DIR/go_moves/CONFIG (an exclusive flock held by :func:`build_dataset`)
+LOCK = ".kifunet-tfds.lock"
+#: TFDS prepares a dataset in DATA_DIR/go_moves/CONFIG/incomplete.XXXXXX_VERSION, renamed when done
+INCOMPLETE_PREFIX = "incomplete."
+#: the encode stage's spill directory in the system's temporary directory: kifunet-tfds-PID-XXXXXXXX
+WORK_PREFIX = "kifunet-tfds-"
 PROTOCOLS = {"kgs": "gonn-kgs", "gogod": "gonn-gogod"}
 FEATURE_SETS = ("maddison", "alphago", "agz", "gonn")
 _BEAM_SUMMARY = "kifunet-beam-summary.json"
@@ -379,7 +390,7 @@ class GoMoves(tfds.core.GeneratorBasedBuilder):
         cfg = self.builder_config
         filt, rule = cfg.filters(), cfg.split_rule()
         manual = self._manual(dl_manager)
-        self._work = tempfile.mkdtemp(prefix="kifunet-tfds-")
+        self._work = tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-")
         work = self._work
         ucfg = unit_config(self._feature_set(), filt, rule, source=cfg.source())
         infos: list = []
@@ -633,9 +644,97 @@ def build_dataset(config: str | GoMovesConfig, manual_dir: str, data_dir: str, *
     if os.path.isdir(manual_dir) and not os.listdir(manual_dir):  # TFDS refuses an empty manual_dir
         raise ValueError(f"no positions written (the inputs hold no SGF record): {manual_dir} is empty")
     b = GoMoves(config=config, data_dir=data_dir, workers=workers)
-    _check_existing(b, manual_dir)
-    b.download_and_prepare(download_config=tfds.download.DownloadConfig(**kw))
+    lock = _lock(b)
+    try:
+        clear_interrupted(b)
+        _check_existing(b, manual_dir)
+        b.download_and_prepare(download_config=tfds.download.DownloadConfig(**kw))
+    finally:
+        if lock is not None:
+            _unlock(b, lock)
     return b
+
+
+def _local(path) -> str | None:
+    """``path`` as a local file system path, or None for a remote one (``gs://...``)."""
+    p = os.fspath(path)
+    return None if "://" in p else p
+
+
+def _lock(b: GoMoves) -> int | None:
+    """Take the build lock of ``b``'s config directory (:data:`LOCK`, the holder's pid in it); returns its fd, or
+    None where it cannot be taken (a remote data dir, a file system without flock). ``ValueError`` naming the
+    holder's pid while another ``kifunet tfds`` builds this config there."""
+    import fcntl
+
+    folder = _local(b.data_path.parent)
+    if folder is None:
+        return None
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, LOCK)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise ValueError(f"{folder} is being built by another kifunet tfds (pid {pid}); wait for it, or stop "
+                             "it first") from None
+        except OSError:  # ENOLCK, EOPNOTSUPP: no flock here; build unlocked, as TFDS itself does
+            os.close(fd)
+            return None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # its holder removed the file as it finished, after we opened it: lock the new one
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def _unlock(b: GoMoves, fd: int) -> None:
+    """Remove the lock file while still holding it, then release it: a finished build leaves no file."""
+    try:
+        os.remove(os.path.join(_local(b.data_path.parent), LOCK))
+    except FileNotFoundError:
+        pass
+    os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clear_interrupted(b: GoMoves) -> list[str]:
+    """Remove what an interrupted build (``kill -9``, a lost machine) of ``b``'s config left, saying so in one
+    line on stderr; returns the paths removed. With the build lock held (:func:`build_dataset`), every
+    ``incomplete.*`` folder of the config directory is such a leftover (TFDS renames it when the dataset is
+    complete); so is a spill directory ``kifunet-tfds-PID-*`` in the system's temporary directory whose PID no
+    longer runs (one of a running build is kept)."""
+    folder = _local(b.data_path.parent)
+    stale = []
+    if folder is not None and os.path.isdir(folder):
+        stale += [os.path.join(folder, n) for n in sorted(os.listdir(folder)) if n.startswith(INCOMPLETE_PREFIX)]
+    tmp = tempfile.gettempdir()
+    for n in sorted(os.listdir(tmp)):
+        pid = n[len(WORK_PREFIX):].split("-", 1)[0]
+        if n.startswith(WORK_PREFIX) and pid.isdigit() and not _pid_alive(int(pid)):
+            stale.append(os.path.join(tmp, n))
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+    if stale:
+        print(f"go_moves: removed what an interrupted build left: {', '.join(stale)}", file=sys.stderr)
+    return stale
 
 
 def _check_existing(b: GoMoves, manual_dir: str) -> None:

@@ -16,6 +16,12 @@ and a script that builds with workers at its top level, without an ``if __name__
 ``workers=2`` example of :mod:`kifunet.data_prep.building.tfds_go_moves`), would otherwise start a second build inside
 each worker, which multiprocessing stops with an error that kills the worker before its first record. The
 flip side: a worker does not see what the main script defines (such as a feature set registered there).
+
+No worker outlives the process that owns the pool: each runs :func:`kifunet.parent_watch.exit_with_parent`
+first, so a build ended by ``kill -9`` or a SIGTERM (which Python does not handle: the build dies at once, its
+``finally`` not run) loses its workers within a fraction of a second, and with them the fork server and the
+resource tracker (each exits when its last client does). The workers ignore SIGINT and SIGTERM: Ctrl-C reaches
+the build, which closes the pool after the tasks in progress.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ import os
 import sys
 import types
 from collections.abc import Callable, Sequence
+
+from kifunet.parent_watch import exit_with_parent
 
 # imported once in the forkserver, so that each worker starts with them loaded
 PRELOAD = ["kifunet.data_prep.building.encode_stage", "kifunet.data_prep.building.write_stage",
@@ -56,6 +64,12 @@ class _Context(multiprocessing.context.ForkServerContext):
     Process = _Process
 
 
+def _executor(workers: int) -> cf.ProcessPoolExecutor:
+    """``workers`` processes of :func:`mp_context`, each ending when this process does (:func:`exit_with_parent`)."""
+    return cf.ProcessPoolExecutor(workers, mp_context=mp_context(), initializer=exit_with_parent,
+                                  initargs=(os.getpid(),))
+
+
 def mp_context():
     """The multiprocessing context of the build's workers (``forkserver`` with :data:`PRELOAD`, the caller's
     ``__main__`` not re-run)."""
@@ -69,7 +83,7 @@ class WorkerPool:
 
     def __init__(self, workers: int):
         self.workers = workers
-        self._ex = cf.ProcessPoolExecutor(workers, mp_context=mp_context())
+        self._ex = _executor(workers)
 
     def submit(self, fn: Callable, *args) -> cf.Future:
         return self._ex.submit(fn, *args)
@@ -84,7 +98,7 @@ class WorkerPool:
 
     def restart(self):
         self.close()
-        self._ex = cf.ProcessPoolExecutor(self.workers, mp_context=mp_context())
+        self._ex = _executor(self.workers)
 
 
 def run_isolated(fn: Callable, args: tuple, *, marker: str, names: Sequence[str], label: str,
@@ -96,7 +110,7 @@ def run_isolated(fn: Callable, args: tuple, *, marker: str, names: Sequence[str]
     while True:
         if os.path.exists(marker):
             os.remove(marker)
-        with cf.ProcessPoolExecutor(1, mp_context=mp_context()) as ex:
+        with _executor(1) as ex:
             fut = ex.submit(fn, *args, True, tuple(skip))
             try:
                 return fut.result()

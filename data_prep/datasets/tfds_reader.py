@@ -62,11 +62,59 @@ PROFILE_DEFAULTS = {"days": profiles.UNKNOWN_DAYS, "source": profiles.UNKNOWN_CO
                     "time_control": profiles.UNKNOWN_CODE, "handicap": 0, "komi": float("nan")}
 
 
+#: the metadata files TFDS writes in a prepared dataset's directory, and what reads each alone
+TFDS_METADATA = ("dataset_info.json", "features.json")
+
+
+def _read_tfds_metadata(directory: str, name: str) -> None:
+    if name == "dataset_info.json":
+        tfds.core.dataset_info.read_proto_from_builder_dir(directory)
+    else:
+        tfds.features.FeatureConnector.from_config(directory)
+
+
+def damaged_metadata(directory: str, error: BaseException | None = None) -> CorruptDatasetError | None:
+    """The one-line error naming the TFDS metadata file of ``directory`` that TFDS cannot read (JSON or protobuf
+    that does not parse, a field it does not know), or None when both read; given ``error``, TFDS's own failure
+    to open the directory, when each file reads alone, the error names ``dataset_info.json`` (a value TFDS
+    cannot use, such as its file format)."""
+    for name in TFDS_METADATA:
+        try:
+            _read_tfds_metadata(directory, name)
+        except OSError:
+            raise
+        except Exception as e:  # noqa: BLE001 -- any parse failure of the file: its message, one line
+            return CorruptDatasetError.at(os.path.join(directory, name), f"TFDS cannot read it ({_first_line(e)});"
+                                          " the metadata is damaged", CorruptDatasetError.REBUILD_TFDS)
+    if error is not None:  # each parses alone: a value of dataset_info.json's that TFDS cannot use (file format)
+        return CorruptDatasetError.at(os.path.join(directory, TFDS_METADATA[0]), f"TFDS cannot open the dataset "
+                                      f"({_first_line(error)}); the metadata is damaged",
+                                      CorruptDatasetError.REBUILD_TFDS)
+    return None
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0][:200] if text else ''}"
+
+
+def _from_directory(directory: str):
+    """``tfds.builder_from_directory``, a damaged ``dataset_info.json`` or ``features.json`` raised as a
+    :class:`CorruptDatasetError` naming the file (an ``OSError`` stays itself)."""
+    try:
+        return tfds.builder_from_directory(directory)
+    except OSError:
+        raise
+    except Exception as e:  # noqa: BLE001 -- JSON, protobuf or feature errors of TFDS's metadata files
+        raise damaged_metadata(os.fspath(directory), e) from None
+
+
 def open_builder(dataset: str, data_dir: str | None = None):
     """A prepared ``go_moves`` dataset: a directory holding ``dataset_info.json``, or ``go_moves/CONFIG[:VERSION]``
-    under ``data_dir`` (default: ``$TFDS_DATA_DIR``, else ``~/tensorflow_datasets``)."""
+    under ``data_dir`` (default: ``$TFDS_DATA_DIR``, else ``~/tensorflow_datasets``). A ``dataset_info.json`` or
+    ``features.json`` that TFDS cannot read raises :class:`CorruptDatasetError` naming the file."""
     if os.path.isfile(os.path.join(dataset, "dataset_info.json")):
-        return tfds.builder_from_directory(dataset)
+        return _from_directory(dataset)
     try:
         b = tfds.builder(dataset, data_dir=data_dir)
     except ValueError as e:  # DatasetNotFoundError, or not a dataset name at all
@@ -74,7 +122,7 @@ def open_builder(dataset: str, data_dir: str | None = None):
                                            f"({str(e).splitlines()[0]})") from None
     if not (epath.Path(b.data_dir) / "dataset_info.json").exists():
         raise NotADatasetError.at(dataset, f"TFDS dataset not prepared in {b.data_dir}")
-    return b
+    return _from_directory(os.fspath(b.data_dir))
 
 
 def kifunet_metadata(builder) -> dict:
@@ -177,10 +225,22 @@ class TfdsReader(DatasetSplit):
         recorded = {f["file"]: f.get("sha256") for f in (self.meta.get("files") or {}).get(split, [])}
         self._files = []
         if split in written:
-            self._len = int(written[split].num_examples)
-            self._files = [(os.fspath(p), int(n), recorded.get(os.path.basename(os.fspath(p))))
-                           for p, n in zip(written[split].filepaths, written[split].shard_lengths)]
+            try:
+                self._len = int(written[split].num_examples)
+                self._files = [(os.fspath(p), int(n), recorded.get(os.path.basename(os.fspath(p))))
+                               for p, n in zip(written[split].filepaths, written[split].shard_lengths)]
+            except (ValueError, KeyError, TypeError) as e:  # a file name template or length TFDS cannot use
+                raise self._damaged_info(f"split {split!r} unreadable ({_first_line(e)})") from None
+            unknown = [os.path.basename(p) for p, _, _ in self._files if recorded and os.path.basename(p)
+                       not in recorded]
+            if unknown:  # a damaged file name template: the files TFDS would read are not the ones written
+                raise self._damaged_info(f"split {split!r} names {unknown[0]}, not a file {METADATA} records "
+                                         f"({', '.join(sorted(recorded))})")
         elif split in self.meta.get("splits", {}):  # a split that received no position: TFDS left it out
+            positions = int((self.meta["splits"][split] or {}).get("positions") or 0)
+            if positions:
+                raise self._damaged_info(f"no split {split!r}, which {METADATA} records with {positions} "
+                                         "positions")
             self._len = 0
         else:
             raise UnknownSplitError.at(dataset, split, self.meta.get("splits") or list(written))
@@ -194,6 +254,10 @@ class TfdsReader(DatasetSplit):
         self._fs = None
         self._source = None
         self._pid = None
+
+    def _damaged_info(self, what: str) -> CorruptDatasetError:
+        return CorruptDatasetError.at(os.path.join(self.root, "dataset_info.json"), f"{what}; the metadata is "
+                                      "damaged", CorruptDatasetError.REBUILD_TFDS)
 
     def __getstate__(self):
         return {"dataset": self.builder_dir, "split": self.split, "assemble": self.assemble,
@@ -221,7 +285,7 @@ class TfdsReader(DatasetSplit):
         """The split's data source of serialized records (opened once per process)."""
         if self._source is None or self._pid != os.getpid():
             self.verify()
-            self._source = tfds.builder_from_directory(self.builder_dir).as_data_source(
+            self._source = _from_directory(self.builder_dir).as_data_source(
                 split=self.split, deserialize_method=tfds.decode.DeserializeMethod.RAW_BYTES)
             self._pid = os.getpid()
         return self._source
@@ -239,7 +303,7 @@ class TfdsReader(DatasetSplit):
         try:
             out = decode_raw(raw, self.feature_set, self.board_size, assemble=False, profile=self.profile_columns)
         except (KeyError, IndexError, ValueError):
-            feats = tfds.builder_from_directory(self.builder_dir).info.features
+            feats = _from_directory(self.builder_dir).info.features
             out = decode([feats.deserialize_example_np(x) for x in raw], self.feature_set, self.board_size,
                          assemble=False, profile=self.profile_columns)
         stored = out.pop("stored")
