@@ -150,8 +150,8 @@ class Conv(nnx.Module):
         """The kernel actually convolved (after the centre weight and the symmetrisation)."""
         k = jnp.asarray(self.kernel[...])  # weights restored as NumPy arrays (export, gtp) have no ``.at``
         if self.center is not None:
-            c = self.kernel_size // 2
-            k = k.at[c, c].add(self.center[...])
+            c = self.kernel_size // 2  # the centre weight padded to the kernel's shape: an add, not a scatter
+            k = k + jnp.pad(jnp.asarray(self.center[...])[None, None], ((c, c), (c, c), (0, 0), (0, 0)))
         if self.symmetric:
             k = symmetrize(k)
         return k

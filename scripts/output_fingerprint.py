@@ -2,7 +2,8 @@
 
 Builds the sample corpus (``samples/gnugo``) with three feature sets (``maddison``, ``alphago`` with its ladder
 planes, ``gonn``), and, where ``../shared/data/kgs`` is present, one real KGS archive with ``gonn``; then trains
-``tiny`` (20 steps, no input workers) and ``cpu_small`` for 20 steps with two input workers on the sample build.
+``tiny`` (20 steps, no input workers) and ``cpu_small`` for 20 steps with two input workers on the sample build,
+and the default net's recipe ``cpu_default`` for 20 steps on the ``gonn`` sample build.
 It prints one line per output: the sha256 of every shard file (``*.h5``) and of the games tables and manifest's
 rows, and the sha256 of every trained array (parameters and BatchNorm statistics) of the final checkpoint.
 
@@ -77,6 +78,13 @@ def main() -> None:
           "--config.input.workers=2", "--config.eval_every_positions=2560", "--config.eval_positions=512",
           "--config.final_eval_positions=512", "--config.checkpoint_every_positions=2560"])
     lines += _weights(out / "cpu_small")
+    # the default net's recipe (a GoNN ResNet: centre weights, PReLU, dilation, global pooling) on its planes
+    _run(["train", "--config", str(configs / "cpu_default.py"), "--workdir", str(out / "cpu_default"),
+          f"--config.dataset={out / 'sample_gonn'}", "--config.train_positions=" + str(20 * 64),
+          "--config.batch_size=64", "--config.input.workers=0", "--config.eval_every_positions=640",
+          "--config.eval_positions=128", "--config.final_eval_positions=128", "--config.checkpoint_every_positions=640",
+          "--config.time_limit_s=0"])
+    lines += _weights(out / "cpu_default")
     print("\n".join(lines))
     os.sys.stdout.flush()
 

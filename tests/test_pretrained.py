@@ -339,3 +339,15 @@ def test_readme_qiqiao_tables_are_the_committed_records():
                 f"{100 * res['ci_low']:.1f}-{100 * res['ci_high']:.1f}%",
                 f"{res['as_black'][0]:g}/{res['as_black'][1]}", f"{res['as_white'][0]:g}/{res['as_white'][1]}"]
         assert row[2:8] == want, (row, want)
+
+
+def test_the_engine_scores_every_game_it_ends_on_the_board_as_the_referee_does():
+    """docs/matches.md (issue 48): in the 20-game match against GNU Go level 10 with GNU Go as referee, every game
+    that ended by two passes carries the engine's own final_score, and it names the referee's winner."""
+    match_dir = REPO / "pretrained" / "kgs_cpu_default" / "match-gnugo10-referee"
+    results = json.loads((match_dir / "results.json").read_text())
+    on_board = [p for p in sorted((match_dir / "games").glob("*.sgf")) if "+R]" not in p.read_text()]
+    assert len(on_board) == results["ended"]["two passes"] == 11
+    for p in on_board:
+        text = p.read_text()
+        assert "agrees with the referee on the winner" in text and "winner differs" not in text, p.name
