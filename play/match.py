@@ -395,7 +395,7 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print, live: LiveMo
 
 
 def _own_score(note: str) -> str:
-    """`` -- engine final_score: ...`` from a game's referee note, or ``""``."""
+    """The ``engine final_score`` suffix of a game's line, taken from its referee note (``""`` when it has none)."""
     i = note.find("engine final_score:")
     return f" -- {note[i:]}" if i >= 0 else ""
 

@@ -3,7 +3,7 @@
 :func:`repo_files` lists what the next commit would hold: in a git checkout ``git ls-files --cached --others
 --exclude-standard`` (tracked files, and new ones ``.gitignore`` does not ignore); in a copy without git (an
 unpacked sdist or archive) the same rule by hand: every file under the root except ``.git`` and what the
-root ``.gitignore`` ignores (:func:`ignored`). Either way nothing inside a virtual environment (a folder holding
+``.gitignore`` files ignore (:func:`ignored`). Either way nothing inside a virtual environment (a folder holding
 ``pyvenv.cfg``, whatever its name and whether or not it is ignored) is listed: a user's ``python3 -m venv venv``
 in the checkout holds site-packages, whose texts are not the project's.
 """
@@ -48,15 +48,21 @@ def _is_venv(path: Path) -> bool:
 
 
 def _walk(root: Path) -> list[str]:
-    """:func:`repo_files` without git."""
-    patterns = gitignore_patterns(root)
+    """:func:`repo_files` without git: each folder's own ``.gitignore`` applies to what is below it, as git reads
+    them (``.hypothesis/`` and ``.pytest_cache/`` ignore themselves with a ``*``)."""
     out = []
+    rules: dict[str, list[str]] = {}  # folder ("" or "a/b/") -> the patterns of its .gitignore
     for top, dirs, files in os.walk(root):
         rel_top = Path(top).relative_to(root).as_posix()
         rel_top = "" if rel_top == "." else rel_top + "/"
-        dirs[:] = sorted(d for d in dirs if d != ".git" and not _is_venv(Path(top) / d)
-                         and not ignored(rel_top + d, True, patterns))
-        out += [rel_top + f for f in sorted(files) if f != ".git" and not ignored(rel_top + f, False, patterns)]
+        rules[rel_top] = gitignore_patterns(Path(top))
+        scopes = [(base, pats) for base, pats in rules.items() if pats and rel_top.startswith(base)]
+
+        def skip(rel: str, is_dir: bool) -> bool:
+            return any(ignored(rel[len(base):], is_dir, pats) for base, pats in scopes)
+
+        dirs[:] = sorted(d for d in dirs if d != ".git" and not _is_venv(Path(top) / d) and not skip(rel_top + d, True))
+        out += [rel_top + f for f in sorted(files) if f != ".git" and not skip(rel_top + f, False)]
     return out
 
 
