@@ -228,9 +228,10 @@ def play_game(index: int, players: _Players, cfg: MatchConfig, on_move: Callable
 
 
 def engine_agreement(engine: GtpProcess, referee: float, timeout: float) -> str:
-    """The engine's own ``final_score`` of the final position, and whether its winner is the referee's
-    (``referee``: the referee's black-minus-white score): ``engine final_score: W+2.5 (winner differs from the
-    referee's)``, ``... (agrees with the referee on the winner)``, or why there is none."""
+    """The engine's own ``final_score`` of the final position and whether it names the referee's winner.
+
+    ``referee`` is the referee's black-minus-white score. Returns ``engine final_score: W+2.5 (winner differs
+    from the referee's)``, the same ending ``(agrees with the referee on the winner)``, or why there is none."""
     try:
         good, text = engine.command("final_score", timeout)
     except EngineError as e:

@@ -125,6 +125,15 @@ def quiet_libtpu_env(target: Target) -> None:
     os.environ.setdefault("TPU_ACCELERATOR_TYPE", f"{target.chip.name}-{_chips(target)}" if target.chip else "")
 
 
+def _libtpu_version() -> str | None:
+    """The version of the libtpu loaded (its ``dist-info`` beside ``TPU_LIBRARY_PATH``), or None."""
+    import glob
+
+    here = os.path.dirname(os.path.dirname(os.environ.get("TPU_LIBRARY_PATH", "")))
+    found = sorted(glob.glob(os.path.join(here, "libtpu-*.dist-info")))
+    return os.path.basename(found[-1])[len("libtpu-"):-len(".dist-info")] if found else None
+
+
 def _chips(target: Target) -> int:
     dims = [int(d) for d in target.topology.split(":")[1].split("x")]
     return int(np.prod(dims)) * target.slices
@@ -233,7 +242,10 @@ def compile_step(path: str, target: Target, *, batch: int, dtype: str | None = N
     compiled, seconds, model = _compile(config, mesh, board_size=board_size, planes=planes)
     cost = compiled.cost_analysis()
     cost = (cost[0] if isinstance(cost, (list, tuple)) else cost) or {}
+    import jax
+
     row = {"config": name, "model": config.model.name, "target": target.name, "devices": n, "board": board_size,
+           "jax": jax.__version__, "libtpu": _libtpu_version() if target.chip else None,
            "dtype": config.model.dtype, "batch": batch, "params": int(models.count_params(model)),
            "compile_s": round(seconds, 1), "xla_flops": float(cost.get("flops", 0.0)),
            "xla_bytes": float(cost.get("bytes accessed", 0.0)),
