@@ -46,7 +46,7 @@ Named sizes: :func:`create`, :func:`names`, :func:`default_in_planes` and :func:
 
 from kifunet.models.base import NO_PASS_LOGIT, PolicyNet, policy_and_value
 from kifunet.models.cnn import AlphaGoSL, ClarkStorkey, ConvNet, Darkforest, Maddison
-from kifunet.models.flops import count_macs, forward_flops, train_flops
+from kifunet.models.flops import count_macs, counted_train_flops, forward_flops, train_flops
 from kifunet.models.garb import GARBNet
 from kifunet.models.gonn import GoNNResNet
 from kifunet.models.mao import MAONet
@@ -74,6 +74,7 @@ __all__ = [
     "create",
     "default_board_size",
     "default_in_planes",
+    "counted_train_flops",
     "forward_flops",
     "lr_multipliers",
     "names",

@@ -36,3 +36,31 @@ def forward_flops(model: nnx.Module) -> int:
 def train_flops(model: nnx.Module) -> int:
     """Forward + backward FLOPs per position: ``3 * forward_flops(model)``."""
     return 3 * forward_flops(model)
+
+
+def _on_board(kernel_size: int, dilation: int, n: int) -> float:
+    """The share of a same-padded ``kernel_size`` x ``kernel_size`` kernel's taps (``dilation`` apart) that land on
+    an ``n`` x ``n`` board, averaged over its points."""
+    half = kernel_size // 2
+    inside = sum(1 for i in range(n) for t in range(-half, half + 1) if 0 <= i + t * dilation < n)
+    return (inside / (n * kernel_size)) ** 2
+
+
+def counted_train_flops(model: nnx.Module) -> float:
+    """:func:`train_flops` as XLA's cost analysis counts a compiled training step: a convolution's taps that fall
+    on the padding are not counted, and the first convolution has no gradient with respect to its input (the
+    planes), so it costs two forwards, not three. Elementwise work (BatchNorm, activations, pooling) is left out
+    here as there."""
+    points = model.board_size * model.board_size
+    total, first = 0.0, True
+    for _, module in nnx.iter_modules(model):
+        if isinstance(module, Conv):
+            share = _on_board(module.kernel_size, module.dilation, model.board_size)
+            total += (2 if first else 3) * 2 * points * module.macs_per_point() * share
+            first = False
+        elif isinstance(module, LinePairConv):
+            total += 3 * 2 * points * module.macs_per_point()
+            first = False
+        elif isinstance(module, nnx.Linear):
+            total += 3 * 2 * module.in_features * module.out_features
+    return total

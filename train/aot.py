@@ -224,40 +224,64 @@ def load_config(path: str, *, batch: int, dtype: str | None = None):
 def compile_step(path: str, target: Target, *, batch: int, dtype: str | None = None, libtpu: str | None = None
                  ) -> dict:
     """One row (module docstring) for the config file ``path`` on ``target`` at global ``batch`` (a multiple of
-    its devices), on the board its model is made for; the row names the config by the file's stem."""
+    its devices), on the board its model is made for; the row names the config by the file's stem. A batch whose
+    step needs more memory than a chip has (the TPU compiler refuses it) is a row with ``fits`` False, the memory
+    the compiler asked for, and ``largest_batch``."""
+    import jax
+
     from kifunet import models
     from kifunet.data_prep.planes import features
+    from kifunet.train import model_config, parallel
 
     devices = target_devices(target, libtpu)
     n = len(devices)
     if batch % n:
         raise ValueError(f"batch {batch} is not a multiple of {target.name}'s {n} devices")
-    from kifunet.train import parallel
-
     mesh = parallel.mesh_over(devices)
-    name = os.path.splitext(os.path.basename(path))[0]
     config = load_config(path, batch=batch, dtype=dtype)
     planes = features.get(config.expect_features or "maddison").num_planes
     board_size = models.default_board_size(config.model.name)
-    compiled, seconds, model = _compile(config, mesh, board_size=board_size, planes=planes)
+    model = model_config.build_model(config.model, seed=config.seed, board_size=board_size, in_planes=planes)
+    row = {"config": os.path.splitext(os.path.basename(path))[0], "model": config.model.name, "target": target.name,
+           "devices": n, "board": board_size, "jax": jax.__version__,
+           "libtpu": _libtpu_version() if target.chip else None, "dtype": config.model.dtype, "batch": batch,
+           "params": int(models.count_params(model)), "model_flops": float(models.train_flops(model)) * batch / n}
+    if target.chip is not None:
+        row["hbm_bytes"] = target.chip.hbm_bytes
+    t0 = time.perf_counter()
+    try:
+        compiled, seconds, _ = _compile(config, mesh, board_size=board_size, planes=planes)
+    except Exception as e:  # noqa: BLE001 -- only the compiler's out-of-memory refusal is a result
+        needed = _out_of_memory(e)
+        if needed is None:
+            raise
+        row.update(compile_s=round(time.perf_counter() - t0, 1), xla_flops=None, xla_bytes=None, ops=None,
+                   memory_bytes=needed, fits=False,
+                   largest_batch=_largest_batch(config, mesh, target.chip, batch, board_size, planes))
+        return row
     cost = compiled.cost_analysis()
     cost = (cost[0] if isinstance(cost, (list, tuple)) else cost) or {}
-    import jax
-
-    row = {"config": name, "model": config.model.name, "target": target.name, "devices": n, "board": board_size,
-           "jax": jax.__version__, "libtpu": _libtpu_version() if target.chip else None,
-           "dtype": config.model.dtype, "batch": batch, "params": int(models.count_params(model)),
-           "compile_s": round(seconds, 1), "xla_flops": float(cost.get("flops", 0.0)),
-           "xla_bytes": float(cost.get("bytes accessed", 0.0)),
-           "model_flops": float(models.train_flops(model)) * batch / n,
-           "memory_bytes": _memory_bytes(compiled), "ops": count_ops(compiled.as_text())}
+    row.update(compile_s=round(seconds, 1), xla_flops=float(cost.get("flops", 0.0)),
+               xla_bytes=float(cost.get("bytes accessed", 0.0)), memory_bytes=_memory_bytes(compiled),
+               ops=count_ops(compiled.as_text()))
     row.update(roofline(row, target.chip))
     if target.chip is not None and row["memory_bytes"] is not None:
-        row["hbm_bytes"] = target.chip.hbm_bytes
         row["fits"] = row["memory_bytes"] <= target.chip.hbm_bytes
         if not row["fits"]:
             row["largest_batch"] = _largest_batch(config, mesh, target.chip, batch, board_size, planes)
     return row
+
+
+_OOM = re.compile(r"RESOURCE_EXHAUSTED: Ran out of memory.*?\(([\d.]+)([KMGT])\)", re.S)
+
+
+def _out_of_memory(error: Exception) -> int | None:
+    """The bytes a step needs when ``error`` is the TPU compiler's refusal of a step larger than the chip's
+    memory (``RESOURCE_EXHAUSTED: Ran out of memory ... (70.78G)``), else None."""
+    m = _OOM.search(str(error))
+    if m is None:
+        return None
+    return int(float(m.group(1)) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[m.group(2)])
 
 
 def _largest_batch(config, mesh, chip: Chip, batch: int, board_size: int, planes: int) -> int:
@@ -266,9 +290,14 @@ def _largest_batch(config, mesh, chip: Chip, batch: int, board_size: int, planes
     b = batch // 2 // n * n
     while b >= n:
         config.batch_size = b
-        compiled, _, _ = _compile(config, mesh, board_size=board_size, planes=planes)
-        if (_memory_bytes(compiled) or 0) <= chip.hbm_bytes:
-            return b
+        try:
+            compiled, _, _ = _compile(config, mesh, board_size=board_size, planes=planes)
+        except Exception as e:  # noqa: BLE001
+            if _out_of_memory(e) is None:
+                raise
+        else:
+            if (_memory_bytes(compiled) or 0) <= chip.hbm_bytes:
+                return b
         b = b // 2 // n * n
     return 0
 
@@ -303,7 +332,7 @@ def table(rows: list[dict]) -> str:
     """The compile table in Markdown, one line per row in the order given (what :data:`TABLE_HEAD` names)."""
     lines = [TABLE_HEAD, "|" + "---|" * 4 + "---:|" * 9]
     for r in rows:
-        ratio = r["xla_flops"] / r["model_flops"] if r["model_flops"] else float("nan")
+        ratio = f"{r['xla_flops'] / r['model_flops']:.2f}" if r["xla_flops"] and r["model_flops"] else "-"
         mem = _si(r["memory_bytes"], "B")
         if "hbm_bytes" in r:
             mem += f" of {r['hbm_bytes'] / 1e9:.0f} GB" + ("" if r["fits"] else
@@ -311,8 +340,8 @@ def table(rows: list[dict]) -> str:
         step = f"{r['predicted_step_s'] * 1e3:.2f}" if "predicted_step_s" in r else "-"
         mfu = f"{r['predicted_mfu']:.0%} ({r['bound']})" if "predicted_mfu" in r else "-"
         lines.append(f"| `{r['config']}` | {r['target']} | {r['dtype']} | {r['batch']:,} | {r['devices']} | "
-                     f"{r['compile_s']:.0f} | {_si(r['xla_flops'])} | {_si(r['model_flops'])} | {ratio:.2f} | "
-                     f"{mem} | {r['ops']:,} | {step} | {mfu} |")
+                     f"{r['compile_s']:.0f} | {_si(r['xla_flops'])} | {_si(r['model_flops'])} | {ratio} | "
+                     f"{mem} | {'-' if r['ops'] is None else format(r['ops'], ',')} | {step} | {mfu} |")
     return "\n".join(lines)
 
 

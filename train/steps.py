@@ -206,7 +206,7 @@ def with_matmul_precision(fn, precision: str = "default"):
 
 
 def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, *, loss: str = "cross_entropy",
-               value_weight: float = 0.01, matmul_precision: str = "default"):
+               value_weight: float = 0.01, matmul_precision: str = "default", fused_norms: bool = True):
     """The per-device training step ``(state, local_batch) -> (state, metrics)``; map it with
     :func:`kifunet.train.parallel.data_parallel`.
 
@@ -215,7 +215,8 @@ def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, 
     equal); metrics are ``psum``\\ s of per-example sums plus global gradient / parameter / update norms and
     ``logit_abs`` (:func:`logit_abs_max`). A
     two-headed net adds ``value_weight`` x the value MSE over the global batch's known rows (module docstring).
-    ``matmul_precision``: :func:`with_matmul_precision`.
+    ``matmul_precision``: :func:`with_matmul_precision`. ``fused_norms``: the three norms by :func:`global_norm`
+    (one reduction each) instead of ``optax.tree.norm`` (one per array); the parameters are the same either way.
     """
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
@@ -249,8 +250,9 @@ def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, 
         new_params = optax.apply_updates(params, updates)
         value = None if value is None else jax.lax.stop_gradient(value)
         metrics = jax.lax.psum(_sums(jax.lax.stop_gradient(logits), batch, vec, value), AXIS)
-        metrics.update(grad_norm=global_norm(grads), param_norm=global_norm(new_params),
-                       update_norm=global_norm(updates), lr=jnp.asarray(schedule(state["step"]), jnp.float32),
+        norm = global_norm if fused_norms else optax.tree.norm
+        metrics.update(grad_norm=norm(grads), param_norm=norm(new_params),
+                       update_norm=norm(updates), lr=jnp.asarray(schedule(state["step"]), jnp.float32),
                        logit_abs=jax.lax.pmax(logit_abs_max(jax.lax.stop_gradient(logits), batch["weight"]), AXIS))
         new_state = {"params": new_params, "extra": new_extra, "opt_state": opt_state, "step": state["step"] + 1}
         return new_state, metrics
@@ -260,7 +262,8 @@ def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, 
 
 def global_norm(tree) -> jax.Array:
     """The L2 norm of all of ``tree``'s arrays together, in float32: one concatenation and one reduction, where
-    ``optax.tree.norm`` makes a reduction per array (each a kernel launch on an accelerator)."""
+    ``optax.tree.norm`` makes a reduction per array. Fewer kernels, but the concatenation is written and read again:
+    more memory traffic per parameter (docs/accelerators.md has both costs per backend)."""
     leaves = [jnp.ravel(x).astype(jnp.float32) for x in jax.tree.leaves(tree)]
     if not leaves:
         return jnp.zeros((), jnp.float32)
@@ -291,7 +294,8 @@ def value_loss(value, batch):
 
 def eval_step(model_def: ModelDef, *, loss: str = "cross_entropy", matmul_precision: str = "default"):
     """The per-device evaluation step ``(state, local_batch) -> sums`` (weights mask padding rows);
-    ``matmul_precision``: :func:`with_matmul_precision`."""
+    ``matmul_precision``: :func:`with_matmul_precision`. ``fused_norms``: the three norms by :func:`global_norm`
+    (one reduction each) instead of ``optax.tree.norm`` (one per array); the parameters are the same either way."""
     loss_fn_vec = cross_entropy if loss == "cross_entropy" else l2_loss
 
     def step(state, batch):

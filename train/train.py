@@ -125,11 +125,14 @@ def setup(config, *, board_size: int, in_planes: int, mesh):
 def train_function(config, model_def, tx, schedule, mesh):
     """The training loop's compiled step ``(state, batch, window) -> (state, window')``: the per-device
     :func:`~kifunet.train.steps.train_step` inside :func:`~kifunet.train.steps.windowed`, mapped over ``mesh``
-    with the state donated (what :mod:`kifunet.train.aot` compiles for other targets)."""
+    with the state donated (what :mod:`kifunet.train.aot` compiles for other targets). The logged norms are fused
+    (:func:`~kifunet.train.steps.global_norm`) except on TPUs, where the compiler already fuses the per-array
+    reductions and the concatenation would only add memory traffic (docs/accelerators.md)."""
+    fused_norms = mesh.devices.flat[0].platform != "tpu"  # the TPU compiler fuses per-array reductions itself
     return parallel.data_parallel(
         windowed(train_step(model_def, tx, schedule, loss=config.loss, value_weight=config.value_weight,
-                            matmul_precision=config.get("matmul_precision", "default"))), mesh,
-        donate_state=True, carry=True)
+                            matmul_precision=config.get("matmul_precision", "default"), fused_norms=fused_norms)),
+        mesh, donate_state=True, carry=True)
 
 
 def _every(positions: int, batch: int) -> int:
