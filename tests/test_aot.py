@@ -148,3 +148,14 @@ def test_xla_counts_the_models_flops_less_the_padding_and_the_planes_gradient():
         predicted = models.counted_train_flops(model) / models.train_flops(model)
         extra = r["xla_flops"] / r["model_flops"] - predicted
         assert -0.01 < extra < (0.08 if r["model"] == "mao" else 0.03), (r["config"], predicted)
+
+
+def test_a_step_the_tpu_compiler_refuses_for_memory_is_a_row_that_does_not_fit():
+    error = RuntimeError("RESOURCE_EXHAUSTED: Ran out of memory on HBM, the total memory required for HLO temporaries "
+                         "(70.78G) exceeds available HBM (15.75G).")
+    assert aot._out_of_memory(error) == int(70.78 * 2**30)
+    assert aot._out_of_memory(ValueError("something else")) is None
+    row = {"config": "agz20", "target": "v5e-8", "dtype": "bfloat16", "batch": 65536, "devices": 8, "compile_s": 90,
+           "xla_flops": None, "model_flops": 4e14, "memory_bytes": int(70.78 * 2**30), "hbm_bytes": 16e9,
+           "fits": False, "largest_batch": 8192, "ops": None}
+    assert "| 76.00 GB of 16 GB: does not fit, largest batch 8,192 | - | - | - |" in aot.table([row])
