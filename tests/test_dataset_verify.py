@@ -166,7 +166,8 @@ FAULTS = {
         lambda ds: _manifest(ds, lambda m: m["counts"].update(used=m["counts"]["used"] + 1)), "manifest.json"),
     "manifest-edited": (lambda ds: _manifest(ds, lambda m: m.update(seed=m["seed"] + 1), seal=False), "manifest.json"),
     "manifest-checksum-flipped": (
-        lambda ds: _manifest(ds, lambda m: m.update(manifest_sha256="0" + m["manifest_sha256"][1:]), seal=False),
+        lambda ds: _manifest(ds, lambda m: m.update(manifest_sha256="01"[m["manifest_sha256"][0] == "0"]
+                                                    + m["manifest_sha256"][1:]), seal=False),
         "manifest.json"),
 }
 #: what each fault of the manifest's wholeness is reported as (after ``manifest.json: ``)

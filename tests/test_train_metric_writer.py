@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 
 from kifunet.train.metric_writer import MetricWriter, read_jsonl
 
@@ -31,3 +32,33 @@ def test_a_disabled_writer_writes_nothing(tmp_path):
     w = MetricWriter(str(tmp_path / "w"), enabled=False)
     w.write("train", 1, {"loss": 1.0})
     assert not (tmp_path / "w").exists()
+
+
+def test_a_write_that_fails_in_tensorboards_thread_is_no_traceback_and_close_names_the_folder(tmp_path, monkeypatch,
+                                                                                                 capsys):
+    """A full disk can hit tensorboardX's writer thread first (issue 48, item 9): no thread traceback on stderr, no
+    more events queued to the dead thread, and ``close`` raises an ``OSError`` naming ``WORKDIR/tensorboard``."""
+    import errno
+    import threading
+
+    from kifunet.train import metric_writer
+
+    monkeypatch.setattr(metric_writer, "_THREAD_ERRORS", [])
+    w = metric_writer.MetricWriter(str(tmp_path))
+    record_writer = w._tb.file_writer.event_writer._ev_writer._py_recordio_writer
+
+    def full(data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(record_writer, "write", full)
+    w.write("train", 1, {"loss": 1.0})
+    deadline = __import__("time").monotonic() + 10
+    while not metric_writer._THREAD_ERRORS and __import__("time").monotonic() < deadline:
+        threading.Event().wait(0.05)
+    assert metric_writer._THREAD_ERRORS, "the writer thread did not fail"
+    for step in range(2, 40):  # more than the queue holds: must not block
+        w.write("train", step, {"loss": 1.0})
+    with pytest.raises(OSError) as e:
+        w.close()
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(tmp_path / "tensorboard")
+    assert "Traceback" not in capsys.readouterr().err

@@ -10,6 +10,8 @@ so the files hold one line per step even after a crash.
 A write that fails (a full disk) raises an ``OSError`` naming the file or folder written (:func:`_naming`; the
 command line prints it in one line); a TensorBoard writer whose last flush failed is abandoned
 (:meth:`MetricWriter.close`), so tensorboardX does not try again at exit (a traceback there, after the error line).
+A write that fails in tensorboardX's own writer thread is kept instead of printed (:func:`_keep_tensorboard_thread_errors`)
+and raised by :meth:`MetricWriter.close`, naming ``WORKDIR/tensorboard``.
 """
 
 from __future__ import annotations
@@ -18,9 +20,32 @@ import contextlib
 import json
 import math
 import os
+import threading
 import time
+import traceback
 
 KINDS = ("train", "eval")
+
+#: ``OSError`` s raised in tensorboardX's event-writer threads (a full disk), kept for :meth:`MetricWriter.close`
+_THREAD_ERRORS: list = []
+_previous_excepthook = None
+
+
+def _keep_tensorboard_thread_errors(args) -> None:
+    """``threading.excepthook``: an ``OSError`` in one of tensorboardX's writer threads is kept, not printed as a
+    traceback (the run reports a full disk in one line); anything else goes to the previous hook."""
+    frames = traceback.extract_tb(args.exc_traceback)
+    if isinstance(args.exc_value, OSError) and any("tensorboardX" in f.filename for f in frames):
+        _THREAD_ERRORS.append(args.exc_value)
+        return
+    _previous_excepthook(args)
+
+
+def _install_excepthook() -> None:
+    global _previous_excepthook
+    if _previous_excepthook is None:
+        _previous_excepthook = threading.excepthook
+        threading.excepthook = _keep_tensorboard_thread_errors
 
 
 class MetricWriter:
@@ -33,6 +58,7 @@ class MetricWriter:
             if tensorboard:
                 from tensorboardX import SummaryWriter
 
+                _install_excepthook()
                 self._tb = SummaryWriter(logdir=os.path.join(workdir, "tensorboard"))
 
     def path(self, kind: str) -> str:
@@ -57,13 +83,13 @@ class MetricWriter:
                 scalars.append((f"{kind}/{k}", v))
         with _naming(self.path(kind)), open(self.path(kind), "a", encoding="utf-8") as f:
             f.write(json.dumps(rec) + "\n")
-        if self._tb is not None:
+        if self._tb is not None and not _THREAD_ERRORS:  # a dead writer thread would fill its queue and block
             for tag, v in scalars:
                 if tag != f"{kind}/step" and math.isfinite(float(v)):
                     self._tb.add_scalar(tag, float(v), int(step))
 
     def write_text(self, tag: str, text: str) -> None:
-        if self._tb is not None:
+        if self._tb is not None and not _THREAD_ERRORS:
             self._tb.add_text(tag, text)
 
     def truncate_after(self, step: int) -> None:
@@ -99,8 +125,13 @@ class MetricWriter:
         tb, self._tb = self._tb, None
         if tb is None:
             return
+        folder = os.path.join(self.workdir, "tensorboard")
+        if _THREAD_ERRORS:  # a writer thread died on a write: stop the others, report the first error
+            _abandon(tb)
+            e = _THREAD_ERRORS[0]
+            raise OSError(e.errno, e.strerror or os.strerror(e.errno or 0), folder) from e
         try:
-            with _naming(os.path.join(self.workdir, "tensorboard")):
+            with _naming(folder):
                 tb.close()
         except OSError:
             _abandon(tb)
