@@ -1,12 +1,10 @@
 """Data preparation: SGF records -> the rules engine -> feature planes -> a built dataset, and reading it back.
 
-One sub-package per job, plus the conventions every job shares (modules at this level):
-
 =====================  ==================================================================================
 module or package      what it holds
 =====================  ==================================================================================
 *conventions*
-``coords``             coordinates: SGF, GTP, sgfmill, flat indices (the table of every system)
+``coords``             coordinates: SGF, GTP, sgfmill, flat indices
 ``ranks``              rank spellings -> one integer scale
 ``symmetries``         the 8 board symmetries on planes and move indices (NumPy and JAX)
 ``game``               a game record as the engine consumes it (``GameRecord``, ``GameInfo``, colours)
@@ -20,13 +18,9 @@ module or package      what it holds
 ``building``           ``kifunet build``: filters, splits, the three stages, workers, the TFDS builder
 =====================  ==================================================================================
 
-Dependencies run one way: conventions <- ``rules`` <- ``sgf`` <- ``planes`` <- ``datasets`` <- ``building``;
-``tests/test_import_graph.py`` checks it, and that there is no import cycle and no use of another module's
-private names.
-
-Before the split (kifunet 0.x up to November 2026) these modules sat flat in this package: the old spelling
-``from kifunet.data_prep import replay`` still works for every moved module (a lazy alias, this module's
-``__getattr__``); ``import kifunet.data_prep.replay`` does not: write ``kifunet.data_prep.planes.replay``.
+Imports run one way: conventions <- ``rules`` <- ``sgf`` <- ``planes`` <- ``datasets`` <- ``building``
+(``tests/test_import_graph.py``). ``from kifunet.data_prep import replay`` resolves a moved module lazily
+(``__getattr__``); ``import kifunet.data_prep.replay`` does not (docs/what_moved.md).
 """
 
 import importlib

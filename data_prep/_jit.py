@@ -1,14 +1,9 @@
-"""numba's on-disk cache, keyed by the kernels' own source.
+"""numba's on-disk cache, keyed by a hash of every kernel module's source.
 
-numba invalidates a cached function when *its* file changes, but not when a function it calls from another
-file does: after an edit (or an upgrade) to ``rules/board.py``, a cached ``rules/analysis.py`` kernel would keep running
-the old board code. So every kernel module imports ``njit`` from here, which first points numba's cache at a folder
-named after a hash of all kernel sources (``~/.cache/kifunet/numba/<hash>``, or ``$KIFUNET_CACHE_DIR``).
-
-Compiling every kernel takes about 30 s, once per source hash; later processes load them in about a second.
-:func:`kernels_cached` tells whether this hash's kernels are on disk, and :func:`announce_compile` (called by
-``kifunet build``, ``features``, ``show`` and ``gtp`` before their first kernel use) says so on stderr when they
-are not, instead of leaving a progress bar at 0% for half a minute.
+numba invalidates a cached function when its own file changes, not when a callee in another file does, so every
+kernel module imports ``njit`` from here, which points numba's cache at ``~/.cache/kifunet/numba/<hash>`` (or
+``$KIFUNET_CACHE_DIR``). :func:`kernels_cached` tells whether this hash's kernels are on disk;
+:func:`announce_compile` says on stderr that they are being compiled when they are not (docs/positions.md).
 """
 
 from __future__ import annotations
@@ -44,9 +39,8 @@ _announced = False
 
 
 def kernels_cached() -> bool:
-    """Whether the compiled kernels of this source hash are on disk for this copy of the code: the index
-    numba writes for :data:`ENTRY_KERNEL`, in the folder numba's cache locator uses for this source folder
-    (``<folder name>_<sha1 of its absolute path>``)."""
+    """Whether this source hash's compiled kernels are on disk for this copy of the code (numba's index for
+    :data:`ENTRY_KERNEL`)."""
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rules")  # where ENTRY_KERNEL's source is
     sub = "_".join([os.path.basename(here), hashlib.sha1(here.encode()).hexdigest()])
     return any((CACHE_DIR / sub).glob(f"{ENTRY_KERNEL}-*.nbi"))

@@ -1,9 +1,7 @@
-"""Board coordinates: every coordinate system kifunet uses, written down once.
+"""Board coordinates: every coordinate system kifunet uses.
 
-Board size ``N``: 2 <= N <= :data:`MAX_SIZE` (19) for records, datasets and the rules engine (9, 13 and 19 in
-practice); the conversions themselves go up to :data:`GTP_MAX_SIZE` (25, the largest board GTP can name: 25
-column letters, A..Z without ``I``; SGF letters go up to ``y``). Rows count from the **top**, columns from the
-**left**, as the board is drawn in SGF viewers and as plane arrays are printed.
+Board size ``N``: 2 <= N <= :data:`MAX_SIZE` (19) for records, datasets and the rules engine; the conversions go
+up to :data:`GTP_MAX_SIZE` (25). Rows count from the **top**, columns from the **left**.
 
 ======================  =====================  ==================  ===========  ==========
 system                  top-left corner        bottom-right        example      pass
@@ -15,10 +13,7 @@ GTP (no letter ``I``)   ``A19`` (N=19)         ``T1`` (N=19)       ``Q16``      
 sgfmill (row, col)      (N-1, 0)               (0, N-1)            (15, 15)     ``None``
 ======================  =====================  ==================  ===========  ==========
 
-sgfmill counts rows from the bottom; :func:`from_sgfmill` / :func:`to_sgfmill` convert. Plane arrays are
-``(N, N, C)`` (rows, cols, channels: NHWC without the batch axis), so ``planes[row, col]`` is the point
-``(row, col)`` and ``planes.reshape(N*N, C)[flat]`` the same point. The 19x19 example column above is the
-upper-right 4-4 point (the star point at SGF ``pd``).
+Plane arrays are ``(N, N, C)``: ``planes[row, col]`` and ``planes.reshape(N*N, C)[flat]`` are the same point.
 """
 
 from __future__ import annotations

@@ -2,37 +2,29 @@
 
 Colours: ``EMPTY = 0``, ``BLACK = 1``, ``WHITE = 2``; the other colour of ``c`` is ``3 - c``.
 
-Events replay the record's main line in order. An SGF node with setup properties (``AB``/``AW``/``AE``,
-in the root or later) becomes one ``SETUP`` event per point (colour ``EMPTY`` for ``AE``), placed before the
-node's move if it has one. A ``B``/``W`` property becomes one ``MOVE`` event whose point is a flat index
-(see :mod:`kifunet.data_prep.coords`; pass = ``N*N``). Move numbers are 1-based over ``MOVE`` events only.
+Events replay the record's main line in order. Setup properties (``AB``/``AW``/``AE``, any node) become one
+``SETUP`` event per point (colour ``EMPTY`` for ``AE``), before the node's move. ``B``/``W`` become one ``MOVE``
+event at a flat index (:mod:`kifunet.data_prep.coords`; pass = ``N*N``). Move numbers are 1-based over ``MOVE``
+events only.
 
 **Identity of a game** (:meth:`GameRecord.game_id`, what ``--dedupe`` compares). Two records are the same game
 when they agree on:
 
 ===============  =====================================================================================
-field            why, and how it is compared
+field            how it is compared
 ===============  =====================================================================================
-board size,      the game itself (:meth:`GameRecord.moves_hash`): setup events then moves, in order;
-setup, moves     handicap stones are setup, so ``HA`` adds nothing
-black, white     who played (``PB``, ``PW``): NFKC, case-folded, runs of white space as one space
-date             when (``DT``): NFKC, case-folded, white space removed
-result           how it ended (``RE``): as the date, and ``Resign``/``Time``/``Forfeit`` -> ``R``/``T``/``F``,
-                 a number as a number (``B+3.50`` = ``b+3.5``); a record without ``RE`` differs from one with
-time settings    ``TM`` (as a number) and ``OT`` (as the date): two games between the same players on the same day
-                 that both end after one move differ here (KGS 2002-02-02, ``sarun``-``jigo``)
+board size,      :meth:`GameRecord.moves_hash`: setup events then moves, in order (handicap is setup)
+setup, moves
+black, white     ``PB``, ``PW``: NFKC, case-folded, runs of white space as one space
+date             ``DT``: NFKC, case-folded, white space removed
+result           ``RE``: as the date, ``Resign``/``Time``/``Forfeit`` -> ``R``/``T``/``F``, a number as a
+                 number (``B+3.50`` = ``b+3.5``); a missing ``RE`` differs from any ``RE``
+time settings    ``TM`` (as a number) and ``OT`` (as the date)
 ===============  =====================================================================================
 
-Not compared, because copies of one game can differ in them, while two games that agree on everything above
-hardly ever differ in them alone: the file name and bytes, encoding (the text is compared after decoding), comments, markup and variations,
-property order and white space, ranks (a player's, not the game's, and written in many spellings), komi
-(``KM[6.5]``, ``KM[650]``, ``KM[375]`` for the same komi on Fox), ``HA`` (see above), rules, place, event and
-game name, application. So the same game downloaded twice, renamed, re-encoded, commented or reformatted is one
-game; two short games that share their moves are two games as soon as they differ in players, date, result or
-time settings.
-
-:meth:`GameRecord.moves_hash` (the moves only) stays what the hash splits use
-(:mod:`kifunet.data_prep.building.splits`), so games that share their moves always fall on the same side of a split.
+Everything else is ignored (file name, bytes, encoding, comments, markup, variations, property order, ranks,
+komi, ``HA``, rules, place, event, application). :meth:`GameRecord.moves_hash` (the moves only) is what the hash
+splits use (:mod:`kifunet.data_prep.building.splits`), so games sharing their moves fall on one side of a split.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Game profiles: who played a move, when, where and how (issue 33), and their encoding as one float vector.
+"""Game profiles: who played a move, when, where and how, and their encoding as one float vector.
 
 A :class:`Profile` holds what a record says about the position's game, each field optional (``None`` = unknown):
 
@@ -176,11 +176,8 @@ def time_control_of(main_time: str = "", overtime: str = "") -> str | None:
 
 
 def profile_of(info, colour: int, *, source: str | None = None) -> Profile:
-    """The profile of a move by ``colour`` (``BLACK``/``WHITE`` of :mod:`kifunet.data_prep.game`) in the game
-    ``info`` (a :class:`kifunet.data_prep.game.GameInfo`): the mover's and the opponent's rank, the date, the
-    time control (``TM`` with ``OT``, else Fox's ``TC`` periods of ``TT`` seconds) and handicap and komi as the
-    record gives them; ``source`` (a build's declaration) wins over what :func:`source_of` reads from the
-    record's ``PC``, ``AP`` and path."""
+    """The profile of a move by ``colour`` in the game ``info`` (a :class:`kifunet.data_prep.game.GameInfo`);
+    ``source`` (a build's declaration) wins over :func:`source_of` of the record."""
     from kifunet.data_prep.game import BLACK, WHITE
 
     if colour not in (BLACK, WHITE):
@@ -294,9 +291,8 @@ def _one_hot(code: np.ndarray, n: int) -> np.ndarray:
 
 def encode_rows(player_rank, opponent_rank, game_days, game_source, game_time_control, game_handicap,
                 game_komi) -> np.ndarray:
-    """:func:`encode` of many rows at once, from stored codes: float32 ``[R, SIZE]``, row ``i`` equal to
-    ``encode`` of the profile those codes stand for (ranks on the :mod:`kifunet.data_prep.ranks` scale, unknown
-    ``ranks.UNKNOWN``; the game fields as :data:`GAME_FIELDS` store them). Handicap is clipped to 0..9."""
+    """:func:`encode` of many rows at once from stored codes (ranks, unknown ``ranks.UNKNOWN``; game fields as
+    :data:`GAME_FIELDS` store them): float32 ``[R, SIZE]``. Handicap is clipped to 0..9."""
     player_rank = np.asarray(player_rank)
     n = len(player_rank)
     out = np.zeros((n, SIZE), np.float32)
@@ -419,9 +415,8 @@ GAME_TABLE_COLUMNS = {"days": (np.int32, UNKNOWN_DAYS), "source": (np.int8, UNKN
 
 
 def game_codes(info, *, source: str | None = None) -> dict:
-    """The stored codes of the fields of game ``info`` that do not depend on the colour to move and that no other
-    games-table column holds: ``days``, ``source``, ``time_control`` (:data:`GAME_TABLE_COLUMNS`; as
-    :func:`codes_of` of :func:`profile_of`, ``source`` the build's declaration)."""
+    """The stored codes of game ``info``'s ``days``, ``source``, ``time_control`` (:data:`GAME_TABLE_COLUMNS`), as
+    :func:`codes_of` of :func:`profile_of` gives them (``source`` the build's declaration)."""
     from kifunet.data_prep.game import BLACK
 
     c = codes_of(profile_of(info, BLACK, source=source))
@@ -429,9 +424,8 @@ def game_codes(info, *, source: str | None = None) -> dict:
 
 
 def days_of_dates(dates, years) -> np.ndarray:
-    """int32 days since 1970 of many games (:func:`days_since_epoch` of each ``DT`` text and year, a year of 0
-    unknown; :data:`UNKNOWN_DAYS` where neither gives a date), each distinct pair computed once: what a games
-    table written before its ``days`` column gives."""
+    """int32 days since 1970 of many games from their ``DT`` texts and years (0 unknown), :data:`UNKNOWN_DAYS`
+    where neither gives a date."""
     dates = ["" if d is None else str(d) for d in dates]
     years = np.asarray(years, np.int64).reshape(-1)
     if len(dates) != len(years):
@@ -448,10 +442,9 @@ def days_of_dates(dates, years) -> np.ndarray:
 
 
 def game_field_rows(days, source, time_control, handicap, komi) -> dict:
-    """The :data:`GAME_FIELDS` columns (dtypes :data:`GAME_FIELD_DTYPES`) of games whose stored values are
-    given (a games table's ``days``, ``source``, ``time_control``, ``handicap`` and ``komi``, or the same
-    features of TFDS examples), as :func:`codes_of` of :func:`profile_of` gives them: handicap clipped to 0..9,
-    a komi beyond +-1000 or not finite unknown (NaN)."""
+    """The :data:`GAME_FIELDS` columns (dtypes :data:`GAME_FIELD_DTYPES`) of games from their stored values, as
+    :func:`codes_of` of :func:`profile_of` gives them: handicap clipped to 0..9, a komi beyond +-1000 or not
+    finite unknown (NaN)."""
     komi = np.asarray(komi, np.float64)
     ok = np.isfinite(komi) & (np.abs(np.nan_to_num(komi)) <= 1000)
     return {"game_days": np.asarray(days).astype(np.int32),

@@ -14,44 +14,36 @@ rank             value              text          spellings read (case-insensiti
 unknown          UNKNOWN = -128     ``?``         ``None``, ``""``, ``?``, ``-``, anything else
 ===============  =================  ============  ==================================================
 
-"text" is what :func:`rank_to_text` writes.
-``MIN = -30`` (30 kyu), ``MAX = 17`` (9 pro). Kyu ranks weaker than 30k (``31k`` .. ``99k``) are clamped to ``-30``;
-``0d``, ``10d``, ``0k``, ``10p`` are not ranks and parse as ``UNKNOWN``.
+"text" is what :func:`rank_to_text` writes. ``MIN = -30``, ``MAX = 17``. ``31k`` .. ``99k`` clamp to ``-30``;
+``0d``, ``10d``, ``0k``, ``10p`` are ``UNKNOWN``.
 
-**Servers.** The spellings each server writes, all read by the table above. Checked on the real archives: the
-Fox archive's 28 spellings (every one, ``tests/test_ranks.py``) and the KGS archives' 45 (all read but ``""``);
-Tygem, OGS and IGS as those servers write them:
+**Servers.** The spellings each server writes, all read by the table above (``tests/test_ranks.py``):
 
 =======  =========================================================================================
 server   spellings
 =======  =========================================================================================
 KGS      ``6d``, ``3k``, ``1p``, ``9d?`` (unconfirmed), ``""`` (no rank)
-Fox      ``9段`` (amateur 9d, Fox's top amateur grade), ``18级`` (amateur kyu), ``P9段`` / ``P1段`` (pros;
-         the leading ``P`` marks a professional, also in ``P9``, ``P9D``), ``职业九段``
+Fox      ``9段`` (amateur 9d), ``18级`` (amateur kyu), ``P9段`` / ``P1段`` / ``P9`` / ``P9D`` (pros),
+         ``职业九段``
 Tygem    ``9단``/``9D`` (amateur dan), ``18급``/``18K``, ``아마5단``, ``프로9단``/``9P``
 OGS      ``5d``, ``12k``, ``1p``; ``-`` and ``?`` for no rank
-IGS      ``3d*``, ``5k*`` (the ``*`` marks an established rank and is ignored), ``NR`` (not rated: unknown)
+IGS      ``3d*``, ``5k*`` (the ``*`` is ignored), ``NR`` (unknown)
 =======  =========================================================================================
 
-**Source.** ``parse_rank(text, source='kgs')`` reads a bare dan (``9d``, ``9 dan``, ``9段``) as amateur.
-GoGoD writes professional ranks as ``9d``, so with ``source='gogod'`` a bare dan is professional
-(``9d`` -> 17). An explicit marker always wins over the source: ``p``/``pro``/``职业``/``プロ``/``프로``, or a
-``P`` written before the number (``P9段``), means professional, ``ama``/``amateur``/``业余``/``アマ``/``아마``
-means amateur. Kyu ranks are amateur under both.
+**Source.** With ``source='kgs'`` (the default) a bare dan (``9d``, ``9段``) is amateur; with ``source='gogod'`` it
+is professional (``9d`` -> 17). An explicit marker wins over the source: ``p``/``pro``/``职业``/``プロ``/``프로`` or
+a leading ``P`` (``P9段``) mean professional, ``ama``/``amateur``/``业余``/``アマ``/``아마`` amateur. Kyu ranks are
+amateur under both.
 
-**Titles.** A title name with no explicit rank (``Meijin``, ``Honinbo``, ``Kisei``, ``Judan``, ``Tengen``,
-``Oza``, ``Gosei``, ``Mingren``, ``Kuksu``, ``名人``, ``本因坊``, ``棋聖``/``棋圣``, ``十段``, ``天元``, ``王座``,
-``碁聖``, ``国手``/``國手``, ``명인``, ``국수``; also with prefixes such as ``Honorary``/``名誉``) parses as 9p (17):
-title holders are top professionals whose dan the record does not give. ``Jun-Meijin``/``準名人`` is 8p (16).
-A title next to an explicit rank uses the rank, as professional (``Kisei 7d`` -> 7p, under either source).
+**Titles.** A title with no explicit rank (``Meijin``, ``Honinbo``, ``Kisei``, ``Judan``, ``Tengen``, ``Oza``,
+``Gosei``, ``Mingren``, ``Kuksu``, ``名人``, ``本因坊``, ``棋聖``/``棋圣``, ``十段``, ``天元``, ``王座``, ``碁聖``,
+``国手``/``國手``, ``명인``, ``국수``; also prefixed, ``Honorary``/``名誉``) is 9p (17); ``Jun-Meijin``/``準名人`` is
+8p (16). A title next to an explicit rank uses the rank, as professional (``Kisei 7d`` -> 7p).
 
-**Uncertain ranks.** KGS marks an unconfirmed rank with a trailing ``?`` (``9d?``). :func:`parse_rank` keeps the
-rank (``9d?`` -> 8); :func:`parse_rank_info` returns a :class:`RankInfo` whose ``uncertain`` flag is set. IGS's
-trailing ``*`` (an established rank, ``3d*``) is dropped and leaves the rank certain.
-Unknown never becomes a strong rank: every text that is not one of the spellings above is ``UNKNOWN``.
+**Uncertain ranks.** :func:`parse_rank` keeps KGS's ``9d?`` as 8; :func:`parse_rank_info` also sets
+``uncertain``. IGS's ``*`` leaves the rank certain. Any other text is ``UNKNOWN``, never a strong rank.
 
-Round trip: ``parse_rank(rank_to_text(v)) == v`` for every ``v`` in ``MIN..MAX`` and for ``UNKNOWN``
-(with the default ``source='kgs'``).
+Round trip: ``parse_rank(rank_to_text(v)) == v`` for every ``v`` in ``MIN..MAX`` and ``UNKNOWN``.
 """
 
 from __future__ import annotations

@@ -1,74 +1,34 @@
 """Game results: the SGF ``RE`` text -> (kind, winner, margin), and each position's outcome for the player to move.
 
-:func:`parse_result` reads ``RE`` (as :mod:`kifunet.data_prep.sgf.sgf_io` returns it: stripped) into a
-:class:`Result`. Spelling is case-insensitive; nothing else is forgiven (no inner spaces, no trailing text).
-Winners are the colours of :mod:`kifunet.data_prep.game` (``BLACK`` 1, ``WHITE`` 2; ``EMPTY`` 0 = none).
-``margin`` is the score (``B+12.5`` -> 12.5) for kind ``score`` and NaN for every other kind.
+:func:`parse_result` reads ``RE`` (stripped) into a :class:`Result`, case-insensitively and forgiving nothing
+else. Winners are :mod:`kifunet.data_prep.game` colours (``EMPTY`` = none); ``margin`` is the score for kind
+``score`` and NaN otherwise.
 
 =======================================  ========  ======  ==================================================
-``RE`` text (any case)                   kind      winner  why
+``RE`` text (any case)                   kind      winner  rule
 =======================================  ========  ======  ==================================================
-``B+R``, ``B+Resign``                    resign    B       SGF FF[4]; likewise ``W+...`` with winner W
-``B+12.5``, ``W+0.5``, ``B+39.50``,      score     B/W     SGF: a real number of points > 0; digits and one
-``W+7``, ``B+.5``                                          decimal point only; margin = that number
-``B+T``, ``B+Time``                      time      B/W     SGF
-``B+F``, ``B+Forfeit``                   forfeit   B/W     SGF
-``B+``                                   win       B/W     SGF: "black wins", how not said
-``B+0``, ``W+0.0``                       win       B/W     a winner is named, so it is no draw: the Fox
-                                                           archive writes ``B+0.0`` / ``W+0.0`` for 368 games
-                                                           that end after 13 to 345 moves (not by a count;
-                                                           it writes ``draw`` for its 105 draws)
-``0``, ``0.0``, ``Draw``, ``Jigo``,      draw      none    SGF ``0`` / ``Draw``; a number that is zero,
-``D``                                                      ``Jigo`` (Japanese) and ``D`` name nothing else;
-                                                           Fox writes ``draw``
-``Void``                                 void      none    SGF: no result or suspended play
-``?``                                    unknown   none    SGF: unknown result
-missing ``RE``, empty ``RE[]``           unknown   none    the KGS archives: 485 games without ``RE``
-anything else: ``0.5``, ``B+R.``,        unknown   none    not SGF: a winner is never guessed. ``0.5`` names
-``B+1/2``, ``B+ 3``, ``B+-3``,                             no winner; results in other languages occur in
-``B+3.5 points``, ``B+1e3``,                               none of the archives read here; a score float32
-``W+inf``, ``Black resigns``,                              cannot hold is no score
-``黑中盘胜``, ``白胜``
+``B+R``, ``B+Resign``                    resign    B       likewise ``W+...`` with winner W
+``B+12.5``, ``W+0.5``, ``W+7``,          score     B/W     a real number > 0: digits and one decimal point
+``B+.5``                                                   only; margin = that number
+``B+T``, ``B+Time``                      time      B/W
+``B+F``, ``B+Forfeit``                   forfeit   B/W
+``B+``, ``B+0``, ``W+0.0``               win       B/W     a winner is named, so it is no draw
+``0``, ``0.0``, ``Draw``, ``Jigo``,      draw      none
+``D``
+``Void``                                 void      none
+``?``, missing or empty ``RE``           unknown   none
+anything else (``0.5``, ``B+R.``,        unknown   none    a winner is never guessed; a score float32 cannot
+``B+ 3``, ``B+1e3``, ``W+inf``,                            hold is no score
+``Black resigns``, ``白胜``)
 =======================================  ========  ======  ==================================================
 
-Kinds are stored as small integers (:data:`KINDS`, the ``result_kind`` int8 column of the games tables; the
-tables also carry the list as their ``result_kinds`` attribute):
+:data:`KINDS` gives each kind its code (``result_kind`` int8 column of the games tables, which also carry the list
+as their ``result_kinds`` attribute): 0 ``unknown``, 1 ``resign``, 2 ``score``, 3 ``time``, 4 ``forfeit``,
+5 ``win``, 6 ``draw``, 7 ``void``.
 
-====  ===========  ===================================================================
-code  kind         the game ended
-====  ===========  ===================================================================
-0     ``unknown``  no readable result (also every dataset built before results were read)
-1     ``resign``   by resignation
-2     ``score``    by counting, ``margin`` points
-3     ``time``     on time
-4     ``forfeit``  by forfeit
-5     ``win``      with a winner, how not said
-6     ``draw``     in a draw (jigo)
-7     ``void``     without result
-====  ===========  ===================================================================
-
-**Outcome of a position** (:func:`outcome`; the per-row ``outcome`` int8 column of every dataset): the game's
-result from the side of the player to move, the one whose move is the row's target:
-
-=========================  ===========================================================================
-``outcome``                when
-=========================  ===========================================================================
-+1                         the player to move won the game (kinds resign, score, time, forfeit, win)
--1                         the player to move lost it
-0                          the game was drawn
--128                       the result is unknown or void (:data:`OUTCOME_UNKNOWN`): no value target (the
-                           sentinel of :data:`kifunet.data_prep.ranks.UNKNOWN`); also every row of a dataset built
-                           before this column existed (the readers fill it in)
-=========================  ===========================================================================
-
-What the real archives hold (``RE`` of every record that loads, read with :func:`parse_result`; a scan of 2
-minutes, and ``tests/test_results.py::test_kgs_2017_01_result_kinds`` checks one archive): the nine KGS archives
-of ``../shared/data/kgs`` (34,935 records): resign 19,894 (``B+Resign``/``W+Resign``), score 8,843 (``B+0.50`` to
-``W+8194.00``: two games of 2006 claim 8,194 points, more than a board holds; kept as written), time 5,699
-(``B+Time``/``W+Time``), forfeit 13 (``W+Forfeit``), void 1 (``Void``), unknown 485 (no ``RE``). The Fox
-professional archive (10,357 records, 14 of which do not load): resign 9,076 (``B+R``/``W+R``), score 776
-(``B+0.02`` to ``W+146.5``), win 368 (``B+0.0``/``W+0.0``), draw 105 (``draw``), unknown 18 (no ``RE``). No other
-spelling occurs.
+:func:`outcome` (the per-row ``outcome`` int8 column) is the result from the side of the player to move: +1 won
+(kinds resign, score, time, forfeit, win), -1 lost, 0 drawn, :data:`OUTCOME_UNKNOWN` (-128) unknown or void: no
+value target; readers give -128 to every row of a dataset built without the column.
 """
 
 from __future__ import annotations

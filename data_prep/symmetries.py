@@ -1,10 +1,7 @@
 """The 8 symmetries of the square board (the dihedral group D4), on planes and on move indices.
 
-A symmetry ``s`` (an int 0..7) *is* its 3-bit code: bit 0 reverses the rows (up-down), bit 1 reverses the
-columns (left-right), bit 2 transposes; applied in that order (rows, then columns, then transpose). Rows count
-from the top (:mod:`kifunet.data_prep.coords`). A stone at ``(r, c)`` moves to
-
-    ``r1 = N-1-r if s & 1 else r``;  ``c1 = N-1-c if s & 2 else c``;  ``(r1, c1)``, swapped if ``s & 4``.
+A symmetry ``s`` (0..7) is a 3-bit code applied in order: bit 0 reverses the rows, bit 1 the columns, bit 2
+transposes. A stone at ``(r, c)`` moves to ``(N-1-r if s & 1 else r, N-1-c if s & 2 else c)``, swapped if ``s & 4``.
 
 ==  ======  ==================  ======================================  =======
 s   bits    name                plane ``x`` (N, N) becomes              inverse
@@ -20,22 +17,12 @@ s   bits    name                plane ``x`` (N, N) becomes              inverse
 7   1 1 1   ``anti_transpose``  ``x[::-1, ::-1].T``                     7
 ==  ======  ==================  ======================================  =======
 
-``COMPOSE[a, b]`` is "apply ``b`` first, then ``a``" (function composition ``a o b``)::
-
-    apply_planes(apply_planes(x, b), a) == apply_planes(x, COMPOSE[a, b])
-
-``INVERSE[s]`` undoes ``s``: ``COMPOSE[INVERSE[s], s] == 0``. Both tables are written out below and checked
-against brute force by the tests.
-
-Planes are NumPy arrays with the board in axes ``(..., N, N, C)`` (channels last). Moves are flat indices
-``row*N + col`` with pass ``N*N`` fixed by every symmetry. Planes and moves transform together:
-``apply_planes(onehot(p), s) == onehot(apply_index(p, s, N))``. A policy vector over ``N*N + 1`` moves
-transforms with :func:`apply_policy` so that ``apply_policy(p, s, n)[apply_index(k, s, n)] == p[k]``; to map
-a net's output on a transformed position back (test-time augmentation), use ``apply_policy(out, INVERSE[s], n)``.
-
-The JAX versions (:func:`apply_planes_jax`, :func:`apply_index_jax`, :func:`apply_policy_jax`) take a traced
-per-example ``s[B]`` and work under ``jax.jit``. JAX is imported only when one of them is called, so data
-preparation never imports it.
+``apply_planes(apply_planes(x, b), a) == apply_planes(x, COMPOSE[a, b])``; ``COMPOSE[INVERSE[s], s] == 0``.
+Planes are ``(..., N, N, C)``; moves are flat indices with pass ``N*N`` fixed, and
+``apply_planes(onehot(p), s) == onehot(apply_index(p, s, N))``. :func:`apply_policy` satisfies
+``apply_policy(p, s, n)[apply_index(k, s, n)] == p[k]``; ``apply_policy(out, INVERSE[s], n)`` maps a net's output
+on a transformed position back. The ``*_jax`` functions take a traced per-example ``s[B]`` under ``jax.jit`` and
+import JAX only when called.
 """
 
 from __future__ import annotations
@@ -202,11 +189,8 @@ def apply_policy_batch(logits: np.ndarray, s, n: int) -> np.ndarray:
 
 
 def apply_planes_jax(planes, s):
-    """JAX: ``planes[B, N, N, ...]`` with per-example symmetries ``s[B]`` (int array, may be traced).
-
-    Three ``jnp.where`` selects on the 3-bit code (reverse rows, reverse columns, transpose); jit-compatible.
-    Agrees with :func:`apply_planes_batch`.
-    """
+    """JAX: ``planes[B, N, N, ...]`` with per-example symmetries ``s[B]`` (int array, may be traced); agrees with
+    :func:`apply_planes_batch`."""
     import jax.numpy as jnp
 
     x = jnp.asarray(planes)
@@ -225,10 +209,7 @@ def apply_planes_jax(planes, s):
 
 
 def apply_index_jax(flat, s, n: int):
-    """JAX: flat move indices mapped by symmetries ``s`` (same shape or broadcastable); pass ``n*n`` fixed.
-
-    Arithmetic on (row, col), no table; ``n`` must be a Python int (static under jit).
-    """
+    """JAX: flat move indices mapped by symmetries ``s`` (broadcastable); pass ``n*n`` fixed; ``n`` a Python int."""
     import jax.numpy as jnp
 
     flat = jnp.asarray(flat).astype(jnp.int32)

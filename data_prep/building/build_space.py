@@ -1,44 +1,17 @@
 """The disk space a build needs: an estimate made before it starts, checks before each HDF5 write, and the
 naming of the file a failed write was writing (:func:`naming`).
 
-**Estimate** (:func:`estimate`). The build reads its inputs twice before it starts: every record's moves
-(:func:`count_moves`: each ``;B[`` or ``;W[``; the same count gives the encode stage's progress total), then
-:data:`SAMPLE` records spread evenly over them, loaded and filtered without a replay, in a worker process where
-there are workers (:func:`kifunet.data_prep.building.encode_stage.sample_kept`: the game filters, the split rule, the
-move filters), which gives the share of moves the build keeps as positions. A position's spill row
-(:func:`kifunet.data_prep.building.encode_stage.spill_row_bytes`) is its packed points, ``N * N * ceil(Cs / 8)`` bytes
-for the feature set's ``Cs`` stored planes, and one :data:`~kifunet.data_prep.building.encode_stage.SPILL_DTYPE` row,
-eight rows with ``--symmetries all``; every record adds its ``games.json`` entry (:data:`GAME_BYTES`). The
-shards are estimated from the same rows: for gzip-compressed ``codes`` (the default storage)
-:data:`SHARD_RATIO_GZIP_CODES` of the spill, for any other storage the rows' uncompressed size in that layout (a
-bound, not a calibration), and every record adds :data:`RECORD_BYTES`. The build's peak is the spill plus the shards (the spill is removed only after the last shard is written).
+**Estimate** (:func:`estimate`): every record's moves (:func:`count_moves`) times the share of moves kept as
+positions, measured on at most :data:`SAMPLE` records spread evenly
+(:func:`kifunet.data_prep.building.encode_stage.sample_kept`), times a position's spill row
+(:func:`~kifunet.data_prep.building.encode_stage.spill_row_bytes`; eight with ``--symmetries all``), plus
+:data:`GAME_BYTES` a record. Shards: :data:`SHARD_RATIO_GZIP_CODES` of the spill for gzip ``codes``, else the
+rows' uncompressed size (a bound), plus :data:`RECORD_BYTES` a record. The peak is spill plus shards. The sampled
+share is a measurement, not a bound (calibration: docs/building.md).
 
-Calibration (``kifunet build INPUT [OPTIONS] --out DIR --keep-work``, maddison planes, default storage; the real
-spill is ``DIR/.work`` after the build, the real peak the largest size of ``DIR`` sampled every 0.2 s during
-it, which is the spill plus the shards; MB = 10^6 bytes; the scan took 0.3-3.7 s on a loaded 2-core machine):
-
-=================================  =======  =======  =========  =========  =========  =========  =========
-input (options)                    records  moves    positions  est.       real       est.       real
-                                                                spill      spill      peak       peak
-=================================  =======  =======  =========  =========  =========  =========  =========
-``samples/gnugo`` (35 .sgf)        35       7,420    7,368      10.76 MB   10.76 MB   11.89 MB   11.88 MB
-KGS-2017_01 (.tar.gz, 0.33 MB)     733      154,091  153,800    224.54 MB  224.60 MB  248.20 MB  247.66 MB
-KGS-2001 (.tar.gz, 0.85 MB)        2,298    434,858  433,374    633.26 MB  632.99 MB  700.02 MB  698.14 MB
-KGS-2017_01 ``--min-rank 7d``      733      154,091  65,425     100.01 MB  95.85 MB   110.60 MB  105.76 MB
-KGS-2017_01 ``--preset gonn-kgs``  733      154,091  0          0.53 MB    0.46 MB    0.67 MB    0.60 MB
-=================================  =======  =======  =========  =========  =========  =========  =========
-
-The spill estimates are within -0.04% and +4.4% of the real spill (+14% when nothing is kept: the games'
-entries alone), the peak estimates 0.2-11% above the real peak; the spill is 9.7 times the final shards
-(default storage). The sampled share is a measurement, not a bound: inputs whose kept share varies in runs
-longer than the sampling step can be estimated less well.
-
-**Checks.** The build refuses to start when its estimated need (the peak less what an interrupted run already
-left in ``DIR``) exceeds the free space of ``DIR``'s file system (:func:`shortfall` says so; ``--no-space-check``
-skips the check). :func:`ensure_free` is called before each HDF5 file is written: HDF5 fails badly on a full
-disk (h5py 3.16 / HDF5 2.0: a flush that fails with ENOSPC while the file closes can crash the process with a
-segmentation fault), so a write that may not fit raises a plain ``OSError(ENOSPC)`` naming the file instead,
-before HDF5 starts; ``kifunet build`` reports it in one line, and a rerun with more space resumes.
+**Checks.** :func:`shortfall` says why the free space of ``DIR``'s file system is less than the estimated peak
+(less what an interrupted run left in ``DIR``). :func:`ensure_free` raises a plain ``OSError(ENOSPC)`` naming the
+file before an HDF5 write that may not fit (HDF5 can crash the process on a full disk).
 """
 
 from __future__ import annotations
@@ -75,10 +48,9 @@ _MOVE = re.compile(rb";\s*[BW]\[")
 
 @dataclasses.dataclass(frozen=True)
 class Scan:
-    """What the build read of its inputs before it starts: ``records``, ``moves`` (of all records, from
-    :func:`count_moves`), and ``kept``, the share of moves the build keeps as positions (its game and move
-    filters), measured on ``sampled`` records (:func:`kifunet.data_prep.building.encode_stage.sample_kept`); None when
-    the sample could not be measured (every move is then counted as kept)."""
+    """What the build read of its inputs before it starts: ``records``, ``moves`` (:func:`count_moves`), and
+    ``kept``, the share of moves kept as positions, measured on ``sampled`` records; None when the sample could
+    not be measured (every move then counts as kept)."""
     records: int
     moves: int
     kept: float | None
@@ -186,10 +158,8 @@ def ensure_free(path: str, need: int) -> None:
 
 @contextlib.contextmanager
 def naming(path: str):
-    """Around writes to ``path``: the system's plain ``OSError`` that names no file (a write to, or the close of,
-    an open file: a full disk) is raised again naming ``path``, so that the command line reports it as ``PATH:
-    REASON; WHAT TO DO`` (:mod:`kifunet.errors`). Other exceptions pass unchanged (h5py's name the file in their
-    message)."""
+    """Around writes to ``path``: a plain ``OSError`` that names no file (a full disk) is raised again naming
+    ``path`` (so the command line reports ``PATH: REASON; WHAT TO DO``); other exceptions pass unchanged."""
     try:
         yield
     except OSError as e:

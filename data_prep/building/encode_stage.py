@@ -1,16 +1,11 @@
 """Build stage 1, encode: game records -> work units of encoded positions spilled to ``WORK/units/``.
 
-The game records of the inputs (:mod:`kifunet.data_prep.sgf.inputs`, in input order) are cut into fixed *work
-units* of ``unit_games`` records (:func:`encode_inputs`). A worker process encodes each unit
-(:func:`encode_unit`): for each record (:func:`encode_record`) it loads it
-(:func:`kifunet.data_prep.sgf.sgf_io.load_game`), applies the game filters and the split rule, replays it
-(:func:`kifunet.data_prep.planes.replay.encode_game`; an illegal move rejects the whole game, reason
-``illegal_move:<why>``, naming the move), applies the move filters and keeps the positions left, each point's
-planes packed into bytes. A unit's output depends only on its records and the options, never on the worker or
-timing.
+The records (in input order) are cut into work units of ``unit_games`` records (:func:`encode_inputs`). A worker
+encodes each unit (:func:`encode_unit`); per record (:func:`encode_record`): load, check the column limits, game
+filters and split rule, replay (an illegal move rejects the game, ``illegal_move:<why>``), move filters, packed
+points of the kept positions. A unit's output depends only on its records and the options.
 
-The spill of unit ``u`` is the directory :func:`unit_dir` (written under a temporary name, then renamed, so it
-exists only once complete):
+The spill of unit ``u`` is the directory :func:`unit_dir` (written under a temporary name, then renamed):
 
 =================  ==========================================================================================
 ``planes.bin``     the kept positions' packed points, uint8 [rows, N * N * W] (``W = ceil(Cs / 8)``)
@@ -22,70 +17,39 @@ exists only once complete):
 ``sha256.json``    the sha256 of each of the four files above (:data:`UNIT_CHECKSUMS`), written last, atomically
 =================  ==========================================================================================
 
-A unit is reused by a rerun only once it is checked (:func:`unit_damage`): its ``sha256.json`` is there and
-every file has the sha256 it records. A unit that fails (a flipped byte, a file cut short or zeroed by a power
-loss, a missing file, no ``sha256.json``) is encoded again, and the build says so in one line naming the unit
-and what was wrong; units are deterministic, so the resumed build is byte-identical to an uninterrupted one.
-Hashing costs one sequential read of the spill per rerun (the encode stage hashes ``planes.bin`` as it
-writes it).
+A rerun reuses a unit only when :func:`unit_damage` finds every file matching ``sha256.json``; a damaged unit is
+encoded again (one line naming it), byte-identically. :data:`SPILL_VERSION` is part of the build's fingerprint.
 
-What a spill holds is versioned (:data:`SPILL_VERSION`, part of the build's fingerprint): a build started by a
-kifunet whose units hold something else is not resumed with them (it asks for ``--overwrite``).
-
-**Narrow columns.** The spill, the shards (:data:`kifunet.data_prep.datasets.shards.COLUMN_DTYPES`), the games tables
-(:data:`kifunet.data_prep.datasets.shards.GAME_NUM_COLUMNS`) and the TFDS features store small integers. Every value the
-parser can produce either fits, or the record is rejected *here*, in the worker, right after it is read (before
-the game filters and the replay), so it is accounted for (``rejected{reason}``, a line in ``rejects.jsonl``) and
-never reaches a writer. Widening a stored column would change the bytes of every dataset, so absurd values are
-rejected instead; normal data is unaffected:
+**Narrow columns.** A record with a value that does not fit its stored column is rejected here, before the game
+filters, under the reason below (:data:`COLUMN_LIMITS`, :func:`limit_reason`); per-row columns are never
+narrower than the games-table values they come from:
 
 =================================  ========  ======================  ======================================
 column (where)                     dtype     largest value possible  rule
 =================================  ========  ======================  ======================================
-``num_moves`` (games)              int16     any (SGF has no limit)  > 32,767 moves: rejected
-``move_number`` (spill, shards,    int16     = num_moves             ``too_many_moves`` (so every move
-TFDS)                                                                number fits; passes count as moves)
-``positions`` (games)              int32     <= num_moves            fits once ``too_many_moves`` applies
-``handicap`` (games)               int8      N * N = 361 (``HA``)    > 127: rejected ``bad_handicap`` (a
-                                                                     real handicap is at most 9, 25 in rare
-                                                                     exhibition games)
-``black_rank``, ``white_rank``     int8      -30..17, -128 unknown   fits (:mod:`~kifunet.data_prep.ranks`
-(games); ``player_rank``,                                            clamps); out of int8: ``bad_rank``
-``opponent_rank`` (spill, shards,
+``num_moves`` (games),             int16     any (SGF has no limit)  > 32,767 moves (passes included):
+``move_number`` (spill, shards,                                      ``too_many_moves``
 TFDS)
-``year`` (games)                   int16     9999 (4 digits of DT)   fits; out of int16: ``bad_year``
-``size`` (games)                   int8      19                      fits; out of int8: ``board_size``
-``target`` (spill, shards, TFDS)   int16     N * N = 361 (pass)      fits (N <= 19)
-``to_move``                        int8      2                       fits
-``outcome`` (spill, shards, TFDS)  int8      -1..1, -128 unknown     fits (the rule is in ``results``)
-``result_kind``, ``winner``        int8      7 (``void``), 2         fits (the codes of ``results``); out
-(games)                                      (``WHITE``)             of int8: ``bad_result``
-``symmetry``                       int8      7                       fits
-``game`` (spill)                   int32     records in a unit - 1   fits (``unit_games`` < 2**31)
-``game_index`` (shards)            int32     games in a split - 1    fits (< 2**31 games)
-``days`` (games)                   int32     2,932,896               fits (4-digit years: 9999-12-31);
-                                             (9999-12-31), -2**31    out of int32: ``bad_year``
-                                             unknown
-``source``, ``time_control``       int8      6, 4 (codes of          fits; out of int8: ``bad_source``,
-(games)                                      ``profiles``), -1       ``bad_time_control``
-                                             unknown
-``komi`` (games)                   float32   any finite float        metadata only: a komi float32 cannot
-                                                                     hold (beyond +-3.4e38) is stored as
-                                                                     unknown (NaN), as a non-finite ``KM``
-``margin`` (games)                 float32   any finite float        NaN unless kind ``score``; a score
-                                                                     float32 cannot hold is no score: the
-                                                                     parser reads the result as ``unknown``
+``positions`` (games)              int32     <= num_moves            fits
+``handicap`` (games)               int8      N * N = 361 (``HA``)    > 127: ``bad_handicap``
+``black_rank``, ``white_rank``,    int8      -30..17, -128 unknown   out of int8: ``bad_rank``
+``player_rank``, ``opponent_rank``
+``year`` (games)                   int16     9999                    out of int16: ``bad_year``
+``size`` (games)                   int8      19                      out of int8: ``board_size``
+``target``, ``to_move``,           int16,    361, 2, 1, 7            fits
+``outcome``, ``symmetry``          int8
+``result_kind``, ``winner``        int8      7, 2                    out of int8: ``bad_result``
+``game`` (spill), ``game_index``   int32     < 2**31                 fits
+``days`` (games)                   int32     2,932,896, -2**31 unk.  out of int32: ``bad_year``
+``source``, ``time_control``       int8      6, 4, -1 unknown        out of int8: ``bad_source``,
+                                                                     ``bad_time_control``
+``komi`` (games)                   float32   any finite float        beyond float32: stored as unknown (NaN)
+``margin`` (games)                 float32   any finite float        beyond float32: the result is ``unknown``
 =================================  ========  ======================  ======================================
 
-The checks are :data:`COLUMN_LIMITS` (games-table column -> rejection reason; every integer column of
-``GAME_NUM_COLUMNS`` is listed, the range is the column's dtype), applied by :func:`limit_reason`. A
-per-row column is never narrower than the games-table value it comes from (``move_number`` <= ``num_moves``,
-the ranks), and the shard and TFDS columns are never narrower than the spill's (tested).
-
-:func:`read_unit` and :func:`unit_arrays` read it back (the plan and write stages, the TFDS builder). A
-rerun reuses every finished unit that :func:`unit_damage` finds intact. With a :class:`~kifunet.data_prep.building.worker_pool.WorkerPool`, a unit whose
-worker died is rerun alone (:func:`kifunet.data_prep.building.worker_pool.run_isolated`): a record that kills the worker
-again is rejected (``worker_crash``) and its unit finishes without it.
+With a :class:`~kifunet.data_prep.building.worker_pool.WorkerPool`, a unit whose worker died is rerun alone
+(:func:`~kifunet.data_prep.building.worker_pool.run_isolated`); a record that kills the worker again is rejected
+(``worker_crash``).
 """
 
 from __future__ import annotations
@@ -156,10 +120,9 @@ def _komi(komi: float | None) -> float | None:
 
 
 def unit_config(features, filters: Filters, rule, symmetries: str = "none", source: str | None = None) -> dict:
-    """The options a work unit is encoded with, sent to the workers with each unit (pickled). ``features``: the
-    :class:`~kifunet.data_prep.planes.features.FeatureSet` (it pickles: its feature functions travel by name);
-    ``source``: the build's declared source (``--source``, one of :data:`kifunet.data_prep.profiles.SOURCES`),
-    which wins over what each record says; None reads it from the record."""
+    """The options a work unit is encoded with, pickled to the workers with each unit. ``features``: the
+    :class:`~kifunet.data_prep.planes.features.FeatureSet`; ``source``: the build's declared source (one of
+    :data:`kifunet.data_prep.profiles.SOURCES`), which wins over each record's; None reads the record's."""
     return {"features": features, "filters": dataclasses.asdict(filters), "rule": rule,
             "symmetries": symmetries, "board_size": filters.board_size, "source": source}
 
@@ -198,10 +161,9 @@ def _game_meta(rec, source: str | None = None) -> dict:
 
 
 def admit(src, filt: Filters, rule, source: str | None = None):
-    """The first half of encoding a record (an :class:`kifunet.data_prep.sgf.inputs.Source`): load it, check its
-    columns' limits, apply the game filters and the split rule. Returns ``(game dict, record)`` for a game to
-    replay (the dict has its ``split``), else ``(game dict, None)`` with ``status`` and ``reason``. Never raises
-    for a bad record. ``source``: the build's declared source (:func:`unit_config`), for the game's codes."""
+    """Load a record (a :class:`~kifunet.data_prep.sgf.inputs.Source`), check its column limits, game filters and
+    split rule: ``(game dict with its split, record)`` for a game to replay, else ``(game dict, None)`` with
+    ``status`` and ``reason``. Never raises for a bad record. ``source``: as :func:`unit_config`."""
     from ..sgf import sgf_io
 
     g = {"path": src.path}
@@ -235,10 +197,8 @@ def admit(src, filt: Filters, rule, source: str | None = None):
 
 
 def kept_positions(src, filt: Filters, rule) -> int:
-    """How many positions of a record (an :class:`kifunet.data_prep.sgf.inputs.Source`) the build keeps, without
-    replaying it: 0 unless :func:`admit` admits the game, else its moves that pass the move filters (the columns
-    those read are :func:`kifunet.data_prep.planes.replay.encode_game`'s, derived from the record alone). A game that
-    turns out to hold an illegal move is counted; the build rejects it."""
+    """Positions of a record the build keeps, without replaying it: 0 unless :func:`admit` admits the game, else
+    its moves that pass the move filters (a game with an illegal move is counted; the build rejects it)."""
     from ..game import BLACK, MOVE
 
     _, rec = admit(src, filt, rule)
@@ -255,9 +215,8 @@ def kept_positions(src, filt: Filters, rule) -> int:
 
 
 def sample_kept(inputs: list[str], step: int, filt: Filters, rule) -> tuple[int, int]:
-    """(positions kept, moves) of every ``step``-th record of ``inputs`` (:func:`kept_positions`; moves as
-    :func:`kifunet.data_prep.building.build_space.count_moves_in` counts them): the sample of the build's space
-    estimate. Loads records: run in a worker process where there are workers."""
+    """(positions kept, moves) of every ``step``-th record of ``inputs``: the space estimate's sample. Loads
+    records: run it in a worker where there are workers."""
     kept = moves = 0
     for i, src in enumerate(inputs_mod.iter_sources(inputs)):
         if i % step == 0:
@@ -320,10 +279,9 @@ def _encode_one(src, fs, filt: Filters, rule, symmetries: str, source: str | Non
 
 
 def encode_record(src, fs, filt: Filters, rule, symmetries: str = "none", source: str | None = None):
-    """One record (an :class:`kifunet.data_prep.sgf.inputs.Source`) -> (game dict, packed points uint8 [R, N, N, W]
-    | None, :data:`SPILL_DTYPE` columns | None); the points and columns are None unless the game is used
-    (``status`` ``ok``). Never raises for a bad record: a bug on one record rejects it (``internal_error``).
-    ``source``: the build's declared source (:func:`unit_config`)."""
+    """One record -> (game dict, packed points uint8 [R, N, N, W] | None, :data:`SPILL_DTYPE` columns | None); the
+    arrays are None unless ``status`` is ``ok``. Never raises for a bad record (a bug rejects it as
+    ``internal_error``). ``source``: as :func:`unit_config`."""
     try:
         g, planes, cols = _encode_one(src, fs, filt, rule, symmetries, source)
         packed = shards_mod.pack_points(planes) if planes is not None else None
@@ -497,12 +455,10 @@ def _reusable(work: str, u: int, log: Callable[[str], None]) -> bool:
 def encode_inputs(inputs: list[str], ucfg: dict, work: str, infos: list, *, unit_games: int,
                   pool: WorkerPool | None, progress: bool | None, log: Callable[[str], None],
                   total: int | None = None) -> list[dict]:
-    """Stage 1 over all units of ``inputs`` (finished units of an earlier run are reused); returns the unit
-    summaries in order; a unit reused is checked first and encoded again if damaged (:func:`unit_damage`, one
-    ``log`` line). ``ucfg``: :func:`unit_config`; ``infos`` receives one ``InputInfo`` per input;
-    ``pool``: None encodes in this process (no crash isolation); ``progress``: None shows a bar when stderr is a
-    terminal; ``total``: the inputs' record count when the caller has it (else the bar counts them: one more
-    read)."""
+    """Stage 1 over all units of ``inputs``: the unit summaries in order; finished intact units are reused, damaged
+    ones encoded again (one ``log`` line). ``ucfg``: :func:`unit_config`; ``infos`` receives one ``InputInfo`` per
+    input; ``pool`` None encodes in this process (no crash isolation); ``progress`` None shows a bar on a
+    terminal; ``total``: the record count, if known."""
     units_dir = os.path.join(work, "units")
     os.makedirs(units_dir, exist_ok=True)
     for name in os.listdir(units_dir):  # leftovers of an interrupted run

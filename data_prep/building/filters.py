@@ -1,73 +1,37 @@
 """Which games and which positions a build keeps: game filters, move filters, presets and config files.
 
-Game filters decide on a whole game and are checked in this order; the first that fails names the reason
-the game is counted under in ``filtered`` (one reason per game):
+Game filters, checked in this order; the first that fails is the game's reason in ``filtered``:
 
 ==================  ===================================================================================
 reason              a game is filtered when
 ==================  ===================================================================================
-``board_size``      its board size is not ``board_size`` (default 19; one size per dataset)
-``handicap``        ``no_handicap`` and the game has a handicap (``HA`` >= 2)
-``game_rank``       the game-rank rule fails: with ``min_both_rank`` *and* ``min_either_rank`` a game
-                    passes when both players are >= ``min_both_rank`` **or** one is >= ``min_either_rank``;
-                    with only one of them set, that condition alone (unknown ranks never pass)
-``no_date``         a date filter or a date split is set and the game has no readable ``DT``
+``board_size``      its board size is not ``board_size`` (default 19)
+``handicap``        ``no_handicap`` and ``HA`` >= 2
+``game_rank``       with ``min_both_rank`` and ``min_either_rank``: neither both players >= the first nor
+                    one >= the second; with one of them set, that condition fails (unknown never passes)
+``no_date``         a date filter or date split is set and the game has no readable ``DT``
 ``date_range``      its date is before ``date_from`` or after ``date_to`` (inclusive bounds)
-``too_short``       it has fewer than ``min_moves`` moves (passes included)
-``result_unknown``  ``result`` is ``known`` and the game's result is unknown or void (``RE`` missing, ``?``,
-                    ``Void``, unreadable: kinds ``unknown``, ``void`` of :mod:`kifunet.data_prep.results`), so its
-                    positions would have no value target (``outcome`` -128)
-``ended_other``     ``ended`` is set and the game did not end one of those ways (a kind of
-                    :data:`kifunet.data_prep.results.KINDS`: ``resign``, ``score``, ``time``, ``forfeit``,
-                    ``win``, ``draw``, ``void``, ``unknown``)
-``no_split``        no split rule takes it (see :mod:`kifunet.data_prep.building.splits`)
-``no_positions``    every one of its positions was dropped by the move filters below
-``duplicate``       ``dedupe`` and an earlier game (in input order) that passed every filter is the same
-                    game (``GameRecord.game_id``: the same moves and setup, players, date, result and
-                    time settings; see :mod:`kifunet.data_prep.game`); the first copy is kept. Games that
-                    only share their moves (short games) are different games and are all kept
+``too_short``       fewer than ``min_moves`` moves (passes included)
+``result_unknown``  ``result`` is ``known`` and the result kind is ``unknown`` or ``void``
+``ended_other``     ``ended`` is set and the result kind (:data:`kifunet.data_prep.results.KINDS`) is not in it
+``no_split``        no split rule takes it (:mod:`kifunet.data_prep.building.splits`)
+``no_positions``    the move filters dropped every position
+``duplicate``       ``dedupe`` and an earlier game that passed every filter has its ``GameRecord.game_id``
+                    (:mod:`kifunet.data_prep.game`); the first copy is kept
 ==================  ===================================================================================
 
-Move filters decide per position (one per move of the game, the position before the move) and count
-positions in ``positions.filtered`` under the first reason that applies:
+Move filters count each position (the board before a move) in ``positions.filtered`` under the first reason
+that applies: ``pass`` (unless ``include_passes``), ``skip_first`` (move number <= ``skip_first``), ``min_rank``
+(the player to move is below it), ``min_opponent_rank``. Unknown ranks are below every threshold. Ranks are
+written as on KGS (``6d``) and read with :func:`kifunet.data_prep.ranks.parse_rank`.
 
-``pass`` (a pass move, unless ``include_passes``), ``skip_first`` (move number <= ``skip_first``),
-``min_rank`` (the player to move is below ``min_rank``), ``min_opponent_rank`` (the opponent is below it).
-Unknown ranks are below every threshold.
-
-Ranks are written as on KGS (``6d``, ``3k``, ``1p``) and read with :func:`kifunet.data_prep.ranks.parse_rank`
-(1d = 0 .. 9d = 8, k kyu = -k, pros 9..17).
-
-Presets: ``gonn-kgs`` is the GoNN KGS protocol, ``gonn-gogod`` the GoNN GoGoD one, ``fox-pro`` a test domain of
-professional games from the Fox server (see :data:`PRESETS`). ``fox-pro`` is made for the Fox archive
-(``../shared/data/fox/fox-pro-2012-2019.tar.gz``: 10,348 games, each with a professional as White; Fox ranks
-``P9段`` = 9p, ``9段`` = amateur 9d, read by :mod:`kifunet.data_prep.ranks`; komi in hundredths, read by
-:func:`kifunet.data_prep.sgf.sgf_io.komi_points`) and sets:
-
-===================  ==========  ====================================================================================
-key                  value       why
-===================  ==========  ====================================================================================
-``board_size``       19          every Fox record is 19x19, and the nets it tests are
-``no_handicap``      true        6,330 of the archive's games are handicap games (``HA[2]`` .. ``HA[9]``, most with
-                                 ``AB`` stones), Fox amateurs taking stones from a pro; an even game is the
-                                 professional domain (``HA[1]``, no komi, is kept)
-``min_either_rank``  ``1p``      a game needs a professional (``P1段`` .. ``P9段``); a game with none is counted
-                                 under ``game_rank`` (in the archive: 18 records without ranks, the variations of
-                                 9 files that lack their opening ``(``)
-``min_rank``         ``1p``      only a professional's moves are test positions: in 2,602 of the 3,992 even games
-                                 kept Black is a Fox amateur (2,528 of them ``9段``), whose 250,583 moves are dropped
-                                 (``min_rank``); ``--min-rank 9d`` keeps the Fox 9d amateurs' moves too
-``splits``           test:rest   every dated game goes to ``test`` (a test domain, nothing to train on); a game
-                                 without ``DT`` is counted under ``no_date`` (none in the archive)
-===================  ==========  ====================================================================================
-
-``fox-pro`` also declares the games' source ``fox``, ``gonn-kgs`` ``kgs`` and ``gonn-gogod`` ``gogod`` (the
-``source`` key, as
-``kifunet build --source``): the declared source is the games' profile source
-(:func:`kifunet.data_prep.profiles.profile_of`), whatever a record's ``PC``/``AP`` say.
-Everything else stays at its default: duplicates dropped, passes dropped, any result (a policy test needs no
-result). A config file (``.json`` or ``.toml``) holds the same keys as :class:`Filters` plus ``preset``, ``splits``,
-``val_fraction`` and ``source``; precedence is preset < config file < command-line flags.
+Presets (:data:`PRESETS`): ``gonn-kgs`` (source ``kgs``) and ``gonn-gogod`` (``gogod``) are the GoNN protocols;
+``fox-pro`` (source ``fox``), the Fox professional test domain, sets ``board_size`` 19, ``no_handicap``,
+``min_either_rank`` and ``min_rank`` ``1p`` (a game needs a professional, and only professionals' moves are
+kept) and ``splits`` ``test:rest`` (docs/evaluation.md has what it keeps of the archive). A declared source is
+the games' profile source whatever a record says. A config file (``.json``, ``.toml``) holds the keys of
+:class:`Filters` plus ``preset``, ``splits``, ``val_fraction`` and ``source``; precedence is preset < config file
+< command-line flags.
 """
 
 from __future__ import annotations

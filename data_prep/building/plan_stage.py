@@ -1,17 +1,13 @@
 """Build stage 2, plan (main process): the encoded units -> accounting, games tables and each shard's rows.
 
-:func:`plan` reads the units' game dicts (:func:`kifunet.data_prep.building.encode_stage.read_unit`) in order:
-duplicates (the same game, ``game_id``: :meth:`kifunet.data_prep.game.GameRecord.game_id`; the first copy that passed
-every filter wins) are dropped, every record is counted (``seen = used +
-filtered{reason} + rejected{reason}``, positions kept and dropped by move filter, and the used games and their
-positions by result kind: :func:`result_counts`), each game not used gets a
-line in ``WORK/rejects.jsonl.part`` (:func:`reject_line`), and each split gets its games table and, per unit,
-the spill rows of its games.
+:func:`plan` reads the units' game dicts in order: duplicates (``game_id``; the first copy that passed every
+filter wins) are dropped, every record is counted (``seen = used + filtered{reason} + rejected{reason}``,
+positions by move filter, used games and positions by result kind), each game not used gets a line in
+``WORK/rejects.jsonl.part``, and each split gets its games table and per-unit spill rows.
 
-:func:`shard_tasks` then puts a split's positions in a random order drawn from ``seed`` (:func:`split_rng`: a
-full permutation of all the split's positions, so they are shuffled across games and across shards) and cuts
-it into shards of at most ``shard_rows`` rows (:func:`shard_sizes`: sizes differ by at most one); each task
-says where every row of its shard is in the spill, for :func:`kifunet.data_prep.building.write_stage.write_one_shard`.
+:func:`shard_tasks` permutes a split's positions with :func:`split_rng` (across games and shards) and cuts them
+into shards of at most ``shard_rows`` rows (:func:`shard_sizes`) for
+:func:`kifunet.data_prep.building.write_stage.write_one_shard`.
 """
 
 from __future__ import annotations
@@ -30,10 +26,8 @@ from ..results import KINDS
 
 
 def result_counts() -> dict[str, dict[str, int]]:
-    """Zero counts of games and positions by result kind, every kind of
-    :data:`kifunet.data_prep.results.KINDS` in its order: ``{kind: {"games": 0, "positions": 0}}``. The
-    manifest's ``counts["results"]`` (the used games of every split) and each split's ``results``: games sum to
-    ``used`` (the split's ``games``), positions to ``positions["kept"]`` (the split's ``positions``)."""
+    """Zero counts by result kind, every kind of :data:`kifunet.data_prep.results.KINDS` in order:
+    ``{kind: {"games": 0, "positions": 0}}``; filled, games sum to ``used`` and positions to ``positions.kept``."""
     return {k: {"games": 0, "positions": 0} for k in KINDS}
 
 

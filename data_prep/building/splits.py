@@ -1,18 +1,14 @@
 """Which split a game lands in: date ranges and deterministic game-hash fractions. One split per game.
 
-Date rules (``--split NAME:RANGES``, repeatable): RANGES is a comma-separated list of ``YYYY`` /
-``YYYY-YYYY`` / ``FROM..TO`` (each bound ``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``; bounds inclusive, a partial
-upper bound covers its whole year or month), or ``rest`` (every game that no other date rule takes).
-Examples: ``train:2000-2014 test:2015``, ``train:2001-2003,2006 test:2015-01..2015-06``,
-``test:2015 train:rest``. Ranges of different splits may not overlap (a game never lands in two splits); a
-game whose date no rule covers is filtered (``no_split``), one without a date ``no_date``. With no date rule
-every game goes to ``train``.
+Date rules (``--split NAME:RANGES``, repeatable): RANGES is a comma-separated list of ``YYYY`` / ``YYYY-YYYY`` /
+``FROM..TO`` (bounds ``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``, inclusive; a partial upper bound covers its whole
+period), or ``rest`` (every game no other date rule takes); e.g. ``train:2001-2003,2006 test:2015-01..2015-06``.
+Ranges of different splits may not overlap. A game no rule covers is filtered ``no_split``, one without a date
+``no_date``; with no date rule every game goes to ``train``.
 
-Hash rules (``--val-fraction F``, or ``--hash-split NAME:F[:FROM]``): a game of split FROM (default
-``train``) moves to NAME when its game hash falls in NAME's slice of [0, 1). The hash is
-``sha256("kifunet-split\\0" + moves_hash)``: it depends on the moves only, not on the seed, the file name
-or the metadata, so the same game always lands on the same side, and the validation set stays the same
-when inputs are added. Several hash rules take consecutive slices, in the order given.
+Hash rules (``--val-fraction F``, ``--hash-split NAME:F[:FROM]``): a game of split FROM (default ``train``) moves
+to NAME when ``sha256("kifunet-split\\0" + moves_hash)`` falls in NAME's slice of [0, 1): the moves alone decide,
+not the seed, file name or metadata. Several hash rules take consecutive slices, in order.
 """
 
 from __future__ import annotations

@@ -1,27 +1,17 @@
 """Worker processes for the build's parallel stages, with crash isolation.
 
-:class:`WorkerPool` is the process pool (``forkserver``, the stage modules preloaded) that the encode and write
-stages share. When a worker process dies (a crash in compiled code, ``os.abort``), every task in flight fails
-with ``BrokenProcessPool``; the caller collects those tasks and :meth:`WorkerPool.restart`\\ s the pool.
+:class:`WorkerPool` is the ``forkserver`` pool (stage modules preloaded) the encode and write stages share. When a
+worker dies, every task in flight fails with ``BrokenProcessPool``; the caller collects them and
+:meth:`WorkerPool.restart`\\ s the pool.
 
-:func:`run_isolated` reruns one such task alone, in a fresh single-process pool per attempt, to find the item
-that kills the worker. The task follows a small protocol: it is called as ``fn(*args, True, skip)``; before each
-item of its list it writes the item's index to ``marker``, and the items whose indices are in ``skip`` it does
-not process (it records them as rejected). After a crash the marker names the culprit, which joins ``skip``, and
-the task runs again until it completes. :func:`kifunet.data_prep.building.encode_stage.encode_unit` is such a task.
+:func:`run_isolated` reruns one such task alone, one fresh single-process pool per attempt. The task is called as
+``fn(*args, True, skip)``; it writes each item's index to ``marker`` before the item and does not process (records
+as rejected) the indices in ``skip``. After a crash the marker's item joins ``skip`` and the task runs again.
+:func:`kifunet.data_prep.building.encode_stage.encode_unit` is such a task.
 
-The workers do not re-run the caller's ``__main__`` (multiprocessing's ``spawn``/``forkserver`` workers normally
-import the main script again, as ``__mp_main__``): every task they run is a function of kifunet's own modules,
-and a script that builds with workers at its top level, without an ``if __name__ == "__main__":`` guard (the
-``workers=2`` example of :mod:`kifunet.data_prep.building.tfds_go_moves`), would otherwise start a second build inside
-each worker, which multiprocessing stops with an error that kills the worker before its first record. The
-flip side: a worker does not see what the main script defines (such as a feature set registered there).
-
-No worker outlives the process that owns the pool: each runs :func:`kifunet.parent_watch.exit_with_parent`
-first, so a build ended by ``kill -9`` or a SIGTERM (which Python does not handle: the build dies at once, its
-``finally`` not run) loses its workers within a fraction of a second, and with them the fork server and the
-resource tracker (each exits when its last client does). The workers ignore SIGINT and SIGTERM: Ctrl-C reaches
-the build, which closes the pool after the tasks in progress.
+Workers do not re-run the caller's ``__main__`` (so a script without a ``__main__`` guard can build with workers)
+and so do not see what it defines. Each worker runs :func:`kifunet.parent_watch.exit_with_parent` first, so none
+outlives the owning process, and ignores SIGINT and SIGTERM (the build closes the pool after the tasks in progress).
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Build stage 3, write: each shard's rows gathered from the spill files -> ``DIR/<split>/shard-NNNNN.h5``.
 
-:func:`write_one_shard` (run in a worker process) gathers the rows of one shard task
-(:func:`kifunet.data_prep.building.plan_stage.shard_tasks`) from the spill files, memory-mapped one unit at a time
-(:func:`kifunet.data_prep.building.encode_stage.unit_arrays`), so a worker holds one shard's rows, about 100 MB for
-65,536 maddison rows, whatever the dataset size; the shard is written to ``shard-NNNNN.h5.tmp`` and renamed
-(:func:`kifunet.data_prep.datasets.shards.write_shard`), once :func:`kifunet.data_prep.building.build_space.ensure_free`
-finds room for it (HDF5 fails badly on a full disk). :func:`write_shards` writes the shards of a build, reusing
-the shards an interrupted run finished.
+:func:`write_one_shard` (in a worker) gathers one shard task's rows from the spill, memory-mapped one unit at a
+time (so a worker holds one shard's rows), and writes the shard atomically once
+:func:`kifunet.data_prep.building.build_space.ensure_free` finds room. :func:`write_shards` writes a build's shards,
+reusing those an interrupted run finished.
 """
 
 from __future__ import annotations

@@ -59,14 +59,12 @@ def parse_tfds(spec: str) -> tuple[str, str | None]:
 
 def open_split(spec, split: str = "train", *, assemble: bool = True, require_rows: bool = False,
                add_planes: str = "", profile: bool = False) -> DatasetSplit:
-    """The split ``split`` of the dataset ``spec`` (see the module docstring), files not yet open.
+    """The split ``split`` of the dataset ``spec`` (the module docstring's specs), files not yet open.
 
-    ``add_planes``: read it with constant-only feature sets added to its own (e.g. ``rank_planes``;
-    :meth:`DatasetSplit.add_constant_planes`). ``profile``: batches and pieces carry the game fields of the rows'
-    profiles (:meth:`DatasetSplit.with_profile`).
-    ``assemble=False``: batches hold the stored planes (``stored``) instead of the full ``planes``.
-    ``require_rows``: raise :class:`EmptySplitError` for a split without rows. A spec that is no finished
-    dataset raises :class:`NotADatasetError`, an unknown split :class:`UnknownSplitError`.
+    ``add_planes``: constant-only feature sets added to its own (:meth:`DatasetSplit.add_constant_planes`).
+    ``profile``: batches carry the rows' game fields (:meth:`DatasetSplit.with_profile`). ``assemble=False``:
+    batches hold ``stored`` instead of ``planes``. Raises :class:`NotADatasetError`, :class:`UnknownSplitError`,
+    and with ``require_rows`` :class:`EmptySplitError`.
     """
     if is_tfds(spec):
         from .tfds_reader import TfdsReader
@@ -81,11 +79,9 @@ def open_split(spec, split: str = "train", *, assemble: bool = True, require_row
 
 
 def verify_dataset(spec) -> list:
-    """Check every file of every split of the dataset ``spec`` against what it recorded, hashing afresh: one
-    :class:`kifunet.data_prep.datasets.verify.SplitReport` per split (``kifunet verify`` prints them). A spec that is no
-    dataset raises :class:`NotADatasetError`, a damaged manifest (one that is not whole:
-    :func:`kifunet.data_prep.datasets.manifest.check_manifest`) :class:`CorruptDatasetError`; a damaged file is a
-    problem of its split's report."""
+    """Check every file of every split of ``spec`` afresh: one :class:`~kifunet.data_prep.datasets.verify.SplitReport`
+    per split, a damaged file being a problem of its report. Raises :class:`NotADatasetError`, and
+    :class:`CorruptDatasetError` for a manifest that is not whole."""
     from . import verify
 
     verify.forget()
@@ -125,9 +121,8 @@ def verify_dataset(spec) -> list:
 
 
 def describe(spec, split: str, add_planes: str = "") -> dict:
-    """Shape facts of a split: ``rows``, ``board_size``, ``features``, ``num_planes``, ``shards``; its files are
-    checked first (:meth:`DatasetSplit.verify`; what the trainer sets a run up from, so a damaged file is reported
-    before the model is built, and the training pipeline's own check in this process is then free)."""
+    """Shape facts of a split: ``rows``, ``board_size``, ``features``, ``num_planes``, ``shards``, after checking
+    its files (:meth:`DatasetSplit.verify`)."""
     with open_split(spec, split, add_planes=add_planes) as s:
         s.verify()
         return s.describe()

@@ -1,47 +1,32 @@
 """The contract of a dataset container: what one split of a built dataset offers, whatever holds it.
 
-Both containers of the positions -- the HDF5 shards of ``kifunet build``
-(:class:`kifunet.data_prep.datasets.reader.Reader`) and the TFDS ``go_moves`` array_record files
-(:class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader`) -- subclass :class:`DatasetSplit`;
-:func:`kifunet.data_prep.datasets.dataset.open_split` picks one from a dataset spec. Nothing here imports a container.
-
-A split is read two ways:
+The HDF5 shards (:class:`kifunet.data_prep.datasets.reader.Reader`) and the TFDS ``go_moves`` files
+(:class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader`) subclass :class:`DatasetSplit`. A split is read:
 
 * **by rows**: ``len(split)``, ``split[i]``, ``split.batch(indices, symmetries=None)``,
   ``split.read_range(start, stop)``, ``split.iter_batches(batch_size)``. A batch is a dict of NumPy arrays:
-  ``planes`` uint8 ``[B, N, N, C]`` (the feature set's full planes, constant planes made from the columns by
-  ``FeatureSet.assemble``) or, with ``assemble=False``, ``stored`` ``[B, N, N, Cs]``; every per-row column
-  of the split (:attr:`DatasetSplit.columns`, dtypes of :data:`kifunet.data_prep.datasets.shards.COLUMN_DTYPES`:
-  ``target``, ``to_move``, ``move_number``, ``player_rank``, ``opponent_rank``, ``outcome``, and the
-  container's own); and ``index`` (the row's index in the split, int64). ``outcome`` is the value target (+1 the
-  player to move won the game, -1 lost, 0 draw, -128 unknown: :mod:`kifunet.data_prep.results`); a dataset built
-  before it existed has it too, -128 on every row (:data:`kifunet.data_prep.datasets.shards.COLUMN_DEFAULTS`), so it
-  loads and trains the policy only. A container may add keys of its own (HDF5: none beyond
-  its columns; TFDS: ``game``, the game's ``game_id``). A split asked for profiles
-  (:meth:`DatasetSplit.with_profile`) adds the game fields of :data:`kifunet.data_prep.profiles.GAME_FIELDS` to
-  batches and pieces alike. ``symmetries`` (one int 0..7 per row) transform planes
-  and targets together (:mod:`kifunet.data_prep.symmetries`).
-* **by blocks** (the training pipeline's fast path): ``split.block_spans(block_rows)`` cuts the split into
-  blocks of consecutive rows (``[K, 2]`` global start/stop; a block never straddles an HDF5 shard), and
-  ``split.read_blocks(start, stop)`` returns rows start..stop as a list of *pieces*, one per storage unit::
+  ``planes`` uint8 ``[B, N, N, C]`` (constant planes made by ``FeatureSet.assemble``) or, with
+  ``assemble=False``, ``stored`` ``[B, N, N, Cs]``; every column of :attr:`DatasetSplit.columns` (dtypes of
+  :data:`kifunet.data_prep.datasets.shards.COLUMN_DTYPES`); ``index`` (int64 row index); a container's own keys
+  (TFDS: ``game``); with :meth:`DatasetSplit.with_profile`, the game fields. ``outcome`` is the value target
+  (:mod:`kifunet.data_prep.results`; -128 on every row of a dataset built without it). ``symmetries`` (0..7 per
+  row) transform planes and targets together.
+* **by blocks**: ``split.block_spans(block_rows)`` gives ``[K, 2]`` global start/stop (a block never straddles an
+  HDF5 shard); ``split.read_blocks(start, stop)`` returns a list of *pieces*, one per storage unit::
 
       {"shard": int,                      # storage unit the piece's code table belongs to
        "columns": {column: [r], ..., "index": int64 [r]},
        "codes": [r, N, N], "table": uint8 [K, Cs]       # HDF5 ``codes`` layout: point codes + their planes
        or "stored": uint8 [r, N, N, Cs]}                # any other layout, and TFDS
 
-  Pieces are always the stored planes, never assembled nor transformed (the pipeline's
-  ``WindowBuilder`` does both). :class:`Blocks` wraps a split as a grain ``RandomAccessDataSource`` whose
-  element ``i`` is block ``i``.
+  Pieces hold stored planes, never assembled nor transformed. :class:`Blocks` is a grain
+  ``RandomAccessDataSource`` whose element ``i`` is block ``i``.
 
-A split opens its files lazily in each process and pickles as its description only, so it can be handed to
-grain or multiprocessing workers before any file is open.
+A split opens its files lazily in each process and pickles as its description only.
 
-Errors, raised alike by both containers (and subclassing the built-in exceptions callers already catch):
-:class:`NotADatasetError` (``FileNotFoundError``), :class:`UnknownSplitError` (``KeyError``),
-:class:`EmptySplitError` (``ValueError``: raised by readers that need rows, e.g. the training pipeline),
-:class:`CorruptDatasetError` (a file of the dataset differs from what its manifest recorded, cannot be read, or the
-manifest itself is damaged; :mod:`kifunet.data_prep.datasets.verify` checks the files).
+Errors, raised alike by both containers: :class:`NotADatasetError` (a ``FileNotFoundError``),
+:class:`UnknownSplitError` (``KeyError``), :class:`EmptySplitError` (``ValueError``), :class:`CorruptDatasetError`
+(a file differs from what its manifest recorded, cannot be read, or the manifest is damaged).
 """
 
 from __future__ import annotations
@@ -87,9 +72,8 @@ class EmptySplitError(DatasetError, ValueError):
 
 
 class CorruptDatasetError(DatasetError):
-    """A file of the dataset is damaged: its bytes or row count differ from what the manifest recorded, it is
-    missing, HDF5 cannot read it, or the manifest itself is not valid. The message is one line: the file, what
-    was expected and what was found, and the fix."""
+    """A file of the dataset is damaged (bytes or rows differ from the manifest, missing, unreadable) or the
+    manifest is not valid. The message is one line: the file, what was expected and found, and the fix."""
 
     #: the fix, for an HDF5 build and a TFDS dataset
     REBUILD = "rebuild the dataset (kifunet build ... --overwrite) or copy it again"
@@ -104,11 +88,9 @@ class CorruptDatasetError(DatasetError):
 class DatasetSplit(abc.ABC):
     """One split of a built dataset, read by rows and by blocks (see the module docstring).
 
-    Attributes every container sets: ``root`` (the dataset's directory), ``split``, ``manifest`` (the
-    build's description: ``features``, ``board_size``, ``splits``, filters, counts...; HDF5's
-    ``manifest.json``, TFDS's ``kifunet`` metadata), ``feature_name``, ``feature_version``, ``num_planes``,
-    ``num_stored``, ``board_size``, ``columns`` (the per-row columns of a batch), ``assemble``,
-    ``block_rows`` (the default rows per block) and ``num_shards``.
+    Attributes every container sets: ``root``, ``split``, ``manifest`` (HDF5's ``manifest.json``, TFDS's
+    ``kifunet`` metadata), ``feature_name``, ``feature_version``, ``num_planes``, ``num_stored``, ``board_size``,
+    ``columns``, ``assemble``, ``block_rows`` (default rows per block) and ``num_shards``.
     """
 
     root: str
@@ -151,9 +133,8 @@ class DatasetSplit(abc.ABC):
         check it against); ``note`` says what is not checked ("" when everything is)."""
 
     def verify(self) -> None:
-        """Check every file of the split now (each file is also checked when it first opens); raises
-        :class:`CorruptDatasetError`. Cheap when repeated in a process: :mod:`kifunet.data_prep.datasets.verify`
-        remembers what it checked."""
+        """Check every file of the split now (each is also checked when it first opens); raises
+        :class:`CorruptDatasetError`. Repeats in a process are cheap (:mod:`kifunet.data_prep.datasets.verify`)."""
         for _, check, _ in self.file_checks():
             if check is not None:
                 check()
@@ -170,18 +151,17 @@ class DatasetSplit(abc.ABC):
     profile_columns: bool = False
 
     def with_profile(self, on: bool = True) -> "DatasetSplit":
-        """Give every batch and every block piece's ``columns`` the game fields of the rows' profiles,
-        :data:`kifunet.data_prep.profiles.GAME_FIELDS` (dtypes ``GAME_FIELD_DTYPES``), beside ``player_rank`` and
-        ``opponent_rank``: :func:`kifunet.data_prep.profiles.encode_rows` of those seven columns is each row's
-        profile vector (:mod:`kifunet.data_prep.datasets.profile_columns`). A dataset built before the profile
-        reads with what it has (source and time control unknown). Kept through pickling. Returns ``self``."""
+        """Give every batch and block piece's ``columns`` the game fields of the rows' profiles
+        (:data:`kifunet.data_prep.profiles.GAME_FIELDS`), so :func:`kifunet.data_prep.profiles.encode_rows` of them
+        and the two rank columns is each row's profile vector; fields a dataset lacks read as unknown. Kept
+        through pickling. Returns ``self``."""
         self.profile_columns = bool(on)
         return self
 
     def add_constant_planes(self, extra: str) -> "DatasetSplit":
-        """Read the split as its feature set plus the constant-only sets ``extra`` (e.g. ``rank_planes``, made at
-        load time from the stored columns: :func:`kifunet.data_prep.planes.features.with_constant_planes`);
-        ``feature_name`` and ``num_planes`` change, the stored planes do not. Returns ``self``."""
+        """Read the split as its feature set plus the constant-only sets ``extra``
+        (:func:`kifunet.data_prep.planes.features.with_constant_planes`); ``feature_name`` and ``num_planes``
+        change, the stored planes do not. Returns ``self``."""
         if not extra:
             return self
         from ..planes import features
@@ -280,11 +260,9 @@ class DatasetSplit(abc.ABC):
 
 
 class Blocks:
-    """grain ``RandomAccessDataSource`` over a split: element ``i`` = block ``i`` (consecutive rows), as the
-    one piece :meth:`DatasetSplit.read_blocks` returns for it. Pickles as the split and the block size.
-
-    Creating it checks every file of the split (:meth:`DatasetSplit.verify`), so a damaged file is reported by
-    the process that builds the pipeline, before grain starts worker processes (which then reuse that check)."""
+    """grain ``RandomAccessDataSource`` over a split: element ``i`` is block ``i`` as one piece. Pickles as the
+    split and the block size. Creating it checks every file of the split (:meth:`DatasetSplit.verify`), before
+    grain starts workers."""
 
     def __init__(self, split: DatasetSplit, block_rows: int = 0):
         split.verify()

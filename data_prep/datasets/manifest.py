@@ -1,7 +1,4 @@
-"""The dataset manifest: ``DIR/manifest.json``, the one file that says what a built dataset holds.
-
-A finished ``kifunet build`` output directory is recognised by its manifest, written last (atomically). The
-manifest's keys:
+"""The dataset manifest: ``DIR/manifest.json``, written last (atomically), says what a built dataset holds.
 
 ===================  =========================================================================================
 ``format``           ``"kifunet-dataset"`` (:data:`FORMAT`); ``format_version``: :data:`FORMAT_VERSION`
@@ -10,48 +7,28 @@ manifest's keys:
 ``features``         name, version, ``num_planes``, ``num_stored``, the per-row ``columns`` the constant planes
                      are made from, and ``plane_names``
 ``board_size``       N
-``columns``          the per-row columns of every shard: :data:`BASE_COLUMNS` (+ ``symmetry`` when the eight
-                     symmetries are stored)
-``storage``          plane layout, codec, level, chunk rows (:class:`kifunet.data_prep.datasets.shards.Storage`)
+``columns``          the per-row columns of every shard: :data:`BASE_COLUMNS` (+ ``symmetry``)
+``storage``          :class:`kifunet.data_prep.datasets.shards.Storage`
 ``splits``           per split: ``games``, ``positions``, ``rows``, ``results`` (games and positions by result
-                     kind), ``games_table``, ``games_table_sha256`` (recorded since kifunet checks it; older
-                     manifests lack it) and ``shards`` (file, rows, layout, sha256)
-``counts``           the accounting: ``seen = used + filtered{reason} + rejected{reason}``, positions, and
-                     ``results``: the used games and their positions by result kind (every kind of
-                     :data:`kifunet.data_prep.results.KINDS`; games sum to ``used``, positions to
-                     ``positions.kept``; :func:`kifunet.data_prep.building.plan_stage.result_counts`)
+                     kind), ``games_table``, ``games_table_sha256`` (optional) and ``shards`` (file, rows,
+                     layout, sha256)
+``counts``           ``seen = used + filtered{reason} + rejected{reason}``, positions, and ``results`` (used
+                     games and their positions by every kind of :data:`kifunet.data_prep.results.KINDS`)
 ``inputs``           every input with its hash, record count and damage
-``source``           the games' declared source (``kifunet build --source`` or the preset's; one of
-                     :data:`kifunet.data_prep.profiles.SOURCES`), which the games tables' ``source`` codes
-                     hold for every game; None when not declared (each record's ``PC``/``AP``/path says)
+``source``           the games' declared source (one of :data:`kifunet.data_prep.profiles.SOURCES`) or None
 other keys           ``preset``, ``options``, ``filters``, ``split_rule``, ``seed``, ``shuffle``,
                      ``symmetries``, ``shard_rows``, ``unit_games``, ``illegal_moves``, ``dedupe``
-
-``manifest_sha256``  (:data:`SEAL`) the sha256 of the manifest's own content: :func:`hash_json` of every other key
-                     as read back from the file (:func:`content_sha256`); written last, by :func:`write_manifest`.
-                     A manifest written before kifunet recorded it lacks it (see below)
+``manifest_sha256``  (:data:`SEAL`) :func:`content_sha256`, written last by :func:`write_manifest`; optional
 ===================  =========================================================================================
 
-``rejects.jsonl`` (:data:`REJECTS`) beside it holds one JSON line per record not used.
+``rejects.jsonl`` (:data:`REJECTS`) holds one JSON line per record not used.
 
-The manifest is the root of trust: every file is checked against it, so it is checked whole before any reader
-uses it. :func:`read_manifest` reports a manifest that is not JSON, and :func:`check_manifest` one that is not
-whole, as :class:`kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` (one line naming ``manifest.json``
-and what is wrong):
-
-* a key the readers need is missing or of the wrong type;
-* a shard's ``file`` is not a file of its own split's folder (``SPLIT/NAME``), or is listed twice (in one split
-  or in two);
-* a shard file of a split's folder (``SPLIT/shard-NNNNN.h5``) is not listed;
-* the totals are not the sums: a split's ``rows`` against its shards' rows, its ``positions`` against its rows
-  (eight rows a position with ``symmetries`` ``all``), its ``results`` against its ``games`` and ``positions``,
-  and ``counts`` (``used``, ``positions.kept``) against the splits' games and positions (each where recorded);
-* ``manifest_sha256`` differs from the content (:func:`content_sha256`): the manifest was edited or damaged.
-
-A manifest without ``manifest_sha256`` (an older build) is checked for all the rest and loads, with one warning
-line per dataset and process (``kifunet: warning: DIR/manifest.json: no manifest_sha256 ...``);
-``kifunet verify`` reports it instead (:func:`seal_line`). :mod:`kifunet.data_prep.datasets.verify` checks the
-files against the manifest.
+:func:`read_manifest` and :func:`check_manifest` raise
+:class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` (one line naming ``manifest.json``) for a
+manifest that is not JSON or not whole: a key the readers need missing or mistyped; a shard outside its split's
+folder, listed twice, or a ``SPLIT/shard-NNNNN.h5`` not listed; a total that is not its sum (``rows``,
+``positions``, ``results``, ``counts``; each where recorded); content that differs from ``manifest_sha256``. A
+manifest without ``manifest_sha256`` loads with one warning line per dataset and process.
 """
 
 from __future__ import annotations
@@ -179,11 +156,9 @@ _REQUIRED = (
 
 
 def check_manifest(m: dict, root: str, extra: tuple = (), warn: bool = True) -> None:
-    """Check ``root``'s manifest whole (see the module docstring): raise
-    :class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` naming it and the first fault: a key a reader
-    needs missing or of the wrong type (``extra``: more top-level keys required), a shard listed twice or outside its
-    split's folder, a shard file not listed, a total that is not its sum, a content that differs from its
-    :data:`SEAL`. ``warn``: one warning line (per dataset and process) for a manifest without a seal."""
+    """Check ``root``'s manifest whole (see the module docstring); raise
+    :class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` naming the first fault (``extra``: more
+    required top-level keys). ``warn``: one warning line (per dataset and process) for a manifest without a seal."""
     from .dataset_base import CorruptDatasetError
 
     def walk(node, keys, typ, where):
@@ -311,11 +286,9 @@ def seal_line(m: dict) -> str:
 
 
 def summary_lines(out: str, m: dict, details: tuple[str, str]) -> list[str]:
-    """The console summary of a finished build (``kifunet build`` and ``kifunet tfds`` print it): records
-    ``seen = used + filtered + rejected``, each split (games, positions, and shards where the manifest lists
-    them), every filter and reject reason with its count, every input error, and ``details`` (the manifest or
-    metadata path, rejects.jsonl). ``m``: the HDF5 manifest or the TFDS ``kifunet`` metadata (the same
-    ``counts``, ``splits`` and ``inputs``)."""
+    """The console summary of a finished build (``kifunet build``, ``kifunet tfds``): ``seen = used + filtered +
+    rejected``, each split, every filter and reject reason with its count, every input error, and ``details``.
+    ``m``: the HDF5 manifest or the TFDS ``kifunet`` metadata."""
     c = m["counts"]
     lines = [f"{out}: {c['seen']} records seen = {c['used']} used + {sum(c['filtered'].values())} filtered "
              f"+ {sum(c['rejected'].values())} rejected"]

@@ -1,15 +1,10 @@
-"""The profile columns of a split's rows (issue 33): the game fields of :mod:`kifunet.data_prep.profiles`
-(:data:`~kifunet.data_prep.profiles.GAME_FIELDS`: ``game_days``, ``game_source``, ``game_time_control``,
-``game_handicap``, ``game_komi``; dtypes :data:`~kifunet.data_prep.profiles.GAME_FIELD_DTYPES`), which a split
-gives beside ``player_rank`` and ``opponent_rank`` once asked (:meth:`DatasetSplit.with_profile
-<kifunet.data_prep.datasets.dataset_base.DatasetSplit.with_profile>`), so that
-:func:`kifunet.data_prep.profiles.encode_rows` of a batch's columns is the profile vector of each row.
+"""The profile columns of a split's rows: the game fields (:data:`~kifunet.data_prep.profiles.GAME_FIELDS`) a split
+gives once asked (:meth:`DatasetSplit.with_profile
+<kifunet.data_prep.datasets.dataset_base.DatasetSplit.with_profile>`).
 
 HDF5 builds keep them per game in the split's games table (``days``, ``source``, ``time_control``, ``handicap``,
-``komi``); a row's ``game_index`` picks its game. A games table written before the ``days``, ``source`` and
-``time_control`` columns existed gives days from its ``date`` and ``year`` columns
-(:func:`kifunet.data_prep.profiles.days_of_dates`) and an unknown source and time control. TFDS ``go_moves``
-examples carry the same values as features (:mod:`kifunet.data_prep.datasets.tfds_reader`).
+``komi``), picked by a row's ``game_index``; a table without the first three gives days from ``date`` and
+``year`` (:func:`kifunet.data_prep.profiles.days_of_dates`) and an unknown source and time control.
 """
 
 from __future__ import annotations

@@ -9,47 +9,14 @@
 >>> for b in r.iter_batches(256): ...                    # sequential, chunk-friendly (rows are pre-shuffled)
 >>> src = r.blocks()                                     # grain source of chunk-sized blocks (training)
 
-:class:`Reader` is the HDF5 implementation of :class:`kifunet.data_prep.datasets.dataset_base.DatasetSplit` (batches,
-pieces and errors are described there); :func:`kifunet.data_prep.datasets.dataset.open_split` opens a split of either
-container. ``planes`` are the feature set's full planes in its order: the stored planes unpacked, with the
-constant planes (rank, colour to move, ones...) made from the per-row columns by ``FeatureSet.assemble``. Other
-keys: every column of the shards (``target``, ``to_move``, ``move_number``, ``player_rank``, ``opponent_rank``,
-``game_index``, ``outcome``, ``symmetry`` when materialised) and ``index`` (the global row index).
-``assemble=False`` returns the stored planes only (``stored`` [B, N, N, Cs]). A dataset built before a column
-of :data:`kifunet.data_prep.datasets.shards.COLUMN_DEFAULTS` existed still has it, with its default on every row
-(``outcome`` -128: unknown, so such a dataset trains the policy only).
-
-Random access (``r[i]``, ``r.batch(indices)``) works on any global row index of the split, which is what
-``grain.RandomAccessDataSource`` needs (``__len__`` and ``__getitem__(int)``). It decodes whole HDF5 chunks
-(``chunk_rows`` rows, 256 by default) and keeps recently used ones in HDF5's chunk cache, so scattered single
-rows cost about one chunk decode each; the rows are already shuffled across games at build time, so reading
-in order (``iter_batches``, or a grain sampler without its own shuffle) is the fast path.
-
-Blocks (``r.block_spans``, ``r.read_blocks``, ``r.blocks()``) are ``chunk_rows`` consecutive rows of one shard
-by default, handed over as the shard's raw point codes plus its code table (``codes`` layout) so the training
-pipeline transforms one byte a point; they are read through a second set of file handles with a small chunk
-cache (each chunk is read once).
-
-Profiles (:meth:`~kifunet.data_prep.datasets.dataset_base.DatasetSplit.with_profile`): each row's game fields come
-from the split's games table through its ``game_index`` (read once per process;
-:mod:`kifunet.data_prep.datasets.profile_columns`, which also reads tables written before the profile columns).
-
-Files open lazily, on first access in each process: a Reader can be built, pickled and sent to worker
-processes (grain, multiprocessing) before any file is opened, and one opened before a fork is reopened in
-the child.
-
-Integrity: every shard is checked against the manifest (sha256 of its bytes, rows it holds) when it first opens
-in a process, the games table when first read (when the manifest records its sha256), and all of them by
-:meth:`Reader.verify` (the training pipeline's :class:`~kifunet.data_prep.datasets.dataset_base.Blocks` calls it before
-workers start); a pickled Reader carries what this process already checked, so workers do not hash it again
-(:mod:`kifunet.data_prep.datasets.verify`). A damaged, cut or missing file, or a manifest that is not whole
-(:func:`kifunet.data_prep.datasets.manifest.check_manifest`: a shard listed twice or not at all, totals that are not
-sums, content that differs from its ``manifest_sha256``), raises
-:class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` with a one-line message naming the file.
-
-Symmetries: ``symmetries`` arrays (ints 0-7 per example, see :mod:`kifunet.data_prep.symmetries`) passed to
-``batch`` apply to planes and targets together; ``iter_batches(augment=True, seed=...)`` draws them
-deterministically. Datasets built with ``--symmetries all`` already hold the 8 copies.
+The HDF5 :class:`~kifunet.data_prep.datasets.dataset_base.DatasetSplit` (batches, pieces and errors are described
+there). Keys: ``planes``, every shard column (``game_index`` and ``symmetry`` included) and ``index``. Random
+access works on any row (what ``grain.RandomAccessDataSource`` needs), decoding whole ``chunk_rows`` chunks;
+reading in order is the fast path. Blocks are ``chunk_rows`` consecutive rows of one shard, as point codes plus
+the shard's code table. Profile fields come from the games table through ``game_index``
+(:mod:`kifunet.data_prep.datasets.profile_columns`). Files open lazily in each process (again after a fork); each
+shard is checked against the manifest when it first opens (:mod:`kifunet.data_prep.datasets.verify`), and a
+pickled Reader carries those checks to workers.
 """
 
 from __future__ import annotations
@@ -122,7 +89,7 @@ class Reader(DatasetSplit):
 
     def file_checks(self) -> list:
         """Every shard against its manifest entry (sha256, rows) and the games table against its sha256 (when
-        the manifest records one: builds before did not)."""
+        the manifest records one)."""
         info = self.manifest["splits"][self.split]
         out = [(p, functools.partial(verify_mod.check_shard, p, e), "")
                for p, e in zip(self.shard_paths, info["shards"])]

@@ -1,55 +1,33 @@
 """HDF5 shard files: layout, writer (atomic, byte-reproducible) and low-level reader.
 
-One shard is one HDF5 file ``DIR/<split>/shard-00000.h5`` holding R rows (positions), already shuffled.
-The stored planes of a row are a uint8 ``[N, N, Cs]`` array of 0/1 (``Cs = FeatureSet.num_stored``); three
-layouts store them (``Storage.planes``; the shard attribute ``planes_layout`` says which one a file uses):
+A shard ``DIR/<split>/shard-00000.h5`` holds R rows, already shuffled. A row's stored planes are uint8
+``[N, N, Cs]`` of 0/1 (``Cs = FeatureSet.num_stored``), in one of three layouts (``Storage.planes``; the file
+attribute ``planes_layout``):
 
 ==============  =================================  =========================================================
 layout          datasets                           meaning
 ==============  =================================  =========================================================
-``codes``       ``planes`` (R, N, N) uint8 or      *default*. Each point's Cs bits are packed with
-(default)       uint16, ``plane_codes`` (K, W)     ``np.packbits(planes, axis=-1)`` into W = ceil(Cs/8)
-                uint8                              bytes; the K distinct packed points of the shard form
-                                                   the table ``plane_codes`` (first-appearance order) and
-                                                   ``planes`` holds each point's row of that table (uint8 when
-                                                   K <= 256). Unpack: ``np.unpackbits(plane_codes, axis=-1,
-                                                   count=Cs)[planes]``. A shard with more than 65,536
-                                                   distinct points falls back to ``packbits``.
-``packbits``    ``planes`` (R, ceil(N*N*Cs/8))     the row's [N, N, Cs] array flattened (C order) and
-                uint8                              ``np.packbits``'d (big bit order)
+``codes``       ``planes`` (R, N, N) uint8 or      *default*. Each point's Cs bits packed into W = ceil(Cs/8)
+(default)       uint16, ``plane_codes`` (K, W)     bytes; the shard's K distinct packed points form the
+                uint8                              table ``plane_codes`` (first-appearance order) and
+                                                   ``planes`` indexes it (uint8 when K <= 256). Unpack:
+                                                   ``np.unpackbits(plane_codes, axis=-1, count=Cs)[planes]``.
+                                                   Over 65,536 distinct points: ``packbits``.
+``packbits``    ``planes`` (R, ceil(N*N*Cs/8))     the row flattened (C order), ``np.packbits`` (big bit order)
+                uint8
 ``uint8``       ``planes`` (R, N, N, Cs) uint8     as is
 ==============  =================================  =========================================================
 
-Why ``codes``: a position has few distinct point patterns (about 100 over 20,000 KGS positions for
-``maddison``), so the table turns the 27 bits of a point into one byte that deflate compresses well. On
-65,536 shuffled KGS 2015 rows (``benchmarks/bench_build.py``, columns included): ``codes`` + gzip-4 146
-bytes/position, written at 38k rows/s by one thread; ``packbits`` + gzip-4 297 bytes (12k rows/s), + gzip-9
-227 bytes (1.5k rows/s); ``uint8`` + gzip-4 611 bytes.
-
-Columns, one value per row: ``target`` int16 (flat index row*N + col, pass = N*N), ``to_move`` int8 (1 black,
-2 white), ``move_number`` int16 (1-based), ``player_rank`` / ``opponent_rank`` int8 (ranks scale, -128
-unknown), ``game_index`` int32 (row of the split's ``games.h5``), ``outcome`` int8 (the game's result for the
-player to move: +1 won, -1 lost, 0 draw, -128 unknown or void; :mod:`kifunet.data_prep.results`), and with
-``--symmetries all`` ``symmetry`` int8 (0-7, the symmetry applied to the stored planes and target).
-A shard written before a column existed lacks it; :class:`ShardFile` reads it as :data:`COLUMN_DEFAULTS` says
-(``outcome``: -128 on every row), so such datasets still load.
-
-Narrow columns (here and in ``games.h5``): every value the SGF parser can produce fits, or the build rejects
-the record in its encode stage before any writer sees it: more than 32,767 moves ``too_many_moves`` (so
-``move_number`` and ``num_moves`` fit int16), ``HA`` above 127 ``bad_handicap``, a rank, year or size out of
-its column ``bad_rank``/``bad_year``/``board_size``; a komi float32 cannot hold is stored as unknown. The
-table of columns, limits and rules is in :mod:`kifunet.data_prep.building.encode_stage`.
+Columns (:data:`COLUMN_DTYPES`), one value per row: ``target`` int16 (pass = N*N), ``to_move`` int8,
+``move_number`` int16 (1-based), ``player_rank`` / ``opponent_rank`` int8, ``game_index`` int32 (row of
+``games.h5``), ``outcome`` int8 (:mod:`kifunet.data_prep.results`), with ``--symmetries all`` ``symmetry`` int8.
+A column the file lacks reads as :data:`COLUMN_DEFAULTS` says. Values that would not fit are rejected before any
+writer sees them (:mod:`kifunet.data_prep.building.encode_stage`).
 
 File attributes: ``format`` (``kifunet-shard``), ``format_version``, ``planes_layout``, ``feature_set``,
-``feature_version``, ``board_size``, ``num_stored``, ``split``, ``shard``, ``rows``.
-
-Every dataset is chunked along rows, ``chunk_rows`` rows per chunk for all of them (a batch of consecutive
-rows touches one chunk of each), and compressed with the build's codec.
-
-Reproducibility: datasets are created with ``track_times=False`` (HDF5 otherwise stamps each object with its
-creation time), fixed chunking and compression, and written in a fixed order, so equal content gives equal
-bytes (the tests compare sha256). Atomicity: a shard is written to ``NAME.h5.tmp`` and renamed once complete,
-so a shard file that exists is whole.
+``feature_version``, ``board_size``, ``num_stored``, ``split``, ``shard``, ``rows``. Every dataset is chunked by
+``chunk_rows`` rows and compressed with the build's codec, with ``track_times=False``: equal content gives equal
+bytes. A shard is written to ``NAME.h5.tmp`` and renamed once complete.
 """
 
 from __future__ import annotations
@@ -154,8 +132,7 @@ def _unpack_points(p, c):
 
 
 def pack_points(planes: np.ndarray) -> np.ndarray:
-    """uint8 [..., C] of 0/1 -> uint8 [..., ceil(C/8)]: each point's channel bits, as ``np.packbits(axis=-1)``
-    (compiled: about 4x faster than np.packbits on a last axis of 27)."""
+    """uint8 [..., C] of 0/1 -> uint8 [..., ceil(C/8)]: each point's channel bits, as ``np.packbits(axis=-1)``."""
     c = planes.shape[-1]
     flat = np.ascontiguousarray(planes).reshape(-1, c)
     return _pack_points(flat, point_width(c)).reshape(planes.shape[:-1] + (point_width(c),))
@@ -343,16 +320,12 @@ def shard_layout(path: str) -> str:
 
 
 class ShardFile:
-    """Read access to one shard. The HDF5 file opens on first use, and again after a fork (pid changes).
+    """Read access to one shard; the HDF5 file opens on first use, and again after a fork.
 
-    On opening, the per-row columns (about 12 bytes a row) are read into memory whole, so a read touches
-    only the ``planes`` chunks it needs; a column of :data:`COLUMN_DEFAULTS` the file lacks (written before it
-    existed) is its default on every row.
-
-    ``expect``: the shard's manifest entry (``sha256``, ``rows``); given, the file is checked against it before
-    it first opens in a process (:func:`kifunet.data_prep.datasets.verify.check_shard`). A file that is damaged, cut or
-    missing raises :class:`kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` naming it, on opening or on a
-    read that fails."""
+    Opening reads the per-row columns whole (a missing column of :data:`COLUMN_DEFAULTS` is its default).
+    ``expect`` (the manifest entry: ``sha256``, ``rows``): the file is checked against it before it first opens
+    in a process (:func:`kifunet.data_prep.datasets.verify.check_shard`). A damaged, cut or missing file raises
+    :class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` naming it."""
 
     def __init__(self, path: str, *, cache_bytes: int = 16 << 20, expect: dict | None = None):
         self.path = path
@@ -519,11 +492,9 @@ def _utf8(v) -> str:
 def write_games_table(path: str, games: list[dict], attrs: dict | None = None) -> None:
     """The split's games, one row per game (its ``game_index``), as 1-D datasets; written atomically.
 
-    Numeric columns: GAME_NUM_COLUMNS (komi and margin NaN when unknown, year 0 when unknown, result_kind 0 =
-    ``unknown`` and winner 0 = none when missing; ``days``, ``source`` and ``time_control`` their unknown codes
-    when missing, :data:`GAME_MISSING`); string columns GAME_STR_COLUMNS (UTF-8). The attribute
-    ``result_kinds`` lists the kind of each ``result_kind`` code (JSON). The build checks every value fits
-    before it gets here (:func:`kifunet.data_prep.building.encode_stage.limit_reason`).
+    Numeric columns GAME_NUM_COLUMNS (unknown: komi and margin NaN, year 0, result_kind 0, winner 0, and
+    :data:`GAME_MISSING` for ``days``, ``source``, ``time_control``); string columns GAME_STR_COLUMNS (UTF-8);
+    the attribute ``result_kinds`` (JSON). Values must fit (the encode stage checks them).
     """
     tmp = tmp_path(path)
     with h5py.File(tmp, "w") as f:

@@ -1,13 +1,9 @@
 """Summaries of a built dataset (``kifunet stats``) and of one position (``kifunet inspect``).
 
-:func:`dataset_stats` reads an HDF5 build's manifest, games tables and the small per-row rank column of every shard
-(never the planes; through :class:`kifunet.data_prep.datasets.reader.Reader`) and returns a JSON-able dict: per split
-games, positions, rows, shards and bytes on disk; positions by rank of the player to move; games and positions by year and
-by result kind (:mod:`kifunet.data_prep.results`; a games table written before the ``result_kind`` column is read
-from its ``result`` text); games and positions by source and by time control class (the games tables' profile
-codes, :mod:`kifunet.data_prep.profiles`; ``unknown`` where the record does not say, or the table predates them);
-and the build's accounting (seen, used, filtered and rejected by reason, positions by move filter). :func:`render_position` draws one row of a split of either container
-(:func:`kifunet.data_prep.datasets.dataset.open_split`).
+:func:`dataset_stats` reads an HDF5 build's manifest, games tables and rank columns (never the planes) into a
+JSON-able dict: per split games, positions, rows, shards and bytes; positions by rank; games and positions by
+year, result kind, source and time control (``unknown`` where not recorded); the build's accounting.
+:func:`render_position` draws one row of a split of either container.
 """
 
 from __future__ import annotations

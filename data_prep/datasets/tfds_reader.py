@@ -1,38 +1,20 @@
 """The TFDS container of a split: read a prepared ``go_moves`` dataset by rows and by blocks (:class:`TfdsReader`).
 
-The builder that writes these datasets is :mod:`kifunet.data_prep.building.tfds_go_moves` (its docstring tables the
-example features); this module only reads them, with ``tensorflow-datasets`` and ``array-record`` (``pip
-install 'kifunet[tfds]'``), **not TensorFlow**: records come from ``tfds.data_source`` (array_record, random
-access) and decode to NumPy. Importing this module does not register the builder: a prepared dataset opens
-from its files.
+Reads with ``tensorflow-datasets`` and ``array-record`` (``pip install 'kifunet[tfds]'``), not TensorFlow; the
+builder is :mod:`kifunet.data_prep.building.tfds_go_moves` and is not registered by importing this module.
 
 >>> from kifunet.data_prep.datasets.tfds_reader import TfdsReader
 >>> r = TfdsReader("go_moves/kgs_maddison", "train", data_dir="~/tfds")      # doctest: +SKIP
 >>> r = TfdsReader("DATA_DIR/go_moves/kgs_maddison/1.3.0", "train")          # or a dataset directory
 >>> len(r), r.batch([0, 5])["planes"].shape                                 # (B, 19, 19, C) uint8
 
-:class:`TfdsReader` is the TFDS implementation of :class:`kifunet.data_prep.datasets.dataset_base.DatasetSplit`
-(batches, pieces and errors are described there), so a batch is the one
-:class:`kifunet.data_prep.datasets.reader.Reader` gives for the HDF5 build of the same positions, plus ``game`` (the
-game's ``game_id``, the games tables' ``game_id`` column; there is no ``game_index`` nor games table). A dataset built by ``go_moves`` 1.1.0 (before the ``outcome`` feature) reads
-with ``outcome`` -128 on every row, as an HDF5 dataset built before the column does; one built before 1.3.0
-(the profile features) reads, once asked for profiles (:meth:`DatasetSplit.with_profile`), with every game
-field unknown (:data:`PROFILE_DEFAULTS`). ``manifest`` is the
-builder's ``kifunet`` metadata (``metadata.json``: accounting, feature set, filters, splits). TFDS wrote the records in hash-of-key order, so consecutive records are already spread
-over games, as the HDF5 build's shuffled rows are; a block is ``block_rows`` (256) consecutive records. TFDS
-cannot write an empty split: a split the metadata lists but TFDS left out opens with 0 rows, as an empty
-HDF5 split does.
-
-Integrity: each array_record file of the split is checked when the split's data source first opens in a process
-(and by :meth:`TfdsReader.verify`): its records against ``dataset_info.json``'s shard lengths and, where the
-metadata records them (``files``: written by ``go_moves`` builds since kifunet checks them), its sha256. A dataset
-built before has no checksums and is checked by its record counts only, without a warning (``kifunet verify``
-says so). A difference raises :class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError`
-(:mod:`kifunet.data_prep.datasets.verify`).
-
-:func:`decode` and :func:`decode_raw` turn records into a batch (``tfds.data_source`` dicts, or serialized
-``tf.Example`` bytes, about 3x faster); :func:`open_builder` and :func:`kifunet_metadata` open a prepared
-dataset and its metadata.
+A batch is the one :class:`~kifunet.data_prep.datasets.reader.Reader` gives for the HDF5 build of the same
+positions, plus ``game`` (the ``game_id``; no ``game_index`` nor games table). Datasets before ``go_moves`` 1.2.0
+read with ``outcome`` -128, before 1.3.0 with every profile field unknown (:data:`PROFILE_DEFAULTS`). ``manifest``
+is the builder's ``kifunet`` metadata. A block is ``block_rows`` (256) consecutive records; a split TFDS left out
+(empty) opens with 0 rows. Each array_record file is checked when the split's source first opens in a process:
+records against ``dataset_info.json``'s shard lengths and, where the metadata's ``files`` records one, its
+sha256 (:mod:`kifunet.data_prep.datasets.verify`).
 """
 
 from __future__ import annotations
@@ -74,10 +56,9 @@ def _read_tfds_metadata(directory: str, name: str) -> None:
 
 
 def damaged_metadata(directory: str, error: BaseException | None = None) -> CorruptDatasetError | None:
-    """The one-line error naming the TFDS metadata file of ``directory`` that TFDS cannot read (JSON or protobuf
-    that does not parse, a field it does not know), or None when both read; given ``error``, TFDS's own failure
-    to open the directory, when each file reads alone, the error names ``dataset_info.json`` (a value TFDS
-    cannot use, such as its file format)."""
+    """The one-line error naming the TFDS metadata file of ``directory`` that TFDS cannot read, or None when both
+    read; given ``error`` (TFDS's failure to open the directory) when each file reads alone, it names
+    ``dataset_info.json``."""
     for name in TFDS_METADATA:
         try:
             _read_tfds_metadata(directory, name)
@@ -174,9 +155,8 @@ def decode(records, fs, board_size: int | None = None, *, assemble: bool = True,
 
 def decode_raw(raw_records, fs, board_size: int, *, assemble: bool = True,
                profile: bool = False) -> dict[str, np.ndarray]:
-    """As :func:`decode`, from serialized records (``tfds.data_source(...,
-    deserialize_method=DeserializeMethod.RAW_BYTES)``): the ``tf.Example`` is parsed directly (protobuf, no
-    per-feature TFDS decoding), about 3x faster than :func:`decode` on ``tfds.data_source`` records."""
+    """As :func:`decode`, from serialized ``tf.Example`` records (``DeserializeMethod.RAW_BYTES``), parsed
+    directly with protobuf."""
     from tensorflow_datasets.proto import tf_example_pb2
 
     n, w = int(board_size), shards_mod.point_width(fs.num_stored)
@@ -208,11 +188,8 @@ def decode_raw(raw_records, fs, board_size: int, *, assemble: bool = True,
 
 
 class TfdsReader(DatasetSplit):
-    """One split of a prepared ``go_moves`` dataset (see the module docstring).
-
-    The data source opens lazily in each process (picklable for grain). Records are read as bytes and parsed by
-    :func:`decode_raw`; if that fails (a dataset written by another TFDS encoding) the reader falls back to
-    TFDS's own decoding (:func:`decode`)."""
+    """One split of a prepared ``go_moves`` dataset (see the module docstring); opens lazily in each process.
+    Records are parsed by :func:`decode_raw`, falling back to :func:`decode` when that fails."""
 
     def __init__(self, dataset: str, split: str = "train", *, data_dir: str | None = None, assemble: bool = True,
                  check_version: bool = True):

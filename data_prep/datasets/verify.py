@@ -1,37 +1,17 @@
 """Integrity of a built dataset: each file is checked against the sha256 and row count its manifest recorded
 before any of its rows is used; a difference raises
-:class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` with a one-line message (the file, what was expected, what was found, the fix).
+:class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` with a one-line message.
 
-Who checks what:
+* an HDF5 shard (:func:`check_shard`): its sha256, then its rows (the ``rows`` attribute, the length of
+  ``planes`` and of every column, which must agree); a file HDF5 cannot open or that is missing likewise;
+* a split's ``games.h5``: its sha256 where the manifest records ``games_table_sha256``;
+* a TFDS array_record file (:func:`check_tfds_file`): its sha256 where the metadata's ``files`` records one, and
+  its records against ``dataset_info.json``'s shard lengths;
+* whole splits up front (:meth:`~kifunet.data_prep.datasets.dataset_base.DatasetSplit.verify`): the trainer before
+  the model is built and before grain starts workers, ``kifunet eval``, ``stats``, ``verify``.
 
-* an HDF5 shard (:class:`kifunet.data_prep.datasets.shards.ShardFile`, through :func:`check_shard`): the sha256 of its bytes
-  against the manifest's ``sha256``, then the rows the file holds (its ``rows`` attribute, the length of
-  ``planes`` and of every column, which must agree) against the manifest's ``rows``. A file HDF5 cannot open
-  (cut, overwritten) or that is missing is reported the same way. Lazily: when the shard first opens in a
-  process.
-* a split's ``games.h5``: its sha256, when the manifest records one (``games_table_sha256``; builds before it
-  recorded none and are not checked), when the table is first read.
-* a TFDS split's array_record files (:func:`check_tfds_file`): the sha256 the ``kifunet`` metadata records under
-  ``files`` (written at build time by :mod:`kifunet.data_prep.building.tfds_go_moves`; a dataset built before has none
-  and is checked by its row counts only, silently: the readers say nothing, ``kifunet verify`` says so in its
-  report) and the records each file holds against ``dataset_info.json``'s shard lengths, when the split's data
-  source first opens in a process.
-* whole splits, up front (:meth:`kifunet.data_prep.datasets.dataset_base.DatasetSplit.verify`): the trainer's first look
-  at its split (:func:`kifunet.data_prep.datasets.dataset.describe`, before the model is built) and the training
-  pipeline's source (:class:`kifunet.data_prep.datasets.dataset_base.Blocks`, in the process that creates it, before
-  grain starts workers), so a damaged file is reported by the trainer itself, never from a worker; ``kifunet eval``
-  before it loads the net; ``kifunet stats`` before it reads the columns; ``kifunet verify`` every split
-  (:func:`kifunet.data_prep.datasets.dataset.verify_dataset`).
-
-Cost: a file's bytes are hashed at most once per process. :data:`_FOUND` maps a file's (realpath, size,
-mtime_ns) to what was found in it (sha256, rows), so re-created readers do not hash again, and a split pickled to
-worker processes carries the entries of its files already checked (:func:`found_entries`, :func:`adopt`), so
-grain's workers do not hash what the trainer just did; a file rewritten since has another size or mtime and is
-hashed again. Hashing reads the file sequentially at disk or page-cache speed: on KGS 2017-01 (``gonn``, 153,800
-rows in 3 shards of 8.2 MB; 2 shared CPUs, load average 4.3) 395 MB/s, 0.021 s a shard, 4% of one pass of the
-training pipeline's block reader over the split and 1.2% of ``Reader.iter_batches`` (``benchmarks/bench_verify.py``,
-``benchmarks/results/verify.json``). Not stream verification (hashing the bytes as rows are read):
-reads come in any order, chunk by chunk, some chunks twice, so they never add up to the file's digest.
+A file's bytes are hashed at most once per process: :data:`_FOUND` maps (realpath, size, mtime_ns) to what was
+found, and a pickled split carries its entries to workers (:func:`found_entries`, :func:`adopt`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Feature planes: a registry of small functions that declare their plane counts, and the named sets.
 
-Every plane is 0/1, relative to the player to move ("pla"; "opp" is the other colour; ``qiqiao`` alone keeps
-black and white absolute, as its reference code does), laid out ``(N, N, C)`` (rows from the top, channels
-last). Buckets ``a..b, >=c`` mean one plane per value and a last plane for everything from ``c`` up; "exactly"
-buckets have no catch-all plane. *Stored* planes are computed from the board and written to the dataset;
-*constant* planes (ones, zeros, colour to move, rank) are made at load time from one stored number per row (a
-column) and are never stored as planes. The papers' own definitions, with their sources, are in
-docs/features.md; the table below adds this project's choices.
+Every plane is 0/1, relative to the player to move ("pla"; "opp" the other colour; ``qiqiao`` keeps black and
+white absolute), laid out ``(N, N, C)``. Buckets ``a..b, >=c`` mean one plane per value and a last plane for
+``c`` and up; "exactly" buckets have no catch-all. *Stored* planes are written to the dataset; *constant* planes
+(ones, zeros, colour to move, rank) are made at load time from one stored number per row. The papers'
+definitions are in docs/features.md.
 
 =========  ======  =============================================================================
 set (v1)   planes  planes in order (count), meaning and bucket edges
@@ -24,64 +22,40 @@ gonn       26      *on board* (1) | pla stone, opp stone (2) | pla stones in cha
                    liberties (4) | opp likewise (4) | liberties after a pla move here exactly 1..3 (3;
                    ko not checked, suicide none) | after an opp move (3) | ko ban point for pla (1) |
                    location of the move 1..5 back (5; only while colours alternate; pass sets none;
-                   GoNN's history dropout is applied at load time, not stored) | ladder: stones of 1-lib
-                   chains captured even moving first, stones of 2-lib chains the attacker captures,
-                   the attacker's working first moves (3)
+                   history dropout at load time) | ladder: stones of 1-lib chains captured even moving
+                   first, stones of 2-lib chains the attacker captures, the attacker's working first
+                   moves (3)
 qiqiao     10      black stones as they stood after each of black's last 4 moves, oldest first (4) | white
-                   stones after each of white's last 4 moves, oldest first (4) | *white to move* (1: all 1
-                   when white is to move, all 0 for black: the opposite of agz's plane) | previous move (1:
-                   its point, whichever colour played it; none after a pass or before the first move)
+                   likewise (4) | *white to move* (1: the opposite of agz's plane) | previous move (1: its
+                   point, whichever colour played it; none after a pass or before the first move)
 =========  ======  =============================================================================
 
-Addable group ``nogo_liberties`` (4 planes, NoGoZero+): liberty points of pla chains with 1 and with 2
-liberties, then of opp chains with 1 and 2. Combine with ``+``: ``get("agz+nogo_liberties")`` (21 planes).
+Addable groups, combined with ``+``: ``nogo_liberties`` (4 planes, NoGoZero+: liberty points of pla chains with 1
+and 2 liberties, then opp's; ``get("agz+nogo_liberties")`` has 21) and ``rank_planes`` (Maddison's 9 constant
+rank planes: a dataset built with ``S`` reads as ``S+rank_planes``, :func:`constant_extension`).
 
-Addable group ``rank_planes`` (9 constant planes, Maddison's rank planes ``rank_dan_9``): all constant, so it adds
-nothing to what a build stores; a dataset built with a set ``S`` can be read as ``S+rank_planes``
-(:func:`constant_extension`; the trainer's ``input.add_planes``), which is how the ``gonn`` set gets rank planes.
+``qiqiao``: after every move, a pass included, the mover's 4 planes shift one back and the newest is the mover's
+stones after the move; the other colour's planes stay. The initial board (setup stones included) is each colour's
+state before its first move; later setup stones show from that colour's next move; two moves of one colour in a
+row shift only its planes. No legality plane.
 
-The ``qiqiao`` set is our reading of the seed (Qiqiao/CleverGo, 9x9: "4 matrices of black stones over the last 4
-steps, 4 of white, one for the side to move, one for the previous move, all 0 after a pass") and of its reference
-code, CleverGo's ``GoEngine._update_state_step`` (``state_format='separated'``, ``record_step=4``,
-``record_last=True``): after every move, a pass included, the *mover's* 4 planes shift one back (the oldest is
-dropped) and the newest becomes the mover's stones on the board after the move; the other colour's planes do not
-change. So a colour's newest plane still shows its stones captured by the opponent's last move until it moves
-again (the previous-move plane tells where that move was); a pass is a move here too (the passer's planes shift,
-the newest showing its stones as they now stand). Planes
-in the reference's channel order: black oldest..newest (0..3), white (4..7), side to move (8), previous move (9);
-any N. Our choices where the reference (which always starts from an empty board and alternates colours) is
-silent, the agz way: the initial board, setup (handicap) stones included, stands as each colour's state before
-its first move, so at the start of a handicap game black's newest plane shows the handicap stones (with no setup
-this is the reference's all-0 start); setup stones placed later show in a colour's planes from its next move on;
-two moves of one colour in a row shift only that colour's planes; the previous move is marked whichever colour
-played it (``previous_moves_5`` stops where colours stop alternating). History dropout (``history`` below): depth
-d is each colour's (d+1)-th newest state, planes 3-d and 7-d; the newest states and the previous move stay. No
-legality plane (eval replays the game, as for agz).
+"Turns since" counts moves (passes included); setup stones count as played long ago. Liberties after move and
+capture size count a legal pla move, captures included. Ladders: :mod:`kifunet.data_prep.rules.ladders`.
 
-Notes: "turns since" counts moves (passes included) since the stone on the point was played; setup stones
-count as played long ago (last bucket). Liberties after move and capture size count a legal pla move,
-captures included. The eye test for sensibleness: all on-board neighbours are pla stones, and of the diagonal
-points none is opp on the edge, at most one in the centre. Ladders: see :mod:`kifunet.data_prep.rules.ladders`.
-
-What a feature declares besides its planes (the input pipeline and eval read these fields, never names;
-:meth:`FeatureSet.history_channels` and :meth:`FeatureSet.legal_channels` place them in a set's channels):
+Besides its planes a feature declares (the input pipeline and eval read these fields, never names):
 
 ==========  ==================================================================================================
 field       meaning, and the features that declare it
 ==========  ==================================================================================================
-history     its planes of history depth 1, 2, ...: each group shows the game d moves back, and history
-            dropout (:mod:`kifunet.train.windows`) zeroes whole groups, keeping depth d only with
-            depths 1..d-1. ``previous_moves_5``: depth d = plane d-1 (the move d back); ``history_8``:
-            depth d = planes d and 8+d (pla and opp stones at t-d; planes 0 and 8, the stones at t, are the
-            present board and are never dropped); ``colour_history_4``: depth d = planes 3-d and 7-d (each
-            colour's (d+1)-th newest state). Groups of several features follow in feature order.
-legality    how its planes give legality for pla (eval's mask, :func:`kifunet.eval.metrics.legal_from_planes`):
-            ``'plane'``: its one plane is legality (``legal``); ``'buckets'``: one-hot buckets set only on
-            legal points, exactly one on each (a legal move keeps at least one liberty; not so for a suicide
-            where the rules allow it), so their union is legality (``liberties_after_6``,
-            ``liberties_after_8``). A set's legality is its first
-            ``'plane'`` feature, else its first ``'buckets'`` feature, else none (agz, gonn, qiqiao: replay the
-            game).
+history     its planes of history depth 1, 2, ... (:meth:`FeatureSet.history_channels`); history dropout
+            (:mod:`kifunet.train.windows`) zeroes whole groups, keeping depth d only with depths 1..d-1.
+            ``previous_moves_5``: depth d = plane d-1; ``history_8``: depth d = planes d and 8+d (planes 0
+            and 8 are never dropped); ``colour_history_4``: depth d = planes 3-d and 7-d.
+legality    how its planes give legality for pla (:meth:`FeatureSet.legal_channels`, eval's mask):
+            ``'plane'``: its one plane is legality (``legal``); ``'buckets'``: one-hot buckets set exactly
+            once on each legal point, so their union is legality (``liberties_after_6``,
+            ``liberties_after_8``). A set uses its first ``'plane'`` feature, else its first ``'buckets'``
+            feature, else none (agz, gonn, qiqiao: eval replays the game).
 ==========  ==================================================================================================
 """
 

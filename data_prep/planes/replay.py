@@ -1,20 +1,14 @@
 """Game records to positions: replay a record under the rules and return each position's feature planes.
 
-Its one job is the path from a record to positions: load the record, replay it with the rules (suicide, ko,
-superko; an illegal move is an error naming the file and move), and turn the per-point board analysis
-(:mod:`kifunet.data_prep.rules.analysis`) into a feature set's planes (:mod:`kifunet.data_prep.planes.features`).
-
 >>> from kifunet.data_prep.planes import replay
 >>> for pos in replay.iter_positions("game.sgf", "maddison"):       # doctest: +SKIP
 ...     pos.planes      # uint8 (N, N, 36): every plane of the set, constant planes included
 ...     pos.target      # flat index of the move played (pass = N*N)
 ...     pos.move_number, pos.to_move, pos.player_rank, pos.opponent_rank
 
-:func:`iter_positions` is the convenient per-position view. The dataset build and the GTP engine use
-:func:`encode_game`, which returns a whole game at once (stored planes only, plus the per-row columns that
-constant planes are made from) and is what makes the build fast. Both rest on :func:`analyse_game`, which runs
-the compiled replay (:mod:`kifunet.data_prep.rules.analysis`) and raises :class:`IllegalMoveError` naming the file,
-move number, move and reason for any illegal move in the record.
+:func:`encode_game` returns a whole game at once (stored planes plus the per-row columns constant planes are made
+from), for the build and the GTP engine. Both rest on :func:`analyse_game`, which raises
+:class:`IllegalMoveError` naming the file, move number, move and reason for any illegal move.
 """
 
 from __future__ import annotations
@@ -48,10 +42,8 @@ _ZOBRIST = np.random.default_rng(20260101).integers(1, 2**62, size=(3, 19 * 19),
 
 def analyse_game(record: GameRecord, flags: int = 0, *, libs_cap: int = analysis.LIBS_CAP,
                  allow_suicide: bool = False, superko: bool = False, path: str | None = None) -> GameAnalysis:
-    """Replay ``record`` and compute the arrays that ``flags`` asks for (see ``analysis.F_*``).
-
-    Liberties after a move are counted up to ``libs_cap`` (larger counts read as ``libs_cap``).
-    """
+    """Replay ``record`` and compute the arrays that ``flags`` asks for (``analysis.F_*``); liberties after a move
+    are counted up to ``libs_cap``."""
     n = record.size
     nn = n * n
     is_move = record.kinds == MOVE

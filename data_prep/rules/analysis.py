@@ -1,13 +1,9 @@
 """Board analysis: for every position of a game, the per-point facts that feature planes are made from.
 
-This module computes and holds them; it does not read records, choose feature sets or raise errors
-(:mod:`kifunet.data_prep.planes.replay` does). :func:`replay_game` is the compiled kernel: it plays a game's events in
-one call and fills, per position, the arrays below; :class:`GameAnalysis` holds them for the features
-(:mod:`kifunet.data_prep.planes.features` reads one, ``replay.analyse_game`` makes one).
-
-One position per ``MOVE`` event: the board *before* the move, with the mover as "pla" (the player to move)
-and the other colour as "opp". Arrays are ``[T, N*N]`` over the game's T moves; which ones are filled is chosen
-by ``flags`` (a feature set asks only for what its planes use). Values:
+:func:`replay_game` (compiled) plays a game's events in one call and fills the arrays below;
+:class:`GameAnalysis` holds them (``replay.analyse_game`` makes one, :mod:`kifunet.data_prep.planes.features`
+reads it). Nothing here reads records or raises errors. One position per ``MOVE`` event: the board *before* the
+move, "pla" to move, "opp" the other colour. Arrays are ``[T, N*N]``; ``flags`` chooses which are filled.
 
 ==================  ======  =====================================================================
 array               dtype   meaning per point (sentinel where it does not apply)
@@ -21,15 +17,14 @@ libs_after_pla      int8    liberties of pla's chain after pla plays here, captu
 capture_pla         int16   opponent stones pla would capture here; -1 where not legal
 self_atari_pla      int16   stones in pla's new chain if it has exactly 1 liberty after the move, else 0
 libs_after_opp      int8    as ``libs_after_pla`` for an opp stone played here
-eye_pla             uint8   the point is pla's eye: all neighbours pla; diagonals: no opp stone if the
-                            point is on the edge, at most one opp stone otherwise
+eye_pla             uint8   pla's eye: all neighbours pla; diagonals: no opp stone on the edge, at most
+                            one otherwise
 ladder_capture      uint8   a legal pla move here ataris an opp 2-liberty chain that is then ladder-captured
 ladder_escape       uint8   a legal pla move here extends a pla chain in atari out of the ladder
-ladder_atari_dead   uint8   stones of chains (either colour) with 1 liberty that are ladder-captured even
-                            with their owner to move (GoNN plane 23)
-ladder_2lib_dead    uint8   stones of chains with 2 liberties that the attacker, moving first, can
-                            ladder-capture (GoNN plane 24)
-ladder_2lib_move    uint8   liberties of such chains where the attacker's first move works (GoNN plane 25)
+ladder_atari_dead   uint8   stones of 1-liberty chains (either colour) ladder-captured even with their owner
+                            to move (GoNN plane 23)
+ladder_2lib_dead    uint8   stones of 2-liberty chains the attacker, moving first, ladder-captures (plane 24)
+ladder_2lib_move    uint8   liberties of such chains where the attacker's first move works (plane 25)
 ==================  ======  =====================================================================
 """
 

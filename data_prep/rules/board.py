@@ -1,7 +1,7 @@
 """The Go rules engine: a board as one small int32 array, and numba kernels that play on it.
 
-Board state ``B`` is an ``int32`` array of shape ``(ROWS, N*N + 1)``; column ``p < N*N`` is the point with
-flat index ``p`` (see :mod:`kifunet.data_prep.coords`), the last column holds scalars:
+Board state ``B`` is ``int32[ROWS, N*N + 1]``; column ``p < N*N`` is the point with flat index ``p``, the last
+column holds scalars:
 
 =======  ====================================  =========================================
 row      per point ``p``                        last column ``[row, N*N]``
@@ -15,15 +15,10 @@ row      per point ``p``                        last column ``[row, N*N]``
 ``T``    move number that put the stone here   stones captured by white
 =======  ====================================  =========================================
 
-Chains are circular linked lists (``X``) with a head (``H``); the liberty count of every chain is kept
-current after each move (only the chains next to the move are recounted). One copy of ``B`` is the whole
-position, which is what the ladder reader copies at each node. ``nb`` is the ``(N*N, 4)`` neighbour table
-(-1 off board) from :func:`neighbours`.
-
-Rules: simple ko (the point and colour are recorded after a single-stone capture by a single stone left with one
-liberty); suicide is illegal unless ``allow_suicide`` (New Zealand-rules records), in which case the suicided
-chain is removed; pass clears the ko. Positional superko is checked by the replay kernel when asked
-(:mod:`kifunet.data_prep.planes.replay`), not here.
+Every chain's liberty count is current after each move. ``nb`` is the ``(N*N, 4)`` neighbour table (-1 off
+board) from :func:`neighbours`. Rules: simple ko (after a single-stone capture by a single stone left with one
+liberty); suicide is illegal unless ``allow_suicide``, which removes the suicided chain; pass clears the ko.
+Positional superko is the replay kernel's job (:mod:`kifunet.data_prep.planes.replay`).
 """
 
 from __future__ import annotations
@@ -202,10 +197,8 @@ def _put4(a0, a1, a2, a3, i, v):
 
 @njit(cache=True)
 def libs_after(B, nb, p, c, cap):
-    """(liberties capped at ``cap``, stones captured, stones in the new chain) if ``c`` plays empty ``p``.
-
-    Ko is not checked. Written with scalars instead of small arrays: it runs for every empty point.
-    """
+    """(liberties capped at ``cap``, stones captured, stones in the new chain) if ``c`` plays empty ``p``; ko is
+    not checked."""
     opp = 3 - c
     s = _stamp(B)
     B[M, p] = s
@@ -271,10 +264,8 @@ def libs_after(B, nb, p, c, cap):
 
 @njit(cache=True)
 def play(B, nb, p, c, allow_suicide):
-    """Play colour ``c`` at flat ``p`` (``N*N`` = pass). Returns stones captured, or a negative code.
-
-    On an illegal move (``OCCUPIED``, ``SUICIDE``, ``KO``) the board is left unchanged.
-    """
+    """Play colour ``c`` at flat ``p`` (``N*N`` = pass): stones captured, or a negative code (``OCCUPIED``,
+    ``SUICIDE``, ``KO``) with the board unchanged."""
     nn = B.shape[1] - 1
     if p == nn:
         B[KO_POINT, nn] = -1

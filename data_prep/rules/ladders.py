@@ -1,18 +1,11 @@
 """Ladder reading, to the end of the ladder.
 
-A *ladder* here is the sequence in which the attacker keeps the defender's chain in atari with each move.
-:func:`ladder_captured` answers: the chain is in atari (one liberty) and the defender is to move — is it
-captured? The defender tries every move that could help: capturing any adjacent attacker chain that is in
-atari, and extending at the liberty. After a defender move, 3 or more liberties is an escape; 2 liberties
-passes the turn to the attacker, who tries both liberties (:func:`ladder_attack`); 1 or 0 liberties means the
-move failed. The search reads until every line ends (a capture, an escape, or an illegal move); there is no
-depth limit. A node budget (``LADDER_BUDGET`` board positions per query, far above any real ladder: the longest
-19x19 ladder needs about 200) only guards against pathological positions and counts as "not captured".
-
-Conventions (after the GoNN sandbox writer, docs/gonn.md section 3): at the root the ko ban is lifted for
-the defender, and any attacker move that leaves a simple-ko point counts as a defender win (the defender is
-assumed to win kos).
-Ladder breakers, the edge and captures during the ladder fall out of playing the real moves on a copied board.
+:func:`ladder_captured`: the chain is in atari and the defender to move; is it captured? The defender tries
+capturing each adjacent attacker chain in atari and extending at the liberty; after its move 3+ liberties is an
+escape, 2 passes the turn to the attacker, who tries both liberties (:func:`ladder_attack_works`), 1 or 0 fails.
+No depth limit; ``LADDER_BUDGET`` board positions per query guard pathological positions and count as "not
+captured". As in the GoNN writer (docs/gonn.md section 3), the ko ban is lifted for the defender at the root and
+an attacker move that leaves a simple-ko point counts as a defender win.
 """
 
 from __future__ import annotations
@@ -88,11 +81,8 @@ def _options(B, nb, stone, attacker, defender_to_move, opts):
 
 @njit(cache=True)
 def _search(nb, stone, attacker, defender_to_move, budget, boards, meta):
-    """Depth-first ladder search from the position ``boards[0]``. True = the chain at ``stone`` is captured.
-
-    A defender node is captured when every option fails; an attacker node captures when any option does.
-    ``boards`` and ``meta`` are scratch space from :func:`scratch` (one board per ply of the deepest line).
-    """
+    """Depth-first ladder search from ``boards[0]``: True if the chain at ``stone`` is captured (a defender node
+    when every option fails, an attacker node when any works). ``boards``, ``meta``: :func:`scratch`."""
     defender = 3 - attacker
     nn = boards.shape[2] - 1
     depth_max = boards.shape[0]
@@ -205,11 +195,8 @@ def ladder_attack_works(B, nb, stone, lib, budget_nodes, boards, meta):
 
 @njit(cache=True)
 def ladder_escape_works(B, nb, stone, budget_nodes, boards, meta):
-    """Chain at ``stone`` is in atari, its owner to move: does extending at the liberty escape the ladder?
-
-    Escape = after the extension the chain has 3+ liberties, or 2 liberties and the attacker (to move)
-    cannot capture it in a ladder. Returns False if the extension is illegal or leaves 1 liberty.
-    """
+    """Chain at ``stone`` is in atari, its owner to move: does extending at the liberty escape the ladder (3+
+    liberties, or 2 that the attacker cannot ladder-capture)? False if illegal or left with 1 liberty."""
     owner = B[S, stone]
     lib = two_liberties(B, nb, B[H, stone])[0]
     nl = libs_after(B, nb, lib, owner, 3)[0]

@@ -11,6 +11,6 @@ module            what it holds
 ``inputs``        which records a build reads: files, directories, archives, in a fixed order
 ================  ================================================================================
 
-Dependencies run one way: ``charsets`` <- ``game_trees`` <- ``sources`` <- ``archives`` <- ``inputs``;
-``sgf_io`` uses ``charsets`` (and re-exports ``decode_sgf`` and ``split_game_trees`` for its callers).
+Imports run ``charsets`` <- ``game_trees`` <- ``sources`` <- ``archives`` <- ``inputs``; ``sgf_io`` uses
+``charsets`` and re-exports ``decode_sgf`` and ``split_game_trees``.
 """

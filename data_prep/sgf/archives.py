@@ -84,15 +84,10 @@ def _lzma_zip_filters(props: bytes, max_dict: int | None) -> list[dict]:
 class _Decompressor(io.RawIOBase):
     """Streaming gzip / raw deflate / bzip2 / xz / raw LZMA1 decompression with bounded output.
 
-    Each ``readinto(b)`` decompresses at most ``len(b)`` bytes (``decompress(data, max_length)``, zlib's
-    ``unconsumed_tail``, bz2/lzma's ``needs_input``), so a member that inflates a thousand- or a million-fold
-    costs time linear in its size and memory of one buffer. Everything decodable before damage is handed out:
-    a truncated input simply ends the data (``truncated`` is set; tarfile then fails inside the member that was
-    cut), and a checksum error raises. Python's ``gzip.GzipFile`` raises at a truncation and drops the partial
-    block it was decoding, and tarfile's own stream mode never checks the gzip checksum (a corrupt stream can
-    decode to zeros that look like the end of the archive). With ``multistream``, concatenated streams
-    (multi-member gzip, as ``pigz`` and ``cat a.gz b.gz`` write) are followed and zero padding between or after
-    them is skipped; without it, the data ends with the first stream and ``unused`` holds what followed it.
+    Each ``readinto(b)`` yields at most ``len(b)`` bytes, so time is linear in the member's size and memory one
+    buffer, whatever it inflates to. A truncated input ends the data (``truncated`` set); a checksum error
+    raises. With ``multistream``, concatenated streams are followed and zero padding between them skipped;
+    without it the data ends with the first stream and ``unused`` holds what followed.
     """
 
     def __init__(self, raw, kind: str, *, multistream: bool = False, filters=None):
@@ -179,9 +174,9 @@ def _decompressed(f):
 
 
 def read_capped(stream, limit: int, keep: int | None = None) -> bytes | None:
-    """All of ``stream``, or None when it holds more than ``limit`` bytes (then at most ``limit`` + 1 are read).
-    Bytes past ``keep`` (the size a header states) are counted, not kept: memory stays at the stated size while
-    a member whose header lies is inflated to the cap; one that ends under the cap raises ``BadZipFile``."""
+    """All of ``stream``, or None when it holds more than ``limit`` bytes (at most ``limit`` + 1 are read).
+    Bytes past ``keep`` (the size a header states) are counted, not kept; a stream that ends short of a lying
+    header's size but under the cap raises ``BadZipFile``."""
     parts, total = [], 0
     while True:
         block = stream.read(min(_READ, limit + 1 - total))
@@ -232,11 +227,9 @@ def _not_regular(member: tarfile.TarInfo) -> str:
 
 
 def _iter_tar(fileobj, name: str, info: InputInfo) -> Iterator[Source]:
-    """Stream a tar archive (plain, gzip, bzip2 or xz). Damage ends the stream and is recorded in info.
+    """Stream a tar archive (plain, gzip, bzip2 or xz); damage ends the stream and is recorded in ``info``.
 
-    The archive must end with tar's end-of-archive marker: a stream that ends before it (at a member boundary
-    or inside a header) is truncated, a header that fails its checksum is corrupt. After the marker the rest
-    of the stream is read too: a checksum failure or non-zero bytes there mean the archive was damaged."""
+    Whole means tar's end-of-archive marker was read, and after it only zero bytes that pass their checks."""
     member, dec, tf = None, None, None
     members, records0 = 0, info.records
     skipped = None  # the last member whose data was passed over unread (tarfile checks it is there on the next)
@@ -360,10 +353,9 @@ class _Slice(io.RawIOBase):
 
 
 class _ZipMember(io.RawIOBase):
-    """A zip member's data, decompressed as it is read (bounded, see :class:`_Decompressor`). At the end the
-    size and CRC-32 are checked where known (a mismatch raises ``BadZipFile``). ``csize`` None: the size is not
-    known (a data descriptor follows): the data runs to the end of the compressed stream, and :meth:`end`
-    gives where it ended."""
+    """A zip member's data, decompressed as read (bounded, :class:`_Decompressor`); size and CRC-32 are checked at
+    the end where known (``BadZipFile``). ``csize`` None (a data descriptor follows): the data runs to the end of
+    the compressed stream, and :meth:`end` gives where."""
 
     def __init__(self, f, start: int, method: int, csize: int | None, *, usize: int | None = None,
                  crc: int | None = None, flags: int = 0, limit: int | None = None,

@@ -1,51 +1,27 @@
 """Decode an SGF file's bytes to text, choosing the codec: :func:`decode_sgf`.
 
-The file's bytes are decoded *before* sgfmill tokenises them (then handed to sgfmill as UTF-8),
-so multi-byte characters whose trail byte is ``\\`` or ``]`` (Shift-JIS ``表`` = ``95 5C``) do not break
-property values. The SGF structure (``[``, ``]``, ``\\``, ``;``, ``(``, ``)``, property names) is ASCII; a
-decoding is only right if it keeps that structure. The codec is chosen thus:
+The bytes are decoded before sgfmill tokenises them (then handed over as UTF-8). A decoding is right only if it
+keeps the ASCII structure: every ``[``, ``]`` and ``\\`` byte still that character. The codec:
 
-1. a UTF-8 byte-order mark means UTF-8; a UTF-16 mark means UTF-16 (if that fails: ``'encoding'`` error);
-2. the declared ``CA[]`` (first ``CA[...]`` in the file), widened to the superset writers actually emit
-   (GB2312/GBK -> ``gb18030``, Shift_JIS -> ``cp932``, EUC-KR -> ``cp949``), is used as it is if the whole
-   file decodes under it without error *and* every ``[``, ``]`` and ``\\`` byte is still that character
-   (no multi-byte character swallowed one as its trail byte: GBK, Big5 and Shift-JIS allow them there).
-   Declared charsets that are not ASCII-compatible (UTF-16/32) or unknown to Python are ignored;
-3. else, with no ``CA`` (or an ignored one), UTF-8 is used if the whole file decodes under it (random bytes
-   seldom do; UTF-8 never swallows an ASCII byte);
-4. else every *reading* competes: the declared codec and each of ``FALLBACK_ENCODINGS = utf-8, gb18030, cp932,
-   cp949, iso8859-1``, each decoding what it can and replacing each run of bytes it cannot decode (a broken
-   byte: a name cut in the middle of a character, a byte lost in transfer) with one ``U+FFFD``; and for a
-   codec under which a multi-byte character swallowed a ``[``, ``]`` or ``\\`` byte, also its *anchored*
-   readings, which decode the stretches between such bytes (those right after a non-ASCII byte: a lead byte
-   is never ASCII) separately, so they stay structure and a lead byte left dangling before ``]`` becomes
-   ``U+FFFD``: first split at ``]`` only (a ``\\`` trail byte, as in ``表``, stays in its character), then,
-   if a ``[`` or ``\\`` was swallowed too, at all three. The reading that wins has, in order: the most
-   property values an SGF tokeniser reads before it stops (a swallowed ``]`` merges two values, so a reading
-   that eats structure loses; a stray ``]`` stops the tokeniser, so does a reading that splits a real
-   character at its trail byte); then the fewest *bad* characters: the codec's decoding errors (each an
-   ill-formed stretch as the codec reports it: a cut 3-byte UTF-8 character is one, a lone GBK lead byte one;
-   two errors either side of a ``?``, a character whose middle byte a writer replaced by ``?``, are one)
-   plus *suspect* characters; then the earlier in the order declared (plain, then anchored), utf-8, gb18030,
-   cp932, cp949, iso8859-1. So a declared codec that decodes all but a few bytes is kept, with ``U+FFFD`` for
-   those, over a codec that decodes every byte into garbage, and no reading that swallows a rank property into
-   a name can beat one that keeps it.
+1. a UTF-8 or UTF-16 byte-order mark decides (UTF-16 that fails: ``'encoding'`` error);
+2. the first ``CA[]``, widened (GB2312/GBK -> ``gb18030``, Shift_JIS -> ``cp932``, EUC-KR -> ``cp949``), if the
+   whole file decodes under it and keeps the structure; non-ASCII-compatible or unknown ``CA`` is ignored;
+3. else, with no usable ``CA``, UTF-8 if the whole file decodes under it;
+4. else the readings compete: the declared codec and each of ``FALLBACK_ENCODINGS`` (utf-8, gb18030, cp932,
+   cp949, iso8859-1), each run of undecodable bytes as one ``U+FFFD``; a codec that swallowed a structure byte
+   also gets *anchored* readings, decoding the stretches between ``]`` bytes (then between all three) separately.
+   The winner has the most property values an SGF tokeniser reads, then the fewest bad characters (decoding
+   errors plus *suspect* characters), then comes first in the order declared (plain, anchored), utf-8, gb18030,
+   cp932, cp949, iso8859-1.
 
-   A character is suspect when it is a control, private-use, unassigned or surrogate code point, ``U+FFFD``,
-   or, except for the declared codec, lies outside the codec's common core: GB2312 for gb18030; JIS level-1
-   kanji, kana and symbols (``0x8140..0x84BE``, ``0x889F..0x9872``) for cp932; Hangul and symbols of KS X 1001
-   (lead ``0xA1..0xC8``) for cp949; for iso8859-1, a C1 control, a sign of ``U+00A1..U+00BF``, ``×`` or
-   ``÷`` next to another non-ASCII character, or any non-ASCII character in a run of three or more (East Asian
-   double bytes read as Latin-1: ``古力`` -> ``¹ÅÁ¦``, ``聂卫`` -> ``ÄôÎÀ``; Latin names put at most two
-   accented letters side by side, ``Müßig``). ``iso8859-1`` decodes any bytes, so a reading always exists.
+Suspect: a control, private-use, unassigned or surrogate code point, ``U+FFFD``, or (except for the declared
+codec) a character outside the codec's common core: GB2312 for gb18030; JIS level-1 kanji, kana and symbols for
+cp932; KS X 1001 Hangul and symbols for cp949; for iso8859-1 a C1 control, a sign ``U+00A1..U+00BF`` or ``×``/``÷``
+next to another non-ASCII character, or a run of three or more non-ASCII characters. iso8859-1 decodes any bytes,
+so a reading always exists.
 
-The codec used (Python's name: ``utf-8``, ``gb18030``, ``cp932``, ``cp949``, ``iso8859-1``, or a declared one
-such as ``big5``) goes to ``GameInfo.encoding``, and the number of bytes it could not decode (each maximal run
-shown as one ``U+FFFD``; 0 for a clean file) to ``GameInfo.encoding_replaced``. Known limits, names only (the
-structure, ranks included, is kept whatever the codec): EUC-KR text *without* ``CA`` decodes as valid GB2312 and
-is read as gb18030 (the bytes alone cannot tell them apart), and Big5 without ``CA`` is not among the fallbacks;
-with ``CA[EUC-KR]`` / ``CA[Big5]`` both are right. A byte that a writer replaced by ``?`` (the Fox archive: a
-UTF-8 byte that cp1252 lacks became ``?``) leaves ``U+FFFD?U+FFFD`` where the character was.
+The codec's Python name goes to ``GameInfo.encoding``, the count of bytes it could not decode to
+``GameInfo.encoding_replaced`` (limits: docs/building.md).
 """
 
 from __future__ import annotations
@@ -125,12 +101,11 @@ def _count_suspect(text: str, codec: str | None) -> int:
 
 
 class Decoded(typing.NamedTuple):
-    """A decoded SGF file: the text, the codec used and how many bytes it could not decode (shown as U+FFFD).
+    """A decoded SGF file: ``text``, the ``codec`` used and how many bytes it could not decode (shown as U+FFFD).
 
-    ``escaped`` is the same text with each undecodable byte as a lone surrogate (``U+DC80 + byte``) instead of
-    one ``U+FFFD`` per run, so ``escaped[i:j].encode(codec, "surrogateescape")`` gives back the bytes that
-    stretch came from (for codecs whose characters encode back to their bytes): what maps a position in the
-    text to a byte offset. Equal to ``text`` when nothing was replaced."""
+    ``escaped``: the text with each undecodable byte as a lone surrogate (``U+DC80 + byte``), so
+    ``escaped[i:j].encode(codec, "surrogateescape")`` gives back that stretch's bytes; equal to ``text`` when
+    nothing was replaced."""
 
     text: str
     codec: str
@@ -188,10 +163,8 @@ def _values_read(text: str) -> int:
 
 def _readings(raw: bytes, codec: str):
     """``(text, keeps_structure, errors)`` of the plain reading of ``raw`` under ``codec`` and, if a character
-    swallowed a ``[``/``]``/``\\`` byte, of the anchored ones: the stretches between the ``]`` bytes (so a
-    ``\\`` trail byte, as in Shift-JIS ``表``, still counts), then between all three, decoded separately, so
-    each such byte stays itself. Undecodable bytes are lone surrogates (:func:`_escape_undecodable`); ``errors``
-    counts the ill-formed stretches."""
+    swallowed a structure byte, of the anchored ones (stretches between ``]`` bytes, then between all three);
+    ``errors`` counts the ill-formed stretches."""
     _ERRORS.n = 0
     plain = raw.decode(codec, "kifunet-sgf")
     keeps = _keeps_structure(raw, plain)

@@ -58,15 +58,11 @@ def _tree_spans(s: str | bytes) -> list[tuple[int, int]]:
 def split_game_trees(raw: bytes) -> list[bytes]:
     """The bytes of each game tree of an SGF file, in order: ``[raw]`` itself when it holds at most one tree.
 
-    Trees are found as sgfmill's ``parse_sgf_collection`` finds them (``(;`` starts one, its matching ``)`` ends
-    it; brackets inside property values do not count), on the text decoded as :func:`decode_sgf_bytes` decodes
-    it, so a Shift-JIS or GBK trail byte equal to ``]`` or ``\\`` cannot move a boundary. The first piece is
-    everything up to the end of the first tree (a byte-order mark or header included); a later piece is its
-    tree's bytes, with the file's byte-order mark (UTF-8 or UTF-16) in front so that it decodes as the file
-    does. Bytes between and after trees are dropped, as sgfmill ignores them. A tree that never closes runs to
-    the end of the data (it then fails to parse on its own; the trees before it are whole). Each piece is
-    decoded on its own when loaded: a later tree without ``CA[]`` in a file whose charset only the first tree
-    declares is decoded by the fallback rules. Never raises: anything unexpected gives ``[raw]``.
+    Trees are found as sgfmill's ``parse_sgf_collection`` finds them, on the text decoded as
+    :func:`decode_sgf_bytes` decodes it (a trail byte equal to ``]`` cannot move a boundary). The first piece runs
+    from the file's start to the end of the first tree; a later piece is its tree's bytes behind the file's
+    byte-order mark. Bytes between and after trees are dropped; a tree that never closes runs to the end. Never
+    raises: anything unexpected gives ``[raw]``.
     """
     try:
         return _split_game_trees(bytes(raw))

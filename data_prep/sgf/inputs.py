@@ -1,62 +1,32 @@
 """Enumerate the SGF records of a build's inputs: files, directories and archives, read in place.
 
-Inputs may be any mix of ``.sgf`` files, directories (searched recursively), ``.zip``, ``.tar``,
-``.tar.gz``/``.tgz``, ``.tar.bz2`` (and ``.tar.xz``) archives. Nothing is extracted to disk: archive members
-are read into memory one at a time (tar archives are streamed, so a ``.tar.gz`` is decompressed exactly once).
+Inputs: ``.sgf`` files, directories (recursive), ``.zip``, ``.tar``, ``.tar.gz``/``.tgz``, ``.tar.bz2``,
+``.tar.xz``. Nothing is extracted to disk; archive members are read into memory one at a time.
 
 =====================  ==================================================================================
 convention             rule
 =====================  ==================================================================================
-order                  (it decides which copy of a duplicate game wins, and the build's work units)
-                       top-level inputs sorted by path; in a directory, its files sorted by name, then its
-                       subdirectories sorted by name, each read whole before the next (depth first); archive
-                       members in the order the archive stores them; the game trees of a file in file order.
-paths                  a member of an archive is ``ARCHIVE!MEMBER``
-                       (``KGS-2015.tar.gz!kgs-2015/2015-01-01-1.sgf``); an archive inside an archive nests the
-                       same way (``a.zip!inner.tar.gz!x.sgf``); a file in a directory is its path under the
-                       directory as given (through symbolic links, not resolved).
-game record            a file or member whose name ends in ``.sgf`` (any case); a top-level input file named
-                       on the command line is read as SGF whatever its extension, unless it is an archive.
-                       Other files met inside directories and archives are counted per input as ``ignored``
-                       (README files, images), never as games.
-collections            a file holding several game trees (an SGF collection) gives one record per tree, in
-                       order: the first keeps the file's name, tree *k* >= 2 is ``NAME#k`` (``x.sgf#2``,
-                       ``a.zip!x.sgf#3``; :func:`source_file` maps a record's path back to its file). A file
-                       with one tree is one record, named and with bytes exactly as before (so existing
-                       datasets and dedupe are unchanged); in a collection each record's bytes are its tree's
-                       (:func:`kifunet.data_prep.sgf.sgf_io.split_game_trees` says where they are cut). Each tree
-                       is then filtered, used or rejected like any other record; a damaged tree rejects only
-                       itself (a tree that never closes runs to the end of the file); text between trees is
-                       ignored, as sgfmill ignores it.
-symbolic links         followed, to files and to directories. A directory reached again through a link is
-                       not read twice and is recorded in :attr:`InputInfo.errors`: ``symlink_loop`` when the
-                       link leads back to a directory it is inside, ``duplicate_directory`` when the directory
-                       was already read through another path of the same input (the first path in build
-                       order reads it; directories are told apart by device and inode). A link to nothing is a
-                       record rejected as ``unreadable`` (if named ``.sgf``); a directory that cannot be listed
-                       is an ``unreadable`` error; a special file (FIFO, device) named ``.sgf`` inside a
-                       directory is ``unreadable`` (never opened, it could block). A tar member named
-                       ``.sgf`` that is no regular file (a symbolic or hard link, a FIFO, a device) is a
-                       record rejected as ``unreadable``, its type and a link's target in the detail: links
-                       inside an archive are never followed.
-size caps              a game record is read with at most ``MAX_MEMBER_BYTES`` + 1 bytes: larger, it is a
-                       record rejected as ``too_large`` (decided from the size a file, tar or zip header states,
-                       and again while decompressing, so a zip member whose header lies is stopped at the cap).
-                       Decompression hands out at most what was asked for (``decompress(data, max_length)``):
-                       time is linear and memory bounded whatever a member inflates to. A tar inside an
-                       archive is streamed (any size); a zip inside an archive needs random access and is read
-                       into memory, up to ``MAX_NESTED_ZIP_BYTES``: larger, it is an error ``too_large`` (with
-                       its path). An ``.xz`` stream may use ``MAX_XZ_MEMORY`` (its dictionary); a zip LZMA
-                       member's dictionary is clamped to what the member can need.
-damage                 a truncated or corrupt archive is recorded in :attr:`InputInfo.errors` (reason
-                       ``truncated_archive``, ``corrupt_archive``; ``members_read`` and the detail say how many
-                       members were read whole, and that the rest is missing) with the members read before the
-                       damage kept. A tar cut at a member boundary or inside a header (tarfile itself ends
-                       quietly there) is truncated; wholeness is claimed only when tar's end-of-archive marker
-                       was read. A member cut off by the damage, or one that cannot be read, is yielded as a
-                       :class:`Source` with ``error`` set, so that the build counts it as a rejected game. A
-                       zip without its central directory (a truncated download) is read sequentially from its
-                       local headers.
+order                  top-level inputs sorted by path; in a directory its files by name, then its
+                       subdirectories by name, depth first; archive members in stored order; a file's game
+                       trees in file order. The order decides which copy of a duplicate game wins.
+paths                  ``ARCHIVE!MEMBER``, nesting alike (``a.zip!inner.tar.gz!x.sgf``); a file in a directory
+                       is its path under the directory as given (links not resolved).
+game record            a file or member named ``*.sgf`` (any case); a top-level file is SGF whatever its name
+                       unless it is an archive. Other files are counted per input as ``ignored``.
+collections            one record per game tree: the first keeps the file's name, tree *k* >= 2 is ``NAME#k``
+                       (:func:`source_file` maps back); a one-tree file is one record with the file's bytes.
+                       A damaged tree rejects only itself.
+symbolic links         followed. A directory reached again is read once and recorded in
+                       :attr:`InputInfo.errors` as ``symlink_loop`` or ``duplicate_directory``. A dangling
+                       link, a special file or a tar link member named ``.sgf`` is a record rejected as
+                       ``unreadable``; a directory that cannot be listed is an ``unreadable`` error.
+size caps              a record over ``MAX_MEMBER_BYTES`` is rejected as ``too_large`` (by its stated size and
+                       again while decompressing); a zip inside an archive over ``MAX_NESTED_ZIP_BYTES`` is an
+                       error ``too_large``; an ``.xz`` stream may use ``MAX_XZ_MEMORY``.
+damage                 a truncated or corrupt archive is an error (``truncated_archive``,
+                       ``corrupt_archive``, with ``members_read``); members read before the damage are kept,
+                       and a member cut off or unreadable is a :class:`Source` with ``error`` (a rejected
+                       game). A zip without its central directory is read from its local headers.
 =====================  ==================================================================================
 """
 

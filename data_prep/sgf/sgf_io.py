@@ -1,75 +1,55 @@
 """Read one SGF game record (a path or bytes) into a :class:`~kifunet.data_prep.game.GameRecord`.
 
-``load_game(source, *, path=None)`` parses with sgfmill and keeps the **main line** only (the first variation
-at every node, as ``Sgf_game.main_sequence_iter`` gives). A file holding a collection yields its first game;
-:func:`split_game_trees` cuts a collection into one byte string per game tree (the build's inputs do, so that
-every tree is its own record).
-
-Events, per node of the main line, in this order (see :mod:`kifunet.data_prep.game`):
-
-* ``AE`` points (``SETUP``, colour ``EMPTY``), then ``AB`` (``BLACK``), then ``AW`` (``WHITE``), each
-  sorted by flat index; in the root and in any later node; compressed point lists (``AB[aa:cc]``) expand;
-* then the node's ``B``/``W`` move (``MOVE``); pass is ``N*N``, written ``B[]`` or, on boards up to 19,
-  ``B[tt]``. A node with both ``B`` and ``W`` is an error.
-
-Text: the file's bytes are decoded by :func:`kifunet.data_prep.sgf.charsets.decode_sgf` (the codec and the bytes
-it could not decode go to ``GameInfo.encoding`` and ``encoding_replaced``) before sgfmill reads them. A
-collection is cut into game trees by :func:`kifunet.data_prep.sgf.game_trees.split_game_trees`.
-
-Board size: ``SZ`` (19 when missing, per the SGF spec). ``SZ[19:19]`` is accepted; anything not an integer
-``2..19`` or non-square (``SZ[19:13]``) is rejected.
-
-**Metadata** (:class:`~kifunet.data_prep.game.GameInfo`):
+:func:`load_game` keeps the **main line** (the first variation at every node); a collection yields its first
+game. Per node: ``AE`` (``SETUP`` ``EMPTY``), ``AB``, ``AW`` points (each sorted by flat index, compressed lists
+expanded), then the ``B``/``W`` move (pass ``N*N``: ``B[]`` or, up to 19x19, ``B[tt]``). The bytes are decoded by
+:func:`kifunet.data_prep.sgf.charsets.decode_sgf` first. ``SZ`` defaults to 19; ``SZ[19:19]`` is accepted.
 
 =================  ======================================================================================
-field              from
+GameInfo field     from
 =================  ======================================================================================
 black, white       ``PB``, ``PW`` text, stripped ("" if missing); likewise every text field below
-``*_rank_text``    ``BR``, ``WR`` text ("" if missing)
-``*_rank``         :func:`kifunet.data_prep.ranks.parse_rank` of that text, ``source='gogod'`` when the root's
+``*_rank_text``    ``BR``, ``WR``
+``*_rank``         :func:`~kifunet.data_prep.ranks.parse_rank` of that text, ``source='gogod'`` when the root's
                    ``CP``, ``SO``, ``GC``, ``US`` or ``AN`` contains ``GoGoD`` (any case), else ``'kgs'``
-komi               ``KM`` in points (:func:`komi_points`: Fox's hundredths, ``KM[650]`` -> 6.5, ``KM[375]`` under
-                   ``RU[Chinese]`` -> 7.5); ``None`` if missing or not a finite number
-handicap           ``HA`` as an int; 0 if missing, and 0 if not an integer in ``0..N*N`` (no flag is kept:
-                   the handicap stones themselves are replayed from ``AB``)
-result, date,      ``RE``, ``DT``, ``RU`` text
+komi               :func:`komi_points` of ``KM``; ``None`` if missing or not finite
+handicap           ``HA`` as an int, 0 if missing or not in ``0..N*N``
+result, date,      ``RE``, ``DT``, ``RU``
 rules
-result_kind,       ``RE`` read by :func:`kifunet.data_prep.results.parse_result` (its table: ``B+R`` -> resign,
-winner, margin     black, NaN; ``W+12.5`` -> score, white, 12.5; missing -> unknown, none, NaN)
-year               the first 4-digit number in ``DT`` (``DT[2015-01-01]`` -> 2015), else ``None``
-size, path         board size; the display name (``path=``, else the source path, else ``'<bytes>'``)
-encoding           the codec used (above)
-encoding_replaced  bytes that codec could not decode, replaced by ``U+FFFD`` (above; 0 for a clean file)
-time_limit,        ``TM``, ``OT`` text (main time; overtime), kept for the game's identity
-overtime           (:meth:`~kifunet.data_prep.game.GameRecord.game_id`)
-place,             ``PC``, ``AP`` text as written (where the game was played; the program that wrote the file):
-application        what :func:`kifunet.data_prep.profiles.source_of` reads
-periods,           Fox's ``TC``, ``TT`` as written (byo-yomi periods; seconds a period), "" elsewhere: Fox
-period_time        writes its overtime there, not in ``OT``
+result_kind,       :func:`~kifunet.data_prep.results.parse_result` of ``RE``
+winner, margin
+year               the first 4-digit number in ``DT``, else ``None``
+size, path         board size; ``path=``, else the source path, else ``'<bytes>'``
+encoding,          the codec and the bytes it could not decode (:mod:`~kifunet.data_prep.sgf.charsets`)
+encoding_replaced
+time_limit,        ``TM``, ``OT`` (part of the game's identity)
+overtime
+place,             ``PC``, ``AP`` (read by :func:`kifunet.data_prep.profiles.source_of`)
+application
+periods,           Fox's ``TC``, ``TT`` (byo-yomi periods, seconds a period), "" elsewhere
+period_time
 content_hash       sha256 hex digest of the file's raw bytes
 =================  ======================================================================================
 
-**Errors.** Every failure is an :class:`~kifunet.data_prep.errors.SgfError` whose ``.path`` is the display
-name and whose ``.reason`` is one of ``REASONS``:
+**Errors.** Every failure is an :class:`~kifunet.data_prep.errors.SgfError` with ``.path`` (the display name)
+and ``.reason``, one of ``REASONS``:
 
 ==================  ====================================================================================
 reason              when
 ==================  ====================================================================================
-``unreadable``      reading the path raises ``OSError`` (missing file, a directory, ...)
+``unreadable``      reading the path raises ``OSError``
 ``empty``           no bytes, or only whitespace
 ``encoding``        a UTF-16 byte-order mark but the text does not decode as UTF-16
 ``parse_error``     no ``(;`` game, unbalanced brackets, a truncated file, a property outside a node
 ``board_size``      ``SZ`` not an integer in 2..19, or non-square
-``bad_point``       a move or setup point that is malformed or off the board (message names the move
-                    number, colour and value, or the node for setup points)
+``bad_point``       a malformed or off-board point (the message names move number, colour and value, or the
+                    node for setup points)
 ``bad_node``        a node with both ``B`` and ``W``
-``too_many_setup``  more setup points (``AB``/``AW``/``AE``, compressed lists expanded) than
-                    ``MAX_SETUP_BOARDS`` (16) whole boards over the main line: bounds the work of a record
-                    whose few bytes expand to millions of setup points
-``internal_error``  any other exception while reading (a bug; the original is chained as ``__cause__``)
+``too_many_setup``  more setup points than ``MAX_SETUP_BOARDS`` (16) whole boards over the main line
+``internal_error``  any other exception while reading (chained as ``__cause__``)
 ==================  ====================================================================================
 
-A game with no moves is not an error: it loads with zero ``MOVE`` events.
+A game with no moves loads with zero ``MOVE`` events.
 """
 
 from __future__ import annotations
@@ -139,11 +119,9 @@ def _raw_text(node, ident: str) -> str:
 
 
 def komi_points(km: float | None, rules: str = "") -> float | None:
-    """``KM`` as read -> komi in points. Fox writes komi in hundredths: of a point (``KM[650]`` = 6.5), and under
-    Chinese rules of a stone (``KM[375]`` = 3.75 stones = 7.5 points; its Chinese results count stones too,
-    ``B+0.75``). A whole number of magnitude >= 100 is read so (no real komi is 100 points); every other value
-    is points as written, Fox's ``KM[0]`` included (the Fox archive also writes 0 for games whose results,
-    ``B+0.5``, show a fractional komi: read it as "not recorded" there)."""
+    """``KM`` as read -> komi in points. A whole number of magnitude >= 100 is Fox's hundredths: of a point
+    (``KM[650]`` = 6.5), under ``RU[Chinese]`` of a stone (``KM[375]`` = 7.5 points); anything else is points as
+    written (Fox's ``KM[0]`` included, which also stands for "not recorded")."""
     if km is None or not 100 <= abs(km) < 1e6 or km % 1:
         return km
     return km / 50.0 if "chinese" in rules.lower() else km / 100.0
@@ -264,10 +242,9 @@ def load_game(source: str | os.PathLike | bytes | bytearray | memoryview, *, pat
               ) -> GameRecord:
     """Load the main line of one SGF game.
 
-    ``source`` is a filesystem path, or the file's bytes (``path`` then names it in messages and in
-    ``GameInfo.path``, e.g. ``'KGS-2015.tar.gz:2015/01/01/x.sgf'``). Raises :class:`SgfError` (with ``.path``
-    and ``.reason``, see the module docstring) for every unusable record; a ``TypeError`` only for a
-    ``source`` of the wrong type.
+    ``source`` is a path or the file's bytes (``path`` then names it in messages and ``GameInfo.path``). Raises
+    :class:`SgfError` (``.path``, ``.reason``) for every unusable record, ``TypeError`` for a ``source`` of the
+    wrong type.
     """
     if isinstance(source, (bytes, bytearray, memoryview)):
         raw = bytes(source)

@@ -1,15 +1,8 @@
 """The records of a build's inputs and what each input held: the vocabulary of the input and archive readers.
 
-=====================  ==================================================================================
-name                   contract
-=====================  ==================================================================================
-``Source``             one game record candidate: its path and bytes, or the reject reason that kept it unread
-``InputInfo``          one top-level input: kind, bytes, sha256, records, ignored files, errors (manifest)
-size caps              ``MAX_MEMBER_BYTES``, ``MAX_NESTED_ZIP_BYTES``, ``MAX_XZ_MEMORY``; the readers look them up
-                       here at each use (``sources.MAX_MEMBER_BYTES``), so a test may lower them
-``tree_records``       an SGF file's bytes -> one record per game tree (tree *k* >= 2 named ``NAME#k``)
-``note_error``         an input-level error (damaged archive, loop, unreadable directory) recorded in the info
-=====================  ==================================================================================
+``Source`` (one record candidate), ``InputInfo`` (one input, for the manifest), the size caps
+``MAX_MEMBER_BYTES``, ``MAX_NESTED_ZIP_BYTES``, ``MAX_XZ_MEMORY`` (looked up here at each use, so a test may lower
+them), :func:`tree_records` and :func:`note_error`.
 """
 
 from __future__ import annotations
