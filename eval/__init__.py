@@ -4,23 +4,18 @@
 module                      what it holds
 ==========================  =====================================================================================
 ``metrics``                 top-k (tie rule), nats, perplexity; exact sums; breakdowns; ensemble; legality planes
-``legality``                ``top_moves`` (top-k legal moves of a policy output); legal-move masks for dataset
-                            rows: from the planes, else by replaying the games
+``legality``                ``top_moves``; legal-move masks for dataset rows (from the planes, else a replay)
 ``evaluate``                ``Predictor`` (model + feature set -> logits), ``evaluate`` a split, result JSON
-``runs``                    run directories for eval and the notebooks; ``load_run`` (a Predictor of
-                            :func:`kifunet.train.nets.load_net`)
-``probes``                  the probe positions (``probes.sgf``, long-distance tactics: ladders, races, far-away
-                            defence, second eyes) and a net's top-1 / top-5 on them (``kifunet eval --probes``)
+``runs``                    run directories for eval and the notebooks; ``load_run``
+``probes``                  the probe positions (``probes.sgf``) and a net's top-1 / top-5 on them
 ``published``               ``published.toml``: every published row with its dataset spec
 ``tables``                  our results beside the published rows (Markdown, HTML)
 ``board_image``             a position with the policy as a heatmap over legal points, top-k labelled
 ``plots``                   learning curves, top-n accuracy curve, accuracy against nats
+``attribution``             which candidate profile a profiled net finds likeliest for whole games
 ``era``                     a profiled net's prediction with each row's own date against a forced year
 ``page_blocks``             the generated blocks of the manual's pages (``<!-- NAME:start -->`` ... ``end``)
 ==========================  =====================================================================================
 
-Playing a net (policy, GTP engine, scoring, matches against GNU Go) lives in :mod:`kifunet.play`.
-
-Commands: ``kifunet eval``, ``kifunet tables``, ``kifunet show``. Notebooks: ``notebooks/reproduce_tables.ipynb``,
-``notebooks/explore_predictions.ipynb``.
+Playing a net lives in :mod:`kifunet.play`.
 """

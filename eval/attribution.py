@@ -1,13 +1,12 @@
 """Who played this: a profiled net's likelihood of whole games' moves under candidate profiles, and how often the
-likeliest candidate is the true one given the moves of 1, 5 or 10 games (issue 33).
+likeliest candidate is the true one given the moves of 1, 5 or 10 games.
 
 ==================  ===========================================================================================
 term                meaning
 ==================  ===========================================================================================
 candidates          profile field values to choose between, each a :func:`kifunet.data_prep.profiles.parse_fields`
                     dict: ``[{"source": "kgs"}, {"source": "fox"}]`` or years ``[{"date": ...}, ...]``
-hidden fields       set to *unknown* on every row before a candidate is forced (the fields that would give the
-                    answer away: guessing the source, hide the date and time control, which differ by server)
+hidden fields       set to *unknown* on every row before a candidate is forced
 game NLL            the sum over a game's positions in the split of ``-log p(played move)`` under a candidate
                     (:func:`game_nll`); the other fields keep each row's own values
 label               the index of the candidate a game truly has (:func:`source_labels`, :func:`year_labels`);
@@ -16,8 +15,7 @@ guess from n games  n distinct games of one label, drawn at random; the guess is
                     summed NLL (:func:`accuracy`); ties go to the first candidate
 ==================  ===========================================================================================
 
-The rows of a game are found through the split's ``game_index`` column (HDF5 builds; the rows of one game are
-spread over the shuffled shards), read in row order and scored in batches; each candidate is one more forward
+A game's rows are found through the split's ``game_index`` column (HDF5 builds); each candidate costs one forward
 pass of every row.
 """
 

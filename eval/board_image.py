@@ -5,13 +5,10 @@
 >>> fig = board_image.draw_board(pos.stones, probs=p, legal=pos.legal, top_k=5, played=pos.target)  # doctest: +SKIP
 >>> fig.savefig("board.png")        # or .svg: the format follows the extension                     # doctest: +SKIP
 
-Drawing conventions: rows from the top as everywhere in kifunet (:mod:`kifunet.data_prep.coords`); columns are
-labelled with GTP letters (``A``..``T`` without ``I``) above and below, rows with GTP numbers (``N`` at the top,
-``1`` at the bottom) left and right. The heatmap colours only the points where the side to move may legally
-play (empty, not a ko retake, not suicide); occupied and illegal points stay bare wood. Probabilities shown are
-the policy renormalised over the legal moves (pass included). The top-k legal moves carry their rank (1 = most
-likely); the side panel lists them in GTP coordinates with their probabilities, the pass probability and the
-move actually played (outlined in red on the board).
+Rows from the top; GTP column letters above and below, row numbers left and right. Only legal points (empty, no
+ko retake, no suicide) are shaded, by the policy renormalised over the legal moves (pass included). The top-k
+legal moves carry their rank; the side panel lists them with their probabilities, the pass probability and the
+move played (outlined in red).
 """
 
 from __future__ import annotations

@@ -1,29 +1,24 @@
 """The era: the same positions predicted by a profiled net under each row's own date and under a date forced to
-another year, every other profile field kept (issue 33): how much the date moves the prediction, and where.
+another year, every other profile field kept.
 
 ===================  ==========================================================================================
 term                 meaning
 ===================  ==========================================================================================
-rows                 rows of a split (:func:`rows_of_years`): those whose game's calendar year is in a range,
-                     the first ``limit`` of them in row order (a split's rows are shuffled across games, so
-                     the first rows are a sample of the positions)
+rows                 rows of a split whose game's calendar year is in a range, the first ``limit`` in row order
+                     (:func:`rows_of_years`)
 own                  the row's own profile (:func:`kifunet.eval.attribution.row_profiles`)
-forced               the same vector with the date replaced by ``forced_days`` (days since 1970,
-                     :func:`kifunet.data_prep.profiles.parse_fields` ``("year=2005")["date"]`` is 1 July 2005)
-nll, correct         ``-log p(played move)`` in nats and top-1 (rank 0) of :func:`kifunet.eval.metrics.example_stats`
-                     (no legality mask, the tie rule of :mod:`kifunet.eval.metrics`)
-shift                the total-variation distance between the two move distributions,
-                     ``0.5 * sum_m |p_own(m) - p_forced(m)|`` over all ``N*N + 1`` moves (0: the same, 1: apart)
-p33                  the probability the softmax over all moves puts on the four 3-3 points (rows and columns 2
-                     and ``N - 3`` from the edge, 0-based); occupied points count too, where a trained net puts
-                     next to nothing
-summary              top-1 (%) and nats over the rows under own and forced dates; ``d_top1`` and ``d_nats`` are
-                     forced minus own (a positive ``d_nats``: the forced date fits the moves worse)
-openings             the ``top_share`` most shifted rows (at least one): the share of them within the first
+forced               the same vector with the date replaced by ``forced_days`` (days since 1970)
+nll, correct         ``-log p(played move)`` in nats and top-1 of :func:`kifunet.eval.metrics.example_stats` (no
+                     legality mask)
+shift                total-variation distance ``0.5 * sum_m |p_own(m) - p_forced(m)|`` over all ``N*N + 1`` moves
+p33                  the probability on the four 3-3 points (rows and columns 2 and ``N - 3``, 0-based),
+                     occupied or not
+summary              top-1 (%) and nats under own and forced dates; ``d_top1``, ``d_nats``: forced minus own
+openings             the share of the ``top_share`` most shifted rows (at least one) within the first
                      ``first_moves`` moves, beside that share among all the rows (:func:`openings`)
 ===================  ==========================================================================================
 
-Each row costs two forward passes (own and forced). A net without a profile input is refused.
+Each row costs two forward passes. A net without a profile input is refused.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Legal moves: the top-k legal moves of a policy output (:func:`top_moves`), and legal-move masks for dataset rows
 (:class:`LegalMasker`): read off the planes when the feature set carries legality, else replayed.
 
-``maddison`` has a ``legal`` plane and ``alphago`` its ``liberties_after_8`` buckets
-(:func:`kifunet.eval.metrics.legal_from_planes`). ``agz`` and ``gonn`` do not: :class:`ReplayLegality` finds each
-row's game in the split's games table (``game_index`` -> ``path``), replays it once with the rules engine
-(:func:`kifunet.data_prep.planes.replay.analyse_game` with ``F_LIBS_AFTER_PLA``, the same rules the build used: suicide
-illegal, simple ko) and takes the ``legal`` array at ``move_number - 1``. Game paths are the build's input paths:
-plain ``.sgf`` files, or ``ARCHIVE!MEMBER`` (read by streaming the archive once, for all the split's games).
-Rows of datasets built with ``--symmetries all`` carry a ``symmetry`` column; the mask is transformed with it.
-
-Masks are kept bit-packed per game (N*N bits per position), about 11 MB per 1,000 games of 250 moves.
-
-Importing this module loads NumPy only (``kifunet gtp`` uses :func:`top_moves` before JAX is loaded).
+:class:`ReplayLegality` finds each row's game through the games table (``game_index`` -> ``path``: an ``.sgf`` file
+or ``ARCHIVE!MEMBER``, each archive streamed once), replays it with the build's rules and takes ``legal`` at
+``move_number - 1``; a ``symmetry`` column transforms the mask. Masks are kept bit-packed per game. Importing this
+module loads NumPy only.
 """
 
 from __future__ import annotations

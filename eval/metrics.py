@@ -1,99 +1,56 @@
 """Move-prediction metrics as sums and counts: top-k accuracy, cross-entropy in nats, perplexity; and, for nets with
 a value head, the value MSE and winner prediction.
 
-Every number is accumulated over the whole split and divided once at the end; nothing is an average of batch
-means, so a ragged last batch (or any batch size) gives the same result. The accumulators hold:
+Every number is accumulated over the whole split and divided once at the end, so the batch size never changes a
+result:
 
 ==================  ==========================================================================================
 field               meaning
 ==================  ==========================================================================================
 ``count``           positions seen
-``nll_sum``         sum over positions of ``-log p(played move)`` in nats (float64, summed exactly: Shewchuk
-                    partials, so the total does not depend on batch boundaries or order)
+``nll_sum``         sum of ``-log p(played move)`` in nats (float64, exact: Shewchuk partials)
 ``rank_hist``       int64 ``[M]``, ``M = N*N + 1``: ``rank_hist[r]`` = positions whose played move has rank ``r``
 ==================  ==========================================================================================
 
-Derived: ``topk_correct(k) = rank_hist[:k].sum()``, ``accuracy(k) = topk_correct(k) / count``,
-``cross_entropy = nll_sum / count`` (nats), ``perplexity = exp(cross_entropy)``.
+Derived: ``accuracy(k) = rank_hist[:k].sum() / count``, ``cross_entropy = nll_sum / count``,
+``perplexity = exp(cross_entropy)``.
 
-Rank and ties (the rule every top-k number here uses)
------------------------------------------------------
-The rank of the played move ``t`` is the number of *other* moves whose logit is **greater than or equal to**
-its logit: ``rank = #{j != t : z[j] >= z[t]}``; the move is in the top ``k`` when ``rank < k``. Ties count
-against the prediction (the pessimistic rule): the played move is top-1 only if its logit is strictly greater
-than every other logit, and top-k only if it is strictly greater than the k-th largest of the others. A net that
-outputs a constant scores 0% top-1, not 1/362 or 100%; the result never depends on the order of the moves (an
-``argmax`` picks the first of tied moves, so it would). With float32 logits exact ties between a trained
-net's moves are rare; the rule matters for constant or masked outputs (pass at -1e9, illegal points at -inf).
-:func:`~kifunet.models.base.played_move_rank` (re-exported here) is the rule's one definition, kept beside the
-policy output contract in :mod:`kifunet.models.base` so that training and eval both import it from below them;
-it takes NumPy or JAX arrays (traced ones too), and the training loop's jitted top-1/top-4
-(:func:`kifunet.train.steps.topk_correct`) call it as well, so training and eval count the same positions
-as correct.
+**Rank and ties.** ``rank = #{j != t : z[j] >= z[t]}`` for the played move ``t``; it is top ``k`` when ``rank < k``,
+so ties count against the prediction (a constant output scores 0% top-1). The one definition is
+:func:`~kifunet.models.base.played_move_rank` (re-exported here), which training uses too. Cross-entropy is
+``logsumexp(z) - z[t]`` in float64.
 
-Cross-entropy is ``logsumexp(z) - z[t]`` computed in float64 on the host from the float32 logits.
+**Non-finite logits** never raise. NaN reads as ``-inf`` (a NaN played move ranks last); ``+inf`` moves share all
+the probability; all ``-inf`` gives ``nll = inf``; a sum with an infinite term is ``inf`` (:class:`ExactSum`), a
+cross-entropy beyond ``exp``'s range has perplexity ``inf`` (:func:`exp`). A non-finite value makes ``mse`` NaN or
+``inf`` and is never a correct winner.
 
-Non-finite logits
------------------
-Any logits give numbers, never an exception (a damaged checkpoint may output anything). A NaN logit is read as
-``-inf``: that move gets no probability, and a NaN on the played move ranks it last (every other move is ``>=``).
-Moves at ``+inf`` share all the probability (one alone: ``nll = 0``); a position whose every move is ``-inf`` (or
-NaN) has ``nll = inf``. Huge finite logits are exact in float64 (the maximum is subtracted first). A sum with an
-infinite term is ``inf`` (:class:`ExactSum`; ``inf + -inf`` is NaN), and a cross-entropy beyond ``exp``'s range
-has perplexity ``inf`` (:func:`exp`). A NaN or infinite *value* output makes ``mse`` NaN or ``inf`` and is never
-a correct winner.
+**Legality mask** (``bool [B, N*N + 1]``, pass legal): illegal moves get ``-inf`` before the rank and the softmax. A
+played move the mask calls illegal raises ``ValueError``.
 
-Legal-move masking
-------------------
-With a legality mask (``bool [B, N*N + 1]``, pass always legal) the illegal moves get logit ``-inf`` before both
-the rank and the softmax: the distribution is renormalised over the legal moves and illegal moves can never
-outrank the played move. A played move that the mask calls illegal is an error (:class:`ValueError`), never a
-silently infinite loss. Masks come from :func:`legal_from_planes` (feature sets that carry legality) or from a
-replay of the game (:mod:`kifunet.eval.legality`).
+**Ensemble**: :func:`ensemble_log_probs` is ``log(mean_s softmax(z_s))`` over the 8 passes mapped back (float64
+log-mean-exp; with a mask each pass renormalised first), scored like logits.
 
-8-symmetry ensemble
--------------------
-:func:`ensemble_log_probs` averages the *probabilities* of the 8 passes (each mapped back to the original
-orientation) and returns their log, ``log(mean_s softmax(z_s))``, computed as a log-mean-exp in float64 so that
-nothing underflows; with a mask each pass is first renormalised over the legal moves. The ensemble's log
-probabilities then go through the same rank and loss code as single-pass logits (a log-softmax of log
-probabilities is the identity).
-
-Value head (two-headed nets)
-----------------------------
-Each position carries its game's ``outcome`` for the player to move (+1 won, -1 lost, 0 draw, -128 unknown:
-:mod:`kifunet.data_prep.results`). :class:`ValueSums` scores the value output against it with
-:func:`~kifunet.models.base.value_outcome_stats` (the rule training uses too) and holds, as exact integers and an
-exact float sum:
+**Value** (:class:`ValueSums`, scored by :func:`~kifunet.models.base.value_outcome_stats`):
 
 ==================  ==========================================================================================
 field               meaning
 ==================  ==========================================================================================
-``known``           positions with a known outcome (draws included; unknown and void results left out)
-``sq_sum``          sum over them of ``(value - outcome)^2`` (Shewchuk partials, as ``nll_sum``)
-``decided``         known positions of games with a winner (draws left out: no winner to predict)
-``winner_correct``  decided positions where the value's sign names the winner (a value of exactly 0: wrong)
+``known``           positions with a known outcome (draws included)
+``sq_sum``          sum of ``(value - outcome)^2`` over them (exact)
+``decided``         known positions of games with a winner
+``winner_correct``  decided positions where the value's sign names the winner (0: wrong)
 ``outcome_sum``     sum of the known outcomes
 ==================  ==========================================================================================
 
-Derived: ``mse = sq_sum / known``, ``winner_accuracy = winner_correct / decided``, and ``baseline_mse``, the MSE of
-the constant predictor that always says the evaluated positions' mean outcome
-(:func:`~kifunet.models.base.constant_predictor_mse`; it sees the answers' mean, so it is a generous baseline): a
-value head learnt something only where its ``mse`` is below it. Each is NaN when its denominator is 0 (a dataset
-built before results were read has no known position). With the 8-symmetry ensemble the value is the mean of the
-8 passes' values.
+Derived: ``mse = sq_sum / known``, ``winner_accuracy = winner_correct / decided``, ``baseline_mse``
+(:func:`~kifunet.models.base.constant_predictor_mse`); NaN for a zero denominator. The ensemble's value is the
+mean of the 8 passes'.
 
-Breakdowns
-----------
-:class:`Breakdown` keeps one accumulator for the whole split and one per group of three partitions: game phase
-(move-number buckets, ``PHASE_STARTS``), player rank (the mover's rank, :mod:`kifunet.data_prep.ranks` scale,
-``?`` for unknown) and colour to move; and three of the game's profile (:mod:`kifunet.data_prep.profiles`, the
-split's ``game_*`` columns): ``by_year`` (calendar year of ``game_days``), ``by_source`` (a name of
-:data:`~kifunet.data_prep.profiles.SOURCES`) and ``by_time_control`` (a class of
-:data:`~kifunet.data_prep.profiles.TIME_CONTROLS`), each with the group ``unknown`` for rows whose field is
-unknown (and for every row of a batch given without that column). Each partition's groups add up to the whole
-split exactly. :data:`PROFILE_PARTS` lists the three; groups are ordered by year / by the profiles' lists,
-``unknown`` last.
+**Breakdowns** (:class:`Breakdown`): the whole split and groups by game phase (``PHASE_STARTS``), mover's rank
+(``?`` unknown), colour to move, and :data:`PROFILE_PARTS` ``by_year``, ``by_source``, ``by_time_control`` (from
+the ``game_*`` columns; ``unknown`` last, also for a batch without the column). Each partition's groups add up to
+the whole.
 """
 
 from __future__ import annotations
@@ -184,13 +141,9 @@ def ensemble_log_probs(logits_per_pass: Sequence[np.ndarray], legal=None) -> np.
 
 
 def legal_from_planes(planes, feature_set) -> np.ndarray | None:
-    """bool ``[B, N*N + 1]`` legality for the side to move read off the input planes, or ``None``.
-
-    The planes are the ones the set's features declare (``Feature.legality``, tabled in
-    :mod:`kifunet.data_prep.planes.features`; :meth:`~kifunet.data_prep.planes.features.FeatureSet.legal_channels`): a
-    point is legal where any of them is set. maddison: its ``legal`` plane; alphago: the union of its
-    ``liberties_after_8`` buckets. Pass is always legal. Sets that declare none (agz, gonn) give ``None``: replay
-    the game instead (:mod:`kifunet.eval.legality`).
+    """bool ``[B, N*N + 1]`` legality for the side to move from the planes the set declares
+    (:meth:`~kifunet.data_prep.planes.features.FeatureSet.legal_channels`: legal where any is set; pass legal), or
+    ``None`` for sets that declare none (replay instead: :mod:`kifunet.eval.legality`).
     """
     x = np.asarray(planes)
     b, n = x.shape[0], x.shape[1]
@@ -555,10 +508,8 @@ def merge_block_dicts(blocks: Sequence[dict]) -> dict:
 
 
 def merge_breakdown_dicts(blocks: Sequence[dict]) -> dict:
-    """One :meth:`Breakdown.to_dict` from several over disjoint positions (e.g. parts of a split evaluated
-    apart): the whole and every group are merged with :func:`merge_block_dicts`; groups keep their order. A
-    profile breakdown (:data:`PROFILE_PARTS`) is kept only when every block has it (blocks of format 1 or 2
-    results have none: merged with newer ones, the sum would miss their rows)."""
+    """One :meth:`Breakdown.to_dict` from several over disjoint positions: the whole and every group merged with
+    :func:`merge_block_dicts`, groups in order; a profile breakdown only when every block has it."""
     out = merge_block_dicts(blocks)
     for part in ("by_phase", "by_rank", "by_colour", *PROFILE_PARTS):
         if part in PROFILE_PARTS and not all(part in b for b in blocks):

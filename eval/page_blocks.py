@@ -1,15 +1,8 @@
 """Generated blocks of the manual's Markdown pages: the text between a ``<!-- NAME:start -->`` line and a
 ``<!-- NAME:end -->`` line, written by a script from a kept record (``--into PAGE.md``) and read back by the test
-that checks the page against that record. Every generated table of README.md and docs/ uses them:
-
-================  ==================================================  ============================================
-NAME              written by                                          page
-================  ==================================================  ============================================
-``gpu-table``     ``benchmarks/device/table.py``                      README.md
-``profile-runs``  ``scripts/profile_runs.py table``                   docs/profiles.md
-``profile-who``   ``scripts/profile_runs.py who``                     docs/profiles.md (and ``profile-who-seed1``)
-``profile-era``   ``scripts/profile_runs.py era``                     docs/profiles.md (and ``profile-era-seed1``)
-================  ==================================================  ============================================
+that checks the page against that record: ``gpu-table`` (README.md, ``benchmarks/device/table.py``),
+``profile-runs``, ``profile-who``, ``profile-era`` and their ``-seed1`` twins (docs/profiles.md,
+``scripts/profile_runs.py table|who|era``).
 """
 
 from __future__ import annotations

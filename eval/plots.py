@@ -1,29 +1,18 @@
 """Pictures of results (matplotlib): learning curves, the top-n accuracy curve, accuracy against nats.
 
 Every function draws into ``ax`` when given one, else into a new :class:`matplotlib.figure.Figure` (no pyplot
-state, so it works headless), and returns the figure; ``fig.savefig("x.png")`` or ``"x.svg"`` picks the format
-from the extension. Inputs are the files a run leaves behind (``metrics_*.jsonl``) and eval result dicts
-(:mod:`kifunet.eval.evaluate`); nothing here trains or evaluates.
+state), and returns the figure. Inputs are ``metrics_*.jsonl`` files and eval result dicts; nothing here trains or
+evaluates.
 
-* :func:`learning_curves`: every numeric field of ``metrics_train.jsonl`` / ``metrics_eval.jsonl`` against the
-  training positions seen (the first of ``samples``, ``examples``, ``positions``, ``step`` present); two fields
-  with the same values (a policy net's ``loss`` and ``nats``) are one line named after both, and evaluations
-  that all record ``eval_positions`` say how many. Losses
-  (fields named ``*loss*``, ``*nll*``, ``*nats*``, ``*cross_entropy*``) go on the left panel, accuracies
-  (``*acc*``, ``*top*``; a value head's ``winner_acc`` too) in the middle, and, for a run of a net with a value
-  head, squared errors (``*mse*``: ``value_mse``, and the evaluations' ``value_baseline_mse``, the constant
-  predictor's) on a third panel.
-* :func:`topn_curve`: top-n accuracy for n = 1..max_n from each result's rank histogram, as Maddison et al.'s
-  Figure 1, with the published top-1 / top-4 / top-10 numbers as points.
-* :func:`accuracy_vs_nats`: top-1 against cross-entropy for our results (single pass and ensemble marked apart,
-  each legend entry naming the run and the data, :func:`ours_from_results`) beside GoNN's published points.
-* :func:`value_by_phase`: a value head's MSE by game phase beside the constant predictor's, and its winner
-  accuracy by phase, from eval results' ``value`` blocks (:mod:`kifunet.eval.metrics`).
-* :func:`learning_vs_published`: a run's test top-1 (``metrics_eval.jsonl``) against training positions seen, on a
-  log axis, beside each published row's final top-1 at the training positions it saw (``steps`` in
-  ``eval/published.toml``: positions, i.e. samples, not batches; GoNN's 201M-329M are samples, its "epoch" being
-  1,000,000 samples, docs/gonn.md section 5). Rows without a training length are left out and named in the
-  figure's caption (:func:`published_end_points`). ``kifunet tables RUN --learning-figure FILE`` draws it.
+* :func:`learning_curves`: every numeric field against the training positions seen (the first of ``samples``,
+  ``examples``, ``positions``, ``step``); fields with equal values are one line named after both; losses
+  (``*loss*``, ``*nll*``, ``*nats*``, ``*cross_entropy*``) left, accuracies (``*acc*``, ``*top*``) middle, squared
+  errors (``*mse*``) on a third panel for a value head.
+* :func:`topn_curve`: top-n accuracy from rank histograms, as Maddison et al.'s Figure 1.
+* :func:`accuracy_vs_nats`: top-1 against cross-entropy beside GoNN's published points.
+* :func:`value_by_phase`: value MSE and winner accuracy by game phase.
+* :func:`learning_vs_published`: test top-1 against training positions seen (log axis), beside each published
+  row's final top-1 at the positions it saw (``steps`` in ``eval/published.toml``, in samples).
 """
 
 from __future__ import annotations
@@ -293,12 +282,9 @@ def _left_out_caption(left_out) -> str:
 
 
 def learning_vs_published(eval_records: list[dict], *, finals=(), label: str = "ours", rows=None, ax=None):
-    """Test top-1 (%) against training positions seen (log axis): ``eval_records`` (``metrics_eval.jsonl``: ``top1``
-    against the first of ``samples``, ``examples``, ``positions``) as a line; ``finals`` as stars, ``[(label,
-    positions, top1 fraction)]`` (evaluations after training; the label names the data); each published row with a
-    training length as one point (KGS filled circles, other datasets open squares; a published range as its
-    midpoint with an error bar), its legend entry giving how many times our last positions it saw; the rows left
-    out named in a caption box."""
+    """Test top-1 (%) against training positions seen (log axis): ``eval_records`` as a line, ``finals`` (``[(label,
+    positions, top1 fraction)]``) as stars, each published row with a training length as one point (a range as
+    its midpoint with an error bar), the rows left out named in a caption box."""
     from kifunet.eval import published as P
 
     fig, ax = _figure(ax, size=(10, 6))

@@ -5,22 +5,13 @@
 >>> res = score(predictor, probes)              # doctest: +SKIP
 >>> res["overall"]["top1"], res["categories"]["ladder"]["top5"]   # doctest: +SKIP
 
-``eval/probes.sgf`` is written by ``scripts/make_probes.py`` (its docstring says how each category is built and
-checked by the rules engine): one SGF game per probe, whose final move is a correct answer; the root's ``XC`` is the
-category, ``XA`` every accepted answer, ``XT`` the key stones the checks read.
-
-Scoring: each probe is replayed with the project's pipeline (:func:`kifunet.data_prep.planes.replay.encode_game`
-with the predictor's feature set, so the planes are what training sees) and the position before the final move is
-predicted. A probe's player rank is the record's (``BR``/``WR``; the probe file has none, so ``UNKNOWN``, as for a
-dataset row of an unranked player) unless ``as_rank`` says otherwise. Legal moves are the rules engine's (suicide
-illegal, simple ko) plus pass. Per category and overall:
-
-* ``top1``: the fraction of probes whose most probable legal move is an accepted answer;
-* ``top5``: the fraction with an accepted answer among the five most probable legal moves
-  (:func:`kifunet.eval.legality.top_moves`; ties go to the lower flat index);
-* ``uniform_top1`` / ``uniform_top5``: the same figures expected of a uniform random choice of one (five distinct)
-  legal moves: ``A / L`` and ``1 - C(L - A, 5) / C(L, 5)`` per probe (``A`` accepted answers, ``L`` legal moves),
-  averaged.
+One SGF game per probe (``scripts/make_probes.py`` writes them), its final move a correct answer; the root's ``XC``
+is the category, ``XA`` every accepted answer, ``XT`` the key stones. Each probe is replayed with the predictor's
+feature set and the position before the final move predicted, with the record's rank (``UNKNOWN``) unless
+``as_rank``; legal moves are the rules engine's plus pass. Per category and overall: ``top1``, ``top5`` (an
+accepted answer among the most probable legal moves, :func:`kifunet.eval.legality.top_moves`), and
+``uniform_top1`` / ``uniform_top5``, a uniform legal choice's: ``A / L`` and ``1 - C(L - A, 5) / C(L, 5)`` per probe
+(``A`` answers, ``L`` legal moves), averaged.
 """
 
 from __future__ import annotations

@@ -5,20 +5,12 @@
 >>> rows[0].source, rows[0].top1, rows[0].dataset.spec
 ('Clark & Storkey 2015', 44.4, 'KGS (Clark & Storkey 2015)')
 
-Schema of the file (percentages as printed, e.g. ``55.2``; a printed range ``57.1-57.6%`` is ``[57.1, 57.6]``):
-
-* ``[datasets.<id>]``: ``name`` (KGS, GoGoD...), ``spec`` (the dataset spec as published: source, filters,
-  split), optional ``kifunet_preset`` (the ``kifunet build --preset`` with the same filters and split).
-* ``[[move_prediction]]``: ``id``, ``source``, ``dataset`` (a datasets id), ``inputs``, ``net``, optional
-  ``params`` (int or list of ints; ``params_approx``, ``params_secondary``), ``top1`` / ``top4`` / ``top10``
-  (percent or [lo, hi]), ``ce`` (nats), ``steps`` (training positions; ``steps_secondary``), ``eval``
-  (``single`` or ``ensemble``), ``approx`` (names of approximate fields), ``secondary`` (read in another author's
-  comparison table), ``note``.
-* ``[[strength]]``: raw-policy playing strength (``net``, ``vs_gnugo`` percent, ``vs_gnugo_games``,
-  ``vs_pachi`` text, ``source``) and ``[strength_notes]``.
-* ``[[rank_conditioning]]``: Maddison's rank-conditioned win rates; ``[rank_conditioning_notes]``.
-* ``[[accuracy_nats]]``: GoNN's top-1 / CE / relative Elo points.
-* ``[[conventions]]``: what moves the numbers, as text.
+Schema (percentages as printed; a range ``57.1-57.6%`` is ``[57.1, 57.6]``): ``[datasets.<id>]`` (``name``,
+``spec``, optional ``kifunet_preset``); ``[[move_prediction]]`` (``id``, ``source``, ``dataset``, ``inputs``,
+``net``, optional ``params`` / ``params_approx`` / ``params_secondary``, ``top1`` / ``top4`` / ``top10``, ``ce``,
+``steps`` in training positions / ``steps_secondary``, ``eval`` ``single`` or ``ensemble``, ``approx``,
+``secondary``, ``note``); ``[[strength]]`` and ``[strength_notes]``; ``[[rank_conditioning]]`` and
+``[rank_conditioning_notes]``; ``[[accuracy_nats]]``; ``[[conventions]]``.
 """
 
 from __future__ import annotations

@@ -1,41 +1,19 @@
 """Our eval results beside the published rows, as Markdown or HTML tables.
 
-``comparison_rows(results)`` gives one row per published number (:mod:`kifunet.eval.published`) and one per
-evaluation mode of each of our results (single pass and, when computed, the 8-symmetry ensemble, never merged).
-Our rows name the split they were measured on in a short cell (:func:`dataset_label`, with a note number) and
-say whether the legal-move mask was on; the note under the table gives each dataset's full spec
-(:func:`kifunet.eval.evaluate.dataset_spec`) once (:func:`dataset_notes`). ``render(rows, fmt)`` prints them.
+:func:`comparison_rows` gives one row per published number (:mod:`kifunet.eval.published`) and one per evaluation
+mode of each of our results (single pass, ensemble), each of ours naming its data in a short cell with a note
+number (:func:`dataset_notes` gives the full spec once). Results are eval JSON files or run directories
+(:func:`find_results`).
 
-Results are eval JSON files (``kifunet eval --out``); :func:`find_results` also accepts run directories and reads
-their ``eval/*.json``.
+**Two domains** (:func:`two_domain_rows`): top-1 on KGS beside top-1 on professional games. A result's domain is
+its build preset's (``gonn-kgs``: ``kgs``; ``fox-pro``, ``gonn-gogod``: ``pro``), a published row's its dataset's
+name (``KGS``, ``professional games``). A published pair is two rows of one source, net and mode; ours, one row
+per run and mode with results in both domains (the one with most positions per domain). Printed when one of ours
+has both.
 
-**Two domains** (:func:`two_domain_rows`): one net's top-1 on KGS amateur games beside its top-1 on professional
-games, as AlphaGo Zero's supervised net reported them (60.4% / 54.3%). A result's domain comes from the build
-preset of the split it was measured on, a published row's from its dataset's name in ``eval/published.toml``:
-
-==============  ======================================  ===========================================================
-domain          our results (build preset)              published rows (dataset name)
-==============  ======================================  ===========================================================
-``kgs``         ``gonn-kgs``                            ``KGS``
-``pro``         ``fox-pro``, ``gonn-gogod``             ``professional games``
-==============  ======================================  ===========================================================
-
-A published pair is two rows of the same source, net and evaluation mode, one per domain (today only AlphaGo
-Zero's; GoNN's and Cazenave's GoGoD rows are other nets, trained on GoGoD, so they are no pair). Ours: one row per
-run (name and step) and mode that has a result in both domains; where a run has several results in a domain, the
-one with the most positions evaluated. The section is printed when one of ours has both domains.
-
-Results of nets with a value head (eval JSON version 2, a ``value`` block) add a third table, ours only (no
-published value figure is in :mod:`kifunet.eval.published`): per result and mode, the positions with a known
-game result, the value MSE beside the constant predictor's (always the evaluated positions' mean result), and the
-winner accuracy over the positions of games with a winner (:func:`value_rows`); :func:`breakdown_markdown` adds
-the value columns to the by-phase (and other) tables.
-
-**Per profile** (:func:`render_profiles`, ``kifunet tables --by year|source|rank|time_control``): for each result
-and evaluation mode, one row per group of one breakdown of :class:`kifunet.eval.metrics.Breakdown` (the game's
-calendar year, source, time-control class, or the mover's rank as ``by_rank`` labels it, one rank a group): its
-positions, top-1 and top-5 % and cross-entropy. Year, source and time control need eval JSON version 3; an older
-result gets one line naming its file instead of a table.
+:func:`value_rows`: per result with a ``value`` block (eval JSON version 2), the MSE beside the constant
+predictor's and the winner accuracy. :func:`render_profiles` (``kifunet tables --by``): one row per group of a
+profile breakdown (eval JSON version 3; an older result gets one line naming its file).
 """
 
 from __future__ import annotations
@@ -78,10 +56,8 @@ def _pct(x) -> str:
 
 
 def dataset_label(res: dict) -> str:
-    """A short name of the data ``res`` was measured on, for a table cell or a legend entry: the build preset
-    (else the dataset folder's name), the split, and how much of it was evaluated, e.g. ``gonn-kgs test, whole
-    split (954,190 positions)`` or ``fox-pro test, first 100,000 of 545,569 positions``. The full description
-    is the spec's ``text`` (:func:`dataset_notes` prints it once per dataset)."""
+    """A short name of the data ``res`` was measured on: the build preset (else the folder's name), the split and
+    how much was evaluated (``fox-pro test, first 100,000 of 545,569 positions``)."""
     ds = res["dataset"]
     n = ds["evaluated"]
     rows = ds.get("rows", n)
@@ -321,9 +297,8 @@ def value_rows(results: list[tuple[str, dict]]) -> list[dict]:
 
 
 def render(results: list[tuple[str, dict]], fmt: str = "markdown", which: str = "all") -> str:
-    """The full comparison: move prediction table, the notes on our datasets, the two-domain table when one of ours has
-    results on both domains (:func:`two_domain_rows`), accuracy-vs-nats table, and the value-head table when a
-    result has a value block."""
+    """The full comparison: move prediction table, notes, two-domain table (when one of ours has both domains),
+    accuracy-vs-nats table, value table (when a result has a value block)."""
     rows = comparison_rows(results, which)
     nats = accuracy_nats_rows(results)
     notes = dataset_notes(rows)

@@ -1,9 +1,6 @@
-"""The call contract shared by every policy network (arguments: :mod:`kifunet.models`), the value head's part of
-it, the tie rule for reading the policy output (:func:`played_move_rank`: the one definition of top-k, used by
-training and by eval) and the rule for scoring the value output against a game's result
-(:func:`value_outcome_stats`: the one definition of the value error and of winner prediction, likewise shared).
-
-The value contract: a net is *two-headed* when ``model.has_value`` is True, and then its call returns a pair.
+"""The call contract shared by every policy network (arguments: :mod:`kifunet.models`), its value part, the tie
+rule of top-k (:func:`played_move_rank`) and the scoring of a value against a game's result
+(:func:`value_outcome_stats`), both shared by training and eval.
 
 =========================  ==============================================================================
 item                       contract
@@ -11,18 +8,14 @@ item                       contract
 ``model.has_value``        bool, fixed at construction: True when the net was built with a value head
 ``model(planes, ...)``     has_value False: ``logits``; True: the tuple ``(logits, value)``
 ``logits``                 float32 ``[B, N*N + 1]`` move logits, index ``N*N`` = pass (as for every net)
-``value``                  float32 ``[B]`` in [-1, 1] (a tanh): the expected result of the game for the side
-                           to move (``to_move``): +1 a win, -1 a loss, 0 a draw (or an even game)
-:func:`policy_and_value`   ``(logits, value or None)`` from either kind of output: the one way a caller that
-                           takes any net unpacks it
+``value``                  float32 ``[B]`` in [-1, 1] (a tanh): the expected result for the side to move:
+                           +1 a win, -1 a loss, 0 a draw
+:func:`policy_and_value`   ``(logits, value or None)`` from either kind of output
 =========================  ==============================================================================
 
-Which nets have a value head: ``qiqiao`` / ``qiqiao_tiny`` always (Qiqiao's policy-value net); AlphaGo Zero
-(``AGZResNet``: ``agz_resnet20``, ``agz_tiny``), the GoNN ResNets (``gonn_*``) and GARB (``garb*``) with the
-constructor option ``value_head=True`` (``models.create("agz_resnet20", value_head=True)``; off by default, so
-their published policy-only counts stay the registry's); the CNNs and MAO never. The heads are described in each
-family's module docstring. Families implement :meth:`PolicyNet.logits` (policy only) or, when they can carry a
-value head, :meth:`PolicyNet.heads`, which computes the trunk once for both outputs.
+Value heads: ``qiqiao`` / ``qiqiao_tiny`` always; ``agz_*``, ``gonn_*`` and ``garb*`` with ``value_head=True``
+(off by default); the CNNs and MAO never. Families implement :meth:`PolicyNet.logits` (policy only) or
+:meth:`PolicyNet.heads` (one trunk for both outputs).
 """
 
 from __future__ import annotations
@@ -126,13 +119,12 @@ def board_logits_without_pass(board: jax.Array) -> jax.Array:
 
 
 def value_outcome_stats(value, outcome):
-    """Per row, how a value output scores against the row's ``outcome`` (+1 the mover won, -1 lost, 0 draw,
-    :data:`kifunet.data_prep.results.OUTCOME_UNKNOWN` unknown): ``(known, squared_error, decided, correct)``.
+    """Per row, a value output against the row's ``outcome`` (+1 the mover won, -1 lost, 0 draw,
+    :data:`kifunet.data_prep.results.OUTCOME_UNKNOWN`): ``(known, squared_error, decided, correct)``.
 
-    ``known`` (bool): the outcome is known; ``squared_error``: ``(value - outcome)^2`` there, 0 elsewhere;
-    ``decided`` (bool): known and not a draw (draws count in the squared error, target 0, but name no winner);
-    ``correct`` (bool): decided and ``value * outcome > 0`` -- the value's sign names the winner (a value of
-    exactly 0 names none: wrong). NumPy or JAX arrays (traced ones included), as :func:`played_move_rank`.
+    ``squared_error`` is ``(value - outcome)^2`` where known, else 0; ``decided``: known and not a draw;
+    ``correct``: decided and ``value * outcome > 0`` (a value of 0 is wrong). NumPy or JAX arrays, traced ones
+    included.
     """
     from kifunet.data_prep.results import OUTCOME_UNKNOWN
 
@@ -145,9 +137,8 @@ def value_outcome_stats(value, outcome):
 
 
 def constant_predictor_mse(known, decided, outcome_sum) -> float:
-    """The value MSE of the best constant over rows with these counts: the rows' mean outcome ``m = outcome_sum /
-    known`` scores ``mean(outcome^2) - m^2 = decided / known - m^2`` (outcomes are -1, 0, +1, so
-    ``sum outcome^2 = decided``); NaN when no row is known. A value head must beat it to have learnt anything."""
+    """The value MSE of the best constant over rows with these counts, ``decided / known - (outcome_sum /
+    known)^2``; NaN when no row is known."""
     known = float(known)
     if known <= 0:
         return float("nan")
@@ -156,13 +147,11 @@ def constant_predictor_mse(known, decided, outcome_sum) -> float:
 
 
 def played_move_rank(logits, target):
-    """``[B]``: the number of *other* moves whose logit is >= the played move's.
+    """``[B]``: the number of *other* moves whose logit is >= the played move's; the move is in the top ``k`` when
+    this is ``< k`` (ties count against it).
 
-    The tie rule of every top-k figure (training and eval): the played move is in the top ``k`` when this is
-    ``< k``, so ties count against the prediction (see :mod:`kifunet.eval.metrics`).
-
-    ``logits [B, M]`` and ``target [B]`` are NumPy or JAX arrays (traced ones included: the array's own
-    namespace computes it, so it runs inside ``jax.jit``); no checks, see :func:`target_ranks` for those.
+    ``logits [B, M]``, ``target [B]``: NumPy or JAX arrays (traced ones included); unchecked
+    (:func:`target_ranks` checks).
     """
     xp = logits.__array_namespace__() if hasattr(logits, "__array_namespace__") else np
     played = xp.take_along_axis(logits, target[:, None], axis=-1)

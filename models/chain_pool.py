@@ -1,11 +1,9 @@
-"""Chain pooling (GoNN README, Feb 2018; docs/gonn.md section 7): each channel max-pooled over a chain of stones.
+"""Chain pooling (docs/gonn.md section 7): each channel max-pooled over a chain of stones.
 
-:func:`chain_labels` names every chain: each stone gets the smallest flat index of its chain (4-connected stones of
-one colour), each empty point ``N*N``; :func:`pool_chains` (or :func:`chain_max`, which labels first) gives every stone the maximum of each channel over its
-chain, and every empty point its own values. The labels come from the stones alone (integers, no gradient): a
-``lax.while_loop`` spreads the smallest index along each chain until nothing changes (as many rounds as the longest
-shortest path inside a chain), then one ``segment_max`` over the labels pools all channels at once, so the cost in
-channels is one scatter and one gather. Gradients reach the stones that hold each maximum, as for a max-pool.
+:func:`chain_labels` labels each stone with the smallest flat index of its chain (4-connected, one colour) and each
+empty point ``N*N``, from the stones alone (no gradient); :func:`pool_chains` (or :func:`chain_max`, which labels
+first) gives every stone the maximum of each channel over its chain and every empty point its own values.
+Gradients reach the stones that hold each maximum.
 """
 
 from __future__ import annotations

@@ -1,43 +1,27 @@
 """Plain convolutional policy nets: Clark & Storkey, Maddison, AlphaGo SL, Darkforest.
 
-All are stacks of same-padded stride-1 convolutions with ReLU, no pooling, ending in a small conv to one
-(or a few) planes whose points are the move logits. None has a pass output: pass gets
-:data:`~kifunet.models.base.NO_PASS_LOGIT`. Structure and trainable-parameter counts (19x19, default
-planes; counts by :func:`kifunet.models.params.count_params`, checked in tests/test_models.py):
+Same-padded stride-1 convolutions with ReLU, no pooling, ending in a small conv whose points are the move
+logits; pass gets :data:`~kifunet.models.base.NO_PASS_LOGIT`. Counts at 19x19 (tests/test_models.py):
 
 ==================  ======  =====================================================================  ===========
 family              planes  structure                                                              params
 ==================  ======  =====================================================================  ===========
 ClarkStorkey        48      7x7x64, 5x5x64, 5x5x64, 5x5x48, 5x5x48, 5x5x32, 5x5x32 convs with       555,241
-                            bias and ReLU, then a 5x5 conv 32->1 plus a bias per point; every       (~560,000
-                            kernel symmetric under the 8 board symmetries (tied weights)            published)
+                            bias and ReLU, then a 5x5 conv 32->1 plus a bias per point; every
+                            kernel symmetric under the 8 board symmetries (tied weights)
 Maddison 12         36      5x5 then 11 3x3 convs of 128, a bias per point and channel in every     2,294,738
-                            layer instead of a channel bias; output 3x3 conv to 2 planes + point    (2.3M)
-                            biases: plane 0 is the softmax for black to move, plane 1 for white
+                            layer instead of a channel bias; output 3x3 conv to 2 planes + point
+                            biases: plane 0 for black to move, plane 1 for white
 AlphaGo SL 13, 192  48      5x5 conv 48->k, 11 3x3 convs k->k, ReLU, 1x1 conv k->1, no conv         3,880,489
                             biases, one bias per point before the softmax
 AlphaGo SL 13, 256  48      same with k=256                                                         6,795,881
-Darkforest 12       25      5x5 25->92, 3x3 92->384, 9x 3x3 384->384, 3x3 384->3, no biases         12,329,756
+Darkforest 12       25      5x5 25->92, 3x3 92->384, 9x 3x3 384->384, 3x3 384->3, no biases;        12,329,756
+                            three next-move heads, the logits are head 0
 ==================  ======  =====================================================================  ===========
 
-Readings (the papers leave these open):
-
-* Clark & Storkey's layer list is theirs; their final "fully connected layer" is read as a per-point
-  output (a symmetric 5x5 conv 32->1 plus a bias per point), because a dense ``32*361 -> 361`` layer alone
-  would hold 4.17M weights, 7x the ~560,000 that GoNN's README quotes. Their own input features are not
-  in our pipeline; the default is the 48 AlphaGo planes (stones, liberties, captures, ladders; it also
-  holds turns-since planes, which Clark & Storkey avoided). The count is the stored (untied) kernels:
-  the free parameters after tying are fewer (a k x k symmetric kernel has (k//2+1)(k//2+2)/2 free taps).
-* Maddison's "12 layers" are 12 hidden layers (first 5x5, the rest 3x3): 12*128*361 = 554,496 hidden
-  units and 627M connections match the paper's 550,000 and 630M. The output conv is read as 3x3
-  (1x1 gives 2,292,690; both round to 2.3M). Weights init uniform [-0.05, 0.05] as in the paper
-  (``init="uniform"``, the default). In 12 plain ReLU layers of 128 filters that init shrinks the signal
-  at every layer, and a float32 run sat on a plateau at the uniform loss for its first ~680,000 positions
-  (docs/architectures.md); ``init="he"`` (He normal, fan-in) or ``"lecun"`` (LeCun normal) is the switch
-  away from it (:data:`MADDISON_INITS`), ours, not the paper's.
-  ``maddison`` with ``layers`` 3/6/10/12 gives the rows of his depth table.
-* Darkforest's three next-move heads (t+1, t+2, t+3) are kept; the logits are head 0 (next move).
-* ``rank_embedding=True`` adds a learned vector per rank to the first layer's pre-activation.
+``maddison`` with ``layers`` 3/6/10/12 gives his depth table; its ``init`` is a :data:`MADDISON_INITS` name
+(``"uniform"`` [-0.05, 0.05], the paper's, by default). ``rank_embedding=True`` adds a rank vector to the first
+layer's pre-activation. Readings where the papers are silent: docs/architectures.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Analytical forward cost per position: multiply-accumulates of the convolutions and dense layers.
 
-A same-padded conv costs ``N*N * k*k * C_in * C_out`` MACs on an N x N board (padding taps counted, the
-usual convention, and the one GoNN used: docs/gonn.md section 4.2 gives 1.29 G and 2.97 G MACs for its 5- and
-12-block nets, which :func:`count_macs` reproduces); a line-shaped pair
-(:class:`~kifunet.models.layers.LinePairConv`) twice ``N*N * length * C_in * C_out``; a dense layer ``in * out``.
-BatchNorm, activations, pooling and the extra centre weight (folded into the kernel) are not counted. 2 FLOPs per
-MAC; a forward+backward step is counted as 3 forwards (the backward pass needs the gradients with respect to
-both the activations and the weights).
+A same-padded conv costs ``N*N * k*k * C_in * C_out`` MACs (padding taps counted, as GoNN counted: docs/gonn.md
+section 4.2); a :class:`~kifunet.models.layers.LinePairConv` twice ``N*N * length * C_in * C_out``; a dense layer
+``in * out``. BatchNorm, activations, pooling and the folded centre weight are not counted. 2 FLOPs per MAC; a
+training step is 3 forwards.
 """
 
 from __future__ import annotations
@@ -47,10 +44,8 @@ def _on_board(kernel_size: int, dilation: int, n: int) -> float:
 
 
 def counted_train_flops(model: nnx.Module) -> float:
-    """:func:`train_flops` as XLA's cost analysis counts a compiled training step: a convolution's taps that fall
-    on the padding are not counted, and the first convolution has no gradient with respect to its input (the
-    planes), so it costs two forwards, not three. Elementwise work (BatchNorm, activations, pooling) is left out
-    here as there."""
+    """:func:`train_flops` as XLA's cost analysis counts a compiled step: padding taps not counted, and the first
+    convolution without an input gradient (two forwards, not three); elementwise work left out."""
     points = model.board_size * model.board_size
     total, first = 0.0, True
     for _, module in nnx.iter_modules(model):

@@ -1,25 +1,16 @@
 """NoGoZero+ residual net with global attention residual blocks (Gao & Wu 2021, 3.2.1).
 
-* Pre-activation residual tower of ``blocks`` blocks of ``channels`` channels, alternating a standard
-  block (BN-ReLU-conv3x3-BN-ReLU-conv3x3 + skip) and a GARB, starting with a standard block.
-* GARB: BN-ReLU on the block input, then two independent 3x3 convs give X (2*C3 channels) and G (C3);
-  :class:`~kifunet.models.layers.GPS` ``(X, G)`` (BN+ReLU on G, channel means and maxes, FC 2*C3 -> 2*C3,
-  added to X: C1 = 2*C2 as the paper asks); then BN-ReLU-conv3x3 back to ``channels``; residual add.
-  C3 = ``channels // 2``, so X is as wide as the trunk.
-* stem: 3x3 conv ``in_planes -> channels``; end of trunk BN-ReLU; AlphaGo Zero policy head (1x1 conv to
-  2 planes with bias, BN, ReLU, dense to N*N + 1: the pass logit is real). No conv bias elsewhere.
-* The NoGoZero+ dominion/score heads and curriculum belong to self-play RL and are not built. Its value head
-  is not described in the text the project has, so ``value_head=True`` (off by default) adds ours, in the
-  style of the family's global pooling: a :class:`~kifunet.models.layers.PooledValueHead` on the end of the
-  trunk (after the final BN-ReLU): 1x1 conv ``channels``->``value_channels`` (32) -> BN -> ReLU -> channel
-  means and maxes -> dense to ``value_hidden`` (64) -> ReLU -> dense to 1 -> tanh; the net then returns
-  ``(logits, value)`` (:mod:`kifunet.models.base`). ``garb10`` (64 channels): 6,337 parameters (conv 2,048,
-  BN 64, dense 64*64 + 64 = 4,160, dense 65); any board size.
+* Pre-activation tower of ``blocks`` blocks of ``channels``, alternating a standard block
+  (BN-ReLU-conv3x3-BN-ReLU-conv3x3 + skip) and a GARB, starting with a standard one.
+* GARB: BN-ReLU on the input, two 3x3 convs give X (2*C3 channels) and G (C3 = ``channels // 2``);
+  :class:`~kifunet.models.layers.GPS` ``(X, G)``; BN-ReLU-conv3x3 back to ``channels``; residual add.
+* stem: 3x3 conv ``in_planes -> channels``; end of trunk BN-ReLU; AlphaGo Zero policy head (1x1 conv to 2 planes
+  with bias, BN, ReLU, dense to N*N + 1, pass included). No conv bias elsewhere.
+* ``value_head=True`` (ours): :class:`~kifunet.models.layers.PooledValueHead` after the final BN-ReLU
+  (``value_channels`` 32, ``value_hidden`` 64); the net returns ``(logits, value)``.
 
-Named sizes follow the paper's curriculum (5 -> 20 blocks, 32 -> 128 channels): ``garb5`` 32 channels,
-``garb10`` 64 (the middle stage's width is not given; 64 is the reading), ``garb20`` 128. Default planes:
-21 = 17 AlphaGo Zero planes + the 4 NoGoZero+ liberty planes. The paper's board is 9x9 (NoGo); any size
-works. ``rank_embedding=True`` adds a rank vector to the stem output.
+``garb5`` 32 channels, ``garb10`` 64, ``garb20`` 128. Default planes: 21 (AlphaGo Zero's 17 + ``nogo_liberties``).
+Any board size. ``rank_embedding=True`` adds a rank vector to the stem output.
 """
 
 from __future__ import annotations

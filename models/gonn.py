@@ -1,53 +1,30 @@
 """GoNN sandbox (2018) pre-activation ResNet, with each of its ideas switchable for ablations.
 
-Structure (docs/gonn.md section 4), C = ``channels`` = 192 by default:
+Structure (docs/gonn.md section 4), C = ``channels`` (192):
 
-* stem: 5x5 conv ``in_planes -> C``, no bias, plus a separate 1x1 "centre" weight folded into the centre
-  tap (init 0.3 x He(fan_in=in_planes)); no BN, no activation (pre-activation net).
+* stem: 5x5 conv ``in_planes -> C``, no bias, plus a 1x1 centre weight folded into the centre tap (init 0.3 x
+  He(fan_in=in_planes)); no BN, no activation.
 * block 0, *ordinary*: BN -> act -> conv3x3 C->C -> BN -> act -> conv3x3 C->C, added to the trunk.
-* other blocks, *dilated*: as ordinary, but the first conv's last ``dilated_channels`` (64) outputs come
-  from a 3x3 conv of rate ``dilation_rates[i % len]`` (2 at a201e46; 2, 3, 2, 3 in the 5-block net).
-* blocks listed in ``global_blocks``, *global*: the first conv gives C-64 channels ``a`` and 64 channels
-  ``b``; ``b`` -> BN -> act -> mean and max over the board -> matmul (no bias, init x0.5) -> bias on ``a``;
-  then BN -> act -> conv3x3 (C-64)->C.
-* blocks listed in ``wide_blocks``, *wide low-rank* (docs/gonn.md section 7; not in GoNN's nets): a
-  1x9 -> 9x1 path and, with the same kernels transposed, a 9x1 -> 1x9 path (:class:`GoNNWideBlock`); as many
-  parameters as an ordinary block, twice its MACs.
-* blocks listed in ``chain_blocks``, *chain pooling* (docs/gonn.md section 7; not in GoNN's nets): BN -> act ->
-  conv3x3 C->P (P = ``chain_channels``, C by default) -> each of the P channels max-pooled over every chain of
-  stones (:mod:`kifunet.models.chain_pool`; empty points keep their values) -> BN -> act -> conv3x3 P->C, added
-  to the trunk (:class:`GoNNChainBlock`). ``18 C P + 3 C + 3 P`` parameters: an ordinary block's at P = C. The
-  chains come from the input's stone planes ``chain_stone_planes`` (pla, opp: planes 1 and 2 of the ``gonn`` set)
-  and are labelled once per forward pass.
+* other blocks, *dilated*: the first conv's last ``dilated_channels`` (64) outputs from a 3x3 conv of rate
+  ``dilation_rates[i % len]``.
+* ``global_blocks``: the first conv gives C-64 channels ``a`` and 64 ``b``; ``b`` -> BN -> act -> mean and max ->
+  matmul (no bias, init x0.5) -> bias on ``a``; then BN -> act -> conv3x3 (C-64)->C.
+* ``wide_blocks``: :class:`GoNNWideBlock`; ``chain_blocks``: :class:`GoNNChainBlock` (docs/gonn.md section 7,
+  not in GoNN's nets), chains from the stone planes ``chain_stone_planes``, labelled once per forward pass.
 * end of trunk: BN -> act.
 * policy head: p1 = conv3x3 C->48, biased by g1 = conv3x3 C->32 -> BN -> act -> mean and max -> matmul
-  64->48 (init x0.5, i.e. fan-in x4); BN -> CReLU (96 channels) -> conv5x5 96->1 (init x0.5) -> N*N logits.
-  No pass output (pass gets :data:`~kifunet.models.base.NO_PASS_LOGIT`).
-* value head (ours, off by default; GoNN had none): ``value_head=True`` adds a
-  :class:`~kifunet.models.layers.PooledValueHead` on the end of the trunk, KataGo's shape: 1x1 conv
-  C->``value_channels`` (32) -> BN -> act -> mean and max over the board (plus the stdev / board-scaled mean
-  when ``pool_stdev`` / ``pool_board_scaling``) -> dense to ``value_hidden`` (64) -> ReLU -> dense to 1 -> tanh;
-  the net then returns ``(logits, value)`` (:mod:`kifunet.models.base`). 10,465 parameters at C = 192 with
-  PReLU: conv 6,144, BN 64, PReLU 32, dense 64*64 + 64 = 4,160, dense 65; any board size.
-* act = PReLU with one slope per channel, init 0 (``activation="relu"`` for the ablation).
-* BN: momentum 0.99, eps 1e-3, scale and offset; no conv has a bias.
-* centre-weight emphasis (``center_emphasis=True``) on every residual-block conv: +0.3 x He(fan_in=C_in)
-  on the centre tap at init and a learning-rate multiplier 1.5 on that tap; multiplier 0.25 on the p1 BN
-  and the final 5x5 conv; read them with :func:`kifunet.models.params.lr_multipliers`.
+  64->48 (init x0.5); BN -> CReLU (96) -> conv5x5 96->1 (init x0.5) -> N*N logits; pass gets
+  :data:`~kifunet.models.base.NO_PASS_LOGIT`.
+* value head (``value_head=True``, ours): :class:`~kifunet.models.layers.PooledValueHead` on the end of the
+  trunk, ``value_channels`` (32), ``value_hidden`` (64); the net returns ``(logits, value)``.
+* act: PReLU, one slope per channel, init 0 (``activation="relu"``). BN: momentum 0.99, eps 1e-3, scale and
+  offset; no conv bias.
+* ``center_emphasis``: every residual-block conv gets +0.3 x He(fan_in=C_in) on the centre tap at init and a
+  learning-rate multiplier 1.5 there; the p1 BN and the final 5x5 conv get multiplier 0.25.
 
-Trainable parameters (26 planes, 19x19; tests/test_models.py checks them against docs/gonn.md section 4.2):
-
-========================================================  ======================  ==========
-config                                                    registry name           params
-========================================================  ======================  ==========
-5 blocks, dilation 2, 3, 2, 3 (README "ResNet 5 Blocks")  gonn_resnet5            3,597,792
-12 blocks, no global block (README "ResNet 12 Blocks")    gonn_resnet12           8,250,720
-12 blocks, global blocks 6 and 10 (a201e46 as committed)  gonn_resnet12_global    8,062,304
-========================================================  ======================  ==========
-
-Per component: stem 129,792; ordinary or dilated block 664,704; global block 570,496; final BN+PReLU
-576; policy head 143,904. ``rank_embedding=True`` (not in GoNN at that date, where rank only filtered
-the data) adds a learned C-vector per rank to the stem output.
+Registry names (26 planes, 19x19; counts in docs/gonn.md section 4.2, checked by tests/test_models.py):
+``gonn_resnet5`` (dilation 2, 3, 2, 3), ``gonn_resnet12``, ``gonn_resnet12_global`` (global blocks 6 and 10).
+``rank_embedding=True`` adds a rank vector to the stem output.
 """
 
 from __future__ import annotations
@@ -124,15 +101,12 @@ class GoNNGlobalBlock(nnx.Module):
 
 
 class GoNNWideBlock(nnx.Module):
-    """Wide low-rank pre-activation residual block (docs/gonn.md section 7), symmetric under transposition.
+    """Wide low-rank pre-activation residual block, symmetric under transposition.
 
-    BN -> act -> two paths from one pair of kernels (:class:`~kifunet.models.layers.LinePairConv`): path A a
-    1 x ``length`` conv to ``mid`` channels, path B the same kernel transposed (``length`` x 1); both paths ->
-    one BN over the two as one batch (so its statistics do not depend on the orientation) -> act -> path A a
-    ``length`` x 1 conv back to C, path B that kernel transposed; the sum of the paths is added to the trunk.
-    ``block(transpose(x)) == transpose(block(x))``. Parameters ``2 * length * C * mid + 3 * C + 3 * mid`` (PReLU):
-    with ``mid = C`` and ``length = 9`` exactly an ordinary block's ``18 C^2 + 6 C``, at twice its MACs. No centre
-    emphasis (a line has no centre tap in GoNN's sense).
+    BN -> act -> path A a 1 x ``length`` conv to ``mid`` channels, path B the same kernel transposed
+    (:class:`~kifunet.models.layers.LinePairConv`) -> one BN over both paths as one batch -> act -> path A a
+    ``length`` x 1 conv back to C, path B transposed; the sum is added to the trunk.
+    ``block(transpose(x)) == transpose(block(x))``; ``2 * length * C * mid + 3 * C + 3 * mid`` parameters (PReLU).
     """
 
     def __init__(self, features: int, *, mid: int, length: int, act: dict, dtype, param_dtype, rngs):
@@ -155,11 +129,9 @@ class GoNNWideBlock(nnx.Module):
 
 
 class GoNNChainBlock(nnx.Module):
-    """Chain-pooling pre-activation residual block (docs/gonn.md section 7): BN -> act -> conv3x3 C->``pooled``
-    -> max over each chain of stones (:func:`~kifunet.models.chain_pool.pool_chains`) -> BN -> act -> conv3x3
-    ``pooled``->C, added to the trunk. Called with the chain labels of the position (computed once per forward
-    pass). ``18 C P + 3 C + 3 P`` parameters with PReLU (P = ``pooled``): an ordinary block's ``18 C^2 + 6 C`` at
-    P = C. Equivariant under the 8 symmetries, like a convolution with symmetric inputs (tested)."""
+    """Chain-pooling pre-activation residual block: BN -> act -> conv3x3 C->``pooled`` -> max over each chain
+    (:func:`~kifunet.models.chain_pool.pool_chains`, labels given per call) -> BN -> act -> conv3x3 ``pooled``->C,
+    added to the trunk; ``18 C P + 3 C + 3 P`` parameters (PReLU). Equivariant under the 8 symmetries."""
 
     def __init__(self, features: int, *, pooled: int, act: dict, conv: dict, bn: dict, rngs):
         self.bn1 = batch_norm(features, rngs=rngs, **bn)
@@ -204,14 +176,10 @@ class GoNNPolicyHead(nnx.Module):
 class GoNNResNet(PolicyNet):
     """GoNN pre-activation ResNet; every GoNN feature has a switch (see the module docstring).
 
-    Switches: ``dilated_channels=0`` (no dilation), ``global_blocks=()`` (no global trunk blocks),
-    ``head_global_pool=False``, ``activation="relu"``, ``center_emphasis=False``; ``pool_stdev`` and
-    ``pool_board_scaling`` add the standard deviation and KataGo's board-size-scaled mean to every pooling;
-    ``value_head=True`` adds the value head (``value_channels``, ``value_hidden``). ``wide_blocks`` lists the
-    blocks that are wide low-rank blocks (:class:`GoNNWideBlock`, ``wide_channels`` in the middle, 0 = C, lines of
-    ``wide_length``) instead of ordinary or dilated ones; ``chain_blocks`` likewise lists chain-pooling blocks
-    (:class:`GoNNChainBlock`, ``chain_channels`` pooled, 0 = C), whose chains come from the input planes
-    ``chain_stone_planes`` (the two stone planes, either colour order).
+    ``dilated_channels=0``, ``global_blocks=()``, ``head_global_pool=False``, ``activation="relu"``,
+    ``center_emphasis=False`` turn features off; ``pool_stdev``, ``pool_board_scaling`` extend every pooling;
+    ``value_head`` (``value_channels``, ``value_hidden``); ``wide_blocks`` (``wide_channels``, 0 = C;
+    ``wide_length``); ``chain_blocks`` (``chain_channels``, 0 = C; ``chain_stone_planes``, either colour order).
     """
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 26, channels: int = 192, blocks: int = 12,

@@ -1,38 +1,35 @@
 """Building blocks shared by the policy-network families (Flax NNX, NHWC, channels last).
 
-Every module keeps its parameters in ``param_dtype`` (float32 by default) and computes in ``dtype``
-(float32, or bfloat16 for fast inference/training); ``dtype`` is the compute dtype of the output.
+Parameters are kept in ``param_dtype`` (float32 by default); ``dtype`` (float32 or bfloat16) is the compute dtype
+and the output's.
 
 =========================  ==========================================================================
 module / function          job
 =========================  ==========================================================================
-:class:`Conv`              same-padded stride-1 2-D convolution with optional dilation, bias, symmetric
-                           (tied) kernel, centre-tap emphasis (init boost + learning-rate multiplier) or
-                           an extra learnable 1x1 centre weight folded into the kernel centre
+:class:`Conv`              same-padded stride-1 2-D convolution: dilation, bias, symmetric kernel,
+                           centre-tap emphasis or a learnable 1x1 centre weight
+:class:`LinePairConv`      one line-shaped kernel applied to a tensor and, transposed, to its transpose
 :class:`DilatedGroupConv`  a conv whose last ``dilated`` output channels come from a dilated kernel
-:class:`PositionBias`      a learned bias per board point and channel (Maddison, AlphaGo output)
+:class:`PositionBias`      a learned bias per board point and channel
 :class:`PReLU`             parametric ReLU with one slope per channel
 :func:`crelu`              concatenated ReLU ``[relu(x), relu(-x)]``
 :func:`global_pool`        mean and max (optional stdev, optional KataGo board-size-scaled mean)
 :class:`GlobalPoolBias`    global pool of one tensor -> dense -> per-channel bias added to another
 :class:`GPS`               NoGoZero+ global pooling structure: BN+ReLU on G, pool, FC, add to X
-:class:`PooledValueHead`   KataGo-style value head: 1x1 conv, BN, act, global pool, dense, ReLU, dense, tanh
-:class:`MAOLayer`          maximum-average-out layer (Li et al. 2020)
-:class:`RankEmbedding`     learned vector per player rank, added to the trunk as a per-channel bias
+:class:`PooledValueHead`   value head: 1x1 conv, BN, act, global pool, dense, ReLU, dense, tanh
+:class:`MAOLayer`          maximum-average-out layer
+:class:`RankEmbedding`     learned vector per player rank, a per-channel bias
+:class:`ProfileEmbedding`  MLP of a game profile, a per-channel bias
 :func:`symmetrize`         average of a kernel over the 8 symmetries of the square
 =========================  ==========================================================================
 
-Broadcast parameters in low precision: a parameter broadcast over the batch and the board (a conv's channel bias,
-:class:`PositionBias`, :class:`PReLU`'s slopes, BatchNorm's scale and offset, a per-example bias such as
-:class:`GlobalPoolBias`'s) gets as gradient a sum over all the broadcast points, up to batch x 361 terms. With a
-bfloat16 ``dtype`` that sum would be a bfloat16 reduction (off by tens of percent at 92,416 terms on the CPU), so
-these modules combine such a parameter with the activation in float32 and cast the result to ``dtype``
-(:func:`add_param`, :func:`batch_norm`): the gradient sums accumulate in float32. A float32 ``dtype`` keeps the
-plain float32 computation.
+A parameter broadcast over batch and board (biases, :class:`PositionBias`, PReLU slopes, BatchNorm scale and
+offset, :class:`GlobalPoolBias`) is combined with a lower-precision activation in float32 and the result cast to
+``dtype`` (:func:`add_param`, :func:`batch_norm`), so its gradient sums in float32; float32 computes as is.
 
 Learning-rate multipliers are parameter metadata read by :func:`kifunet.models.params.lr_multipliers`:
-``lr_multiplier`` (a float for the whole array) and ``center_lr_multiplier`` (a float for the centre
-tap ``[k//2, k//2]`` of a conv kernel, on top of ``lr_multiplier``).
+``lr_multiplier`` (the whole array) and ``center_lr_multiplier`` (the centre tap ``[k//2, k//2]`` of a kernel, on
+top of ``lr_multiplier``).
 """
 
 from __future__ import annotations
@@ -59,12 +56,8 @@ NUM_RANK_ROWS = MAX_RANK - MIN_RANK + 2
 
 
 def add_param(x: jax.Array, p: jax.Array) -> jax.Array:
-    """``x + p`` (``p`` broadcast to ``x``), in ``x``'s dtype; ``p``'s gradient summed in float32.
-
-    A float32 ``x`` gives exactly ``x + p.astype(x.dtype)``. A lower-precision ``x`` (bfloat16) is added to ``p``
-    in float32 and the sum cast back, so the reduction over the broadcast axes that forms ``p``'s gradient
-    accumulates in float32 (the module docstring).
-    """
+    """``x + p`` (``p`` broadcast to ``x``) in ``x``'s dtype, added in float32 when ``x`` is lower precision (so
+    ``p``'s gradient sums in float32); exactly ``x + p.astype(x.dtype)`` for float32."""
     if jnp.finfo(x.dtype).bits >= 32:
         return x + p.astype(x.dtype)
     return (x.astype(jnp.float32) + p.astype(jnp.float32)).astype(x.dtype)
@@ -88,16 +81,11 @@ def symmetrize(kernel: jax.Array) -> jax.Array:
 class Conv(nnx.Module):
     """Same-padded, stride-1 convolution ``[B, H, W, C_in] -> [B, H, W, C_out]``.
 
-    Options:
-      * ``dilation``: atrous rate (the kernel taps are ``dilation`` points apart).
-      * ``symmetric``: the kernel used is :func:`symmetrize` of the stored one (Clark & Storkey tied
-        weights); the stored array keeps its full shape, so :func:`count_params` counts k*k*C_in*C_out.
-      * ``center_emphasis`` (> 0): at init, add ``center_emphasis * He(fan_in=C_in)`` to the centre tap
-        and mark the kernel with ``center_lr_multiplier=center_lr`` (GoNN: 0.3 and 1.5).
-      * ``center_param``: instead keep a separate ``[C_in, C_out]`` centre weight (init
-        ``center_emphasis * He(fan_in=C_in)``), added into the centre tap at every call (GoNN stem), with
-        learning-rate multiplier ``lr_multiplier * center_lr``.
-      * ``lr_multiplier``: learning-rate multiplier of the kernel.
+    ``dilation``: atrous rate. ``symmetric``: convolve :func:`symmetrize` of the stored kernel (full shape kept).
+    ``center_emphasis`` > 0: add ``center_emphasis * He(fan_in=C_in)`` to the centre tap at init and mark it with
+    ``center_lr_multiplier=center_lr``; with ``center_param``, keep that as a separate ``[C_in, C_out]`` weight
+    added into the centre tap at every call (multiplier ``lr_multiplier * center_lr``). ``lr_multiplier``: the
+    kernel's.
     """
 
     def __init__(
@@ -181,10 +169,9 @@ class Conv(nnx.Module):
 class LinePairConv(nnx.Module):
     """One line-shaped kernel convolved two ways: ``(a, b) -> (conv(a, K), conv(b, K^T))``, same-padded, stride 1.
 
-    ``K`` is ``[1, length, C_in, C_out]`` (a 1 x ``length`` row) when ``horizontal``, else ``[length, 1, C_in,
-    C_out]`` (a column); ``K^T`` swaps its two spatial axes. So with ``b`` the transpose (rows <-> columns) of
-    ``a``, the second output is the transpose of the first: the pair keeps horizontal-vertical symmetry with the
-    parameters of one kernel. He init with fan-in ``length * C_in``; no bias. Cost: twice one conv's MACs.
+    ``K`` is ``[1, length, C_in, C_out]`` when ``horizontal``, else ``[length, 1, C_in, C_out]``; ``K^T`` swaps
+    its spatial axes, so with ``b`` the transpose of ``a`` the second output is the transpose of the first. He
+    init (fan-in ``length * C_in``), no bias.
     """
 
     def __init__(self, in_features: int, out_features: int, length: int, *, horizontal: bool,
@@ -210,11 +197,8 @@ class LinePairConv(nnx.Module):
         return 2 * self.length * self.in_features * self.out_features
 
 class DilatedGroupConv(nnx.Module):
-    """``out - dilated`` ordinary output channels followed by ``dilated`` channels of a dilated conv.
-
-    Both parts see the whole input; ``conv_kwargs`` (centre emphasis, dtypes...) go to both.
-    With ``dilated == 0`` this is an ordinary :class:`Conv`.
-    """
+    """``out - dilated`` ordinary output channels followed by ``dilated`` channels of a dilated conv, both over the
+    whole input (``conv_kwargs`` to both); ``dilated == 0`` is an ordinary :class:`Conv`."""
 
     def __init__(self, in_features: int, out_features: int, kernel_size: int, *, dilated: int, rate: int,
                  rngs: nnx.Rngs, **conv_kwargs):
@@ -241,10 +225,8 @@ class PositionBias(nnx.Module):
 
 
 class PReLU(nnx.Module):
-    """``max(x, 0) + alpha * min(x, 0)`` with one ``alpha`` per channel (GoNN initialises it to 0).
-
-    In a lower-precision ``x`` the product ``alpha * min(x, 0)`` is formed in float32 and cast to ``x``'s dtype, so
-    ``alpha``'s gradient is a float32 sum (the module docstring)."""
+    """``max(x, 0) + alpha * min(x, 0)`` with one ``alpha`` per channel; the product is formed in float32 for a
+    lower-precision ``x``."""
 
     def __init__(self, features: int, *, init: float = 0.0, param_dtype: Dtype = jnp.float32):
         self.alpha = nnx.Param(jnp.full((features,), init, param_dtype))
@@ -268,10 +250,8 @@ def pooled_features(channels: int, *, stdev: bool = False, board_scaling: bool =
 
 
 def global_pool(g: jax.Array, *, stdev: bool = False, board_scaling: bool = False) -> jax.Array:
-    """``[B, H, W, C] -> [B, k*C]``: channel means, [KataGo-scaled means], channel maxes, [stdevs].
-
-    ``board_scaling`` appends ``mean * (sqrt(H*W) - 14) / 10`` (KataGo's board-size term; 0.5 on 19x19,
-    -0.5 on 9x9). The statistics are computed in float32 and returned in ``g``'s dtype.
+    """``[B, H, W, C] -> [B, k*C]``: channel means, [``board_scaling``: ``mean * (sqrt(H*W) - 14) / 10``], channel
+    maxes, [``stdev``]; computed in float32, returned in ``g``'s dtype.
     """
     g32 = g.astype(jnp.float32)
     mean = jnp.mean(g32, axis=(1, 2))
@@ -285,11 +265,8 @@ def global_pool(g: jax.Array, *, stdev: bool = False, board_scaling: bool = Fals
 
 
 class GlobalPoolBias(nnx.Module):
-    """``x + dense(global_pool(g))`` broadcast over the board: KataGo-style global-pooling bias.
-
-    ``g`` has ``pool_features`` channels; the dense maps the pooled vector to ``out_features`` channels of
-    ``x``. ``init_scale`` multiplies the He-normal init's standard deviation (GoNN: 0.5).
-    """
+    """``x + dense(global_pool(g))`` broadcast over the board; ``g`` has ``pool_features`` channels, ``x``
+    ``out_features``; ``init_scale`` multiplies the He-normal init's standard deviation."""
 
     def __init__(self, pool_features: int, out_features: int, *, stdev: bool = False,
                  board_scaling: bool = False, use_bias: bool = False, init_scale: float = 1.0,
@@ -320,11 +297,9 @@ def batch_norm(features: int, *, dtype: Dtype, param_dtype: Dtype, rngs: nnx.Rng
 
 
 class GPS(nnx.Module):
-    """Global pooling structure of NoGoZero+ (Gao & Wu 2021, 3.2.1).
-
-    ``GPS(X, G) = X + FC(pool(relu(BN(G))))`` with ``X`` of ``x_features`` (C1) and ``G`` of
-    ``g_features`` (C2) channels; ``pool`` gives the ``2*C2`` channel means and maxes; the FC layer
-    (with bias) maps them to C1 values added to ``X`` at every point.
+    """Global pooling structure of NoGoZero+: ``X + FC(pool(relu(BN(G))))``, ``X`` of ``x_features`` channels,
+    ``G`` of ``g_features``; ``pool`` gives the channel means and maxes, the FC (with bias) maps them to a bias per
+    channel of ``X``.
     """
 
     def __init__(self, x_features: int, g_features: int, *, dtype: Dtype = jnp.float32,
@@ -340,12 +315,9 @@ class GPS(nnx.Module):
 class PooledValueHead(nnx.Module):
     """``tanh(dense(relu(dense(global_pool(act(BN(conv1x1(h))))))))``: trunk ``[B, N, N, C]`` -> value ``[B]``.
 
-    The value head the GoNN and GARB families build with ``value_head=True`` (in the AlphaGo Zero / KataGo style:
-    a 1x1 conv of ``channels`` outputs without bias, BN with scale and offset, the family's activation ``act``
-    (ReLU when None), :func:`global_pool` (mean and max, plus ``stdev`` / ``board_scaling`` if asked), a dense
-    layer with bias to ``hidden`` units, ReLU, a dense layer with bias to 1, tanh). Pooling rather than AlphaGo
-    Zero's flatten keeps it the same size on every board. Parameters: ``C*channels + 2*channels`` (+ ``act``'s)
-    ``+ (pooled + 1)*hidden + hidden + 1``, ``pooled`` = :func:`pooled_features` ``(channels)``.
+    1x1 conv to ``channels`` without bias, BN with scale and offset, ``act`` (ReLU when None),
+    :func:`global_pool` (``stdev``, ``board_scaling`` if asked), dense with bias to ``hidden``, ReLU, dense to 1,
+    tanh; the same size on every board.
     """
 
     def __init__(self, features: int, *, channels: int, hidden: int, act: nnx.Module | None = None,
@@ -367,11 +339,8 @@ class PooledValueHead(nnx.Module):
 
 
 def select_by_mean(maps: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """MAO selection. ``maps`` ``[B, H, W, U, K]`` (U units of K candidates) -> (``[B, H, W, U]``, winners).
-
-    For every example and unit the output is the candidate map with the largest spatial mean (the other
-    candidates are zeroed and the maps summed, which is the same thing); ``winners`` ``[B, U]`` are the
-    chosen candidate indices (the first one on ties).
+    """MAO selection: ``maps`` ``[B, H, W, U, K]`` -> (``[B, H, W, U]``, ``winners [B, U]``): per example and
+    unit the candidate map with the largest spatial mean (the first on ties).
     """
     means = jnp.mean(maps.astype(jnp.float32), axis=(1, 2))  # [B, U, K]
     winners = jnp.argmax(means, axis=-1)
@@ -380,15 +349,12 @@ def select_by_mean(maps: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 
 class MAOLayer(nnx.Module):
-    """Maximum-average-out layer (Li et al. 2020): ``units`` outputs, each the best of ``candidates`` convs.
+    """Maximum-average-out layer: ``units`` outputs, each the best of ``candidates`` convs (:func:`select_by_mean`).
 
-    Computed as one conv with ``units * candidates`` outputs (candidate ``j`` of unit ``u`` is output
-    channel ``u * candidates + j``) and no activation. In training (``deterministic=False``, set by
-    ``model.train()``) every candidate sees the input through its own random input-channel mask, a
-    Bernoulli(keep ``1 - mask_rate``) mask of shape ``[C_in, units*candidates]`` multiplied into the kernel
-    and scaled by ``1 / (1 - mask_rate)`` like dropout; one mask is drawn per call from the ``dropout``
-    stream of the ``nnx.Rngs`` given at construction. At inference (``model.eval()``) all channels pass.
-    The output of each unit is the candidate map with the largest spatial mean (:func:`select_by_mean`).
+    One conv with ``units * candidates`` outputs (candidate ``j`` of unit ``u`` is channel ``u * candidates + j``),
+    no activation. In training (``model.train()``) each candidate sees its own Bernoulli(``1 - mask_rate``)
+    input-channel mask, scaled by ``1 / (1 - mask_rate)``, drawn per call from the ``dropout`` stream; at
+    inference all channels pass.
     """
 
     def __init__(self, in_features: int, units: int, candidates: int, *, kernel_size: int = 3,
@@ -419,10 +385,8 @@ class MAOLayer(nnx.Module):
 
 
 def rank_index(rank: jax.Array) -> jax.Array:
-    """Rank (``UNKNOWN_RANK`` or the rank scale above) -> embedding row.
-
-    Ranks are clipped to ``[MIN_RANK, MAX_RANK]`` (30k..9p) and shifted to rows ``0..47``; ``UNKNOWN_RANK``
-    maps to the last row, ``NUM_RANK_ROWS - 1``.
+    """Rank -> embedding row: clipped to ``[MIN_RANK, MAX_RANK]`` and shifted to rows ``0..47``;
+    ``UNKNOWN_RANK`` is the last row, ``NUM_RANK_ROWS - 1``.
     """
     rank = jnp.asarray(rank, jnp.int32)
     known = jnp.clip(rank, MIN_RANK, MAX_RANK) - MIN_RANK
@@ -430,9 +394,8 @@ def rank_index(rank: jax.Array) -> jax.Array:
 
 
 class RankEmbedding(nnx.Module):
-    """A learned ``features``-vector per rank (:func:`rank_index`), returned as a ``[B, 1, 1, F]`` bias.
-
-    ``rank=None`` means unknown for the whole batch. Initialised N(0, 0.1^2) so ranks differ from the start.
+    """A learned ``features``-vector per rank (:func:`rank_index`) as a ``[B, 1, 1, F]`` bias; ``rank=None`` is
+    unknown for the whole batch. Init N(0, 0.1^2).
     """
 
     def __init__(self, features: int, *, dtype: Dtype = jnp.float32, param_dtype: Dtype = jnp.float32,
@@ -447,13 +410,9 @@ class RankEmbedding(nnx.Module):
 
 
 class ProfileEmbedding(nnx.Module):
-    """A small MLP of a game profile (:mod:`kifunet.data_prep.profiles`, ``SIZE`` = 46 numbers) -> a
-    ``features``-vector, returned as a ``[B, 1, 1, F]`` bias: ``Linear(46, hidden)``, ReLU, ``Linear(hidden, F)``;
-    ``46 * hidden + hidden + hidden * F + F`` parameters.
-
-    ``profile=None`` means all-unknown (``profiles.encode(UNKNOWN_PROFILE)``) for the whole batch. The output
-    layer starts at zero, so a net given the profile starts as the same net without it and learns what the
-    profile is worth.
+    """An MLP of a game profile (:mod:`kifunet.data_prep.profiles`, 46 numbers) as a ``[B, 1, 1, F]`` bias:
+    ``Linear(46, hidden)``, ReLU, ``Linear(hidden, F)``. ``profile=None`` is all-unknown for the whole batch. The
+    output layer starts at zero (the net starts as the same net without the profile).
     """
 
     def __init__(self, features: int, hidden: int, *, dtype: Dtype = jnp.float32, param_dtype: Dtype = jnp.float32,

@@ -1,22 +1,13 @@
-"""Maximum-average-out (MAO) network (Li et al. 2020), fully convolutional.
+"""Maximum-average-out (MAO) network (Li et al. 2020), fully convolutional, read from the paper's prose
+(docs/architectures.md).
 
-The paper's formulas were lost from the text the project has; this follows its prose (docs/architectures.md):
-
-* MAO layer (:class:`~kifunet.models.layers.MAOLayer`): ``units`` outputs, each the candidate conv (of
-  ``candidates``) with the largest spatial mean; per-candidate random input-channel masks in training
-  (``model.train()``), all channels at inference (``model.eval()``); no activation.
-* mlpconv (Network in Network): a 3x3 conv then 1x1 convs, each with bias and ReLU.
+* MAO layer: :class:`~kifunet.models.layers.MAOLayer`.
+* mlpconv: a 3x3 conv then 1x1 convs, each with bias and ReLU.
 * MAO block: a MAO layer (``width`` units of ``candidates``) + 2 mlpconv layers (3x3 + 1x1 each).
-* whole net, 19 conv layers on the policy path: an mlpconv block of width 80 (3x3 + two 1x1 = 3 layers)
-  -> ``blocks`` = 3 MAO blocks (5 layers each: the paper's two common blocks + the policy block) -> output
-  MAO layer with N*N + 1 units (points + pass) -> global average pooling -> the N*N + 1 logits.
-  3 + 3*5 + 1 = 19. The pass logit is real.
+* net, 19 conv layers: an mlpconv block of width 80 (3 layers) -> ``blocks`` = 3 MAO blocks (5 layers each) ->
+  output MAO layer of N*N + 1 units (``out_candidates`` each; pass included) -> global average pooling -> logits.
 
-Readings: the output layer is "a group of outputs", read as one candidate per unit
-(``out_candidates=1``): the net then holds 483,322 parameters (1.9 MB in float32, the paper's "about
-2 MB"); 4 candidates would give 875,368 (3.5 MB). The mask rate is not given; 0.5 (dropout's usual
-rate), with dropout's 1/(1-rate) scaling in training. The value head (RL only) is not built.
-Default planes: the 17 AlphaGo Zero planes. ``rank_embedding=True`` adds a rank vector to the stem output.
+No value head. Default planes: 17 (AlphaGo Zero). ``rank_embedding=True`` adds a rank vector to the stem output.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """Parameter accounting and per-parameter learning-rate multipliers.
 
-* :func:`count_params`: trainable parameters only (``nnx.Param``: kernels, biases, BN scale and offset,
-  PReLU slopes, embeddings); BatchNorm running statistics (``nnx.BatchStat``) and RNG state are not
-  counted, the same definition as the published counts. Works on ``nnx.eval_shape`` models (no memory).
-* :func:`lr_multipliers`: an ``nnx.State`` with the structure of ``nnx.state(model, nnx.Param)`` whose
-  leaves are float32 arrays broadcastable to each parameter: ``1.0`` for most, the ``lr_multiplier``
-  metadata where a layer set one, and an array ``[k, k, 1, 1]`` for kernels with a
-  ``center_lr_multiplier`` (the centre tap multiplied by it). :func:`scale_by_lr_multipliers` is the optax
-  transformation that applies them; put it first in the chain so it scales the gradients, e.g.
-  ``nnx.Optimizer(model, optax.chain(scale_by_lr_multipliers(lr_multipliers(model)), optax.sgd(lr)),
-  wrt=nnx.Param)``.
+:func:`count_params` counts ``nnx.Param`` only (not BatchNorm statistics nor RNG state: the published counts'
+definition); it works on ``nnx.eval_shape`` models. :func:`lr_multipliers` gives a float32 leaf per parameter,
+broadcastable to it (``lr_multiplier`` metadata, a ``[k, k, 1, 1]`` array for a ``center_lr_multiplier``);
+:func:`scale_by_lr_multipliers` applies them, first in the optax chain:
+``optax.chain(scale_by_lr_multipliers(lr_multipliers(model)), optax.sgd(lr))``.
 """
 
 from __future__ import annotations

@@ -1,32 +1,23 @@
 """Qiqiao (CleverGo) policy-value net: AlphaGo Zero's one-body, two-head layout, shrunk for the 9x9 board.
 
-The structure is the reference code's ``PolicyValueNet`` (PaddlePaddle, its author He Ruizhi, 2021), layer for
-layer; the inputs are the 10 ``qiqiao`` planes (:mod:`kifunet.data_prep.planes.features`):
+The reference code's ``PolicyValueNet`` layer for layer, on the 10 ``qiqiao`` planes
+(:mod:`kifunet.data_prep.planes.features`):
 
 ===========  ==============================================================================  ===========
 part         layers (convs: stride 1, same padding, with biases)                             params, 9x9
 ===========  ==============================================================================  ===========
 body         3x3 conv 10->32, ReLU; 3x3 conv 32->64, ReLU; 3x3 conv 64->128, ReLU            95,264
 policy head  1x1 conv 128->8, ReLU; flatten; dense 8*N*N->256, ReLU; dense 256->N*N+1        188,250
-             (the logits of the N*N points and pass; the reference's softmax is the loss's)
 value head   1x1 conv 128->4, ReLU; flatten; dense 4*N*N->128, ReLU; dense 128->64, ReLU;    50,437
              dense 64->1, tanh
 total                                                                                        333,951
 ===========  ==============================================================================  ===========
 
-The arithmetic, by hand (weights + biases): body 10*9*32 + 32 = 2,912; 32*9*64 + 64 = 18,496; 64*9*128 + 128 =
-73,856; sum 95,264. Policy 128*8 + 8 = 1,032; 648*256 + 256 = 166,144; 256*82 + 82 = 21,074; sum 188,250. Value
-128*4 + 4 = 516; 324*128 + 128 = 41,600; 128*64 + 64 = 8,256; 64*1 + 1 = 65; sum 50,437. Total 333,951
-(``tests/test_models_qiqiao.py`` checks every part). The dense layers grow with the board (N*N*8*256 and
-N*N*4*128 weights, and 257 per point in the policy output; the reference writes 9*9 into them), so the registry
-builds ``qiqiao`` on 9x9 unless told otherwise (``board_size=``; 1,122,711 parameters on 19x19).
-
-Readings and choices: the value head always exists, so the net returns ``(logits, value)``, value in [-1, 1]
-for the side to move (:mod:`kifunet.models.base`). The reference flattens NCHW maps (channel-major); ours are
-NHWC, so the dense layers see the same numbers in another order (a port of its weights would permute the rows).
-Initialisation is the project's (He-normal convs, LeCun-normal dense kernels, zero biases), not Paddle's.
-``rank_embedding=True`` (not in Qiqiao) adds a rank vector to the first conv's output. ``qiqiao_tiny`` keeps
-the layout with 8-wide layers, for tests.
+The body's arithmetic: 10*9*32 + 32 = 2,912; 32*9*64 + 64 = 18,496; 64*9*128 + 128 = 73,856. Policy 128*8 + 8 =
+1,032; 648*256 + 256 = 166,144; 256*82 + 82 = 21,074. Value 128*4 + 4 = 516; 324*128 + 128 = 41,600; 128*64 + 64
+= 8,256; 64 + 1 = 65. The dense layers grow with the board, so the registry builds ``qiqiao`` on 9x9 unless told
+otherwise. The net always returns ``(logits, value)``. ``rank_embedding=True`` adds a rank vector to the first
+conv's output; ``qiqiao_tiny`` has 8-wide layers. Readings: docs/architectures.md.
 """
 
 from __future__ import annotations

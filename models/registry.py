@@ -1,10 +1,7 @@
 """Named model sizes: ``create(name, ...)`` builds one, ``names()`` lists them.
 
-Each name fixes a family and its size; the family's constructor default gives the input planes
-(``default_in_planes(name)``) and the spec the board (``default_board_size(name)``: 19, but 9 for ``qiqiao``, a
-9x9 net whose dense layers grow with the board). ``*_tiny`` names are small variants for tests. Nets with a value
-head (``model.has_value``; the value contract is in :mod:`kifunet.models.base`): ``qiqiao`` and ``qiqiao_tiny``
-always; ``agz_*``, ``gonn_*`` and ``garb*`` with the override ``value_head=True``.
+A name fixes a family and its size; :func:`default_in_planes` and :func:`default_board_size` (19; 9 for
+``qiqiao``) give its inputs. ``*_tiny`` names are small variants for tests. Value heads: :mod:`kifunet.models.base`.
 """
 
 from __future__ import annotations

@@ -13,18 +13,11 @@ AGZResNet 20        17      3x3 conv 17->256 (bias) + BN + ReLU; 19 residual blo
                             ReLU + dense N*N->256 + ReLU + dense 256->1 + tanh
 ==================  ======  ====================================================================  ==========
 
-Cazenave's BatchNorm is built **without** learned scale and offset (``bn_affine=False``, the default), so
-the trainable count equals the published one; ``bn_affine=True`` adds 2*256 parameters per BN. Only the
-running statistics (``nnx.BatchStat``) remain, which no count includes. Cazenave's net has no pass output
-(pass gets :data:`~kifunet.models.base.NO_PASS_LOGIT`).
-
-AGZ "20 blocks" is the stem conv block plus 19 residual blocks (``blocks=19``). The published count
-includes the value head; ``value_head=False`` (the default, in the registry too: ``agz_resnet20``, ``agz_tiny``)
-leaves it out (22,744,676 parameters). ``value_head=True`` (``models.create("agz_resnet20", value_head=True)``)
-builds it, 93,188 parameters at 19x19 (1x1 conv 256 + 1, BN 2, dense 361*256 + 256, dense 257), and the net
-returns ``(logits, value)`` (the value contract, :mod:`kifunet.models.base`); both heads read the same trunk.
-``value_hidden`` sets the width of the value head's hidden dense layer (256).
-BatchNorm: momentum 0.99, epsilon 1e-3. ``rank_embedding=True`` adds a rank vector after the stem.
+Cazenave: BatchNorm without scale and offset unless ``bn_affine=True``; pass gets
+:data:`~kifunet.models.base.NO_PASS_LOGIT`. AlphaGo Zero: ``blocks=19`` after the stem; the value head only with
+``value_head=True`` (``value_hidden`` wide, 256; without it 22,744,676 parameters), then the net returns
+``(logits, value)``. BatchNorm: momentum 0.99, epsilon 1e-3. ``rank_embedding=True`` adds a rank vector after
+the stem. Readings: docs/architectures.md.
 """
 
 from __future__ import annotations

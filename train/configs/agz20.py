@@ -6,17 +6,13 @@ Build and train::
         --split test:2015
     kifunet train --config train/configs/agz20.py --workdir runs/agz20 --config.dataset=data/kgs_agz
 
-Hardware assumed: a multi-GPU or multi-host job (batch 2048; 22.8M parameters; the same command on every
-host). Compare with (docs/published.md): **60.4% top-1** on KGS (22,837,864 parameters with the value
-head, checked by tests/test_configs.py; this config trains it with the value head, as the paper's supervised
-net did: policy loss + 0.01 x value MSE on the game results, ``value_weight``), 54.3% on professional games.
+Hardware assumed: a multi-GPU or multi-host job (batch 2048; the same command on every host). Compare with
+(docs/published.md): **60.4% top-1** on KGS, 54.3% on professional games (22,837,864 parameters with the value
+head, which this config trains: policy loss + 0.01 x value MSE, ``value_weight``).
 
-Training setup (our reading of the AlphaGo Zero paper's Methods, which docs/ does not summarise): SGD with
-momentum 0.9, L2 regularisation c = 1e-4 on c*||w||^2 (weight_decay 2e-4 in the ``wd * w`` convention),
-mini-batches of 2,048, learning rate annealed 1e-1 -> 1e-2 -> 1e-3 (``step`` schedule, factor 0.1, drops
-after 200k and 400k steps of 2,048 positions), 600k steps in all. BatchNorm statistics synchronised over
-the global batch (``batchnorm='sync'``). AGZ's 17 planes have 7 moves of history; ``input.history_dropout``
-can drop them ('all', ``history_p``), off here as in the paper.
+Setup (the paper's Methods): SGD, momentum 0.9, weight decay 2e-4 (c = 1e-4 on c*||w||^2), batch 2,048, rate
+1e-1 -> 1e-2 -> 1e-3 after 200k and 400k steps, 600k steps; BatchNorm synchronised over the global batch; no
+history dropout.
 """
 
 from __future__ import annotations

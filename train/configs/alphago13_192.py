@@ -7,16 +7,13 @@ Build and train::
     kifunet train --config train/configs/alphago13_192.py --workdir runs/alphago13_192 \
         --config.dataset=data/kgs_alphago
 
-Hardware assumed: GPUs (the paper: 50 GPUs, asynchronous updates, about 3 weeks). Compare with
-(docs/published.md): **55.4% top-1**, single pass, KGS 6-9d, 29.4M positions, test on the first 1M
-(3,880,489 parameters, checked by tests/test_configs.py). The 8-symmetry ensemble of the 256-filter net
-reached 57.0%; report single pass and ensemble separately.
+Hardware assumed: GPUs (the paper: 50 GPUs, about 3 weeks). Compare with (docs/published.md): **55.4% top-1**,
+single pass, KGS 6-9d (3,880,489 parameters); the 256-filter net's 8-symmetry ensemble reached 57.0%: report
+single pass and ensemble apart.
 
-Training setup, from the AlphaGo paper's Methods (Silver et al. 2016; docs/ does not summarise them):
-mini-batch m = 16, step size 0.003 on the mean of the minibatch, halved every 80 million training steps,
-no momentum, 340 million training steps, a random one of the 8 symmetries per position. This config
-counts those steps as positions; if the paper's "training steps" are minibatch updates, multiply
-``train_positions`` and ``every_positions`` by 16 on the command line.
+Setup (the paper's Methods): batch 16, step size 0.003 on the minibatch mean, halved every 80 million training
+steps, no momentum, 340 million steps, a random symmetry per position. Steps are counted as positions here; if the
+paper's are minibatch updates, multiply ``train_positions`` and ``every_positions`` by 16.
 """
 
 from __future__ import annotations

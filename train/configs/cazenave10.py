@@ -6,16 +6,12 @@ Build and train::
     kifunet train --config train/configs/cazenave10.py --workdir runs/cazenave10 \
         --config.dataset=data/kgs_gonn_alphago
 
-Hardware assumed: GPUs. Compare with (docs/published.md, a secondary source): **58.2% top-1** on KGS
-(>= 6d, 2000-2014 train / 2015 test, the split of the ``gonn-kgs`` preset), 12,098,304 parameters with
-Cazenave's 45 input planes (checked by tests/test_configs.py). His 45 planes are not in our pipeline;
-this config uses the 48 AlphaGo planes (12,118,272 parameters), so the input differs from the row.
+Hardware assumed: GPUs. Compare with (docs/published.md, a secondary source): **58.2% top-1** on the ``gonn-kgs``
+protocol, 12,098,304 parameters on his 45 planes; this config reads the 48 AlphaGo planes (12,118,272).
 
-Training: the loss is L2 (squared error of the softmax against the one-hot move), which GoNN's README
-says Cazenave used. The optimiser and schedule are not in the project's sources; this config's choice is
-SGD with Nesterov momentum 0.9, batch 256, a 1M-position warmup, then cosine decay over 200M positions
-from 1.0 (L2's gradients are about 1/N of cross-entropy's while the policy is flat, so its rate is higher
-than the cross-entropy configs'; tune it for a real reproduction).
+Setup: L2 loss (GoNN's README); the optimiser is our choice, not in the sources: SGD with Nesterov momentum 0.9,
+batch 256, a 1M-position warmup, then cosine decay over 200M positions from 1.0 (L2's gradients are about 1/N of
+cross-entropy's while the policy is flat).
 """
 
 from __future__ import annotations

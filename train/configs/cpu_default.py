@@ -1,4 +1,4 @@
-"""cpu_default: the default net (issue 16): the ingredient table's recipe, 60 minutes on both cores of a 2-core CPU.
+"""cpu_default: the default net, the ingredient table's recipe for 60 minutes on both cores of a 2-core CPU.
 
 Build and train (the GoNN KGS protocol: train 2000-2014, test 2015)::
 
@@ -6,23 +6,14 @@ Build and train (the GoNN KGS protocol: train 2000-2014, test 2015)::
     kifunet train --config train/configs/cpu_default.py --workdir runs/kgs_cpu_default \
         --config.dataset=data/kgs_gonn
 
-Expect (the kept run, ``pretrained/kgs_cpu_default``, 2026-11-26): 3,422 s, 1,500,032 positions (11,719 steps),
-438 positions/s; ``kifunet eval`` single pass on the whole 2015 test split (954,190 positions) 44.27% top-1,
-2.0560 nats; 8-symmetry ensemble on its first 100,000 rows 45.62%, 1.9919 nats; Fox professionals (whole
-``--preset fox-pro`` test split) 40.67%, 2.2788 nats. The README ("The default net: the table's recipe for an
-hour") has the curve and the commands. Compare with ``cpu_small`` (the previous default, 41.08% and 2.2853 nats
-on the same split after 60 minutes on one device) and GoNN's 5 x 192 net (56.8% after 205M positions).
+Expect (the kept run, ``pretrained/kgs_cpu_default``): 1,500,032 positions in 3,422 s; ``kifunet eval`` single
+pass on the whole 2015 test split 44.27% top-1, 2.0560 nats; Fox professionals (``--preset fox-pro``) 40.67%,
+2.2788 nats (docs/runs.md, "The default net"). Compare with ``cpu_small`` (41.08%, 2.2853 nats on the same split)
+and GoNN's 5 x 192 net (56.8% after 205M positions).
 
-The recipe is what the ingredient table (``train/configs/ingredients.py``, README "What each ingredient is
-worth") says: the ``gonn`` feature set, every GoNN ingredient (PReLU, dilated channels, a global-pooling block,
-a globally pooled policy head, history dropout), Adam 2e-3 at batch 128 decayed to 0 by a cosine over the whole
-run, and width before depth (48 x 2 beat 32 x 4 at the same positions; 24 x 6 lost to it). Shape: 3 blocks of
-48 channels (12 dilated, rates 2 and 3), block 2 a global-pooling block. Shapes probed for speed before the run
-(50 s each, 2 JAX devices, 2026-11-26): 48 x 3 437-447 positions/s, 48 x 4 359-363, 64 x 2 420; 32 x 4 (the
-table's baseline) trains 627-640. 48 x 3 gets the most width and depth that still sees 1.5M positions in an hour.
-
-Budget: 1,500,000 positions, the length the cosine needs, which is about 60 minutes at the probe's speed on the
-idle machine. Hardware assumed: the project's 2-core x86 CPU, both cores as two JAX devices (``cpu_devices=2``).
+Recipe: ``gonn`` planes, 3 blocks of 48 channels (12 dilated, rates 2 and 3; block 2 global pooling), globally
+pooled policy head, history dropout, Adam 2e-3 at batch 128 decayed to 0 by a cosine over 1,500,000 positions.
+Hardware assumed: the project's 2-core x86 CPU as two JAX devices (``cpu_devices=2``).
 """
 
 from __future__ import annotations

@@ -33,9 +33,9 @@ def get_config() -> ml_collections.ConfigDict:
     c.seed = 0  # model init and data order
     c.loss = "cross_entropy"  # or "l2" (squared error of the softmax: Cazenave, part of GoNN's runs)
     # nets with a value head (model.has_value): loss = policy loss + value_weight x value MSE over the rows whose
-    # game result is known (train/parallel.py); 0.01 is AlphaGo Zero's supervised setting. Policy-only nets ignore it.
+    # game result is known (train/steps.py); 0.01 is AlphaGo Zero's supervised setting. Policy-only nets ignore it.
     c.value_weight = 0.01
-    c.batchnorm = "per_device"  # or "sync" (statistics over the global batch); see train/parallel.py
+    c.batchnorm = "per_device"  # or "sync" (statistics over the global batch); see train/steps.py
     # precision of float32 convolutions and matmuls: "default" (the backend's: TF32 on recent NVIDIA GPUs, one bfloat16
     # pass on TPUs), "high" or "highest" (full float32) (train/steps.py MATMUL_PRECISIONS; docs/training.md)
     c.matmul_precision = "default"
@@ -65,7 +65,7 @@ def get_config() -> ml_collections.ConfigDict:
 
     c.input = ml_collections.ConfigDict()
     c.input.symmetry = "example"  # example | batch | none: random dihedral symmetry per position / batch
-    c.input.history_dropout = "none"  # none | all | cascade (train/input_pipeline.py)
+    c.input.history_dropout = "none"  # none | all | cascade (train/windows.py)
     c.input.history_p = 0.0  # "all": probability a position loses its history planes
     c.input.history_keep_probs = (0.90, 0.95, 0.95, 0.98, 0.98)  # "cascade": GoNN write.exe
     c.input.window_blocks = 16  # blocks per shuffle window

@@ -5,19 +5,15 @@ Build and train::
     kifunet build ../shared/data/kgs --out data/kgs_gonn --features gonn --preset gonn-kgs
     kifunet train --config train/configs/gonn5.py --workdir runs/gonn5 --config.dataset=data/kgs_gonn
 
-Hardware assumed: one GPU (GoNN trained on one). Compare with (docs/published.md): KGS ">= 7d or both
->= 6d" 2000-2014 / 2015, no handicap, moves by >= 6d only (the ``gonn-kgs`` preset): **56.8% top-1,
-85.4% top-4, 1.429 nats** after 205M positions (3,597,792 parameters, checked by tests/test_configs.py).
-GoGoD row (another dataset): 52.5% / 81.6% / 1.609.
+Hardware assumed: one GPU (GoNN trained on one). Compare with (docs/published.md), the ``gonn-kgs`` protocol:
+**56.8% top-1, 85.4% top-4, 1.429 nats** after 205M positions (3,597,792 parameters); GoGoD: 52.5% / 81.6% /
+1.609.
 
-Training setup, GoNN train.py at a201e46 (docs/gonn.md section 5): batch 200; momentum 0.9 with Nesterov;
-cross-entropy; learning rate 3.2e-4 per sample on the summed loss = 0.064 on the mean at batch 200,
-divided by ((k + 8) / 8)^2 with k = floor(positions / 4M); L2 coefficient 0.3 / max(1000, training rows)
-(1.88e-7 for GoNN's KGS file; set ``--config.optimizer.weight_decay`` from your row count) on all weights
-and PReLU slopes, BatchNorm excluded; gradient multipliers x1.5 on centre taps and x0.25 on the policy
-head's BN and last conv (the model's ``lr_multipliers``); one random symmetry per batch; history dropout
-as write.exe's (previous-move planes kept with 0.90, then 0.95, 0.95, 0.98, 0.98; here redrawn every
-epoch at load time instead of baked into the file).
+Training setup, GoNN train.py at a201e46 (docs/gonn.md section 5): batch 200, Nesterov momentum 0.9,
+cross-entropy, rate 0.064 on the mean divided by ((k + 8) / 8)^2 with k = floor(positions / 4M); L2 0.3 /
+max(1000, training rows) on all weights and PReLU slopes, not BatchNorm (set ``--config.optimizer.weight_decay``
+from your row count); the model's ``lr_multipliers``; one random symmetry per batch; GoNN's history-dropout
+cascade, redrawn every epoch at load time.
 """
 
 from __future__ import annotations

@@ -6,14 +6,11 @@ Build and train::
         --split test:2015
     kifunet train --config train/configs/mao.py --workdir runs/mao --config.dataset=data/kgs_agz
 
-Hardware assumed: one GPU (the net is small: about 2 MB of weights in the paper). Published result to
-compare with: **none for move prediction** -- the paper trains MAO by self-play reinforcement learning and
-reports games against a ResNet18 (docs/published.md has no MAO row); this run gives the project's own
-number for the architecture on the KGS protocol above.
+Hardware assumed: one GPU. Published result to compare with: **none for move prediction** (the paper trains MAO
+by self-play; docs/published.md has no MAO row).
 
-Training setup: the paper's optimiser settings for its RL training (docs/architectures.md): SGD,
-learning rate 0.001, minibatch 128 -- kept as given (no momentum); 100M positions is our choice. The
-channel masks of the MAO layers draw from the model's RNG state, which checkpoints carry.
+Setup: the paper's RL optimiser settings (docs/architectures.md): SGD, rate 0.001, batch 128, no momentum; 100M
+positions is our choice. The MAO masks draw from the model's RNG state, which checkpoints carry.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """rank_experiment: Maddison's rank experiment on a 2-core CPU: one net without the rank input, one told the rank.
 
-The two runs differ only in ``model.rank_embedding`` (GoNN's rank vector added to the trunk; the ``gonn``
-feature set has no rank planes, so the baseline sees no rank at all): same data, order, seed and positions.
-The data keeps every move of KGS 2006 (train) and 2015 (test), weaker players' included, so that the ranks
-the net is later told (1d, 5d, 9d) are ranks it saw::
+The two runs differ only in ``model.rank_embedding`` (the ``gonn`` planes have no rank): same data, order, seed and
+positions. The data keeps every move of KGS 2006 (train) and 2015 (test), weaker players' included::
 
     kifunet build ../shared/data/kgs/KGS-2006-19-10388-.tar.gz ../shared/data/kgs/KGS-2015-19-8133-.tar.gz \\
         --out data/kgs_rank_gonn --features gonn --no-handicap --split train:2006 --split test:2015
@@ -15,13 +13,10 @@ the net is later told (1d, 5d, 9d) are ranks it saw::
         --opponent "kifunet gtp --checkpoint runs/rank_base --sample" --rank-experiment 1d,5d,9d \\
         --games 100 --parallel 2 --out runs/rank_match
 
-Compare with Maddison et al. (2015): their rank-conditioned 12-layer net, told 1d / 5d / 9d, won 49.2% / 60.1% /
-67.9% against a fixed 10-layer net trained without rank (docs/published.md). Result of these commands (2-core
-CPU, 2026-11-23): the conditioned net told 1d / 5d / 9d won 41.5% / 52.0% / 49.5% of 200 games each against
-the baseline; top-1 on the first 50,000 test rows 40.93% (baseline) and 40.67% (conditioned, real ranks).
-
-Hardware assumed: the project's 2-core CPU, both cores as two JAX devices (``cpu_devices=2``). The result of
-these commands is in the README (Playing: the rank experiment) and ``pretrained/rank_experiment/``.
+Compare with Maddison et al. (2015): told 1d / 5d / 9d, their 12-layer net won 49.2% / 60.1% / 67.9% against a
+fixed 10-layer net without rank (docs/published.md). Result of these commands: 41.5% / 52.0% / 49.5% of 200 games
+each; top-1 on the first 50,000 test rows 40.93% (baseline) and 40.67% (conditioned). Hardware assumed: the
+project's 2-core CPU as two JAX devices (``cpu_devices=2``); the run is kept in ``pretrained/rank_experiment/``.
 """
 
 from __future__ import annotations
