@@ -17,18 +17,7 @@ unknown          UNKNOWN = -128     ``?``         ``None``, ``""``, ``?``, ``-``
 "text" is what :func:`rank_to_text` writes. ``MIN = -30``, ``MAX = 17``. ``31k`` .. ``99k`` clamp to ``-30``;
 ``0d``, ``10d``, ``0k``, ``10p`` are ``UNKNOWN``.
 
-**Servers.** The spellings each server writes, all read by the table above (``tests/test_ranks.py``):
-
-=======  =========================================================================================
-server   spellings
-=======  =========================================================================================
-KGS      ``6d``, ``3k``, ``1p``, ``9d?`` (unconfirmed), ``""`` (no rank)
-Fox      ``9段`` (amateur 9d), ``18级`` (amateur kyu), ``P9段`` / ``P1段`` / ``P9`` / ``P9D`` (pros),
-         ``职业九段``
-Tygem    ``9단``/``9D`` (amateur dan), ``18급``/``18K``, ``아마5단``, ``프로9단``/``9P``
-OGS      ``5d``, ``12k``, ``1p``; ``-`` and ``?`` for no rank
-IGS      ``3d*``, ``5k*`` (the ``*`` is ignored), ``NR`` (unknown)
-=======  =========================================================================================
+**Servers.** The spellings KGS, Fox, Tygem, OGS and IGS write are all read (docs/positions.md has them by server).
 
 **Source.** With ``source='kgs'`` (the default) a bare dan (``9d``, ``9段``) is amateur; with ``source='gogod'`` it
 is professional (``9d`` -> 17). An explicit marker wins over the source: ``p``/``pro``/``职业``/``プロ``/``프로`` or
@@ -207,8 +196,7 @@ def parse_rank(text: str | None, source: str = "kgs") -> int:
     """Parse ``text`` into the integer scale of the module table (``UNKNOWN`` when it is not a rank).
 
     ``source='gogod'`` reads a bare dan as professional. ``9d?`` keeps its rank (8); use
-    :func:`parse_rank_info` to see the uncertainty.
-    """
+    :func:`parse_rank_info` to see the uncertainty."""
     return parse_rank_info(text, source).value
 
 

@@ -87,8 +87,7 @@ def transform_point(rc: tuple[int, int] | None, s: int, n: int) -> tuple[int, in
 def apply_planes(planes: np.ndarray, s: int) -> np.ndarray:
     """Apply symmetry ``s`` to the board axes of ``planes[..., N, N, C]``.
 
-    Returns a view of ``planes`` (like ``np.flip``): copy it before writing into it.
-    """
+    Returns a view of ``planes`` (like ``np.flip``): copy it before writing into it."""
     s = _check_s(s)
     x = np.asarray(planes)
     if x.ndim < 3 or x.shape[-3] != x.shape[-2]:

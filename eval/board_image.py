@@ -101,8 +101,7 @@ def draw_board(stones, *, probs=None, legal=None, top_k: int = 5, played: int | 
     """Draw a board; returns the matplotlib Figure. See the module docstring for the conventions.
 
     ``stones`` int (N, N) with 0/1/2; ``probs`` float ``[N*N + 1]`` (pass last) or None; ``legal`` bool
-    ``[N*N + 1]`` or ``[N*N]`` (required with ``probs``); ``played`` / ``last_move`` flat indices.
-    """
+    ``[N*N + 1]`` or ``[N*N]`` (required with ``probs``); ``played`` / ``last_move`` flat indices."""
     from matplotlib import colors as mcolors
     from matplotlib import patheffects
     from matplotlib.figure import Figure

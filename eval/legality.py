@@ -20,8 +20,7 @@ def top_moves(probs, allowed, k: int) -> list[int]:
 
     ``probs``: float ``[M]`` (a policy output, ``M = N*N + 1`` with pass last, or ``N*N`` for the points only);
     ``allowed``: bool ``[M]``, the moves that may be listed (pass is listed when ``allowed[N*N]`` is set). Ties go
-    to the lower flat index; fewer than ``k`` moves when fewer are allowed; ``[]`` for ``k <= 0``.
-    """
+    to the lower flat index; fewer than ``k`` moves when fewer are allowed; ``[]`` for ``k <= 0``."""
     p = np.asarray(probs)
     ok = np.asarray(allowed, dtype=bool)
     if p.shape != ok.shape or p.ndim != 1:

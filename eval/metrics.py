@@ -143,8 +143,7 @@ def ensemble_log_probs(logits_per_pass: Sequence[np.ndarray], legal=None) -> np.
 def legal_from_planes(planes, feature_set) -> np.ndarray | None:
     """bool ``[B, N*N + 1]`` legality for the side to move from the planes the set declares
     (:meth:`~kifunet.data_prep.planes.features.FeatureSet.legal_channels`: legal where any is set; pass legal), or
-    ``None`` for sets that declare none (replay instead: :mod:`kifunet.eval.legality`).
-    """
+    ``None`` for sets that declare none (replay instead: :mod:`kifunet.eval.legality`)."""
     x = np.asarray(planes)
     b, n = x.shape[0], x.shape[1]
     pick = feature_set.legal_channels()

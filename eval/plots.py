@@ -230,10 +230,9 @@ def accuracy_vs_nats(ours: list[tuple[str, float, float, str]], *, ax=None):
 
 
 def value_by_phase(blocks: dict[str, dict], *, axes=None):
-    """For each ``{label: result block with a value}`` (:meth:`kifunet.eval.metrics.Breakdown.to_dict` of a net with
-    a value head): value MSE per game phase (solid) beside the constant predictor's on the same positions
-    (dashed; always their mean result), and the winner accuracy per phase (dotted line: 50%). Phases without a
-    known result are left out."""
+    """Per ``{label: result block with a value}``: value MSE per game phase (solid) beside the constant
+    predictor's (dashed), and the winner accuracy per phase (dotted line: 50%); phases without a known result left
+    out."""
     if axes is None:
         fig, (ax_m, ax_w) = _figure(None, ncols=2, size=(11, 4.2))
     else:

@@ -132,9 +132,8 @@ def encode(probes: list[Probe], feature_set, *, as_rank: int | None = None) -> d
 
 
 def score(predictor, probes: list[Probe], *, as_rank: int | None = None) -> dict:
-    """Top-1 / top-``k`` hit rates of ``predictor`` (a :class:`kifunet.eval.evaluate.Predictor`) on ``probes``, per
-    category and overall, beside a uniform legal choice's (module docstring). ``as_rank``: tell the net every mover
-    has this rank (ranks.py scale) instead of the record's."""
+    """Top-1 / top-``k`` hit rates of ``predictor`` on ``probes``, per category and overall, beside a uniform legal
+    choice's; ``as_rank`` tells the net every mover has this rank."""
     from kifunet.eval.legality import top_moves
 
     if not probes:

@@ -39,8 +39,7 @@ class PolicyNet(nnx.Module):
 
     Subclasses call :meth:`_setup` in their constructor and implement :meth:`logits`
     ``(x [B, N, N, C] in the compute dtype, rank, to_move) -> [B, N*N + 1]``, or, if they may have a value
-    head, :meth:`heads` ``-> (logits, value [B] or None)``.
-    """
+    head, :meth:`heads` ``-> (logits, value [B] or None)``."""
 
     board_size: int
     in_planes: int
@@ -124,8 +123,7 @@ def value_outcome_stats(value, outcome):
 
     ``squared_error`` is ``(value - outcome)^2`` where known, else 0; ``decided``: known and not a draw;
     ``correct``: decided and ``value * outcome > 0`` (a value of 0 is wrong). NumPy or JAX arrays, traced ones
-    included.
-    """
+    included."""
     from kifunet.data_prep.results import OUTCOME_UNKNOWN
 
     xp = value.__array_namespace__() if hasattr(value, "__array_namespace__") else np
@@ -151,8 +149,7 @@ def played_move_rank(logits, target):
     this is ``< k`` (ties count against it).
 
     ``logits [B, M]``, ``target [B]``: NumPy or JAX arrays (traced ones included); unchecked
-    (:func:`target_ranks` checks).
-    """
+    (:func:`target_ranks` checks)."""
     xp = logits.__array_namespace__() if hasattr(logits, "__array_namespace__") else np
     played = xp.take_along_axis(logits, target[:, None], axis=-1)
     return xp.sum(logits >= played, axis=-1) - 1

@@ -42,8 +42,7 @@ class ConvNet(PolicyNet):
     """Generic plain CNN: ``hidden`` is a list of ``(kernel_size, filters)`` conv+ReLU layers.
 
     ``select``: ``"first"`` takes output plane 0; ``"to_move"`` takes plane 0 for black and plane 1 for
-    white (``to_move`` 1/2; ``None`` means black).
-    """
+    white (``to_move`` 1/2; ``None`` means black)."""
 
     def __init__(self, *, board_size: int, in_planes: int, hidden: Sequence[tuple[int, int]], out_kernel: int,
                  out_planes: int = 1, conv_bias: bool = False, hidden_position_bias: bool = False,

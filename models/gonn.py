@@ -1,30 +1,17 @@
 """GoNN sandbox (2018) pre-activation ResNet, with each of its ideas switchable for ablations.
 
-Structure (docs/gonn.md section 4), C = ``channels`` (192):
-
-* stem: 5x5 conv ``in_planes -> C``, no bias, plus a 1x1 centre weight folded into the centre tap (init 0.3 x
-  He(fan_in=in_planes)); no BN, no activation.
-* block 0, *ordinary*: BN -> act -> conv3x3 C->C -> BN -> act -> conv3x3 C->C, added to the trunk.
-* other blocks, *dilated*: the first conv's last ``dilated_channels`` (64) outputs from a 3x3 conv of rate
-  ``dilation_rates[i % len]``.
-* ``global_blocks``: the first conv gives C-64 channels ``a`` and 64 ``b``; ``b`` -> BN -> act -> mean and max ->
-  matmul (no bias, init x0.5) -> bias on ``a``; then BN -> act -> conv3x3 (C-64)->C.
-* ``wide_blocks``: :class:`GoNNWideBlock`; ``chain_blocks``: :class:`GoNNChainBlock` (docs/gonn.md section 7,
-  not in GoNN's nets), chains from the stone planes ``chain_stone_planes``, labelled once per forward pass.
-* end of trunk: BN -> act.
-* policy head: p1 = conv3x3 C->48, biased by g1 = conv3x3 C->32 -> BN -> act -> mean and max -> matmul
-  64->48 (init x0.5); BN -> CReLU (96) -> conv5x5 96->1 (init x0.5) -> N*N logits; pass gets
-  :data:`~kifunet.models.base.NO_PASS_LOGIT`.
-* value head (``value_head=True``, ours): :class:`~kifunet.models.layers.PooledValueHead` on the end of the
-  trunk, ``value_channels`` (32), ``value_hidden`` (64); the net returns ``(logits, value)``.
-* act: PReLU, one slope per channel, init 0 (``activation="relu"``). BN: momentum 0.99, eps 1e-3, scale and
-  offset; no conv bias.
-* ``center_emphasis``: every residual-block conv gets +0.3 x He(fan_in=C_in) on the centre tap at init and a
-  learning-rate multiplier 1.5 there; the p1 BN and the final 5x5 conv get multiplier 0.25.
+The structure is GoNN's at a201e46 as docs/gonn.md section 4 gives it, C = ``channels`` (192): a 5x5 stem with a
+folded 1x1 centre weight; an ordinary block, then dilated blocks (``dilated_channels`` from rate
+``dilation_rates[i % len]``) and ``global_blocks``; BN -> act at the end of the trunk; the globally biased policy
+head to N*N logits (pass gets :data:`~kifunet.models.base.NO_PASS_LOGIT`); PReLU (init 0), BN momentum 0.99 and
+eps 1e-3, no conv bias; ``center_emphasis`` as GoNN's learning-rate multipliers (1.5 on residual centre taps, 0.25
+on the policy head's BN and last conv). Not in GoNN's nets: ``wide_blocks`` (:class:`GoNNWideBlock`),
+``chain_blocks`` (:class:`GoNNChainBlock`; chains from ``chain_stone_planes``, labelled once per forward pass),
+``value_head`` (:class:`~kifunet.models.layers.PooledValueHead`, ``value_channels`` 32, ``value_hidden`` 64; the
+net returns ``(logits, value)``) and ``rank_embedding`` (a rank vector added to the stem output).
 
 Registry names (26 planes, 19x19; counts in docs/gonn.md section 4.2, checked by tests/test_models.py):
 ``gonn_resnet5`` (dilation 2, 3, 2, 3), ``gonn_resnet12``, ``gonn_resnet12_global`` (global blocks 6 and 10).
-``rank_embedding=True`` adds a rank vector to the stem output.
 """
 
 from __future__ import annotations
@@ -106,8 +93,7 @@ class GoNNWideBlock(nnx.Module):
     BN -> act -> path A a 1 x ``length`` conv to ``mid`` channels, path B the same kernel transposed
     (:class:`~kifunet.models.layers.LinePairConv`) -> one BN over both paths as one batch -> act -> path A a
     ``length`` x 1 conv back to C, path B transposed; the sum is added to the trunk.
-    ``block(transpose(x)) == transpose(block(x))``; ``2 * length * C * mid + 3 * C + 3 * mid`` parameters (PReLU).
-    """
+    ``block(transpose(x)) == transpose(block(x))``; ``2 * length * C * mid + 3 * C + 3 * mid`` parameters (PReLU)."""
 
     def __init__(self, features: int, *, mid: int, length: int, act: dict, dtype, param_dtype, rngs):
         bn = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
@@ -179,8 +165,7 @@ class GoNNResNet(PolicyNet):
     ``dilated_channels=0``, ``global_blocks=()``, ``head_global_pool=False``, ``activation="relu"``,
     ``center_emphasis=False`` turn features off; ``pool_stdev``, ``pool_board_scaling`` extend every pooling;
     ``value_head`` (``value_channels``, ``value_hidden``); ``wide_blocks`` (``wide_channels``, 0 = C;
-    ``wide_length``); ``chain_blocks`` (``chain_channels``, 0 = C; ``chain_stone_planes``, either colour order).
-    """
+    ``wide_length``); ``chain_blocks`` (``chain_channels``, 0 = C; ``chain_stone_planes``, either colour order)."""
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 26, channels: int = 192, blocks: int = 12,
                  dilated_channels: int = 64, dilation_rates: Sequence[int] = (2,),

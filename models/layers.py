@@ -1,31 +1,9 @@
 """Building blocks shared by the policy-network families (Flax NNX, NHWC, channels last).
 
 Parameters are kept in ``param_dtype`` (float32 by default); ``dtype`` (float32 or bfloat16) is the compute dtype
-and the output's.
-
-=========================  ==========================================================================
-module / function          job
-=========================  ==========================================================================
-:class:`Conv`              same-padded stride-1 2-D convolution: dilation, bias, symmetric kernel,
-                           centre-tap emphasis or a learnable 1x1 centre weight
-:class:`LinePairConv`      one line-shaped kernel applied to a tensor and, transposed, to its transpose
-:class:`DilatedGroupConv`  a conv whose last ``dilated`` output channels come from a dilated kernel
-:class:`PositionBias`      a learned bias per board point and channel
-:class:`PReLU`             parametric ReLU with one slope per channel
-:func:`crelu`              concatenated ReLU ``[relu(x), relu(-x)]``
-:func:`global_pool`        mean and max (optional stdev, optional KataGo board-size-scaled mean)
-:class:`GlobalPoolBias`    global pool of one tensor -> dense -> per-channel bias added to another
-:class:`GPS`               NoGoZero+ global pooling structure: BN+ReLU on G, pool, FC, add to X
-:class:`PooledValueHead`   value head: 1x1 conv, BN, act, global pool, dense, ReLU, dense, tanh
-:class:`MAOLayer`          maximum-average-out layer
-:class:`RankEmbedding`     learned vector per player rank, a per-channel bias
-:class:`ProfileEmbedding`  MLP of a game profile, a per-channel bias
-:func:`symmetrize`         average of a kernel over the 8 symmetries of the square
-=========================  ==========================================================================
-
-A parameter broadcast over batch and board (biases, :class:`PositionBias`, PReLU slopes, BatchNorm scale and
-offset, :class:`GlobalPoolBias`) is combined with a lower-precision activation in float32 and the result cast to
-``dtype`` (:func:`add_param`, :func:`batch_norm`), so its gradient sums in float32; float32 computes as is.
+and the output's. A parameter broadcast over batch and board (biases, :class:`PositionBias`, PReLU slopes,
+BatchNorm scale and offset, :class:`GlobalPoolBias`) is combined with a lower-precision activation in float32 and
+the result cast to ``dtype`` (:func:`add_param`, :func:`batch_norm`), so its gradient sums in float32.
 
 Learning-rate multipliers are parameter metadata read by :func:`kifunet.models.params.lr_multipliers`:
 ``lr_multiplier`` (the whole array) and ``center_lr_multiplier`` (the centre tap ``[k//2, k//2]`` of a kernel, on
@@ -85,8 +63,7 @@ class Conv(nnx.Module):
     ``center_emphasis`` > 0: add ``center_emphasis * He(fan_in=C_in)`` to the centre tap at init and mark it with
     ``center_lr_multiplier=center_lr``; with ``center_param``, keep that as a separate ``[C_in, C_out]`` weight
     added into the centre tap at every call (multiplier ``lr_multiplier * center_lr``). ``lr_multiplier``: the
-    kernel's.
-    """
+    kernel's."""
 
     def __init__(
         self,
@@ -171,8 +148,7 @@ class LinePairConv(nnx.Module):
 
     ``K`` is ``[1, length, C_in, C_out]`` when ``horizontal``, else ``[length, 1, C_in, C_out]``; ``K^T`` swaps
     its spatial axes, so with ``b`` the transpose of ``a`` the second output is the transpose of the first. He
-    init (fan-in ``length * C_in``), no bias.
-    """
+    init (fan-in ``length * C_in``), no bias."""
 
     def __init__(self, in_features: int, out_features: int, length: int, *, horizontal: bool,
                  kernel_init=he_normal, dtype: Dtype = jnp.float32, param_dtype: Dtype = jnp.float32,
@@ -251,8 +227,7 @@ def pooled_features(channels: int, *, stdev: bool = False, board_scaling: bool =
 
 def global_pool(g: jax.Array, *, stdev: bool = False, board_scaling: bool = False) -> jax.Array:
     """``[B, H, W, C] -> [B, k*C]``: channel means, [``board_scaling``: ``mean * (sqrt(H*W) - 14) / 10``], channel
-    maxes, [``stdev``]; computed in float32, returned in ``g``'s dtype.
-    """
+    maxes, [``stdev``]; computed in float32, returned in ``g``'s dtype."""
     g32 = g.astype(jnp.float32)
     mean = jnp.mean(g32, axis=(1, 2))
     parts = [mean]
@@ -299,8 +274,7 @@ def batch_norm(features: int, *, dtype: Dtype, param_dtype: Dtype, rngs: nnx.Rng
 class GPS(nnx.Module):
     """Global pooling structure of NoGoZero+: ``X + FC(pool(relu(BN(G))))``, ``X`` of ``x_features`` channels,
     ``G`` of ``g_features``; ``pool`` gives the channel means and maxes, the FC (with bias) maps them to a bias per
-    channel of ``X``.
-    """
+    channel of ``X``."""
 
     def __init__(self, x_features: int, g_features: int, *, dtype: Dtype = jnp.float32,
                  param_dtype: Dtype = jnp.float32, rngs: nnx.Rngs):
@@ -317,8 +291,7 @@ class PooledValueHead(nnx.Module):
 
     1x1 conv to ``channels`` without bias, BN with scale and offset, ``act`` (ReLU when None),
     :func:`global_pool` (``stdev``, ``board_scaling`` if asked), dense with bias to ``hidden``, ReLU, dense to 1,
-    tanh; the same size on every board.
-    """
+    tanh; the same size on every board."""
 
     def __init__(self, features: int, *, channels: int, hidden: int, act: nnx.Module | None = None,
                  stdev: bool = False, board_scaling: bool = False, dtype: Dtype = jnp.float32,
@@ -340,8 +313,7 @@ class PooledValueHead(nnx.Module):
 
 def select_by_mean(maps: jax.Array) -> tuple[jax.Array, jax.Array]:
     """MAO selection: ``maps`` ``[B, H, W, U, K]`` -> (``[B, H, W, U]``, ``winners [B, U]``): per example and
-    unit the candidate map with the largest spatial mean (the first on ties).
-    """
+    unit the candidate map with the largest spatial mean (the first on ties)."""
     means = jnp.mean(maps.astype(jnp.float32), axis=(1, 2))  # [B, U, K]
     winners = jnp.argmax(means, axis=-1)
     one_hot = jax.nn.one_hot(winners, maps.shape[-1], dtype=maps.dtype)  # [B, U, K]
@@ -354,8 +326,7 @@ class MAOLayer(nnx.Module):
     One conv with ``units * candidates`` outputs (candidate ``j`` of unit ``u`` is channel ``u * candidates + j``),
     no activation. In training (``model.train()``) each candidate sees its own Bernoulli(``1 - mask_rate``)
     input-channel mask, scaled by ``1 / (1 - mask_rate)``, drawn per call from the ``dropout`` stream; at
-    inference all channels pass.
-    """
+    inference all channels pass."""
 
     def __init__(self, in_features: int, units: int, candidates: int, *, kernel_size: int = 3,
                  mask_rate: float = 0.5, deterministic: bool = False, dtype: Dtype = jnp.float32,
@@ -386,8 +357,7 @@ class MAOLayer(nnx.Module):
 
 def rank_index(rank: jax.Array) -> jax.Array:
     """Rank -> embedding row: clipped to ``[MIN_RANK, MAX_RANK]`` and shifted to rows ``0..47``;
-    ``UNKNOWN_RANK`` is the last row, ``NUM_RANK_ROWS - 1``.
-    """
+    ``UNKNOWN_RANK`` is the last row, ``NUM_RANK_ROWS - 1``."""
     rank = jnp.asarray(rank, jnp.int32)
     known = jnp.clip(rank, MIN_RANK, MAX_RANK) - MIN_RANK
     return jnp.where(rank == UNKNOWN_RANK, NUM_RANK_ROWS - 1, known)
@@ -395,8 +365,7 @@ def rank_index(rank: jax.Array) -> jax.Array:
 
 class RankEmbedding(nnx.Module):
     """A learned ``features``-vector per rank (:func:`rank_index`) as a ``[B, 1, 1, F]`` bias; ``rank=None`` is
-    unknown for the whole batch. Init N(0, 0.1^2).
-    """
+    unknown for the whole batch. Init N(0, 0.1^2)."""
 
     def __init__(self, features: int, *, dtype: Dtype = jnp.float32, param_dtype: Dtype = jnp.float32,
                  rngs: nnx.Rngs):
@@ -412,8 +381,7 @@ class RankEmbedding(nnx.Module):
 class ProfileEmbedding(nnx.Module):
     """An MLP of a game profile (:mod:`kifunet.data_prep.profiles`, 46 numbers) as a ``[B, 1, 1, F]`` bias:
     ``Linear(46, hidden)``, ReLU, ``Linear(hidden, F)``. ``profile=None`` is all-unknown for the whole batch. The
-    output layer starts at zero (the net starts as the same net without the profile).
-    """
+    output layer starts at zero (the net starts as the same net without the profile)."""
 
     def __init__(self, features: int, hidden: int, *, dtype: Dtype = jnp.float32, param_dtype: Dtype = jnp.float32,
                  rngs: nnx.Rngs):

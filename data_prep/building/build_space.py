@@ -101,9 +101,8 @@ def shard_row_bytes(storage, n: int, num_stored: int, spill_row: int) -> float:
 
 
 def estimate(cfg, fs, seen: Scan, spill_row: int) -> Estimate:
-    """The disk needs of the build ``cfg`` (a :class:`~kifunet.data_prep.building.build.BuildConfig`) with feature set
-    ``fs``, from :func:`scan`'s ``seen`` and the bytes of a position in the spill
-    (:func:`kifunet.data_prep.building.encode_stage.spill_row_bytes`); see the module docstring."""
+    """The disk needs of the build ``cfg`` with feature set ``fs`` from :func:`scan`'s ``seen`` (module
+    docstring)."""
     kept = 1.0 if seen.kept is None else seen.kept
     rows = round(seen.moves * kept) * (8 if cfg.symmetries == "all" else 1)
     spill = rows * spill_row + seen.records * GAME_BYTES

@@ -20,32 +20,9 @@ The spill of unit ``u`` is the directory :func:`unit_dir` (written under a tempo
 A rerun reuses a unit only when :func:`unit_damage` finds every file matching ``sha256.json``; a damaged unit is
 encoded again (one line naming it), byte-identically. :data:`SPILL_VERSION` is part of the build's fingerprint.
 
-**Narrow columns.** A record with a value that does not fit its stored column is rejected here, before the game
-filters, under the reason below (:data:`COLUMN_LIMITS`, :func:`limit_reason`); per-row columns are never
-narrower than the games-table values they come from:
-
-=================================  ========  ======================  ======================================
-column (where)                     dtype     largest value possible  rule
-=================================  ========  ======================  ======================================
-``num_moves`` (games),             int16     any (SGF has no limit)  > 32,767 moves (passes included):
-``move_number`` (spill, shards,                                      ``too_many_moves``
-TFDS)
-``positions`` (games)              int32     <= num_moves            fits
-``handicap`` (games)               int8      N * N = 361 (``HA``)    > 127: ``bad_handicap``
-``black_rank``, ``white_rank``,    int8      -30..17, -128 unknown   out of int8: ``bad_rank``
-``player_rank``, ``opponent_rank``
-``year`` (games)                   int16     9999                    out of int16: ``bad_year``
-``size`` (games)                   int8      19                      out of int8: ``board_size``
-``target``, ``to_move``,           int16,    361, 2, 1, 7            fits
-``outcome``, ``symmetry``          int8
-``result_kind``, ``winner``        int8      7, 2                    out of int8: ``bad_result``
-``game`` (spill), ``game_index``   int32     < 2**31                 fits
-``days`` (games)                   int32     2,932,896, -2**31 unk.  out of int32: ``bad_year``
-``source``, ``time_control``       int8      6, 4, -1 unknown        out of int8: ``bad_source``,
-                                                                     ``bad_time_control``
-``komi`` (games)                   float32   any finite float        beyond float32: stored as unknown (NaN)
-``margin`` (games)                 float32   any finite float        beyond float32: the result is ``unknown``
-=================================  ========  ======================  ======================================
+**Narrow columns.** A record with a value its stored column cannot hold is rejected here, before the game
+filters (:data:`COLUMN_LIMITS`, :func:`limit_reason`; the table of columns and reasons is in docs/building.md);
+per-row columns are never narrower than the games-table values they come from.
 
 With a :class:`~kifunet.data_prep.building.worker_pool.WorkerPool`, a unit whose worker died is rerun alone
 (:func:`~kifunet.data_prep.building.worker_pool.run_isolated`); a record that kills the worker again is rejected
@@ -308,8 +285,7 @@ def encode_unit(u: int, sources: list, cfg: dict, work: str, isolate: bool = Fal
     """Encode work unit ``u`` into :func:`unit_dir` (atomic); returns its summary. ``cfg``: :func:`unit_config`.
 
     ``isolate``: write the index of the record in progress to ``unit-NNNNN.inprogress`` before each record, so
-    that a crash can be pinned on it. ``skip``: record indices that crashed a worker before (rejected).
-    """
+    that a crash can be pinned on it. ``skip``: record indices that crashed a worker before (rejected)."""
     fs = cfg["features"]
     filt = Filters(**cfg["filters"])
     rule = cfg["rule"]

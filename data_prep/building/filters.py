@@ -133,8 +133,7 @@ class Filters:
     def game_reason(self, record: GameRecord) -> str | None:
         """The first game filter ``record`` fails (a key of GAME_REASONS), or None if it passes them all.
 
-        ``no_split``, ``no_positions`` and ``duplicate`` are decided elsewhere (splits, move filters, dedupe).
-        """
+        ``no_split``, ``no_positions`` and ``duplicate`` are decided elsewhere (splits, move filters, dedupe)."""
         info = record.info
         if record.size != self.board_size:
             return "board_size"

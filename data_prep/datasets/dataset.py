@@ -64,8 +64,7 @@ def open_split(spec, split: str = "train", *, assemble: bool = True, require_row
     ``add_planes``: constant-only feature sets added to its own (:meth:`DatasetSplit.add_constant_planes`).
     ``profile``: batches carry the rows' game fields (:meth:`DatasetSplit.with_profile`). ``assemble=False``:
     batches hold ``stored`` instead of ``planes``. Raises :class:`NotADatasetError`, :class:`UnknownSplitError`,
-    and with ``require_rows`` :class:`EmptySplitError`.
-    """
+    and with ``require_rows`` :class:`EmptySplitError`."""
     if is_tfds(spec):
         from .tfds_reader import TfdsReader
 

@@ -90,8 +90,7 @@ class DatasetSplit(abc.ABC):
 
     Attributes every container sets: ``root``, ``split``, ``manifest`` (HDF5's ``manifest.json``, TFDS's
     ``kifunet`` metadata), ``feature_name``, ``feature_version``, ``num_planes``, ``num_stored``, ``board_size``,
-    ``columns``, ``assemble``, ``block_rows`` (default rows per block) and ``num_shards``.
-    """
+    ``columns``, ``assemble``, ``block_rows`` (default rows per block) and ``num_shards``."""
 
     root: str
     split: str

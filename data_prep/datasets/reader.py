@@ -205,8 +205,7 @@ class Reader(DatasetSplit):
 
     def profile_games(self) -> dict[str, np.ndarray]:
         """The game fields (:data:`kifunet.data_prep.profiles.GAME_FIELDS`) of every game of the split, indexed by
-        ``game_index``; read from the games table once per process
-        (:func:`~kifunet.data_prep.datasets.profile_columns.games_table_fields`)."""
+        ``game_index``, read once per process."""
         if self._profile_games is None:
             self._profile_games = self._read_games_table(profile_columns.games_table_fields)
         return self._profile_games

@@ -494,8 +494,7 @@ def write_games_table(path: str, games: list[dict], attrs: dict | None = None) -
 
     Numeric columns GAME_NUM_COLUMNS (unknown: komi and margin NaN, year 0, result_kind 0, winner 0, and
     :data:`GAME_MISSING` for ``days``, ``source``, ``time_control``); string columns GAME_STR_COLUMNS (UTF-8);
-    the attribute ``result_kinds`` (JSON). Values must fit (the encode stage checks them).
-    """
+    the attribute ``result_kinds`` (JSON). Values must fit (the encode stage checks them)."""
     tmp = tmp_path(path)
     with h5py.File(tmp, "w") as f:
         f.attrs["format"] = GAMES_FORMAT

@@ -67,9 +67,8 @@ def _file_sha256(path: str) -> tuple[str, int]:
 
 
 def _lzma_zip_filters(props: bytes, max_dict: int | None) -> list[dict]:
-    """The raw LZMA1 filter of a zip member (method 14) from its 5 property bytes. The dictionary (allocated
-    whole, up to 4 GiB as the header asks) is clamped to ``max_dict``: no match reaches further back than the
-    member's size, nor than the bytes that will be read of it."""
+    """The raw LZMA1 filter of a zip member (method 14) from its 5 property bytes, the dictionary clamped to
+    ``max_dict``."""
     if len(props) != 5:
         raise zipfile.BadZipFile(f"LZMA properties of {len(props)} bytes, not 5")
     d = props[0]
@@ -87,8 +86,7 @@ class _Decompressor(io.RawIOBase):
     Each ``readinto(b)`` yields at most ``len(b)`` bytes, so time is linear in the member's size and memory one
     buffer, whatever it inflates to. A truncated input ends the data (``truncated`` set); a checksum error
     raises. With ``multistream``, concatenated streams are followed and zero padding between them skipped;
-    without it the data ends with the first stream and ``unused`` holds what followed.
-    """
+    without it the data ends with the first stream and ``unused`` holds what followed."""
 
     def __init__(self, raw, kind: str, *, multistream: bool = False, filters=None):
         self._raw, self._kind, self._multi, self._filters = raw, kind, multistream, filters
@@ -322,9 +320,8 @@ _LOCAL_SIG, _CENTRAL_SIG, _END_SIGS = b"PK\x03\x04", b"PK\x01\x02", (b"PK\x05\x0
 
 
 class _Slice(io.RawIOBase):
-    """``length`` bytes of a seekable file from ``start`` (to its end when ``length`` is None). The file may be
-    shared (a nested tar is streamed while the zip is open): every read seeks first. Ending before ``length``
-    raises EOFError."""
+    """``length`` bytes of a seekable, possibly shared file from ``start`` (to its end when None); every read seeks
+    first; ending short raises EOFError."""
 
     def __init__(self, f, start: int, length: int | None):
         self._f, self._start, self._length = f, start, length
@@ -430,9 +427,8 @@ def _data_start(f, header_offset: int) -> int:
 
 def _zip_entry(open_member: Callable[..., _ZipMember], fname: str, size: int | None, mpath: str,
                info: InputInfo, *, damage: str) -> Iterator[Source]:
-    """Read one zip member that is a game record or an archive. A member that cannot be read is yielded as a
-    Source with ``damage`` as its error (a game) or recorded as an error (an archive), and the exception is
-    raised again when ``damage`` is 'truncated_member' (reading from local headers cannot go past it)."""
+    """Read one zip member (a game record or an archive); an unreadable member is yielded as a Source with ``damage``
+    as its error (a game) or recorded (an archive), and raised again when ``damage`` is 'truncated_member'."""
     kind = archive_kind(fname)
     cap = sources.MAX_NESTED_ZIP_BYTES if kind == "zip" else sources.MAX_MEMBER_BYTES
     if kind != "tar" and size is not None and size > cap:

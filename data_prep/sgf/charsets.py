@@ -132,9 +132,8 @@ _ERRORS = threading.local()  # decoding errors met by _escape_undecodable in thi
 
 
 def _escape_undecodable(e: UnicodeDecodeError):
-    """Error handler: each byte that does not decode becomes a lone surrogate (counted, then shown as U+FFFD);
-    an ASCII byte inside the failing range stays itself (the SGF structure is ASCII and must survive). Counts
-    the errors (each a maximal ill-formed stretch, as the codec reports it) in ``_ERRORS.n``."""
+    """Error handler: each undecodable byte becomes a lone surrogate, an ASCII byte in the failing range stays
+    itself; counts the ill-formed stretches in ``_ERRORS.n``."""
     _ERRORS.n = getattr(_ERRORS, "n", 0) + 1
     bad = e.object[e.start:e.end]
     return "".join(chr(b) if b < 0x80 else chr(0xDC00 + b) for b in bad), e.end

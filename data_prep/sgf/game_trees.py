@@ -23,9 +23,8 @@ _TREE_RES = {t: tuple(re.compile(t(x) if t is str else x.encode(), re.DOTALL)
 
 
 def _tree_spans(s: str | bytes) -> list[tuple[int, int]]:
-    """(start, end) of every game tree in ``s``: from a tree start to its matching ')', or to the end of ``s``
-    for a tree that never closes (a missing ')' or an unclosed value runs to the end, as in sgfmill).
-    Characters sgfmill would stop at (junk) are stepped over, so a damaged tree still ends at its own ')'."""
+    """(start, end) of every game tree in ``s``: to its matching ')', or to the end of ``s`` for a tree that never
+    closes; junk sgfmill would stop at is stepped over."""
     start_re, value_re, skip_re = _TREE_RES[type(s)]
     lp, rp, lb = ("(", ")", "[") if isinstance(s, str) else (b"(", b")", b"[")
     n, pos, spans = len(s), 0, []
@@ -62,8 +61,7 @@ def split_game_trees(raw: bytes) -> list[bytes]:
     :func:`decode_sgf_bytes` decodes it (a trail byte equal to ``]`` cannot move a boundary). The first piece runs
     from the file's start to the end of the first tree; a later piece is its tree's bytes behind the file's
     byte-order mark. Bytes between and after trees are dropped; a tree that never closes runs to the end. Never
-    raises: anything unexpected gives ``[raw]``.
-    """
+    raises: anything unexpected gives ``[raw]``."""
     try:
         return _split_game_trees(bytes(raw))
     except Exception:  # noqa: BLE001 - splitting must never lose the record: load it whole as before
@@ -110,9 +108,8 @@ def _split_game_trees(raw: bytes) -> list[bytes]:
 
 
 def _byte_spans(raw: bytes, text: str, chars: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
-    """Byte offsets of tree spans found in the decoded ``text``: a tree starts at a '(' and ends after a ')',
-    and the n-th '(' (')') of the text is the n-th such byte of ``raw`` (never a trail byte, always kept by the
-    decoder). None if the counts disagree (a codec for which that does not hold)."""
+    """Byte offsets in ``raw`` of the tree spans found in the decoded ``text`` (the n-th '(' or ')' of the text is
+    the n-th such byte), or None if the counts disagree."""
     opens = [m.start() for m in re.finditer(rb"\(", raw)]
     closes = [m.start() for m in re.finditer(rb"\)", raw)]
     if len(opens) != text.count("(") or len(closes) != text.count(")"):

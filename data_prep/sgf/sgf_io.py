@@ -244,8 +244,7 @@ def load_game(source: str | os.PathLike | bytes | bytearray | memoryview, *, pat
 
     ``source`` is a path or the file's bytes (``path`` then names it in messages and ``GameInfo.path``). Raises
     :class:`SgfError` (``.path``, ``.reason``) for every unusable record, ``TypeError`` for a ``source`` of the
-    wrong type.
-    """
+    wrong type."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         raw = bytes(source)
         name = path if path is not None else "<bytes>"
