@@ -149,7 +149,7 @@ def played_move_rank(logits, target):
     this is ``< k`` (ties count against it).
 
     ``logits [B, M]``, ``target [B]``: NumPy or JAX arrays (traced ones included); unchecked
-    (:func:`target_ranks` checks)."""
+    (:func:`kifunet.eval.metrics.target_ranks` checks)."""
     xp = logits.__array_namespace__() if hasattr(logits, "__array_namespace__") else np
     played = xp.take_along_axis(logits, target[:, None], axis=-1)
     return xp.sum(logits >= played, axis=-1) - 1

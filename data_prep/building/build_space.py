@@ -40,7 +40,7 @@ RECORD_BYTES = 190
 #: what an HDF5 file adds to its data (superblock, object headers, chunk index): slack of :func:`ensure_free`
 HDF5_SLACK = 1 << 20
 
-#: records :func:`scan` loads and filters to measure the share of moves the build keeps
+#: at most this many records are loaded and filtered to measure the share of moves the build keeps
 SAMPLE = 400
 
 _MOVE = re.compile(rb";\s*[BW]\[")
@@ -101,8 +101,8 @@ def shard_row_bytes(storage, n: int, num_stored: int, spill_row: int) -> float:
 
 
 def estimate(cfg, fs, seen: Scan, spill_row: int) -> Estimate:
-    """The disk needs of the build ``cfg`` with feature set ``fs`` from :func:`scan`'s ``seen`` (module
-    docstring)."""
+    """The disk needs of the build ``cfg`` with feature set ``fs``, from ``seen`` and ``spill_row`` (the bytes of a
+    position in the spill), as the module docstring says."""
     kept = 1.0 if seen.kept is None else seen.kept
     rows = round(seen.moves * kept) * (8 if cfg.symmetries == "all" else 1)
     spill = rows * spill_row + seen.records * GAME_BYTES
