@@ -319,6 +319,11 @@ class Engine:
             stdout.flush()
             return line
 
+    def measuring(self) -> bool:
+        """Whether a background thread is running the net (the symmetry measurement after time settings): a
+        process that ends now must leave with ``os._exit``, as a thread still inside XLA aborts at exit."""
+        return self._warm is not None and self._warm.is_alive()
+
     def _log(self, msg: str) -> None:
         if self.log is not None:
             print(msg, file=self.log, flush=True)

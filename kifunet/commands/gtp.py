@@ -193,7 +193,7 @@ def run(args) -> int:
         rc = engine.serve(sys.stdin, out)
     finally:
         sys.stdout = out
-    if getattr(pol, "loading", False):  # quit while the net loads: leave now, not after the import or compile
+    if getattr(pol, "loading", False) or engine.measuring():  # leave now, not after the import or compile
         out.flush()
         sys.stderr.flush()
         os._exit(rc)
