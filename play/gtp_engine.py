@@ -1,71 +1,58 @@
-"""A GTP version 2 engine that plays a policy net's raw moves (no search).
+"""A GTP version 2 engine that plays a policy net's raw moves (no search): the protocol, and the rooms it joins.
 
-``kifunet gtp --checkpoint RUN`` (or ``--model NAME`` for a randomly initialised net, ``--model net.onnx`` for an
-exported one: :mod:`kifunet.play.onnx_policy`) speaks GTP on
-stdin/stdout, for GoGui, Sabaki, ``gogui-twogtp`` or ``kifunet match``.
+``kifunet gtp`` (the default net, ``--checkpoint RUN``, ``--model NAME`` or ``--model net.onnx``) speaks GTP on
+stdin/stdout for GoGui, Sabaki, ``gogui-twogtp`` or ``kifunet match``. :class:`Engine` reads a line, finds its
+handler by name in ``commands`` and writes the response; the handlers live in groups by concern:
 
-Commands: ``protocol_version name version known_command list_commands quit boardsize clear_board komi play
-genmove undo showboard final_score final_status_list`` and ``reg_genmove`` (choose without playing),
-``kgs-genmove_cleanup`` (genmove that removes dead stones before it passes), ``fixed_handicap`` / ``place_free_handicap`` /
-``set_free_handicap``, ``set_random_seed N`` (the sampling seed; ``kifunet match`` sends one per game),
-``kifunet-policy COLOUR [K]`` (the K most probable legal moves with their probabilities; GoGui's list uses
-``kifunet-policy_percent COLOUR [K]``, the same points in percent),
-``kifunet-profile [key=value,...]`` (the game profile, below), and:
+=================================================  ==============================================================
+room                                               holds
+=================================================  ==============================================================
+:mod:`~kifunet.play.gtp_policy` ``Nets``           the policy (:class:`~kifunet.play.gtp_policy.GtpPolicy`) per
+                                                   board size and game profile; ``version``'s text
+:mod:`~kifunet.play.gtp_game` ``Game``             size, komi, the :class:`~kifunet.play.game_state.GameState`
+                                                   (board, setup, moves, O(1) undo), SGF in and out, the
+                                                   dead-stone estimate
+:mod:`~kifunet.play.gtp_core` ``CoreCommands``     the spec's core commands, handicap, ``final_score``,
+                                                   ``final_status_list``
+:mod:`~kifunet.play.gtp_moves` ``MoveCommands``    ``genmove`` and its forms, ``kifunet-policy``,
+                                                   ``set_random_seed``, ``kifunet-resign``, ``kifunet-profile``
+:mod:`~kifunet.play.gtp_time` ``TimeCommands``     ``time_settings``, ``time_left``, ``kgs-time_settings``,
+                                                   ``cputime``; the clock, and how many symmetries genmove averages
+:mod:`~kifunet.play.gtp_sgf` ``SgfCommands``       ``loadsgf``, ``printsgf``
+:mod:`~kifunet.play.gtp_gogui` ``GoGuiCommands``   ``gogui-analyze_commands`` and the commands it lists
+:mod:`~kifunet.play.gtp_analyze`                   ``lz-analyze``, ``kata-analyze``, ``*-genmove_analyze``
+``AnalysisCommands``                               (formats: :mod:`kifunet.play.gtp_analysis`)
+=================================================  ==============================================================
 
-* the analysis commands of Sabaki and Lizzie, ``lz-analyze``, ``kata-analyze``, ``lz-genmove_analyze``,
-  ``kata-genmove_analyze`` (formats, arguments and what "visits" and "winrate" mean without a search:
-  :mod:`kifunet.play.gtp_analysis`);
-* GoGui's ``gogui-analyze_commands`` and the commands it lists, ``kifunet-policy_gfx``,
-  ``kifunet-policy_dboard``, ``kifunet-policy_percent``, ``kifunet-value``, ``kifunet-dead_gfx``
-  (:mod:`kifunet.play.gtp_gogui`);
-* ``loadsgf FILE [MOVE_NUMBER|VERTEX]`` and ``printsgf [FILE]`` (:mod:`kifunet.play.gtp_sgf`);
-* ``time_settings``, ``time_left``, ``kgs-time_settings``: a clock and a per-move budget that decide how many
-  board symmetries genmove's policy averages (:mod:`kifunet.play.time_manager`; without a time limit,
-  ``symmetries`` of the constructor, default 1); ``cputime`` (the engine process's CPU seconds).
+A handler is a method marked with :func:`kifunet.play.gtp_protocol.command`; ``list_commands`` answers them in
+the order of :data:`LISTED`. How a move is chosen, when the engine passes and when it resigns:
+:mod:`kifunet.play.move_choice`. Rules: simple ko, suicide illegal (:class:`kifunet.data_prep.rules.board.Board`),
+area scoring.
 
-``boardsize N`` (GTP's 2..25) is accepted when the net can play N x N (``policy.size_problem(N)`` is None; a
-policy without that method plays only its own size) and the rules engine can
-(:class:`kifunet.data_prep.rules.board.Board`: up to 19 today), switching to ``policy.resized(N)`` (made once per size);
-``version`` then says what size the net was trained on (``trained_size``). The reason for a refusal goes to the log; the answer is the spec's
-``? unacceptable size``.
-
-Errors follow the spec: ``? unknown command``, ``? illegal move``, ``? unacceptable size``, ``? syntax error``
-(also for ``undo`` with arguments and a ``komi`` that is not one finite number), ``? cannot undo``, and
-``? komi ... is out of range`` for ``|komi| > N*N`` (:func:`kifunet.play.scoring.komi_problem`). A number
-argument is read only when it is ASCII digits of bounded length (:mod:`kifunet.play.gtp_args`): a token of any
-length is answered in one line (``boardsize`` and 50 MB of digits: ``? unacceptable size``). Ids are echoed;
-a success is ``=[id]``, a space and the text, with the space even when the text is empty (``'= \\n\\n'``), as GNU Go and
-the spec's examples write it (an analysis response's first line is ``=[id]`` alone: the KataGo format); every
-response ends with a blank line.
+``boardsize N`` (GTP's 2..25) is accepted when the rules engine and the net can play N x N (the reason for a
+refusal goes to the log; the answer is the spec's ``? unacceptable size``); ``version`` then adds the size the
+net was trained on. Errors follow the spec: ``? unknown command``, ``? illegal move``, ``? unacceptable size``,
+``? syntax error`` (also for ``undo`` with arguments and a ``komi`` that is not one finite number), ``? cannot
+undo``, and ``? komi ... is out of range`` for ``|komi| > N*N`` (:func:`kifunet.play.scoring.komi_problem`). A
+number argument is read only when it is ASCII digits of bounded length (:mod:`kifunet.play.gtp_args`). Ids are
+echoed; a success is ``=[id]``, a space and the text, with the space even when the text is empty
+(``'= \\n\\n'``), as GNU Go and the spec's examples write it (an analysis response's first line is ``=[id]``
+alone: the KataGo format); every response ends with a blank line. A handler that raises anything but
+:class:`~kifunet.play.gtp_protocol.GtpError` is answered ``? internal error: ...`` and the session goes on.
 
 Streaming: :meth:`Engine.serve` reads stdin on a thread into a queue, so an analysis can wait for the next
 line with a timeout (a block every interval) on every platform; ``select()`` on stdin would not see lines
 already in Python's read buffer and does not work on Windows pipes. :meth:`Engine.handle` stays synchronous:
 outside ``serve`` an analysis command answers ``analysis_blocks`` blocks (default 1) and ends its response.
 
-Rules: simple ko, suicide illegal (:class:`kifunet.data_prep.rules.board.Board`), area scoring. The game (board,
-setup, moves, undo with O(1) memory per move, a loaded game's players and rules) is a
-:class:`kifunet.play.game_state.GameState`.
-
-How a move is chosen, when the engine passes and when it resigns: :mod:`kifunet.play.move_choice`.
-
-The game profile (issue 33; read only by a net with a profile input, ``reads_profile``): the engine keeps the
-fields the user set (``kifunet gtp --profile TEXT``, the constructor's ``profile``, or ``kifunet-profile
-TEXT``, :func:`kifunet.data_prep.profiles.parse`'s syntax: ``rank=7d,year=2010,source=kgs``). ``kifunet-profile``
-alone answers them in that syntax (an empty answer: none set); with text it replaces them all (bad text:
-``? profile: ...``, one line, naming the key or value; nothing changes). The net is given those fields, plus
-what the game says of the others: ``komi`` (GTP ``komi``, ``loadsgf``) unless the profile sets it, and the
-handicap (the number of black stones set before the first move when no white one is, 2..9, as
-``fixed_handicap`` / ``set_free_handicap`` / a loaded game's setup put them; else 0) unless the profile sets
-it; the policy then fills unknown ranks with ``--rank`` (:mod:`kifunet.play.policy`). A net without a profile
-input is played exactly as without a profile (the command is accepted and changes nothing; GoGui's list offers
-it only for a net that reads one).
-
-The end of the game (:mod:`kifunet.play.life_death`'s estimate of the position, fixed seed, computed once per
-position): ``final_score`` is the area score with the estimate's dead stones removed (Chinese counting, komi
-to white: ``B+3.5``, ``W+0.5`` or ``0``); ``final_status_list alive|dead|seki`` lists those stones, one chain a
-line; ``kifunet-dead_gfx`` draws them in GoGui; ``kifunet-resign on|off`` switches resigning (on by default,
-:class:`kifunet.play.move_choice.PlaySettings`; ``kifunet match`` sends ``off`` unless ``--resign``).
+The game profile (read only by a net with a profile input, ``reads_profile``): the fields the user set
+(``kifunet gtp --profile TEXT``, the constructor's ``profile``, or ``kifunet-profile TEXT``,
+:func:`kifunet.data_prep.profiles.parse`'s syntax: ``rank=7d,year=2010,source=kgs``). ``kifunet-profile``
+alone answers them in that syntax (empty: none set); with text it replaces them all (bad text: ``? profile:
+...``, one line; nothing changes). The net is given those fields, plus the game's ``komi`` and handicap (the
+black stones set before the first move when no white one is, 2..9; else 0) where the profile sets none; the
+policy then fills unknown ranks with ``--rank`` (:mod:`kifunet.play.policy`). A net without a profile input
+plays exactly as without a profile.
 """
 
 from __future__ import annotations
