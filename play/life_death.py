@@ -75,8 +75,8 @@ import numpy as np
 
 from kifunet.data_prep._jit import njit
 from kifunet.data_prep.rules.analysis import is_eye
-from kifunet.data_prep.rules.board import (H, KO_COLOUR, KO_POINT, S, T, is_suicide, libs_after, neighbours_cached,
-                                           new_board, play, rebuild)
+from kifunet.data_prep.rules.board import (H, KO_COLOUR, KO_POINT, S, chains, from_stones, is_suicide,
+                                           libs_after, neighbours_cached, play)
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
 
 from . import eye_space, scoring
@@ -160,17 +160,6 @@ def check_stones(stones) -> np.ndarray:
     if not np.isin(st, (EMPTY, BLACK, WHITE)).all():
         raise ValueError("stones must hold only EMPTY (0), BLACK (1) and WHITE (2)")
     return st.astype(np.int8)
-
-
-def board_array(stones: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rules engine's board ``B`` and neighbour table for a position (chains and liberties rebuilt)."""
-    n = stones.shape[0]
-    nb = neighbours_cached(n)
-    B = new_board(n)
-    B[S, :n * n] = stones.reshape(-1)
-    B[T, :n * n] = np.where(stones.reshape(-1) != EMPTY, -1000, 0)  # as set_point marks setup stones
-    rebuild(B, nb)
-    return B, nb
 
 
 # --- playouts -------------------------------------------------------------------------------------------------
@@ -262,7 +251,7 @@ def playout_ownership(stones: np.ndarray, to_move: int, playouts: int, seed: int
     """float32 [N, N]: mean area ownership over ``playouts`` random playouts (see the module docstring)."""
     st = check_stones(stones)
     n = st.shape[0]
-    B, nb = board_array(st)
+    B, nb = from_stones(st)
     own = np.zeros(n * n, dtype=np.float64)
     if playouts > 0:
         _run_playouts(B, nb, n, int(to_move), int(playouts), int(seed) % (2**32), own)
@@ -271,24 +260,15 @@ def playout_ownership(stones: np.ndarray, to_move: int, playouts: int, seed: int
 
 
 # --- chains, regions, Benson ------------------------------------------------------------------------------------
-def _chains(B: np.ndarray, nn: int) -> dict[int, list[int]]:
-    """head -> points of every chain."""
-    heads = B[H, :nn]
-    out: dict[int, list[int]] = {}
-    for p in np.nonzero(B[S, :nn])[0]:
-        out.setdefault(int(heads[p]), []).append(int(p))
-    return out
-
-
 def benson_alive(stones: np.ndarray, colour: int) -> np.ndarray:
     """bool [N, N]: ``colour``'s stones that are unconditionally alive (Benson's algorithm)."""
     st = check_stones(stones)
     n = st.shape[0]
     nn = n * n
-    B, nb = board_array(st)
+    B, nb = from_stones(st)
     flat = B[S, :nn]
     heads = B[H, :nn]
-    chains = {h: pts for h, pts in _chains(B, nn).items() if flat[h] == colour}
+    mine = {h: pts for h, pts in chains(B).items() if flat[h] == colour}
     regions = components(flat != colour, nb)
     # per region: the chains bordering it, and the chains it is vital to
     border: list[set[int]] = []
@@ -306,7 +286,7 @@ def benson_alive(stones: np.ndarray, colour: int) -> np.ndarray:
             if all(any(q >= 0 and flat[q] == colour and heads[q] == h for q in nb[p]) for p in empties):
                 vs.add(h)
         vital.append(vs)
-    live = set(chains)
+    live = set(mine)
     live_regions = set(range(len(regions)))
     while True:
         counts = {h: 0 for h in live}
@@ -321,7 +301,7 @@ def benson_alive(stones: np.ndarray, colour: int) -> np.ndarray:
         live_regions = {r for r in live_regions if border[r] <= live}
     out = np.zeros(nn, dtype=bool)
     for h in live:
-        out[chains[h]] = True
+        out[mine[h]] = True
     return out.reshape(n, n)
 
 
@@ -365,7 +345,7 @@ def shared_points(stones: np.ndarray, dead: np.ndarray) -> np.ndarray:
     st = check_stones(stones)
     n = st.shape[0]
     live = scoring.remove_stones(st, dead)
-    B, nb = board_array(live)
+    B, nb = from_stones(live)
     flat = B[S, :n * n]
     out = np.zeros(n * n, dtype=bool)
     for p in np.nonzero(flat == EMPTY)[0]:
@@ -392,8 +372,8 @@ def stone_sign(colour: int) -> float:
 
 def _chain_masks(st: np.ndarray) -> list[np.ndarray]:
     n = st.shape[0]
-    B, _ = board_array(st)
-    return [np.asarray(pts) for pts in _chains(B, n * n).values()]
+    B, _ = from_stones(st)
+    return [np.asarray(pts) for pts in chains(B).values()]
 
 
 def _critical_groups(st: np.ndarray, to_move: int, dead: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
