@@ -124,12 +124,12 @@ def read_file(path: str) -> bytes:
     return raw
 
 
-def read_game(path: str, until: str | None = None) -> LoadedGame:
-    """The main line of the SGF file at ``path`` (:func:`read_file`) up to ``until`` (a move number or a GTP
-    vertex; module docstring). Raises :class:`LoadError` with the GTP error text."""
+def _read_record(path: str):
+    """The SGF record at ``path`` (:func:`read_file`, :func:`kifunet.data_prep.sgf.sgf_io.load_game`), or
+    :class:`LoadError`: ``cannot open file`` (unreadable) or ``cannot load file`` and the reason in one line."""
     raw = read_file(path)
     try:
-        record = sgf_io.load_game(raw, path=path)
+        return sgf_io.load_game(raw, path=path)
     except SgfError as e:
         reason = _one_line(str(e))
         if reason.startswith(f"{path}: "):
@@ -137,6 +137,12 @@ def read_game(path: str, until: str | None = None) -> LoadedGame:
         reason = reason.removeprefix("cannot read: ")
         verb = "open" if e.reason == "unreadable" else "load"
         raise LoadError(f"cannot {verb} file '{path}': {reason}") from None
+
+
+def read_game(path: str, until: str | None = None) -> LoadedGame:
+    """The main line of the SGF file at ``path`` (:func:`read_file`) up to ``until`` (a move number or a GTP
+    vertex; module docstring). Raises :class:`LoadError` with the GTP error text."""
+    record = _read_record(path)
     n = record.size
     stop_number, stop_vertex = _stop_rule(until, n)
     board = Board(n)

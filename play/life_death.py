@@ -190,11 +190,7 @@ def _run_playouts(B0, nb, n, to_move, count, seed, own):
         c = to_move
         passes = 0
         moves = 0
-        ne = 0  # empties[:ne] lists the empty points (order shuffled by the tries)
-        for p in range(nn):
-            if B[S, p] == 0:
-                empties[ne] = p
-                ne += 1
+        ne = _list_empties(B, nn, empties)  # empties[:ne]: the empty points (order shuffled by the tries)
         while passes < 2 and moves < 3 * nn:
             played = False
             k = ne  # untried points: empties[:k]
@@ -210,11 +206,7 @@ def _run_playouts(B0, nb, n, to_move, count, seed, own):
                     ne -= 1
                     empties[k] = empties[ne]
                     if captured > 0:
-                        ne = 0
-                        for q in range(nn):
-                            if B[S, q] == 0:
-                                empties[ne] = q
-                                ne += 1
+                        ne = _list_empties(B, nn, empties)
                     break
             if played:
                 passes = 0
@@ -224,27 +216,44 @@ def _run_playouts(B0, nb, n, to_move, count, seed, own):
             c = 3 - c
             moves += 1
         total_moves += moves
-        for p in range(nn):
-            v = B[S, p]
-            if v == 1:
-                own[p] += 1.0
-            elif v == 2:
-                own[p] -= 1.0
-            else:
-                b = False
-                w = False
-                for k in range(4):
-                    r = nb[p, k]
-                    if r >= 0:
-                        if B[S, r] == 1:
-                            b = True
-                        elif B[S, r] == 2:
-                            w = True
-                if b and not w:
-                    own[p] += 1.0
-                elif w and not b:
-                    own[p] -= 1.0
+        _add_area(B, nb, nn, own)
     return total_moves
+
+
+@njit(cache=True)
+def _list_empties(B, nn, empties):
+    """Write the empty points of ``B`` into ``empties`` in order; return how many."""
+    ne = 0
+    for q in range(nn):
+        if B[S, q] == 0:
+            empties[ne] = q
+            ne += 1
+    return ne
+
+
+@njit(cache=True)
+def _add_area(B, nb, nn, own):
+    """Add the area ownership of ``B`` to ``own``: +1 black stone or black-only neighbours, -1 white's."""
+    for p in range(nn):
+        v = B[S, p]
+        if v == 1:
+            own[p] += 1.0
+        elif v == 2:
+            own[p] -= 1.0
+        else:
+            b = False
+            w = False
+            for k in range(4):
+                r = nb[p, k]
+                if r >= 0:
+                    if B[S, r] == 1:
+                        b = True
+                    elif B[S, r] == 2:
+                        w = True
+            if b and not w:
+                own[p] += 1.0
+            elif w and not b:
+                own[p] -= 1.0
 
 
 def playout_ownership(stones: np.ndarray, to_move: int, playouts: int, seed: int = 0) -> np.ndarray:
@@ -389,6 +398,25 @@ def _critical_groups(st: np.ndarray, to_move: int, dead: np.ndarray) -> list[tup
     return out
 
 
+def _territory_rule(st: np.ndarray, dead: np.ndarray, own: np.ndarray, chain_own: np.ndarray) -> None:
+    """The territory rule: an empty region of one colour after the removal of ``dead`` [N*N] (at most half the
+    board, leaning that colour's way in ``own``) is its own in ``own`` [N*N] when its walls and the dead stones
+    in it are owned at least :data:`CONFIDENT` by that colour (``chain_own``: each stone's chain's mean)."""
+    n = st.shape[0]
+    flat = st.reshape(-1)
+    final = scoring.remove_stones(st, dead.reshape(n, n)).reshape(-1)
+    area = scoring.area_owner(final.reshape(n, n)).reshape(-1)
+    nb = neighbours_cached(n)
+    for region in components(final == EMPTY, nb):
+        c = area[region[0]]
+        if c == EMPTY or len(region) > n * n // 2 or stone_sign(c) * own[region].mean() <= 0:
+            continue
+        stones_involved = [p for p in region if flat[p] != EMPTY]  # the dead stones taken off
+        stones_involved += [int(q) for p in region for q in nb[p] if q >= 0 and final[q] != EMPTY]  # walls
+        if all(stone_sign(c) * chain_own[p] >= CONFIDENT for p in stones_involved):
+            own[region] = stone_sign(c)
+
+
 def estimate(stones, to_move: int, *, playouts: int = DEFAULT_PLAYOUTS, seed: int = 0,
              method: str = "combined") -> Estimate:
     """Which stones of ``stones`` are dead or in seki, with ``to_move`` to play (see the module docstring)."""
@@ -429,18 +457,8 @@ def estimate(stones, to_move: int, *, playouts: int = DEFAULT_PLAYOUTS, seed: in
     critical = _critical_groups(st, to_move, dead)
     for stones, _space in critical:
         dead[stones] = st.reshape(-1)[stones[0]] != to_move  # the side to move plays the vital point
-    if method != "benson":  # the territory rule: empty regions of one colour after the removal are its own
-        final = scoring.remove_stones(st, dead.reshape(n, n)).reshape(-1)
-        area = scoring.area_owner(final.reshape(n, n)).reshape(-1)
-        nb = neighbours_cached(n)
-        for region in components(final == EMPTY, nb):
-            c = area[region[0]]
-            if c == EMPTY or len(region) > n * n // 2 or stone_sign(c) * own[region].mean() <= 0:
-                continue
-            stones_involved = [p for p in region if flat[p] != EMPTY]  # the dead stones taken off
-            stones_involved += [int(q) for p in region for q in nb[p] if q >= 0 and final[q] != EMPTY]  # walls
-            if all(stone_sign(c) * chain_own[p] >= CONFIDENT for p in stones_involved):
-                own[region] = stone_sign(c)
+    if method != "benson":
+        _territory_rule(st, dead, own, chain_own)
     shared = shared_points(st, dead.reshape(n, n)).reshape(-1)
     status = np.where(flat == EMPTY, 0, np.where(dead, DEAD, ALIVE)).astype(np.int8)
     if shared.any():
