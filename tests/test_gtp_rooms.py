@@ -57,3 +57,19 @@ def test_handlers_collects_the_marked_methods():
 
     found = gtp_protocol.handlers(Group())
     assert sorted(found) == ["a", "b-c"] and found["b-c"]([]) == "1"
+
+
+def test_play_has_no_function_over_60_lines_and_no_class_over_300():
+    import ast
+    from pathlib import Path
+
+    import kifunet.play
+
+    too_long = []
+    for path in sorted(Path(kifunet.play.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                limit = 300 if isinstance(node, ast.ClassDef) else 60
+                if node.end_lineno - node.lineno + 1 > limit:
+                    too_long.append(f"{path.name}:{node.lineno} {node.name}")
+    assert not too_long, too_long
