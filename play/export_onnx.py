@@ -228,18 +228,7 @@ def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict 
     planes, rank, to_move, check_profile = check_positions(n, c)
     ref = jax.jit(fn)(planes, rank, to_move, check_profile)
     ref = tuple(np.asarray(r, np.float32) for r in (ref if isinstance(ref, tuple) else (ref,)))
-    meta = {
-        "format_version": onnx_policy.FORMAT_VERSION, "version": __version__,
-        "model": type(model).__name__, "board_size": n,
-        "feature_set": fs.name, "feature_set_version": fs.version, "plane_names": fs.plane_names(),
-        "features": [[f.name, f.planes, f.constant, f.column if f.constant else "", f.meaning]
-                     for f in fs.features],
-        "inputs": list(names), "rank_input": _rank_input(model, fs), "rank_scale": RANK_SCALE,
-        "to_move": "1 = black, 2 = white", "policy_index": POLICY_INDEX,
-        "has_pass": bool((ref[0][:, -1] > NO_PASS_LOGIT / 2).all()), "value_head": len(out_names) == 2,
-    }
-    if len(out_names) == 2:
-        meta["value"] = VALUE_MEANING
+    meta = _metadata(model, fs, names, out_names, ref)
     meta.update(profile_meta)
     meta.update(info or {})
     meta = {k: _text(v) for k, v in meta.items()}
@@ -256,10 +245,30 @@ def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict 
     proto.doc_string = (f"kifunet {__version__}: {meta['model']}, {n}x{n}, {fs.name} features; inputs "
                         f"{', '.join(names)}; outputs {', '.join(out_names)} (metadata: kifunet.*)")
     out = os.fspath(out)
-    tmp = out + ".tmp"
-    onnx.save(proto, tmp)
+    onnx.save(proto, tmp := out + ".tmp")
     os.replace(tmp, out)
     return ExportResult(out, os.path.getsize(out), time.perf_counter() - t0, names, out_names, meta, diff)
+
+
+def _metadata(model, fs, names, out_names, ref) -> dict:
+    """The file's own metadata (before ``profile`` and ``info``): format, model, features, inputs and outputs;
+    ``ref``: the JAX outputs on the check positions (whether the net has a pass output)."""
+    from kifunet import __version__
+    from kifunet.models import NO_PASS_LOGIT
+
+    meta = {
+        "format_version": onnx_policy.FORMAT_VERSION, "version": __version__,
+        "model": type(model).__name__, "board_size": int(model.board_size),
+        "feature_set": fs.name, "feature_set_version": fs.version, "plane_names": fs.plane_names(),
+        "features": [[f.name, f.planes, f.constant, f.column if f.constant else "", f.meaning]
+                     for f in fs.features],
+        "inputs": list(names), "rank_input": _rank_input(model, fs), "rank_scale": RANK_SCALE,
+        "to_move": "1 = black, 2 = white", "policy_index": POLICY_INDEX,
+        "has_pass": bool((ref[0][:, -1] > NO_PASS_LOGIT / 2).all()), "value_head": len(out_names) == 2,
+    }
+    if len(out_names) == 2:
+        meta["value"] = VALUE_MEANING
+    return meta
 
 
 def _rank_input(model, fs) -> str:

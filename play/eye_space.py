@@ -31,7 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kifunet.data_prep.game import EMPTY
-from kifunet.data_prep.rules.board import neighbours_cached
+from kifunet.data_prep.rules.board import chains as board_chains
+from kifunet.data_prep.rules.board import from_stones, neighbours_cached
 
 OUTER_ROOM = 3  # a sealed group's outer liberties lie in empty regions of at most this many points (dame)
 
@@ -119,17 +120,18 @@ def killable_eyes(stones: np.ndarray, dead: np.ndarray | None = None) -> list[Ki
     nb = neighbours_cached(n)
     flat = st.reshape(-1)
     gone = np.zeros(n * n, dtype=bool) if dead is None else np.asarray(dead, dtype=bool).reshape(-1)
+    chains = list(board_chains(from_stones(st.astype(np.int8))[0]).values())  # the rules engine's
     out = []
     for colour in (1, 2):
         view = np.where(gone & (flat == 3 - colour), EMPTY, flat)
-        out += _killable_of(colour, view, flat, nb)
+        out += _killable_of(colour, [c for c in chains if flat[c[0]] == colour], view, flat, nb)
     return sorted(out, key=lambda k: -(len(k.stones) + len(k.space)))
 
 
-def _killable_of(colour: int, view: np.ndarray, flat: np.ndarray, nb: np.ndarray) -> list[KillableEye]:
-    """:func:`killable_eyes` for the groups of ``colour``, eye spaces read on ``view`` (the board with the other
-    colour's dead stones taken off)."""
-    chains = components(view == colour, nb)
+def _killable_of(colour: int, chains: list[list[int]], view: np.ndarray, flat: np.ndarray,
+                 nb: np.ndarray) -> list[KillableEye]:
+    """:func:`killable_eyes` for the groups of ``colour`` (its ``chains``, ordered by their first point), eye
+    spaces read on ``view`` (the board with the other colour's dead stones taken off)."""
     chain_of = np.full(flat.shape[0], -1)
     for i, comp in enumerate(chains):
         chain_of[comp] = i

@@ -3,7 +3,8 @@
 The engine has no search. An analysis is the net's view of one position: its most probable legal moves with
 their prior, a winrate when the net has a value head, and the line the net would play after each move. This
 module holds the argument grammar, the candidate rules and the writer of the ``info`` lines;
-:class:`kifunet.play.gtp_engine.Engine` dispatches the commands and streams the blocks (``Engine.serve``).
+:class:`kifunet.play.gtp_analyze.AnalysisCommands` answers the commands and
+:class:`kifunet.play.gtp_engine.Engine` streams the blocks (``Engine.serve``).
 
 Sources: KataGo's ``GTP_Extensions.md`` (lightvector/KataGo: the argument grammar, both line formats, the
 stop rule; it documents Leela Zero's ``lz-analyze`` format too), KataGo's ``cpp/command/gtp.cpp``
@@ -339,12 +340,9 @@ class AnalysisRun:
 
 
 def evaluate(policy, moves, colour: int, setup=()) -> tuple[np.ndarray, float | None]:
-    """``(probabilities [N*N+1], value or None)`` from a policy with ``evaluate`` (value head or not) or with only
-    ``probabilities``; a value that is not finite counts as none."""
-    ev = getattr(policy, "evaluate", None)
-    if ev is None:
-        return policy.probabilities(moves, colour, setup), None
-    probs, value = ev(moves, colour, setup)
+    """``policy.evaluate``'s ``(probabilities [N*N+1], value or None)``; a value that is not finite counts as
+    none."""
+    probs, value = policy.evaluate(moves, colour, setup)
     if value is not None and not np.isfinite(value):
         value = None
     return probs, value

@@ -33,8 +33,8 @@ type            command                       response
 
 The list is the table :data:`ANALYZE_COMMANDS`: an entry is its type, label, command and a test of the engine
 (is it offered for this net?); another analysis (the dead-stone estimate, say) is one more entry and its GTP
-command in the engine. :func:`analyze_commands` writes the list; :func:`policy_gfx`, :func:`policy_dboard`
-and :func:`value_line` write the responses from the net's numbers.
+command in :class:`GoGuiCommands` (the handler group). :func:`analyze_commands` writes the list;
+:func:`policy_gfx`, :func:`policy_dboard` and :func:`value_line` write the responses from the net's numbers.
 """
 
 from __future__ import annotations
@@ -45,8 +45,11 @@ from typing import Callable
 import numpy as np
 
 from kifunet.data_prep import coords
-from kifunet.data_prep.game import BLACK
+from kifunet.data_prep.game import BLACK, EMPTY
 from kifunet.eval.legality import top_moves
+
+from . import gtp_analysis, gtp_args, scoring
+from .gtp_protocol import MAX_COUNT, GtpError, command, parse_colour
 
 #: GoGui's analyze-command types (its manual's list)
 TYPES = ("bwboard", "cboard", "dboard", "eplist", "gfx", "hstring", "hpstring", "none", "param", "plist", "pspairs",
@@ -75,11 +78,11 @@ class AnalyzeCommand:
 
 
 def has_value_head(engine) -> bool:
-    return bool(getattr(engine.policy, "has_value", False))
+    return bool(engine.policy.has_value)
 
 
 def reads_profile(engine) -> bool:
-    return bool(getattr(engine.policy, "reads_profile", False))
+    return bool(engine.policy.reads_profile)
 
 
 #: what ``gogui-analyze_commands`` lists (in this order), when ``offered``
@@ -162,3 +165,73 @@ def value_line(value: float, colour: int) -> str:
     move), in [-1, 1], and the same as a win probability ((v + 1) / 2)."""
     side = "black" if colour == BLACK else "white"
     return f"{side} to play: value {value:+.3f} (expected result in [-1, 1]), {50 * (value + 1):.1f}% to win"
+
+
+class GoGuiCommands:
+    """The GoGui handler group over ``engine`` (its ``game`` and ``policy``): the commands of the table above."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    @command("gogui-analyze_commands")
+    def analyze_commands(self, a):
+        return analyze_commands(self.engine)
+
+    def _probs(self, colour: int) -> tuple[np.ndarray, np.ndarray]:
+        s = self.engine.game.state
+        return self.engine.policy.probabilities(s.moves, colour, s.setup), s.board.legal_moves(colour)
+
+    @command("kifunet-policy_gfx")
+    def policy_gfx(self, a):
+        colour = self._one_colour(a)
+        probs, legal = self._probs(colour)
+        return policy_gfx(probs, legal, self.engine.game.size, colour, has_pass=bool(self.engine.policy.has_pass))
+
+    @command("kifunet-policy_dboard")
+    def policy_dboard(self, a):
+        colour = self._one_colour(a)
+        probs, legal = self._probs(colour)
+        return "\n" + policy_dboard(probs, legal, self.engine.game.size, colour)
+
+    @command("kifunet-policy_percent")
+    def policy_percent(self, a):
+        """``kifunet-policy_percent COLOUR [K]``: the K most probable legal points in percent."""
+        if not 1 <= len(a) <= 2 or (len(a) == 2 and not gtp_args.is_digits(a[1])):
+            raise GtpError("syntax error")
+        colour = parse_colour(a[0])
+        k = LABELLED_MOVES if len(a) == 1 else gtp_args.bounded_int(a[1], MAX_COUNT)
+        probs, legal = self._probs(colour)
+        return policy_pspairs(probs, legal, self.engine.game.size, MAX_COUNT if k is None else k)
+
+    @command("kifunet-value")
+    def value(self, a):
+        colour = self._one_colour(a)
+        s = self.engine.game.state
+        _, value = gtp_analysis.evaluate(self.engine.policy, s.moves, colour, s.setup)
+        if value is None:
+            raise GtpError("the net has no value head")
+        return value_line(value, colour)
+
+    @command("kifunet-dead_gfx")
+    def dead_gfx(self, a):
+        """``gfx``: the estimate's dead stones (``MARK``), seki stones (``TRIANGLE``), the owned empty points
+        (``BLACK`` / ``WHITE`` squares: ownership beyond 0.5) and the score (``TEXT``)."""
+        if a:
+            raise GtpError("syntax error")
+        game = self.engine.game
+        est = game.estimate()
+        empty = game.state.board.stones == EMPTY
+        own = est.ownership
+        groups = [("MARK", est.dead()), ("TRIANGLE", est.seki()),
+                  ("BLACK", empty & (own > 0.5)), ("WHITE", empty & (own < -0.5))]
+        lines = [f"{label} " + " ".join(game.gtp(int(p)) for p in np.flatnonzero(m.reshape(-1)))
+                 for label, m in groups if m.any()]
+        lines.append(f"TEXT dead stones: {int(est.dead().sum())}, seki stones: {int(est.seki().sum())}; "
+                     f"score {scoring.format_score(est.score(game.komi))} (komi {game.komi:g})")
+        return "\n".join(lines)
+
+    @staticmethod
+    def _one_colour(a) -> int:
+        if len(a) != 1:
+            raise GtpError("syntax error")
+        return parse_colour(a[0])

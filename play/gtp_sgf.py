@@ -24,7 +24,7 @@ The two GTP extensions as GNU Go defines them (its manual, "GTP command referenc
     same game and ``undo`` still works.
 
 GoGui quotes a file name that holds spaces (``%r``/``%w`` wildcards): :func:`file_argument` reads
-``"a b.sgf"``.
+``"a b.sgf"``. :class:`SgfCommands` is the engine's handler group for the two commands.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.errors import SgfError
 from kifunet.data_prep.game import BLACK, EMPTY, MOVE, WHITE
 
-from . import gtp_args
+from . import gtp_args, scoring
+from .gtp_protocol import GtpError, command, package_version
 
 
 #: the largest file ``loadsgf`` reads (bytes): a game of 100,000 moves (``;B[dd]``) is about 600 KB; the worst
@@ -123,12 +124,12 @@ def read_file(path: str) -> bytes:
     return raw
 
 
-def read_game(path: str, until: str | None = None) -> LoadedGame:
-    """The main line of the SGF file at ``path`` (:func:`read_file`) up to ``until`` (a move number or a GTP
-    vertex; module docstring). Raises :class:`LoadError` with the GTP error text."""
+def _read_record(path: str):
+    """The SGF record at ``path`` (:func:`read_file`, :func:`kifunet.data_prep.sgf.sgf_io.load_game`), or
+    :class:`LoadError`: ``cannot open file`` (unreadable) or ``cannot load file`` and the reason in one line."""
     raw = read_file(path)
     try:
-        record = sgf_io.load_game(raw, path=path)
+        return sgf_io.load_game(raw, path=path)
     except SgfError as e:
         reason = _one_line(str(e))
         if reason.startswith(f"{path}: "):
@@ -136,6 +137,12 @@ def read_game(path: str, until: str | None = None) -> LoadedGame:
         reason = reason.removeprefix("cannot read: ")
         verb = "open" if e.reason == "unreadable" else "load"
         raise LoadError(f"cannot {verb} file '{path}': {reason}") from None
+
+
+def read_game(path: str, until: str | None = None) -> LoadedGame:
+    """The main line of the SGF file at ``path`` (:func:`read_file`) up to ``until`` (a move number or a GTP
+    vertex; module docstring). Raises :class:`LoadError` with the GTP error text."""
+    record = _read_record(path)
     n = record.size
     stop_number, stop_vertex = _stop_rule(until, n)
     board = Board(n)
@@ -220,3 +227,50 @@ def game_sgf(size: int, komi: float, setup, moves, first: int, *, app: tuple[str
     while "\n\n" in text:  # a GTP response may not hold an empty line
         text = text.replace("\n\n", "\n")
     return text
+
+
+class SgfCommands:
+    """The SGF handler group over ``engine`` (its ``game``, ``nets``, ``name`` and ``set_size``)."""
+
+    def __init__(self, engine):
+        self.engine = engine
+
+    @command("loadsgf")
+    def loadsgf(self, a):
+        try:
+            path, rest = file_argument(a)
+            if path is None or len(rest) > 1:
+                raise LoadError("syntax error: loadsgf FILE [MOVE_NUMBER|VERTEX]")
+            game = read_game(path, rest[0] if rest else None)
+        except LoadError as e:
+            raise GtpError(str(e)) from None
+        e = self.engine
+        problem = e.nets.size_problem(game.size)
+        if problem:
+            raise GtpError(f"cannot load file '{path}': board size {game.size}x{game.size} is unacceptable: "
+                           f"{problem}")
+        komi = e.game.komi if game.komi is None else game.komi
+        problem = scoring.komi_problem(komi, game.size)
+        if problem:
+            raise GtpError(f"cannot load file '{path}': {problem}")
+        e.set_size(game.size)
+        e.game.load(game, komi)
+        return "black" if game.to_play == BLACK else "white"
+
+    @command("printsgf")
+    def printsgf(self, a):
+        try:
+            path, rest = file_argument(a)
+        except LoadError as e:
+            raise GtpError(str(e)) from None
+        if rest:
+            raise GtpError("syntax error: printsgf [FILE]")
+        text = self.engine.game.sgf(app=(self.engine.name, package_version()))
+        if path is None or path == "-":
+            return text
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+        except OSError as e:
+            raise GtpError(f"cannot write file '{path}': {e.strerror or e}") from None
+        return ""

@@ -75,8 +75,8 @@ import numpy as np
 
 from kifunet.data_prep._jit import njit
 from kifunet.data_prep.rules.analysis import is_eye
-from kifunet.data_prep.rules.board import (H, KO_COLOUR, KO_POINT, S, T, is_suicide, libs_after, neighbours_cached,
-                                           new_board, play, rebuild)
+from kifunet.data_prep.rules.board import (H, KO_COLOUR, KO_POINT, S, chains, from_stones, is_suicide,
+                                           libs_after, neighbours_cached, play)
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
 
 from . import eye_space, scoring
@@ -162,17 +162,6 @@ def check_stones(stones) -> np.ndarray:
     return st.astype(np.int8)
 
 
-def board_array(stones: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rules engine's board ``B`` and neighbour table for a position (chains and liberties rebuilt)."""
-    n = stones.shape[0]
-    nb = neighbours_cached(n)
-    B = new_board(n)
-    B[S, :n * n] = stones.reshape(-1)
-    B[T, :n * n] = np.where(stones.reshape(-1) != EMPTY, -1000, 0)  # as set_point marks setup stones
-    rebuild(B, nb)
-    return B, nb
-
-
 # --- playouts -------------------------------------------------------------------------------------------------
 @njit(cache=True)
 def _playout_move_ok(B, nb, n, p, c):
@@ -201,11 +190,7 @@ def _run_playouts(B0, nb, n, to_move, count, seed, own):
         c = to_move
         passes = 0
         moves = 0
-        ne = 0  # empties[:ne] lists the empty points (order shuffled by the tries)
-        for p in range(nn):
-            if B[S, p] == 0:
-                empties[ne] = p
-                ne += 1
+        ne = _list_empties(B, nn, empties)  # empties[:ne]: the empty points (order shuffled by the tries)
         while passes < 2 and moves < 3 * nn:
             played = False
             k = ne  # untried points: empties[:k]
@@ -221,11 +206,7 @@ def _run_playouts(B0, nb, n, to_move, count, seed, own):
                     ne -= 1
                     empties[k] = empties[ne]
                     if captured > 0:
-                        ne = 0
-                        for q in range(nn):
-                            if B[S, q] == 0:
-                                empties[ne] = q
-                                ne += 1
+                        ne = _list_empties(B, nn, empties)
                     break
             if played:
                 passes = 0
@@ -235,34 +216,51 @@ def _run_playouts(B0, nb, n, to_move, count, seed, own):
             c = 3 - c
             moves += 1
         total_moves += moves
-        for p in range(nn):
-            v = B[S, p]
-            if v == 1:
-                own[p] += 1.0
-            elif v == 2:
-                own[p] -= 1.0
-            else:
-                b = False
-                w = False
-                for k in range(4):
-                    r = nb[p, k]
-                    if r >= 0:
-                        if B[S, r] == 1:
-                            b = True
-                        elif B[S, r] == 2:
-                            w = True
-                if b and not w:
-                    own[p] += 1.0
-                elif w and not b:
-                    own[p] -= 1.0
+        _add_area(B, nb, nn, own)
     return total_moves
+
+
+@njit(cache=True)
+def _list_empties(B, nn, empties):
+    """Write the empty points of ``B`` into ``empties`` in order; return how many."""
+    ne = 0
+    for q in range(nn):
+        if B[S, q] == 0:
+            empties[ne] = q
+            ne += 1
+    return ne
+
+
+@njit(cache=True)
+def _add_area(B, nb, nn, own):
+    """Add the area ownership of ``B`` to ``own``: +1 black stone or black-only neighbours, -1 white's."""
+    for p in range(nn):
+        v = B[S, p]
+        if v == 1:
+            own[p] += 1.0
+        elif v == 2:
+            own[p] -= 1.0
+        else:
+            b = False
+            w = False
+            for k in range(4):
+                r = nb[p, k]
+                if r >= 0:
+                    if B[S, r] == 1:
+                        b = True
+                    elif B[S, r] == 2:
+                        w = True
+            if b and not w:
+                own[p] += 1.0
+            elif w and not b:
+                own[p] -= 1.0
 
 
 def playout_ownership(stones: np.ndarray, to_move: int, playouts: int, seed: int = 0) -> np.ndarray:
     """float32 [N, N]: mean area ownership over ``playouts`` random playouts (see the module docstring)."""
     st = check_stones(stones)
     n = st.shape[0]
-    B, nb = board_array(st)
+    B, nb = from_stones(st)
     own = np.zeros(n * n, dtype=np.float64)
     if playouts > 0:
         _run_playouts(B, nb, n, int(to_move), int(playouts), int(seed) % (2**32), own)
@@ -271,24 +269,15 @@ def playout_ownership(stones: np.ndarray, to_move: int, playouts: int, seed: int
 
 
 # --- chains, regions, Benson ------------------------------------------------------------------------------------
-def _chains(B: np.ndarray, nn: int) -> dict[int, list[int]]:
-    """head -> points of every chain."""
-    heads = B[H, :nn]
-    out: dict[int, list[int]] = {}
-    for p in np.nonzero(B[S, :nn])[0]:
-        out.setdefault(int(heads[p]), []).append(int(p))
-    return out
-
-
 def benson_alive(stones: np.ndarray, colour: int) -> np.ndarray:
     """bool [N, N]: ``colour``'s stones that are unconditionally alive (Benson's algorithm)."""
     st = check_stones(stones)
     n = st.shape[0]
     nn = n * n
-    B, nb = board_array(st)
+    B, nb = from_stones(st)
     flat = B[S, :nn]
     heads = B[H, :nn]
-    chains = {h: pts for h, pts in _chains(B, nn).items() if flat[h] == colour}
+    mine = {h: pts for h, pts in chains(B).items() if flat[h] == colour}
     regions = components(flat != colour, nb)
     # per region: the chains bordering it, and the chains it is vital to
     border: list[set[int]] = []
@@ -306,7 +295,7 @@ def benson_alive(stones: np.ndarray, colour: int) -> np.ndarray:
             if all(any(q >= 0 and flat[q] == colour and heads[q] == h for q in nb[p]) for p in empties):
                 vs.add(h)
         vital.append(vs)
-    live = set(chains)
+    live = set(mine)
     live_regions = set(range(len(regions)))
     while True:
         counts = {h: 0 for h in live}
@@ -321,7 +310,7 @@ def benson_alive(stones: np.ndarray, colour: int) -> np.ndarray:
         live_regions = {r for r in live_regions if border[r] <= live}
     out = np.zeros(nn, dtype=bool)
     for h in live:
-        out[chains[h]] = True
+        out[mine[h]] = True
     return out.reshape(n, n)
 
 
@@ -365,7 +354,7 @@ def shared_points(stones: np.ndarray, dead: np.ndarray) -> np.ndarray:
     st = check_stones(stones)
     n = st.shape[0]
     live = scoring.remove_stones(st, dead)
-    B, nb = board_array(live)
+    B, nb = from_stones(live)
     flat = B[S, :n * n]
     out = np.zeros(n * n, dtype=bool)
     for p in np.nonzero(flat == EMPTY)[0]:
@@ -392,8 +381,8 @@ def stone_sign(colour: int) -> float:
 
 def _chain_masks(st: np.ndarray) -> list[np.ndarray]:
     n = st.shape[0]
-    B, _ = board_array(st)
-    return [np.asarray(pts) for pts in _chains(B, n * n).values()]
+    B, _ = from_stones(st)
+    return [np.asarray(pts) for pts in chains(B).values()]
 
 
 def _critical_groups(st: np.ndarray, to_move: int, dead: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -407,6 +396,25 @@ def _critical_groups(st: np.ndarray, to_move: int, dead: np.ndarray) -> list[tup
             continue  # the walls die first: no kill
         out.append((np.asarray(k.stones), np.asarray(k.space)))
     return out
+
+
+def _territory_rule(st: np.ndarray, dead: np.ndarray, own: np.ndarray, chain_own: np.ndarray) -> None:
+    """The territory rule: an empty region of one colour after the removal of ``dead`` [N*N] (at most half the
+    board, leaning that colour's way in ``own``) is its own in ``own`` [N*N] when its walls and the dead stones
+    in it are owned at least :data:`CONFIDENT` by that colour (``chain_own``: each stone's chain's mean)."""
+    n = st.shape[0]
+    flat = st.reshape(-1)
+    final = scoring.remove_stones(st, dead.reshape(n, n)).reshape(-1)
+    area = scoring.area_owner(final.reshape(n, n)).reshape(-1)
+    nb = neighbours_cached(n)
+    for region in components(final == EMPTY, nb):
+        c = area[region[0]]
+        if c == EMPTY or len(region) > n * n // 2 or stone_sign(c) * own[region].mean() <= 0:
+            continue
+        stones_involved = [p for p in region if flat[p] != EMPTY]  # the dead stones taken off
+        stones_involved += [int(q) for p in region for q in nb[p] if q >= 0 and final[q] != EMPTY]  # walls
+        if all(stone_sign(c) * chain_own[p] >= CONFIDENT for p in stones_involved):
+            own[region] = stone_sign(c)
 
 
 def estimate(stones, to_move: int, *, playouts: int = DEFAULT_PLAYOUTS, seed: int = 0,
@@ -449,18 +457,8 @@ def estimate(stones, to_move: int, *, playouts: int = DEFAULT_PLAYOUTS, seed: in
     critical = _critical_groups(st, to_move, dead)
     for stones, _space in critical:
         dead[stones] = st.reshape(-1)[stones[0]] != to_move  # the side to move plays the vital point
-    if method != "benson":  # the territory rule: empty regions of one colour after the removal are its own
-        final = scoring.remove_stones(st, dead.reshape(n, n)).reshape(-1)
-        area = scoring.area_owner(final.reshape(n, n)).reshape(-1)
-        nb = neighbours_cached(n)
-        for region in components(final == EMPTY, nb):
-            c = area[region[0]]
-            if c == EMPTY or len(region) > n * n // 2 or stone_sign(c) * own[region].mean() <= 0:
-                continue
-            stones_involved = [p for p in region if flat[p] != EMPTY]  # the dead stones taken off
-            stones_involved += [int(q) for p in region for q in nb[p] if q >= 0 and final[q] != EMPTY]  # walls
-            if all(stone_sign(c) * chain_own[p] >= CONFIDENT for p in stones_involved):
-                own[region] = stone_sign(c)
+    if method != "benson":
+        _territory_rule(st, dead, own, chain_own)
     shared = shared_points(st, dead.reshape(n, n)).reshape(-1)
     status = np.where(flat == EMPTY, 0, np.where(dead, DEAD, ALIVE)).astype(np.int8)
     if shared.any():

@@ -156,6 +156,26 @@ def _vertex(flat: int, n: int) -> str:
     return coords.to_gtp(coords.from_flat(flat, n), n)
 
 
+def _new_game(index: int, players: _Players, cfg: MatchConfig, by_colour: dict) -> None:
+    """Tell both players the board, komi and (to those that take one) game ``index``'s seed for its colour."""
+    for colour, p in by_colour.items():
+        p.ok(f"boardsize {cfg.board_size}")
+        p.ok("clear_board")
+        p.ok(f"komi {cfg.komi:g}")
+        if players.seedable[p.label]:
+            p.ok(f"set_random_seed {cfg.seed + 2 * index + (0 if colour == BLACK else 1)}")
+
+
+def _score(players: _Players, cfg: MatchConfig, moves, board: Board) -> tuple[int | None, str, str]:
+    """(winner or None, result, note) of a game that ended without resignation or forfeit: the referee's
+    score, and whether the engine's own ``final_score`` agrees."""
+    score, note = referee_score(players.referee, cfg.board_size, cfg.komi, moves, board)
+    winner = BLACK if score > 0 else WHITE if score < 0 else None
+    if players.referee is not None and note.startswith("referee final_score"):
+        note += "; " + engine_agreement(players.engine, score, cfg.move_timeout)
+    return winner, scoring.format_score(score), note
+
+
 def play_game(index: int, players: _Players, cfg: MatchConfig, on_move: Callable[[int, int], None] | None = None
               ) -> tuple[GameResult, list[tuple[int, int]], str]:
     """Play game ``index``; returns (result, moves [(colour, flat)], referee note). ``on_move(index, moves so
@@ -165,12 +185,7 @@ def play_game(index: int, players: _Players, cfg: MatchConfig, on_move: Callable
     ecol = engine_colour(index)
     by_colour = {ecol: players.engine, 3 - ecol: players.opponent}
     t0 = time.monotonic()
-    for colour, p in by_colour.items():
-        p.ok(f"boardsize {n}")
-        p.ok("clear_board")
-        p.ok(f"komi {cfg.komi:g}")
-        if players.seedable[p.label]:
-            p.ok(f"set_random_seed {cfg.seed + 2 * index + (0 if colour == BLACK else 1)}")
+    _new_game(index, players, cfg, by_colour)
     board = Board(n)
     moves: list[tuple[int, int]] = []
     colour = BLACK
@@ -217,11 +232,7 @@ def play_game(index: int, players: _Players, cfg: MatchConfig, on_move: Callable
         colour = 3 - colour
     note = ""
     if not result:
-        score, note = referee_score(players.referee, n, cfg.komi, moves, board)
-        winner = BLACK if score > 0 else WHITE if score < 0 else None
-        result = scoring.format_score(score)
-        if players.referee is not None and note.startswith("referee final_score"):
-            note += "; " + engine_agreement(players.engine, score, cfg.move_timeout)
+        winner, result, note = _score(players, cfg, moves, board)
     res = GameResult(index=index, engine_colour=ecol, winner=winner, result=result, moves=len(moves), ended=ended,
                      seconds=time.monotonic() - t0, think=think)
     return res, moves, note
@@ -305,82 +316,16 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print, live: LiveMo
     out = Path(cfg.out_dir)
     check_programs(cfg)
     _check_config(cfg, out)
-    log_dir = out / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
     done = finished_games(out)
     todo = [i for i in range(cfg.games) if i not in done]
     if done:
         log(f"{out}: {len([i for i in done if i < cfg.games])} of {cfg.games} games already played; "
             f"playing {len(todo)}")
-    at_once = max(1, min(cfg.parallel, len(todo)))
-    started = (f"playing {len(todo)} game{'s' if len(todo) != 1 else ''} of {cfg.board_size}x{cfg.board_size}"
-               f"{f', {at_once} at a time' if at_once > 1 else ''}: a line as each one ends")
     if live is not None:
         live.start(len(todo))
         log = live.wrap(log)
-    q: queue.Queue[int] = queue.Queue()
-    for i in todo:
-        q.put(i)
-    lock = threading.Lock()
-    failed: list[int] = []
-    errors: list[str] = []
-    start_errors: list[EngineStartError] = []
-    stop = threading.Event()
-    announced = threading.Event()
-
-    def worker(w: int) -> None:
-        players = None
-        try:
-            while not stop.is_set():
-                try:
-                    i = q.get_nowait()
-                except queue.Empty:
-                    return
-                try:
-                    if players is None:
-                        try:
-                            players = _Players(cfg, w, log_dir)
-                        except EngineStartError as e:  # a program that cannot start stops the match
-                            with lock:
-                                start_errors.append(e)
-                            stop.set()
-                            return
-                        with lock:  # said once, when the first worker's programs are up
-                            if not announced.is_set():
-                                announced.set()
-                                log(started)
-                    res, moves, note = play_game(i, players, cfg, None if live is None else live.move)
-                    path = game_path(out, i)
-                    write_game(path, res, moves, board_size=cfg.board_size, komi=cfg.komi, engine=cfg.engine,
-                               opponent=cfg.opponent, names=players.names, note=note)
-                    res.path = str(path)
-                    with lock:
-                        done[i] = res
-                        if live is not None:
-                            live.finished(i)
-                        who = "engine" if res.engine_won == 1 else "opponent" if res.engine_won == 0 else "jigo"
-                        log(f"game {i:4d}: engine {'B' if res.engine_colour == BLACK else 'W'}  {res.result:9s} "
-                            f"({who}; {res.ended}; {res.moves} moves; {res.seconds:.0f} s, genmove: engine "
-                            f"{res.think['engine']:.0f} s, opponent {res.think['opponent']:.0f} s)  "
-                            f"[{running_score(done, cfg.games)}]{_own_score(note)}")
-                except (EngineError, FileNotFoundError, OSError) as e:
-                    with lock:
-                        if live is not None:
-                            live.finished(i)
-                        failed.append(i)
-                        errors.append(f"game {i}: {e}")
-                        log(f"game {i:4d}: FAILED: {e} (see {log_dir}); restarting worker {w}'s processes")
-                    if players is not None:
-                        players.close()
-                        players = None
-                    if isinstance(e, FileNotFoundError):
-                        return
-        finally:
-            if players is not None:
-                players.close()
-
-    threads = [threading.Thread(target=worker, args=(w,), daemon=True) for w in range(max(1, min(cfg.parallel,
-                                                                                                  len(todo))))]
+    run = _MatchRun(cfg, out, done, todo, log, live)
+    threads = [threading.Thread(target=run.worker, args=(w,), daemon=True) for w in range(run.at_once)]
     for t in threads:
         t.start()
     for t in threads:
@@ -390,9 +335,98 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print, live: LiveMo
     remaining = [i for i in range(cfg.games) if i not in done]
     summary = summarise(done, cfg.games, out, failed=remaining)
     (out / "results.json").write_text(json.dumps(summary.to_json(), indent=2) + "\n")
-    if start_errors:
-        raise start_errors[0]
+    if run.start_errors:
+        raise run.start_errors[0]
     return summary
+
+
+class _MatchRun:
+    """The games ``todo`` of one :func:`run_match`, shared by its worker threads (one pair of programs each)."""
+
+    def __init__(self, cfg: MatchConfig, out: Path, done: dict, todo: list[int], log: Callable[[str], None],
+                 live: LiveMoves | None):
+        self.cfg, self.out, self.done, self.log, self.live = cfg, out, done, log, live
+        self.log_dir = out / "logs"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.at_once = max(1, min(cfg.parallel, len(todo)))
+        self.started = (f"playing {len(todo)} game{'s' if len(todo) != 1 else ''} of {cfg.board_size}x"
+                        f"{cfg.board_size}{f', {self.at_once} at a time' if self.at_once > 1 else ''}: a line as "
+                        "each one ends")
+        self.queue: queue.Queue[int] = queue.Queue()
+        for i in todo:
+            self.queue.put(i)
+        self.lock = threading.Lock()
+        self.failed: list[int] = []
+        self.errors: list[str] = []
+        self.start_errors: list[EngineStartError] = []
+        self.stop = threading.Event()
+        self.announced = threading.Event()
+
+    def worker(self, w: int) -> None:
+        """Play games from the queue with worker ``w``'s programs until it is empty or the match stops."""
+        players = None
+        try:
+            while not self.stop.is_set():
+                try:
+                    i = self.queue.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    if players is None:
+                        players = self._start(w)
+                        if players is None:
+                            return
+                    self._play(i, players)
+                except (EngineError, FileNotFoundError, OSError) as e:
+                    self._game_failed(i, w, e)
+                    if players is not None:
+                        players.close()
+                        players = None
+                    if isinstance(e, FileNotFoundError):
+                        return
+        finally:
+            if players is not None:
+                players.close()
+
+    def _start(self, w: int) -> _Players | None:
+        """Worker ``w``'s programs; None (and the match stops) when one cannot start."""
+        try:
+            players = _Players(self.cfg, w, self.log_dir)
+        except EngineStartError as e:
+            with self.lock:
+                self.start_errors.append(e)
+            self.stop.set()
+            return None
+        with self.lock:  # said once, when the first worker's programs are up
+            if not self.announced.is_set():
+                self.announced.set()
+                self.log(self.started)
+        return players
+
+    def _play(self, i: int, players: _Players) -> None:
+        cfg, live = self.cfg, self.live
+        res, moves, note = play_game(i, players, cfg, None if live is None else live.move)
+        path = game_path(self.out, i)
+        write_game(path, res, moves, board_size=cfg.board_size, komi=cfg.komi, engine=cfg.engine,
+                   opponent=cfg.opponent, names=players.names, note=note)
+        res.path = str(path)
+        with self.lock:
+            self.done[i] = res
+            if live is not None:
+                live.finished(i)
+            who = "engine" if res.engine_won == 1 else "opponent" if res.engine_won == 0 else "jigo"
+            self.log(f"game {i:4d}: engine {'B' if res.engine_colour == BLACK else 'W'}  {res.result:9s} "
+                     f"({who}; {res.ended}; {res.moves} moves; {res.seconds:.0f} s, genmove: engine "
+                     f"{res.think['engine']:.0f} s, opponent {res.think['opponent']:.0f} s)  "
+                     f"[{running_score(self.done, cfg.games)}]{_own_score(note)}")
+
+    def _game_failed(self, i: int, w: int, e: Exception) -> None:
+        with self.lock:
+            if self.live is not None:
+                self.live.finished(i)
+            self.failed.append(i)
+            self.errors.append(f"game {i}: {e}")
+            self.log(f"game {i:4d}: FAILED: {e} (see {self.log_dir}); restarting worker {w}'s processes")
 
 
 def _own_score(note: str) -> str:

@@ -289,17 +289,9 @@ def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: i
     if cleanup or opponent_passed or moves_played >= end_from:
         e = get_estimate()
         if cleanup or (opponent_passed and settings.rules == "tromp-taylor"):  # rule 3c
-            save = cand[:nn] & atari_rescues(board, e, colour)
-            if save.any():
-                k = int(np.argmax(np.where(save, probs[:nn], -1.0)))
-                return MoveChoice(k, "save chain", float(probs[k]))
-            vital = vital_move(board, e, colour)
-            if vital is not None:
-                return MoveChoice(vital, "vital point", float(probs[vital]))
-            must = cand[:nn] & dead_stone_liberties(board, e, colour)
-            if must.any():
-                k = int(np.argmax(np.where(must, probs[:nn], -1.0)))
-                return MoveChoice(k, "remove dead", float(probs[k]))
+            choice = _cleanup_move(probs, board, e, colour, cand[:nn])
+            if choice is not None:
+                return choice
         useful = cand[:nn] & e.unsettled(settings.settled).reshape(-1) & ~seki_liberties(board, e)
         best = float(np.max(np.where(useful, probs[:nn], 0.0)))
         if opponent_passed:  # rule 3d
@@ -312,18 +304,40 @@ def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: i
                 return passing("settled")
             cand[:nn] = useful
     cand[nn] = has_pass
+    k, reason, p = _pick(probs, cand, settings, moves_played, rng)
+    if k == nn:
+        return passing("net passes", p)
+    return MoveChoice(k, reason, p)
+
+
+def _cleanup_move(probs, board: Board, e: life_death.Estimate, colour: int, cand: np.ndarray) -> MoveChoice | None:
+    """Rule 3c among the candidate points ``cand`` [N*N]: save a chain in atari, else the vital point, else
+    take a liberty of dead stones; None when none applies."""
+    save = cand & atari_rescues(board, e, colour)
+    if save.any():
+        k = int(np.argmax(np.where(save, probs[:cand.size], -1.0)))
+        return MoveChoice(k, "save chain", float(probs[k]))
+    vital = vital_move(board, e, colour)
+    if vital is not None:
+        return MoveChoice(vital, "vital point", float(probs[vital]))
+    must = cand & dead_stone_liberties(board, e, colour)
+    if must.any():
+        k = int(np.argmax(np.where(must, probs[:cand.size], -1.0)))
+        return MoveChoice(k, "remove dead", float(probs[k]))
+    return None
+
+
+def _pick(probs: np.ndarray, cand: np.ndarray, settings: PlaySettings, moves_played: int,
+          rng: np.random.Generator) -> tuple[int, str, float]:
+    """(move, reason, its probability renormalised over ``cand`` [N*N+1]): sampled (``settings.sample``) or the
+    arg-max."""
     p = np.where(cand, probs, 0.0)
     total = p.sum()
     p = p / total if total > 0 else cand / cand.sum()
     order = np.argsort(-p, kind="stable")
     order = order[p[order] > 0] if (p > 0).any() else order
     if settings.sample:
-        k = order[sample_index(p[order], moves_played, rng)]
-        reason = "sampled"
-    else:
-        k = order[0]
-        reason = "policy"
-    k = int(k)
-    if k == nn:
-        return passing("net passes", float(p[nn]))
-    return MoveChoice(k, reason, float(p[k]))
+        k = int(order[sample_index(p[order], moves_played, rng)])
+        return k, "sampled", float(p[k])
+    k = int(order[0])
+    return k, "policy", float(p[k])

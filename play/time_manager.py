@@ -37,7 +37,7 @@ is measured, and the ``unlimited`` setting (default 1, today's behaviour) withou
 never measured is never chosen under a time limit: its first call may compile the net for a batch of k (2.2 to
 2.6 s for each new k with ``pretrained/kgs_cpu_default`` on the 2-core machine at load 4, against 12 ms for
 k = 1 and 47 ms for k = 8 once compiled), so the engine measures :data:`WARM_SYMMETRIES` itself, twice, in the
-background when time settings arrive (:meth:`kifunet.play.gtp_engine.Engine`).
+background when time settings arrive (:class:`kifunet.play.gtp_time.TimeCommands`).
 """
 
 from __future__ import annotations

@@ -14,9 +14,10 @@ import sys
 import time
 
 import numpy as np
+from gtp_fakes import FakePolicy
 
 
-class TablePolicy:
+class TablePolicy(FakePolicy):
     """The same probabilities for every position."""
 
     def __init__(self, n: int):
@@ -24,7 +25,7 @@ class TablePolicy:
         self.probs = p / p.sum()
         self.board_size, self.has_pass, self.description = n, False, "table"
 
-    def probabilities(self, moves, colour, setup=()):
+    def probabilities(self, moves, colour, setup=(), *, symmetries=1):
         return self.probs
 
 

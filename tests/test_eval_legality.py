@@ -49,7 +49,8 @@ def test_shapes_must_agree():
 def test_the_engine_and_the_board_picture_use_it():
     """One function: the GTP engine's candidates and ``policy`` command, and the picture's numbered moves."""
     from kifunet.eval import board_image
-    from kifunet.play import gtp_analysis, gtp_engine
+    from kifunet.play import gtp_analysis, gtp_analyze, gtp_moves
 
-    assert gtp_engine.top_moves is top_moves and board_image.top_moves is top_moves
+    assert gtp_moves.top_moves is top_moves and gtp_analyze.top_moves is top_moves
+    assert board_image.top_moves is top_moves
     assert not hasattr(gtp_analysis, "top_moves")

@@ -211,6 +211,7 @@ def test_value_head_nets_export_both_outputs(tmp_path):
 
     from kifunet import models
     from kifunet.play import export_onnx
+    from kifunet.play.gtp_policy import GtpPolicy
     from kifunet.play.onnx_policy import OnnxNet, OnnxPolicy
     from kifunet.play.policy import Policy
 
@@ -222,6 +223,7 @@ def test_value_head_nets_export_both_outputs(tmp_path):
     assert res.metadata["has_pass"] == "true" and res.metadata["rank_input"] == "none"
     moves = random_game(9, 30, seed=7)
     jp, op = Policy(net, "agz", 9), OnnxPolicy(OnnxNet(res.path))
+    assert isinstance(op, GtpPolicy) and isinstance(jp, GtpPolicy)  # what the GTP engine needs of a policy
     (pj, vj), (po, vo) = jp.evaluate(moves, BLACK), op.evaluate(moves, BLACK)
     np.testing.assert_allclose(po, pj, atol=1e-6)
     assert op.has_value and vo is not None and abs(vo - vj) < LOGIT_TOL

@@ -19,6 +19,7 @@ from kifunet.play import eye_space, life_death, move_choice, scoring
 from go_helpers import BIG_DEAD, DEAD_STONES, SEKI
 from kifunet.play.gtp_engine import Engine
 from kifunet.play.move_choice import PlaySettings, choose_move
+from gtp_fakes import FakePolicy
 
 REPO = Path(__file__).resolve().parents[1]
 ENDGAME = REPO / "pretrained" / "kgs_cpu_default" / "match-gnugo10-endgame" / "games" / "game-0000.sgf"
@@ -71,21 +72,21 @@ def test_cleanup_saves_its_own_chain_in_atari_before_removing_dead_stones():
     assert choose(board, probs, BLACK, cleanup=True).reason == "remove dead"
 
 
-class UniformPolicy:
+class UniformPolicy(FakePolicy):
     """A 19x19 policy with equal probabilities everywhere (final_score does not read it)."""
 
     board_size = 19
     has_pass = False
     description = "uniform"
 
-    def probabilities(self, moves, colour, setup=()):
+    def probabilities(self, moves, colour, setup=(), *, symmetries=1):
         return np.full(19 * 19 + 1, 1.0 / (19 * 19 + 1))
 
 
 class UniformPolicy9(UniformPolicy):
     board_size = 9
 
-    def probabilities(self, moves, colour, setup=()):
+    def probabilities(self, moves, colour, setup=(), *, symmetries=1):
         return np.full(82, 1.0 / 82)
 
 

@@ -37,6 +37,7 @@ from kifunet.data_prep.game import BLACK, WHITE
 from kifunet.play import gtp_analysis
 from kifunet.play.gtp_engine import Engine
 from kifunet.play.move_choice import own_eyes
+import gtp_fakes
 
 # --- the strict parser ------------------------------------------------------------------------------------------
 VERTEX = re.compile(r"^(pass|[A-HJ-T](1[0-9]|[1-9]))$")
@@ -156,7 +157,7 @@ def gtp(f: int, n: int = 9) -> str:
     return coords.to_gtp(coords.from_flat(f, n), n)
 
 
-class FakePolicy:
+class FakePolicy(gtp_fakes.FakePolicy):
     """Fixed probabilities (distinct, so the order is unambiguous); with ``value``, a value per position."""
 
     def __init__(self, n=9, seed=0, has_pass=False, value=None):
@@ -170,12 +171,12 @@ class FakePolicy:
         self.has_value = value is not None
         self.calls = 0
 
-    def evaluate(self, moves, colour, setup=()):
+    def evaluate(self, moves, colour, setup=(), *, symmetries=1):
         self.calls += 1
         v = None if self.value is None else self.value(list(moves), colour)
         return self.probs, v
 
-    def probabilities(self, moves, colour, setup=()):
+    def probabilities(self, moves, colour, setup=(), *, symmetries=1):
         return self.evaluate(moves, colour, setup)[0]
 
 

@@ -23,6 +23,7 @@ from kifunet.data_prep.game import BLACK, WHITE
 from kifunet.play import gtp_sgf
 from kifunet.play.game_state import GameState
 from kifunet.play.gtp_engine import Engine
+from gtp_fakes import FakePolicy
 
 HERE = Path(__file__).resolve().parent
 LIMIT_BYTES = 1 << 30
@@ -113,10 +114,10 @@ def test_numbers_of_any_length_get_a_one_line_answer(tmp_path):
     assert max(r["rss_mb"] for r in rows) < 1024
 
 
-class Table:
+class Table(FakePolicy):
     board_size, has_pass, description = 9, False, "table"
 
-    def probabilities(self, moves, colour, setup=()):
+    def probabilities(self, moves, colour, setup=(), *, symmetries=1):
         return np.full(82, 1 / 82)
 
 

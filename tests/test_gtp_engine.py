@@ -16,6 +16,7 @@ from kifunet.play import move_choice
 from kifunet.play.gtp_engine import Engine
 from kifunet.play.move_choice import PlaySettings, choose_move
 from kifunet.play.policy import fresh_policy
+from gtp_fakes import FakePolicy
 
 
 def flat(v: str, n: int = 9) -> int:
@@ -27,7 +28,7 @@ def tiny_policy():
     return fresh_policy("maddison_tiny", 9, seed=0, rank="9d")
 
 
-class TablePolicy:
+class TablePolicy(FakePolicy):
     """A policy whose probabilities are a fixed table (for testing the rules on top of a net)."""
 
     def __init__(self, probs, board_size=9, has_pass=False):
@@ -37,7 +38,7 @@ class TablePolicy:
         self.description = "table"
         self.calls = []
 
-    def probabilities(self, moves, colour, setup=()):
+    def probabilities(self, moves, colour, setup=(), *, symmetries=1):
         self.calls.append((list(moves), colour, list(setup)))
         return self.probs / self.probs.sum()
 
@@ -353,7 +354,7 @@ def test_kifunet_gtp_reports_a_bad_model_name():
 
 
 # --- board sizes, the clock and the symmetries (issue 30) -----------------------------------------------------
-class SizedPolicy:
+class SizedPolicy(FakePolicy):
     """A fully convolutional net's policy, trained at 19x19, that plays sizes without a ``size_problem``."""
 
     def __init__(self, n=19, refuse=(4, 17), log=None):
@@ -368,7 +369,7 @@ class SizedPolicy:
         self.log.append(("resized", n))
         return SizedPolicy(n, self.refuse, self.log)
 
-    def probabilities(self, moves, colour, setup=(), symmetries=1):
+    def probabilities(self, moves, colour, setup=(), *, symmetries=1):
         self.log.append((self.board_size, symmetries))
         p = np.linspace(1.0, 2.0, self.board_size ** 2 + 1)
         p[-1] = 0
@@ -408,39 +409,35 @@ def test_genmove_averages_the_symmetries_the_clock_affords():
     log = []
     e = Engine(SizedPolicy(9, log=log))
     e.handle("genmove b")
-    assert log[-1] == (9, 1) and e._warm is None  # no time limit: one evaluation, as before
+    assert log[-1] == (9, 1) and e.clock.warm_thread is None  # no time limit: one evaluation, as before
     assert e.handle("time_settings 0 5 1") == "= \n\n"  # 5 s a move: 8 symmetries measured in the background
-    e._warm.join(timeout=30)
-    assert log[-2:] == [(9, 8), (9, 8)] and 8 in e.time.costs
+    e.clock.warm_thread.join(timeout=30)
+    assert log[-2:] == [(9, 8), (9, 8)] and 8 in e.clock.time.costs
     e.handle("genmove w")
     assert log[-1] == (9, 8)
     assert e.handle("time_left b 0.05 1") == "= \n\n"  # 50 ms left for black's move: under the lag
     e.handle("genmove b")
     assert log[-1] == (9, 1)
-    e.time.costs[8] = 0.2  # a slow net: (0.4 - 0.1) / 2 = 0.15 s does not fit 8 symmetries...
+    e.clock.time.costs[8] = 0.2  # a slow net: (0.4 - 0.1) / 2 = 0.15 s does not fit 8 symmetries...
     e.handle("time_left w 0.4 1")
     e.handle("genmove w")
     assert log[-1] == (9, 1)
-    e.time.costs[8] = 0.2
+    e.clock.time.costs[8] = 0.2
     e.handle("time_left b 0.6 1")  # ...0.25 s does
     e.handle("genmove b")
     assert log[-1] == (9, 8)
     assert e.handle("kgs-time_settings none") == "= \n\n"
     e.handle("genmove w")
     assert log[-1] == (9, 1)
-    assert e.handle("boardsize 13") == "= \n\n" and e.time.costs == {}  # another board: measured again
+    assert e.handle("boardsize 13") == "= \n\n" and e.clock.time.costs == {}  # another board: measured again
     assert e.handle("kgs-time_settings absolute 600") == "= \n\n"
-    e._warm.join(timeout=30)
-    assert log[-1] == (13, 8) and 8 in e.time.costs
-    # configured for an unlimited clock; a policy without the argument never receives it, nor a warm-up
+    e.clock.warm_thread.join(timeout=30)
+    assert log[-1] == (13, 8) and 8 in e.clock.time.costs
+    # configured for an unlimited clock (every policy takes the argument: kifunet.play.gtp_policy.GtpPolicy)
     e8 = Engine(SizedPolicy(9, log=log), symmetries=8)
     e8.handle("genmove b")
     assert log[-1] == (9, 8)
     table = TablePolicy(np.ones(82))
-    old = Engine(table, symmetries=8)
-    assert old.handle("time_settings 0 5 1") == "= \n\n" and old._warm is None
-    assert old.handle("genmove b").startswith("= ") and old.handle("genmove w").startswith("= ")
-    assert len(table.calls) == 2
     with pytest.raises(ValueError, match="symmetries"):
         Engine(table, symmetries=9)
 
@@ -457,7 +454,7 @@ def test_time_commands_reject_bad_arguments(line, reply):
     e = Engine(TablePolicy(np.ones(82)))
     assert e.handle("time_settings 300 30 5") == "= \n\n"
     assert e.handle(line) == reply + "\n\n"
-    assert e.time.settings.main == 300  # unchanged
+    assert e.clock.time.settings.main == 300  # unchanged
 
 
 def test_cputime_is_the_process_cpu_time():

@@ -20,6 +20,7 @@ from kifunet.data_prep import coords
 from kifunet.data_prep.game import BLACK, WHITE
 from kifunet.play import gtp_gogui
 from kifunet.play.gtp_engine import Engine
+from gtp_fakes import FakePolicy
 
 TYPES = {"bwboard", "cboard", "dboard", "eplist", "gfx", "hstring", "hpstring", "none", "param", "plist", "pspairs",
          "pstring", "sboard", "string", "var", "varb", "varc", "varp", "varpo", "varw"}
@@ -126,7 +127,7 @@ def test_the_parsers_reject_what_the_manual_forbids():
         parse_pspairs("D4 0.5 E5", 9)
 
 
-class Fake:
+class Fake(FakePolicy):
     """Fixed, distinct probabilities; a value head when ``value`` is given."""
 
     def __init__(self, n=9, value=None, has_pass=False):
@@ -140,10 +141,10 @@ class Fake:
     def has_value(self):
         return self.value is not None
 
-    def evaluate(self, moves, colour, setup=()):
+    def evaluate(self, moves, colour, setup=(), *, symmetries=1):
         return self.probs, self.value
 
-    def probabilities(self, moves, colour, setup=()):
+    def probabilities(self, moves, colour, setup=(), *, symmetries=1):
         return self.probs
 
 

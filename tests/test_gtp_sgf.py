@@ -13,6 +13,7 @@ from kifunet.data_prep.game import BLACK, WHITE
 from kifunet.play import gtp_sgf
 from kifunet.play.gtp_client import GtpProcess
 from kifunet.play.gtp_engine import Engine
+from gtp_fakes import FakePolicy
 
 # A record as KGS writes it (CGoban 3): root properties over several lines, handicap 2 (White first), a comment
 # with an escaped bracket, time left on every move (BL/WL); 53 moves, the 51st (W T1) capturing four black stones.
@@ -26,7 +27,7 @@ KGS_SGF = ("(;GM[1]FF[4]CA[UTF-8]AP[CGoban:3]ST[2]\nRU[Japanese]SZ[19]HA[2]KM[0.
            + "\n".join(f";{m}{m[0]}L[{1700 - 7 * i}]" for i, m in enumerate(_MOVES)) + ")\n")
 
 
-class Fake:
+class Fake(FakePolicy):
     """A policy for any of ``sizes`` (the engine only needs its size for these commands)."""
 
     def __init__(self, n=19, sizes=(9, 19)):
@@ -39,7 +40,7 @@ class Fake:
     def resized(self, n):
         return Fake(n, self.sizes)
 
-    def probabilities(self, moves, colour, setup=()):
+    def probabilities(self, moves, colour, setup=(), *, symmetries=1):
         p = np.linspace(1, 2, self.board_size ** 2 + 1)
         return p / p.sum()
 

@@ -17,7 +17,7 @@ import pytest
 from kifunet.data_prep import coords
 from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK
-from kifunet.play import gtp_engine, lazy_policy
+from kifunet.play import gtp_engine, gtp_protocol, lazy_policy
 from model_helpers import _fast_compiles  # noqa: F401 -- autouse: unoptimised XLA compiles in this module
 from model_helpers import rngs
 
@@ -43,7 +43,7 @@ def test_protocol_commands_are_answered_before_the_net_has_loaded():
         return net
 
     pol = lazy_policy.LazyPolicy(load, board_size=9, feature_set="agz", description="agz_tiny (test)",
-                                 has_value=True, error=gtp_engine.GtpError)
+                                 has_value=True, error=gtp_protocol.GtpError)
     engine = gtp_engine.Engine(pol)
     assert entered.wait(60)
     replies = {c: engine.handle(c) for c in ("protocol_version", "name", "version", "boardsize 9", "clear_board",
@@ -72,7 +72,7 @@ def test_a_net_that_fails_to_load_is_a_one_line_gtp_error():
         raise ValueError("run/checkpoints/5: the checkpoint does not fit agz_tiny\nsecond line")
 
     pol = lazy_policy.LazyPolicy(load, board_size=9, feature_set="agz", description="x", has_value=False,
-                                 error=gtp_engine.GtpError)
+                                 error=gtp_protocol.GtpError)
     engine = gtp_engine.Engine(pol)
     assert engine.handle("name") == "= kifunet\n\n"
     assert pol.wait(60) and pol.error.startswith("run/checkpoints/5")
@@ -202,10 +202,12 @@ def warm_cache(tiny_run, tmp_path_factory):
 def test_a_warm_start_runs_the_cached_program_without_flax_or_orbax(tiny_run, warm_cache):
     cache, normal = warm_cache
     from kifunet.play.forward_cache import ExportedPolicy, cache_root
+    from kifunet.play.gtp_policy import GtpPolicy
 
     assert cache_root(cache) == cache + "-forward" and os.path.isdir(cache + "-forward")
     fast = _loaded(tiny_run, cache)  # ... and the second from the entry it wrote
     assert isinstance(fast, ExportedPolicy) and (fast.has_pass, fast.has_value) == (True, True)
+    assert isinstance(fast, GtpPolicy)  # what the GTP engine needs of a policy
     moves = [(BLACK, 40), (2, 30), (BLACK, 22)]
     for k in (1, 3, 8):
         for colour in (1, 2):

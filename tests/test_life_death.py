@@ -165,3 +165,18 @@ def test_territory_rule_waits_for_confident_walls_and_dead_stones(monkeypatch):
     e = ld.estimate(st, BLACK, method="playouts")
     assert e.dead()[1, 1] and e.ownership[0, 0] == pytest.approx(0.6) and e.ownership[8, 8] == -1
     assert (e.raw == raw).all()
+
+
+def test_the_rules_engine_s_chains_are_the_connected_stones_of_each_colour():
+    """life_death and eye_space group stones with the rules engine's chains (``rules.board.chains``): the
+    connected components of each colour's stones, ordered by their first point."""
+    from kifunet.data_prep.rules.board import chains, from_stones, neighbours_cached
+    from kifunet.play.eye_space import components
+
+    rng = np.random.default_rng(3)
+    for n in (5, 9, 19, 25):
+        st = rng.choice(np.array([0, 1, 2], dtype=np.int8), size=(n, n), p=[0.4, 0.3, 0.3])
+        got = list(chains(from_stones(st)[0]).values())
+        flat, nb = st.reshape(-1), neighbours_cached(n)
+        want = sorted((sorted(c) for colour in (1, 2) for c in components(flat == colour, nb)), key=lambda c: c[0])
+        assert got == want

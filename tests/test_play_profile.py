@@ -175,7 +175,7 @@ def test_a_net_without_profile_input_plays_the_same_whatever_the_profile(runs):
     assert plain.handle("kifunet-policy w 8") == told.handle("kifunet-policy w 8")
     assert told.handle("kifunet-profile year=1990") == "= \n\n"
     assert plain.handle("kifunet-policy w 8") == told.handle("kifunet-policy w 8")
-    assert told.policy is told._sized  # no copy given a profile: the very policy
+    assert told.policy is told.nets.sized  # no copy given a profile: the very policy
     assert "kifunet-profile" not in plain.handle("gogui-analyze_commands")  # offered for profiled nets only
     assert "kifunet-profile" in plain.handle("list_commands").split()
     with pytest.raises(ValueError, match="unknown key"):

@@ -367,6 +367,30 @@ def rebuild(B, nb):
     B[KO_POINT, nn] = -1
 
 
+def from_stones(stones: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The board array ``B`` and neighbour table of a position (int8 [N, N] of EMPTY/BLACK/WHITE), its chains
+    and liberties rebuilt (every stone marked as set up; no ko)."""
+    n = stones.shape[0]
+    nb = neighbours_cached(n)
+    B = new_board(n)
+    flat = stones.reshape(-1)
+    B[S, :n * n] = flat
+    B[T, :n * n] = np.where(flat != 0, -1000, 0)  # as set_point marks setup stones
+    rebuild(B, nb)
+    return B, nb
+
+
+def chains(B: np.ndarray) -> dict[int, list[int]]:
+    """Every chain of ``B``: its head (its smallest point after :func:`rebuild`) -> its points, ascending; the
+    chains in the order of their smallest point."""
+    nn = B.shape[1] - 1
+    heads = B[H, :nn]
+    out: dict[int, list[int]] = {}
+    for p in np.nonzero(B[S, :nn])[0]:
+        out.setdefault(int(heads[p]), []).append(int(p))
+    return out
+
+
 class Board:
     """A convenient Python face on the kernels, for GTP, tests and fixtures (not for the hot loop)."""
 

@@ -162,14 +162,14 @@ def run(args) -> int:
 
     _check_inputs(args)
     from kifunet.data_prep._jit import announce_compile
-    from kifunet.play import gtp_engine, move_choice, scoring
+    from kifunet.play import gtp_engine, gtp_protocol, move_choice, scoring
 
     # Everything but GTP responses goes to stderr, for the whole session: the net loads in a background thread,
     # and what JAX or a checkpoint library prints must not reach the controller.
     out, sys.stdout = sys.stdout, sys.stderr
     try:
         try:
-            pol = _open_policy(args, gtp_engine.GtpError)
+            pol = _open_policy(args, gtp_protocol.GtpError)
         except (KeyError, ValueError) as e:  # unknown model or feature set, a run or file that does not fit
             raise CommandError(e) from e
         problem = scoring.komi_problem(args.komi, pol.board_size)
@@ -193,7 +193,7 @@ def run(args) -> int:
         rc = engine.serve(sys.stdin, out)
     finally:
         sys.stdout = out
-    if getattr(pol, "loading", False):  # quit while the net loads: leave now, not after the import or compile
+    if getattr(pol, "loading", False) or engine.measuring():  # leave now, not after the import or compile
         out.flush()
         sys.stderr.flush()
         os._exit(rc)
