@@ -118,9 +118,10 @@ def test_the_manuals_compile_table_is_the_kept_json():
     assert len(rows) >= 1
 
 
-#: ops of the compiled CPU training step at batch 8 (benchmarks/results/aot/op_counts_*.json: 975, 780 and 328
-#: before the fused norms and the centre pad; 642, 555 and 285 after), with headroom for another CPU's fusions
-OP_BUDGET = {"gonn5": 700, "cpu_default": 610, "maddison12": 315}
+#: ops of the compiled CPU training step at batch 8 (benchmarks/results/aot/op_counts_*.json: 975, 2,018, 780 and
+#: 328 before the fused norms, the centre pad and the flat optimizer; 497, 980, 387 and 207 after), with headroom
+#: for another CPU's fusions
+OP_BUDGET = {"gonn5": 540, "gonn12": 1060, "cpu_default": 420, "maddison12": 230}
 
 
 @pytest.mark.slow

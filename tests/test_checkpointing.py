@@ -157,3 +157,51 @@ def test_a_checkpoint_saved_on_two_devices_loads_in_a_one_device_process(tmp_pat
     want = {k.replace("|", "/"): v for k, v in np.load(tmp_path / "w.npz").items()}
     assert meta["step"] == 3 and w.keys() == want.keys()
     assert all(isinstance(w[k], np.ndarray) and np.array_equal(w[k], want[k]) for k in want)
+
+
+
+def _layout_state(flat: bool):
+    cfg = configs.load_file(TINY)
+    cfg.model.name = "mao_tiny"
+    _, _, _, state, _ = train.setup(cfg, board_size=9, in_planes=17, mesh=parallel.make_mesh(1),
+                                    flat_optimizer=flat)
+    return state
+
+
+def _slots(state) -> dict:
+    """``{slot: vector}`` of a state's optimizer arrays, whichever layout (per-parameter arrays concatenated in
+    the parameters' order)."""
+    params = [k[len("params/"):] for k in checkpointing.flatten_state({"params": state["params"]})]
+    flat = checkpointing.flatten_state(state)
+    out = {}
+    for k, v in flat.items():
+        if not k.startswith("opt_state/") or np.asarray(v).dtype != np.float32:
+            continue
+        slot = next((k[: -len(p) - 1] for p in params if k.endswith("/" + p)), k)
+        out.setdefault(slot, []).append((params.index(k[len(slot) + 1:]) if slot != k else 0, np.ravel(v)))
+    return {k: np.concatenate([v for _, v in sorted(parts, key=lambda t: t[0])]) for k, parts in out.items()}
+
+
+@pytest.mark.parametrize(("saved_flat", "sealed"), [(False, True), (False, False), (True, True)])
+def test_a_step_saved_in_one_optimizer_layout_resumes_in_the_other(tmp_path, saved_flat, sealed):
+    """The optimizer runs on the concatenated parameters on CPUs and GPUs and per array on TPUs (and per array in
+    runs saved before the flat optimizer): a step of either layout restores into the other, bit for bit."""
+    saved, template = _layout_state(saved_flat), _layout_state(not saved_flat)
+    assert _slots(saved).keys() == _slots(template).keys() and len(_slots(saved)) == 2  # adam's mu and nu
+    assert checkpointing.flatten_state(saved).keys() != checkpointing.flatten_state(template).keys()
+    rng = np.random.default_rng(0)
+    saved = dict(saved, step=jax.numpy.asarray(7, np.asarray(saved["step"]).dtype),
+                 opt_state=jax.tree.map(lambda x: rng.standard_normal(np.shape(x)).astype(np.float32)
+                                        if np.asarray(x).dtype == np.float32 else x, saved["opt_state"]))
+    ck = checkpointing.Checkpointer(str(tmp_path / "ck"))
+    ck.save(7, saved, {"windows": {}, "taken": 0}, {"step": 7})
+    ck.close()
+    if not sealed:
+        os.remove(tmp_path / "ck" / "7" / checkpointing.CHECKSUMS)
+    ck = checkpointing.Checkpointer(str(tmp_path / "ck"))
+    restored, _, _ = ck.restore(7, template, log=lambda _m: None)
+    ck.close()
+    assert checkpointing.flatten_state(restored).keys() == checkpointing.flatten_state(template).keys()
+    want, got = _slots(saved), _slots(restored)
+    assert all(np.array_equal(got[k], want[k]) for k in want)
+    assert _equal({k: restored[k] for k in ("params", "extra")}, {k: saved[k] for k in ("params", "extra")})

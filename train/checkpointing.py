@@ -659,13 +659,16 @@ class Checkpointer:
         check = verify_step(step_dir)
         if check.status == DAMAGED:
             raise _damaged_error(check)
-        target = abstract_flat(template)
+        full = abstract_flat(template)
+        to_flat, to_tree = _optimizer_layout(_saved_shapes(step_dir), full)
+        target = _as_saved(full, to_flat, to_tree)
         holder = _PipelineState()
         args = ocp.args.Composite(state=ocp.args.StandardRestore(target),
                                   data=grain.checkpoint.CheckpointRestore(holder), meta=ocp.args.JsonRestore())
         if check.status == INTACT:
             out = self.manager.restore(int(step), args=args)
-            return unflatten_state(template, out["state"]), holder.state, dict(out["meta"])
+            state = _as_target(out["state"], to_flat, to_tree, full)
+            return unflatten_state(template, state), holder.state, dict(out["meta"])
         _check_saved_shapes(step_dir, target)  # another model: a ValueError, the step left as it is
         try:
             out = self.manager.restore(int(step), args=args)
@@ -683,7 +686,7 @@ class Checkpointer:
             write_checksums(step_dir)
         log(f"checkpoint step {step} had no {CHECKSUMS}: restored and checked (this model's shapes, every array "
             f"finite, step {step} in its state and metadata); sealed now")
-        return unflatten_state(template, out["state"]), holder.state, meta
+        return unflatten_state(template, _as_target(out["state"], to_flat, to_tree, full)), holder.state, meta
 
     def set_aside_failed(self, error: UnsealedStepFailed, log: Callable[[str], None] = print) -> int | None:
         """Set aside an unsealed step that failed its check (:meth:`restore`), say so in one line, and return the
@@ -735,14 +738,80 @@ class Checkpointer:
             raise first
 
 
-def _check_saved_shapes(step_dir: str, target: dict) -> None:
-    """``ValueError`` unless the step's saved arrays (orbax's metadata) are ``target``'s names and shapes."""
+def _saved_shapes(step_dir: str) -> dict[str, tuple]:
+    """``{name: shape}`` of a step's saved state arrays (orbax's metadata)."""
     import orbax.checkpoint as ocp
 
     meta = ocp.StandardCheckpointer().metadata(os.path.join(step_dir, "state"))
     tree = getattr(meta, "item_metadata", meta)
     tree = getattr(tree, "tree", tree)
-    saved = {k: tuple(getattr(v, "shape", ()) or ()) for k, v in dict(tree).items()}
+    return {k: tuple(getattr(v, "shape", ()) or ()) for k, v in dict(tree).items()}
+
+
+def _optimizer_layout(saved: dict, target: dict) -> tuple[dict, dict]:
+    """How the optimizer slots of a step's saved arrays (``saved``: ``{name: shape}``) differ from ``target``'s: the
+    optimizer runs on the parameters concatenated into one vector on CPUs and GPUs (``SLOT``) and on one array per
+    parameter on TPUs (``SLOT/PARAMETER``; :func:`kifunet.train.optim.make_optimizer`), so a run resumed on the
+    other kind of device (or saved before the flat optimizer) holds the other layout. ``(to_flat, to_tree)``:
+    ``{slot: [per-parameter names in optax.flatten's order]}`` for the slots ``target`` holds flat and the step
+    per parameter, and for the reverse."""
+    params = [k[len("params/"):] for k in target if k.startswith("params/")]
+    size = sum(int(np.prod(target[f"params/{p}"].shape)) for p in params)
+    to_flat, to_tree = {}, {}
+    for k in {k for k in (*target, *saved) if k.startswith("opt_state/")}:
+        names = [f"{k}/{p}" for p in params]
+        per_param = [target[f"params/{p}"].shape for p in params]
+        if k in target and k not in saved and tuple(target[k].shape) == (size,):
+            if [saved.get(n) for n in names] == [tuple(x) for x in per_param]:
+                to_flat[k] = names
+        elif k in saved and k not in target and tuple(saved[k]) == (size,):
+            if all(n in target and tuple(target[n].shape) == tuple(x) for n, x in zip(names, per_param)):
+                to_tree[k] = names
+    return to_flat, to_tree
+
+
+def _as_saved(target: dict, to_flat: dict, to_tree: dict) -> dict:
+    """``target`` in the step's optimizer layout (:func:`_optimizer_layout`): what the step restores into."""
+    import jax
+
+    out = {k: v for k, v in target.items() if k not in to_flat and not any(k in n for n in to_tree.values())}
+    for k, names in to_flat.items():
+        for n in names:
+            out[n] = target["params/" + n[len(k) + 1:]]
+    for k, names in to_tree.items():
+        first = target[names[0]]
+        size = sum(int(np.prod(target[n].shape)) for n in names)
+        out[k] = jax.ShapeDtypeStruct((size,), first.dtype, sharding=first.sharding)
+    return out
+
+
+def _as_target(state: dict, to_flat: dict, to_tree: dict, target: dict) -> dict:
+    """A restored ``state`` in ``target``'s optimizer layout: per-parameter arrays concatenated in
+    :func:`optax.flatten`'s order, or a vector cut into them; placed as ``target`` places them."""
+    if not to_flat and not to_tree:
+        return state
+    import jax
+    import jax.numpy as jnp
+
+    def placed(k, x):
+        return x if target[k].sharding is None else jax.device_put(x, target[k].sharding)
+
+    parts = {n for names in to_flat.values() for n in names}
+    out = {k: v for k, v in state.items() if k not in parts and k not in to_tree}
+    for k, names in to_flat.items():
+        out[k] = placed(k, jnp.concatenate([jnp.ravel(state[n]) for n in names]))
+    for k, names in to_tree.items():
+        start = 0
+        for n in names:
+            stop = start + int(np.prod(target[n].shape))
+            out[n] = placed(n, jnp.reshape(state[k][start:stop], target[n].shape))
+            start = stop
+    return out
+
+
+def _check_saved_shapes(step_dir: str, target: dict) -> None:
+    """``ValueError`` unless the step's saved arrays (orbax's metadata) are ``target``'s names and shapes."""
+    saved = _saved_shapes(step_dir)
     want = {k: tuple(v.shape) for k, v in target.items()}
     missing, unexpected = sorted(set(want) - set(saved)), sorted(set(saved) - set(want))
     other = sorted(k for k in set(want) & set(saved) if saved[k] != want[k])

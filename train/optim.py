@@ -25,6 +25,11 @@ batch_size``):
   ``every = 4M``, ``offset = 8``, ``power = 2``);
 * ``cosine``: cosine decay from ``lr`` to ``lr * end_fraction`` at ``total_positions``.
 
+On CPUs and GPUs the chain runs on the parameters concatenated into one vector (:func:`optax.flatten`): one
+fused update instead of a few kernels per parameter array; on TPUs on each array (``make_optimizer(flat=...)``,
+chosen by :func:`kifunet.train.train.setup`). A checkpoint of either layout resumes in the other
+(:mod:`kifunet.train.checkpointing`).
+
 ``warmup_positions`` > 0 ramps linearly from 0 over the first positions in every schedule. Boundaries are
 computed on the step count (exact while steps < 2**24).
 """
@@ -108,8 +113,40 @@ def multipliers_like(params, model):
                         is_leaf=lambda x: isinstance(x, nnx.Variable))
 
 
-def make_optimizer(cfg, schedule, *, params, model, bn_paths) -> optax.GradientTransformation:
-    """``cfg``: the ``optimizer`` ConfigDict (see the module docstring)."""
+def _per_element(values, params, dtype) -> np.ndarray | None:
+    """``values`` (a tree like ``params`` whose leaves broadcast to each parameter) as one vector in the order
+    :func:`optax.flatten` concatenates ``params``; None when every element is 1 (or True)."""
+    flat = np.concatenate([np.broadcast_to(np.asarray(v, dtype), np.shape(p)).reshape(-1)
+                           for v, p in zip(jax.tree.leaves(values), jax.tree.leaves(params), strict=True)])
+    return None if bool(np.all(flat)) and bool(np.all(flat == 1)) else flat
+
+
+def _scale_flat(values, params) -> optax.GradientTransformation:
+    """Multiply the flat update by each parameter's multiplier (``values``: a tree like ``params`` of arrays
+    that broadcast to each parameter)."""
+    scale = _per_element(values, params, np.float32)
+
+    def update(updates, state, _params=None):
+        return (updates if scale is None else updates * jnp.asarray(scale, updates.dtype)), state
+
+    return optax.GradientTransformation(lambda _: optax.EmptyState(), update)
+
+
+def _decay_flat(wd: float, mask, params) -> optax.GradientTransformation:
+    """``optax.add_decayed_weights(wd, mask)`` on the flat vectors: ``u + wd * w`` where ``mask``."""
+    where = _per_element(mask, params, bool)
+
+    def update(updates, state, flat_params):
+        decayed = updates + wd * flat_params
+        return (decayed if where is None else jnp.where(where, decayed, updates)), state
+
+    return optax.GradientTransformation(lambda _: optax.EmptyState(), update)
+
+
+def make_optimizer(cfg, schedule, *, params, model, bn_paths, flat: bool = True) -> optax.GradientTransformation:
+    """``cfg``: the ``optimizer`` ConfigDict (see the module docstring). ``flat``: the chain runs on the parameters
+    concatenated into one vector (:func:`optax.flatten`; its state is one array per slot), else on each parameter
+    array (one state array per slot and parameter); the same arithmetic per element either way."""
     name = cfg.name
     if name not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
@@ -118,16 +155,18 @@ def make_optimizer(cfg, schedule, *, params, model, bn_paths) -> optax.GradientT
         chain.append(optax.clip_by_global_norm(float(cfg.clip_norm)))
     wd = float(cfg.get("weight_decay", 0.0))
     mask = decay_mask(params, bn_paths, cfg.get("decay_mask", "no_bn")) if wd > 0 else None
+    decay = (_decay_flat(wd, mask, params) if flat else optax.add_decayed_weights(wd, mask)) if wd > 0 else None
     if wd > 0 and name != "adamw":
-        chain.append(optax.add_decayed_weights(wd, mask))
+        chain.append(decay)
     if name == "sgd":
         if float(cfg.momentum) > 0:
             chain.append(optax.trace(decay=float(cfg.momentum), nesterov=bool(cfg.nesterov)))
     else:
         chain.append(optax.scale_by_adam(b1=float(cfg.b1), b2=float(cfg.b2), eps=float(cfg.eps)))
         if name == "adamw" and wd > 0:
-            chain.append(optax.add_decayed_weights(wd, mask))
+            chain.append(decay)
     if bool(cfg.get("lr_multipliers", True)):
-        chain.append(scale_by_lr_multipliers(multipliers_like(params, model)))
+        mult = multipliers_like(params, model)
+        chain.append(_scale_flat(mult, params) if flat else scale_by_lr_multipliers(mult))
     chain.append(optax.scale_by_learning_rate(schedule))
-    return optax.chain(*chain)
+    return optax.flatten(optax.chain(*chain)) if flat else optax.chain(*chain)

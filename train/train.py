@@ -110,16 +110,26 @@ def _log(msg: str) -> None:
         print(msg, flush=True)
 
 
-def setup(config, *, board_size: int, in_planes: int, mesh):
-    """(model_def, optimizer, schedule, replicated initial state, model) for a config and data shape."""
+def setup(config, *, board_size: int, in_planes: int, mesh, flat_optimizer: bool | None = None):
+    """(model_def, optimizer, schedule, replicated initial state, model) for a config and data shape. The optimizer
+    runs on the concatenated parameters (``flat_optimizer``; default: unless ``mesh`` is a TPU's, see
+    :func:`on_tpu`)."""
     model = model_config.build_model(config.model, seed=config.seed, board_size=board_size, in_planes=in_planes)
     model_def = ModelDef(model, config.batchnorm)
     schedule = optim.make_schedule(config.schedule, config.batch_size, config.train_positions)
     tx = optim.make_optimizer(config.optimizer, schedule, params=model_def.params, model=model,
-                              bn_paths=model_def.bn_paths)
+                              bn_paths=model_def.bn_paths,
+                              flat=not on_tpu(mesh) if flat_optimizer is None else flat_optimizer)
     state = {"params": model_def.params, "extra": model_def.extra, "opt_state": tx.init(model_def.params),
              "step": jnp.zeros((), jnp.int32)}
     return model_def, tx, schedule, parallel.replicate(state, mesh), model
+
+
+def on_tpu(mesh) -> bool:
+    """Whether ``mesh`` is a TPU's. There the compiler fuses per-array work itself, so the logged norms stay one
+    reduction per array and the optimizer one update per array: concatenating them would only add memory traffic
+    (docs/accelerators.md); elsewhere both run on concatenations (fewer kernels)."""
+    return mesh.devices.flat[0].platform == "tpu"
 
 
 def train_function(config, model_def, tx, schedule, mesh):
@@ -128,7 +138,7 @@ def train_function(config, model_def, tx, schedule, mesh):
     with the state donated (what :mod:`kifunet.train.aot` compiles for other targets). The logged norms are fused
     (:func:`~kifunet.train.steps.global_norm`) except on TPUs, where the compiler already fuses the per-array
     reductions and the concatenation would only add memory traffic (docs/accelerators.md)."""
-    fused_norms = mesh.devices.flat[0].platform != "tpu"  # the TPU compiler fuses per-array reductions itself
+    fused_norms = not on_tpu(mesh)
     return parallel.data_parallel(
         windowed(train_step(model_def, tx, schedule, loss=config.loss, value_weight=config.value_weight,
                             matmul_precision=config.get("matmul_precision", "default"), fused_norms=fused_norms)),
