@@ -1,5 +1,4 @@
-"""The disk space a build needs: an estimate made before it starts, checks before each HDF5 write, and the
-naming of the file a failed write was writing (:func:`naming`).
+"""The disk space a build needs: an estimate made before it starts, and checks before each HDF5 write.
 
 **Estimate** (:func:`estimate`). The build reads its inputs twice before it starts: every record's moves
 (:func:`count_moves`: each ``;B[`` or ``;W[``; the same count gives the encode stage's progress total), then
@@ -43,7 +42,6 @@ before HDF5 starts; ``kifunet build`` reports it in one line, and a rerun with m
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import errno
 import os
@@ -182,17 +180,3 @@ def ensure_free(path: str, need: int) -> None:
     :data:`HDF5_SLACK` bytes free (called before HDF5 writes ``path``; see the module docstring)."""
     if free_bytes(os.path.dirname(path) or ".") < need + HDF5_SLACK:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
-
-
-@contextlib.contextmanager
-def naming(path: str):
-    """Around writes to ``path``: the system's plain ``OSError`` that names no file (a write to, or the close of,
-    an open file: a full disk) is raised again naming ``path``, so that the command line reports it as ``PATH:
-    REASON; WHAT TO DO`` (:mod:`kifunet.errors`). Other exceptions pass unchanged (h5py's name the file in their
-    message)."""
-    try:
-        yield
-    except OSError as e:
-        if e.filename is not None or e.errno is None or e.strerror != os.strerror(e.errno):
-            raise
-        raise OSError(e.errno, e.strerror, path) from None
