@@ -9,7 +9,9 @@ module or package      what it holds
 ``symmetries``         the 8 board symmetries on planes and move indices (NumPy and JAX)
 ``game``               a game record as the engine consumes it (``GameRecord``, ``GameInfo``, colours)
 ``results``            game results: ``RE`` -> kind, winner, margin; a position's ``outcome``
-``errors``             the named bad-input errors (``SgfError``, ``IllegalMoveError``)
+``errors``             ``UserError``, the base of every bad-input error, and the named ones (``SgfError``,
+                       ``IllegalMoveError``); :func:`~kifunet.data_prep.errors.naming` (an ``OSError`` named)
+``paths``              where the installed package finds files: the sample corpus, the default net, ``runs/``
 *jobs*
 ``rules``              the numba rules engine, ladders, per-point facts of a game
 ``sgf``                SGF records and the files, directories and archives that hold them

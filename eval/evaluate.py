@@ -46,8 +46,8 @@ import time
 
 import numpy as np
 
-from kifunet.data_prep.building import build_space
 from kifunet.data_prep import ranks
+from kifunet.data_prep.errors import UserError, naming
 from kifunet.eval import metrics as M
 
 FORMAT = "kifunet-eval"
@@ -390,24 +390,29 @@ def _value_keys(value, batch: dict) -> dict:
     return {"value": value, "outcome": outcome}
 
 
+class ResultError(UserError, ValueError):
+    """A file that is not an eval result (:func:`load_result`), or results that cannot be merged
+    (:func:`merge_results`)."""
+
+
 def merge_results(results: list[dict]) -> dict:
     """One result from results of the same run on disjoint parts of the same split (``evaluate(start=...,
     limit=...)``, ``kifunet eval --start/--limit``, ``kifunet eval --merge``): sums and counts are added, so the
     merge of parts that cover the split equals the whole-split evaluation. Refuses results of another checkpoint,
-    dataset, split or setting, and overlapping parts."""
+    dataset, split or setting, and overlapping parts (:class:`ResultError`)."""
     if not results:
-        raise ValueError("nothing to merge")
+        raise ResultError("nothing to merge")
     first = results[0]
     same = lambda r: (r["run"].get("checkpoint"), r["dataset"]["path"], r["dataset"]["split"],  # noqa: E731
                       r["dataset"]["spec"].get("fingerprint"), sorted(r["results"]),
                       {k: v for k, v in r["settings"].items() if k not in ("batch_size", "limit")})
     for r in results[1:]:
         if same(r) != same(first):
-            raise ValueError("cannot merge results of different checkpoints, datasets, splits or settings")
+            raise ResultError("cannot merge results of different checkpoints, datasets, splits or settings")
     ranges = sorted(tuple(x) for r in results for x in r["dataset"].get("ranges", [[0, r["dataset"]["evaluated"]]]))
     for (a0, a1), (b0, b1) in zip(ranges, ranges[1:]):
         if b0 < a1:
-            raise ValueError(f"parts overlap: rows {a0}..{a1 - 1} and {b0}..{b1 - 1}")
+            raise ResultError(f"parts overlap: rows {a0}..{a1 - 1} and {b0}..{b1 - 1}")
     joined = []
     for a, b in ranges:  # adjacent parts read as one range
         if joined and joined[-1][1] == a:
@@ -431,7 +436,7 @@ def save_result(result: dict, path: str) -> None:
     os.makedirs(d, exist_ok=True)
     tmp = path + ".tmp"
     try:
-        with build_space.naming(tmp), open(tmp, "w", encoding="utf-8") as f:
+        with naming(tmp), open(tmp, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=1, allow_nan=True)
             f.write("\n")
     except OSError:  # a full disk: no half-written temporary left behind
@@ -442,18 +447,18 @@ def save_result(result: dict, path: str) -> None:
 
 
 def load_result(path: str) -> dict:
-    """The result JSON at ``path`` (a ``ValueError`` when the file is not one; ``OSError`` when unreadable)."""
+    """The result JSON at ``path`` (:class:`ResultError` when the file is not one; ``OSError`` when unreadable)."""
     with open(path, encoding="utf-8") as f:
         try:
             res = json.load(f)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ValueError(f"{path} is not a kifunet eval result (not JSON: {e})") from None
+            raise ResultError(f"{path} is not a kifunet eval result (not JSON: {e})") from None
     fmt = res.get("format") if isinstance(res, dict) else None
     if fmt != FORMAT:
-        raise ValueError(f"{path} is not a kifunet eval result (format {fmt!r})")
+        raise ResultError(f"{path} is not a kifunet eval result (format {fmt!r})")
     version = res.get("format_version", 1)
     if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise ValueError(f"{path}: eval result format version {version!r} is newer than this kifunet reads "
+        raise ResultError(f"{path}: eval result format version {version!r} is newer than this kifunet reads "
                          f"({FORMAT_VERSION})")
     return res
 

@@ -12,8 +12,8 @@ Notebook settings (environment variables, read by :func:`run_dirs_from_env`):
                        directory under ``runs/`` at any depth (``runs/x``, the quickstart's
                        ``runs/quickstart/run``, ``runs/a/b/c``; :func:`find_run_dirs`), newest first, ``runs/``
                        being that of the current directory or of its nearest parent with one
-                       (:func:`kifunet.paths.runs_dir`), then the default net
-                       (:func:`kifunet.paths.default_net`); the net one studies (:func:`net_from_env`) is
+                       (:func:`kifunet.data_prep.paths.runs_dir`), then the default net
+                       (:func:`kifunet.data_prep.paths.default_net`); the net one studies (:func:`net_from_env`) is
                        the first run it names, else the first of these with a checkpoint
 ``KIFUNET_FIGURES``    where notebooks write their PNGs; default ``figures/`` in the first run directory,
                        ``runs/figures`` when that is the default net (its folder is package data)
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 
-from kifunet import paths
+from kifunet.data_prep import paths
 from kifunet.train.nets import is_run_dir, load_net
 
 

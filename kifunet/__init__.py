@@ -4,8 +4,8 @@ The code lives in the top-level folders of the repository and is installed under
 ``data_prep/`` -> ``kifunet.data_prep``, ``models/`` -> ``kifunet.models``, ``train/`` -> ``kifunet.train``,
 ``eval/`` -> ``kifunet.eval``, ``play/`` -> ``kifunet.play``, ``samples/`` -> ``kifunet.samples`` (the sample
 corpus, shipped as package data). Here: ``cli`` (the ``kifunet`` command), ``commands/`` (one module per
-subcommand), ``errors`` (the command line's error style), ``paths`` (where installed files and runs are found), ``parent_watch``
-(worker processes that end with the process that started them).
+subcommand), ``errors`` (the command line's error style), ``parent_watch`` (worker processes that end with the
+process that started them).
 """
 
 __version__ = "0.1.0"

@@ -7,7 +7,8 @@ so ``kifunet --help`` stays fast and ``kifunet build`` never imports JAX.
 
 Errors: a command reports bad input by raising (:class:`kifunet.errors.CommandError`, a missing file, the
 project's input errors; :mod:`kifunet.errors` lists them); :func:`main` prints ``kifunet CMD: error: MESSAGE`` on
-stderr and returns 2, without a traceback. argparse's own errors also exit 2 (with the usage line). A command run
+stderr and returns 2, without a traceback; so does a value an option's converter refuses while the command line
+is read (:mod:`kifunet.commands.option_types`). argparse's own errors also exit 2 (with the usage line). A command run
 by another one (``kifunet quickstart`` runs ``build``, ``train`` and ``eval`` through :func:`main`) lets the error
 through, so it is reported once, under the command the user typed.
 """
@@ -137,7 +138,13 @@ def _stdout_closed() -> bool:
 def main(argv=None) -> int:
     global _depth
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except errors.UserError as e:  # an option's converter refused its value (kifunet.commands.option_types)
+        if _depth:
+            raise
+        return errors.report(next((a for a in argv if a in COMMANDS), ""), e)
     if not getattr(args, "command", None):
         parser.print_help()
         return 2

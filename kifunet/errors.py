@@ -3,20 +3,13 @@
 A command reports bad input by raising; :func:`kifunet.cli.main` catches it and prints it (:func:`report`).
 What counts as bad input (:func:`is_user_error`):
 
-* :class:`CommandError`: anything a command itself finds wrong (a bad option value, a combination of options, a
-  number out of range): ``raise CommandError("--games must be at least 1")``, or ``raise CommandError(e) from e``
-  to report a caught ``ValueError`` with its message;
+* :class:`~kifunet.data_prep.errors.UserError` (:mod:`kifunet.data_prep.errors`, the bottom layer): the base of
+  every bad-input exception of the library (an SGF that cannot be read, a dataset or split that is missing or
+  damaged, a build directory in use, a damaged checkpoint, a workdir another trainer holds, a match that cannot
+  start, ...), and of :class:`CommandError`, what a command itself finds wrong (a bad option value, a combination
+  of options, a number out of range): ``raise CommandError("--games must be at least 1")``;
 * ``FileNotFoundError``, ``NotADirectoryError``, ``IsADirectoryError``, ``PermissionError``: a path the user
   named (an ``OSError`` that carries a file name is printed as ``PATH: reason``);
-* ``KifunetInputError`` (:mod:`kifunet.data_prep.errors`): an SGF that cannot be read or replayed;
-* ``DatasetError`` (:mod:`kifunet.data_prep.datasets.dataset_base`): no dataset, no such split, an empty split, a file
-  that does not match its manifest (``CorruptDatasetError``);
-* ``CheckpointError`` (:mod:`kifunet.train.checkpointing`): a checkpoint step that does not match its recorded
-  checksums, or a run with no intact step; ``RunInUse`` (:mod:`kifunet.train.run_lock`): a workdir another
-  ``kifunet train`` holds;
-* ``BuildError`` (:mod:`kifunet.data_prep.building.build`): an output directory ``kifunet build`` may not use;
-* ``MatchConfigError``, ``EngineError`` (:mod:`kifunet.play.match`, :mod:`kifunet.play.gtp_client`): a match
-  directory of another match, a GTP program that cannot be found or does not start;
 * a *fault of the place written to or read from* (:func:`fault_errno`): any ``OSError`` whose errno is one of
   the table below, wherever it was raised (a build's worker process sends its ``OSError`` back whole, errno and
   file name included; h5py's ``OSError`` carries the errno, and its message names the file, ``filename =
@@ -37,11 +30,10 @@ What counts as bad input (:func:`is_user_error`):
   ==========  ==========================  ===========================================================
 
   A write to an open file fails with an error that names no file: the writer names it
-  (:func:`kifunet.data_prep.building.build_space.naming`, for instance).
+  (:func:`kifunet.data_prep.errors.naming`, for instance).
 
-Anything else is a bug and keeps its traceback. The project's exception classes are looked up only in modules
-already imported (an exception of a module that was never imported cannot have been raised), so this module
-imports nothing heavy.
+Anything else is a bug and keeps its traceback. This module imports nothing heavy (the command line answers
+``--help`` and bad options without loading NumPy or JAX).
 """
 
 from __future__ import annotations
@@ -51,16 +43,7 @@ import os
 import re
 import sys
 
-#: the project's bad-input exceptions: (module, class name)
-PROJECT_ERRORS = (
-    ("kifunet.data_prep.errors", "KifunetInputError"),
-    ("kifunet.data_prep.datasets.dataset_base", "DatasetError"),
-    ("kifunet.data_prep.building.build", "BuildError"),
-    ("kifunet.play.match", "MatchConfigError"),
-    ("kifunet.play.gtp_client", "EngineError"),
-    ("kifunet.train.checkpointing", "CheckpointError"),
-    ("kifunet.train.run_lock", "RunInUse"),
-)
+from kifunet.data_prep.errors import UserError
 
 OS_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
 
@@ -123,7 +106,7 @@ def describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-class CommandError(Exception):
+class CommandError(UserError):
     """Bad input a command found: printed as ``kifunet CMD: error: MESSAGE`` on stderr, exit 2.
 
     ``CommandError("--games must be at least 1")``, or ``CommandError(exc)`` with a caught exception, whose
@@ -135,12 +118,7 @@ class CommandError(Exception):
 
 def user_error_types() -> tuple[type, ...]:
     """The exception classes :func:`kifunet.cli.main` reports as bad input (see the module docstring)."""
-    types: list[type] = [CommandError, *OS_ERRORS]
-    for module, name in PROJECT_ERRORS:
-        cls = getattr(sys.modules.get(module), name, None)
-        if isinstance(cls, type):
-            types.append(cls)
-    return tuple(types)
+    return (UserError, *OS_ERRORS)
 
 
 def is_user_error(exc: BaseException) -> bool:
@@ -154,5 +132,5 @@ def report(command: str, what: str | BaseException, file=None) -> int:
     return EXIT_STATUS
 
 
-__all__ = ["CommandError", "EXIT_STATUS", "FAULT_HINTS", "describe", "fault_errno", "is_user_error", "report",
-           "user_error_types"]
+__all__ = ["CommandError", "EXIT_STATUS", "FAULT_HINTS", "UserError", "describe", "fault_errno", "is_user_error",
+           "report", "user_error_types"]

@@ -60,6 +60,8 @@ import sys
 import time
 from pathlib import Path
 
+from kifunet.data_prep.errors import UserError
+
 STARTUP_TIMEOUT = 300.0  # seconds for a process to answer its first command (loading JAX and a net is slow)
 
 
@@ -87,7 +89,7 @@ def launch_argv(argv: list[str]) -> list[str]:
     return [sys.executable, "-I", "-S", "-c", _WITH_PARENT, str(os.getpid()), *argv]
 
 
-class EngineError(RuntimeError):
+class EngineError(UserError, RuntimeError):
     """A GTP process died, timed out or answered nonsense: the game in progress is abandoned."""
 
 

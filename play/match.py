@@ -52,6 +52,7 @@ from typing import Callable
 
 from kifunet.data_prep import coords
 from kifunet.data_prep.rules.board import Board
+from kifunet.data_prep.errors import UserError
 from kifunet.data_prep.game import BLACK, WHITE
 
 from . import scoring
@@ -63,7 +64,7 @@ DEFAULT_OPPONENT = "gnugo --mode gtp --level 10"
 DEFAULT_REFEREE = "gnugo --mode gtp --chinese-rules"
 
 
-class MatchConfigError(ValueError):
+class MatchConfigError(UserError, ValueError):
     """The match cannot start: its directory holds games of another match, or a program cannot be found."""
 
 

@@ -227,7 +227,7 @@ def test_show_reports_bad_inputs_before_loading_the_net(args, tmp_path):
 # issue 32, the first hour: eval's default net, config names, the configs --help lists, no empty checkpoints/
 @pytest.mark.slow
 def test_eval_without_checkpoint_evaluates_the_default_net_and_says_so(tmp_path, capsys, monkeypatch):
-    from kifunet import paths
+    from kifunet.data_prep import paths
 
     shipped = paths.default_net()
     features = json.loads((shipped / "config.json").read_text())["expect_features"]

@@ -119,7 +119,7 @@ def test_show_command_without_checkpoint(tmp_path, ko_sgf, capsys):
 
 
 def test_show_draws_the_default_net_s_policy_when_none_is_named(tmp_path, monkeypatch):
-    from kifunet import paths
+    from kifunet.data_prep import paths
     from kifunet.cli import main
     from kifunet.eval.runs import sample_sgf
 
@@ -138,7 +138,7 @@ def test_show_draws_the_default_net_s_policy_when_none_is_named(tmp_path, monkey
 def test_show_names_a_rank_in_the_title_only_for_a_net_that_reads_one(tmp_path, monkeypatch, capsys):
     """The default net (gonn planes, no rank embedding) predicts the same for every rank: no "as 5d" in its title,
     and --rank says so; kgs_cpu_small (Maddison's rank planes) is predicted as the rank asked for."""
-    from kifunet import paths
+    from kifunet.data_prep import paths
     from kifunet.cli import main
     from kifunet.eval.runs import sample_sgf
 
@@ -262,7 +262,7 @@ def test_tables_command_draws_the_learning_figure(tmp_path, capsys):
 def test_accuracy_vs_nats_legend_entries_are_distinct_and_name_the_data():
     """The default net's four results (KGS and Fox, whole split and first 100,000, single pass and ensemble):
     one legend entry each, naming the data and how much of it."""
-    from kifunet import paths
+    from kifunet.data_prep import paths
     from kifunet.eval import tables
 
     results = tables.find_results([str(paths.default_net())])
@@ -276,7 +276,7 @@ def test_accuracy_vs_nats_legend_entries_are_distinct_and_name_the_data():
 
 
 def test_learning_figure_stars_say_how_much_of_the_split_was_evaluated(tmp_path):
-    from kifunet import paths
+    from kifunet.data_prep import paths
     from kifunet.commands.tables import learning_figure
 
     drawn = {}

@@ -53,7 +53,7 @@ def test_tables_of_the_default_net_name_the_data_in_short_and_describe_it_once_b
     """`kifunet tables` on the default net: the dataset column holds a short label (preset, split, how much of
     it), each dataset's full spec is one note under the table (never two alike), and the accuracy/nats table
     says which data each of our rows is."""
-    from kifunet import paths
+    from kifunet.data_prep import paths
 
     results = T.find_results([str(paths.default_net())])
     md = T.render(results, "markdown")

@@ -97,7 +97,7 @@ def test_notebook_reaches_for_the_default_net(name, tmp_path, monkeypatch):
     """KIFUNET_RUN unset and no runs/ here: explore_predictions studies the default net that ships with the
     package and reproduce_tables reads its evaluations; the figures go to runs/figures, not into the net's
     folder (package data)."""
-    from kifunet import paths
+    from kifunet.data_prep import paths
 
     monkeypatch.delenv("KIFUNET_RUN", raising=False)
     monkeypatch.delenv("KIFUNET_FIGURES", raising=False)

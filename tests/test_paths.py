@@ -1,4 +1,4 @@
-"""kifunet/paths.py: the packaged sample corpus, the packaged default net and the cwd's runs/."""
+"""data_prep/paths.py: the packaged sample corpus, the packaged default net and the cwd's runs/."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kifunet import paths
+from kifunet.data_prep import paths
 from kifunet.eval import runs
 from kifunet.train import nets
 

@@ -261,7 +261,7 @@ def test_readme_strength_table_is_the_committed_records():
 def test_the_default_net_loads_without_its_dataset_and_plays():
     """pretrained/kgs_cpu_default (the default net: 3 x 48 GoNN ResNet, gonn planes) loads from its checkpoint's
     metadata alone, at its final step, and predicts real moves."""
-    from kifunet import paths
+    from kifunet.data_prep import paths
     from kifunet.eval.runs import load_run
     from kifunet.models import count_params
     from kifunet.play.policy import load_policy

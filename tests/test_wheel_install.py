@@ -64,7 +64,7 @@ def test_wheel_runs_quickstart_and_gtp_from_any_directory(installed, tmp_path):
     py, bin_dir, env = installed
     work = tmp_path / "work"
     work.mkdir()
-    where = _sh([py, "-c", "import kifunet; from kifunet import paths; "
+    where = _sh([py, "-c", "import kifunet; from kifunet.data_prep import paths; "
                  "print(kifunet.__file__); print(paths.sample_games())"], cwd=work, env=env).split()
     site = Path(_sh([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=work, env=env).strip())
     assert all(Path(p).resolve().is_relative_to(site.resolve()) for p in where), (where, site)  # not the checkout
@@ -76,7 +76,7 @@ def test_wheel_runs_quickstart_and_gtp_from_any_directory(installed, tmp_path):
     run = work / "runs" / "quickstart" / "run"
     assert (run / "config.json").is_file() and list((run / "eval").glob("*.json"))
     # runs/ is the cwd's (the notebooks' default), and a run loads from there
-    found = _sh([py, "-c", "from kifunet import paths; from kifunet.train import nets; print(paths.runs_dir()); "
+    found = _sh([py, "-c", "from kifunet.data_prep import paths; from kifunet.train import nets; print(paths.runs_dir()); "
                  "print(nets.find_workdir('runs/quickstart/run/checkpoints'))"], cwd=work, env=env).split()
     assert [Path(p).resolve() for p in found] == [(work / "runs").resolve(), run.resolve()]
 
@@ -88,7 +88,7 @@ def test_wheel_runs_quickstart_and_gtp_from_any_directory(installed, tmp_path):
                                                                        and 1 <= int(move[1:]) <= 19)), gtp
 
     # the default net ships in the wheel (package data) and plays when no net is named
-    net = Path(_sh([py, "-c", "from kifunet import paths; print(paths.default_net())"], cwd=work, env=env).strip())
+    net = Path(_sh([py, "-c", "from kifunet.data_prep import paths; print(paths.default_net())"], cwd=work, env=env).strip())
     assert net.resolve().is_relative_to(site.resolve()) and (net / "config.json").is_file(), net
     assert list((net / "checkpoints").glob("*/state")) and list((net / "eval").glob("*.json")), net
     assert not (net / "match-gnugo10").exists()  # its match games stay in the checkout

@@ -66,6 +66,7 @@ from typing import Any, Callable
 import numpy as np
 
 from kifunet.data_prep.datasets.verify import file_sha256
+from kifunet.data_prep.errors import UserError
 
 # JAX, orbax and grain are imported where they are used, so that verifying a step (verify_step, require_loadable)
 # imports none of them: `kifunet gtp` checks the checkpoint before it answers, and loads JAX in the background
@@ -161,7 +162,7 @@ def abstract_flat(template) -> dict:
 # checksums: written when a step is committed, checked before a step is loaded
 
 
-class CheckpointError(Exception):
+class CheckpointError(UserError):
     """A checkpoint step that must not be loaded (damaged), or a run with no step that may. One line, naming the
     step directory, the file, what was expected and found, and the intact steps (the command line prints it as
     ``kifunet CMD: error: MESSAGE``, exit 2)."""

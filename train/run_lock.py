@@ -19,8 +19,10 @@ import errno
 import fcntl
 import os
 
+from kifunet.data_prep.errors import UserError
 
-class RunInUse(Exception):
+
+class RunInUse(UserError):
     """Another ``kifunet train`` holds the run directory's lock."""
 
 

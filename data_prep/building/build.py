@@ -35,7 +35,7 @@ restored from a backup) is hashed again, and the build resumes if every such fil
 
 **Lock.** A build holds ``DIR/.lock`` (an exclusive ``flock``; the file holds its pid) from before it looks at
 ``DIR`` until it is done, so a second build of ``DIR`` -- ``--overwrite`` included -- is refused before it touches
-anything (:func:`_acquire_lock`). The lock file is outside ``DIR/.work``, which ``--overwrite`` clears; the holder
+anything (:mod:`kifunet.data_prep.building.build_lock`). The lock file is outside ``DIR/.work``, which ``--overwrite`` clears; the holder
 removes it as it finishes, while still holding it. A ``DIR`` that cannot be written (read-only) takes no lock: a
 finished build of the same settings there is found as usual, anything else is the file system's error.
 
@@ -57,7 +57,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import errno
-import fcntl
 import json
 import os
 import shutil
@@ -66,7 +65,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from . import build_space
+from . import build_lock, build_space
+from ..errors import UserError, naming
 from ..sgf import inputs as inputs_mod
 from ..datasets import shards as shards_mod
 from .encode_stage import SPILL_VERSION, UNIT_GAMES, encode_inputs, sample_kept, spill_row_bytes, unit_config
@@ -153,7 +153,7 @@ class BuildConfig:
         }
 
 
-class BuildError(Exception):
+class BuildError(UserError):
     """The build cannot start (output directory in use or holding another dataset, bad options)."""
 
 
@@ -168,54 +168,6 @@ def _make_out(out: str) -> None:
     if os.path.exists(out) and not os.path.isdir(out):
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), out)
     os.makedirs(out, exist_ok=True)
-
-
-def _open_lock(out: str) -> int:
-    """Open (create) ``out``'s lock file; a fault creating it (read-only, not writable) names ``out``."""
-    try:
-        return os.open(os.path.join(out, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as e:
-        raise OSError(e.errno, e.strerror, out) from None
-
-
-def _holder(fd: int) -> str:
-    """The pid written in a held lock file ('unknown' if its holder has not written it yet)."""
-    text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    return text if text.isdigit() else "unknown"
-
-
-def _acquire_lock(out: str) -> int:
-    """Take ``out``'s build lock (``DIR/.lock``, see the module docstring) and write this pid in it; returns its
-    fd. ``BuildError`` naming the holder's pid if another build holds it."""
-    path = os.path.join(out, LOCK)
-    while True:
-        fd = _open_lock(out)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _holder(fd)
-            os.close(fd)
-            raise BuildError(f"{out} is being built by another kifunet build (pid {pid}); wait for it, or stop it "
-                             "first") from None
-        try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
-            break
-        os.close(fd)  # its holder removed the file as it finished, after we opened it: lock the new one
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
-    return fd
-
-
-def _release_lock(out: str, fd: int) -> None:
-    """Remove the lock file while still holding it, then release it."""
-    try:
-        os.remove(os.path.join(out, LOCK))
-    except FileNotFoundError:
-        pass
-    os.close(fd)
 
 
 def _touched_only(old: dict, new: dict) -> list[str]:
@@ -301,16 +253,16 @@ def build(cfg: BuildConfig, log: Callable[[str], None] | None = None, timings: d
     fingerprint = cfg.fingerprint()
     _make_out(cfg.out)
     try:
-        lock = _acquire_lock(cfg.out)
+        lock = build_lock.acquire(cfg.out, LOCK, "kifunet build", names=cfg.out)
     except OSError as e:  # a read-only DIR: fine if it holds this very dataset, finished (nothing to write)
         if e.errno not in READ_ONLY or cfg.overwrite or _prepare_out(cfg, fingerprint) != "done":
             raise
         return _finished(cfg, log)
     try:
-        with build_space.naming(cfg.out):  # a write to an open file names none: name DIR
+        with naming(cfg.out):  # a write to an open file names none: name DIR
             return _build_locked(cfg, fs, fingerprint, log, timings, t0)
     finally:
-        _release_lock(cfg.out, lock)
+        build_lock.release(cfg.out, LOCK, lock)
 
 
 def _kept_share(cfg: BuildConfig, step: int, pool: WorkerPool | None, log: Callable[[str], None]) -> float | None:

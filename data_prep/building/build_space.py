@@ -1,5 +1,4 @@
-"""The disk space a build needs: an estimate made before it starts, checks before each HDF5 write, and the
-naming of the file a failed write was writing (:func:`naming`).
+"""The disk space a build needs: an estimate made before it starts, and checks before each HDF5 write.
 
 **Estimate** (:func:`estimate`): every record's moves (:func:`count_moves`) times the share of moves kept as
 positions, measured on at most :data:`SAMPLE` records spread evenly
@@ -16,7 +15,6 @@ file before an HDF5 write that may not fit (HDF5 can crash the process on a full
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import errno
 import os
@@ -153,15 +151,3 @@ def ensure_free(path: str, need: int) -> None:
     :data:`HDF5_SLACK` bytes free (called before HDF5 writes ``path``; see the module docstring)."""
     if free_bytes(os.path.dirname(path) or ".") < need + HDF5_SLACK:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
-
-
-@contextlib.contextmanager
-def naming(path: str):
-    """Around writes to ``path``: a plain ``OSError`` that names no file (a full disk) is raised again naming
-    ``path`` (so the command line reports ``PATH: REASON; WHAT TO DO``); other exceptions pass unchanged."""
-    try:
-        yield
-    except OSError as e:
-        if e.filename is not None or e.errno is None or e.strerror != os.strerror(e.errno):
-            raise
-        raise OSError(e.errno, e.strerror, path) from None

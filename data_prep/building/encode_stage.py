@@ -47,8 +47,8 @@ from ..sgf import inputs as inputs_mod
 from .. import profiles
 from .. import results as results_mod
 from ..datasets import shards as shards_mod
-from .build_space import count_moves_in, naming
-from ..errors import IllegalMoveError, KifunetInputError
+from .build_space import count_moves_in
+from ..errors import IllegalMoveError, KifunetInputError, naming
 from .filters import MOVE_REASONS, Filters
 from .progress import Progress
 from .worker_pool import WorkerPool, run_isolated

@@ -105,6 +105,7 @@ from ..planes import features as features_mod
 from . import filters as filters_mod
 from ..sgf import inputs as inputs_mod
 from ..datasets import shards as shards_mod
+from . import build_lock
 from . import splits as splits_mod
 from .encode_stage import UNIT_GAMES, encode_inputs, encode_record, read_unit, unit_arrays, unit_config
 from ..datasets.manifest import DEDUPE_RULE, ILLEGAL_MOVE_POLICY, hash_json, summary_lines, tool_version
@@ -662,47 +663,23 @@ def _local(path) -> str | None:
 
 
 def _lock(b: GoMoves) -> int | None:
-    """Take the build lock of ``b``'s config directory (:data:`LOCK`, the holder's pid in it); returns its fd, or
-    None where it cannot be taken (a remote data dir, a file system without flock). ``ValueError`` naming the
-    holder's pid while another ``kifunet tfds`` builds this config there."""
-    import fcntl
-
+    """Take the build lock of ``b``'s config directory (:data:`LOCK`, :mod:`kifunet.data_prep.building.build_lock`);
+    returns its fd, or None where it cannot be taken (a remote data dir, a file system without flock).
+    :class:`~kifunet.data_prep.building.build_lock.Busy` naming the holder's pid while another ``kifunet tfds``
+    builds this config there."""
     folder = _local(b.data_path.parent)
     if folder is None:
         return None
     os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, LOCK)
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-            os.close(fd)
-            raise ValueError(f"{folder} is being built by another kifunet tfds (pid {pid}); wait for it, or stop "
-                             "it first") from None
-        except OSError:  # ENOLCK, EOPNOTSUPP: no flock here; build unlocked, as TFDS itself does
-            os.close(fd)
-            return None
-        try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
-            break
-        os.close(fd)  # its holder removed the file as it finished, after we opened it: lock the new one
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
-    return fd
+    try:
+        return build_lock.acquire(folder, LOCK, "kifunet tfds")
+    except build_lock.NoFlock:  # ENOLCK, EOPNOTSUPP: no flock here; build unlocked, as TFDS itself does
+        return None
 
 
 def _unlock(b: GoMoves, fd: int) -> None:
-    """Remove the lock file while still holding it, then release it: a finished build leaves no file."""
-    try:
-        os.remove(os.path.join(_local(b.data_path.parent), LOCK))
-    except FileNotFoundError:
-        pass
-    os.close(fd)
+    """Release the build lock :func:`_lock` took: a finished build leaves no file."""
+    build_lock.release(_local(b.data_path.parent), LOCK, fd)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -759,16 +736,3 @@ def summary_text(b: GoMoves) -> str:
     (:func:`kifunet.data_prep.datasets.manifest.summary_lines`)."""
     d = epath.Path(b.data_dir)
     return "\n".join(summary_lines(os.fspath(d), kifunet_metadata(b), (d / METADATA, d / REJECTS)))
-
-
-def main(argv=None) -> int:
-    """``python -m kifunet.data_prep.building.tfds_go_moves ARGS`` is ``kifunet tfds ARGS``."""
-    import sys
-
-    from kifunet.cli import main as cli_main
-
-    return cli_main(["tfds", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

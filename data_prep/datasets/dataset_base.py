@@ -36,11 +36,13 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from ..errors import UserError
+
 #: rows per block when neither the caller nor the dataset says otherwise
 DEFAULT_BLOCK_ROWS = 256
 
 
-class DatasetError(Exception):
+class DatasetError(UserError):
     """Base of the errors of opening or reading a dataset split."""
 
 

@@ -69,6 +69,7 @@ from .._jit import njit
 
 from ..rules import analysis
 from ..rules.analysis import GameAnalysis
+from ..errors import UnknownName
 from ..game import BLACK, WHITE
 
 # ----------------------------------------------------------------------------------------------------------
@@ -561,14 +562,15 @@ def names() -> list[str]:
 
 
 def get(name: str) -> FeatureSet:
-    """A feature set by name; ``a+b`` concatenates sets (e.g. ``agz+nogo_liberties``)."""
+    """A feature set by name; ``a+b`` concatenates sets (e.g. ``agz+nogo_liberties``). An unknown name is an
+    :class:`~kifunet.data_prep.errors.UnknownName` (a ``KeyError``) listing the known ones."""
     parts = name.split("+")
     try:
         fs = SETS[parts[0]]
         for p in parts[1:]:
             fs = fs + SETS[p]
     except KeyError as e:
-        raise KeyError(f"unknown feature set {e.args[0]!r}; known: {', '.join(names())}") from None
+        raise UnknownName(f"unknown feature set {e.args[0]!r}; known: {', '.join(names())}") from None
     return fs
 
 

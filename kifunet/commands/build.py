@@ -80,7 +80,7 @@ def run(args) -> int:
     try:
         cfg = config_from_args(args)
         manifest = build.build(cfg)
-    except (build.BuildError, ValueError, KeyError, FileNotFoundError) as e:
+    except (ValueError, KeyError, FileNotFoundError) as e:  # BuildError, the lock's Busy: user errors already
         raise CommandError(e) from e
     except OSError as e:
         if errors.fault_errno(e) not in (errno.ENOSPC, errno.EDQUOT):

@@ -1,7 +1,7 @@
 """``kifunet eval [--checkpoint RUN] --data DATASET --split test``: top-k, nats and perplexity of a trained net;
 for a net with a value head also its value MSE (beside the constant predictor's) and winner accuracy, overall and
 by game phase (the rules: :mod:`kifunet.eval.metrics`). Without ``--checkpoint`` it evaluates the default net
-(:func:`kifunet.paths.default_net`), says so on its first line, and writes its result under
+(:func:`kifunet.data_prep.paths.default_net`), says so on its first line, and writes its result under
 ``runs/DEFAULT_NET/eval/`` (never into the shipped net's folder).
 
 ``kifunet eval --probes [FILE] [--checkpoint RUN]`` scores the net on the probe set instead (:mod:`kifunet.eval.probes`;
@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 
-from kifunet.commands import unsealed
+from kifunet.commands import option_types, unsealed
 from kifunet.errors import CommandError
 
 HELP = ("evaluate a training run on a dataset split: top-1..10, nats, perplexity (value MSE and winner accuracy "
@@ -24,7 +24,7 @@ HELP = ("evaluate a training run on a dataset split: top-1..10, nats, perplexity
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", metavar="RUN",
                    help="training run directory (its latest checkpoint) or a checkpoint step directory in it "
-                        "(default: the default net, kifunet.paths.DEFAULT_NET)")
+                        "(default: the default net, kifunet.data_prep.paths.DEFAULT_NET)")
     unsealed.add_option(p)
     p.add_argument("--probes", nargs="?", const="", default=None, metavar="FILE",
                    help="score the net on the probe positions (default file: the shipped eval/probes.sgf) instead of "
@@ -51,10 +51,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "none)")
     p.add_argument("--cpu-devices", type=int, default=os.cpu_count() or 1, metavar="N",
                    help="on a CPU, split batches over N JAX devices (default: one per core; 0 leaves JAX's default)")
-    p.add_argument("--as-rank", default=None, metavar="RANK",
+    p.add_argument("--as-rank", default=None, metavar="RANK", type=option_types.as_rank,
                    help="tell the net every mover has this rank (1d, 5d, 9d, 3k, 9p, unknown): rank planes and rank "
                         "embeddings see it; the by-rank breakdown keeps the movers' real ranks")
-    p.add_argument("--profile", default=None, metavar="KEY=VALUE,...",
+    p.add_argument("--profile", default=None, metavar="KEY=VALUE,...", type=option_types.profile,
                    help="for a net with a profile input: force these profile fields on every position "
                         "(rank=7d,opponent_rank=5d,year=2010 or date=2010-05-01,source=kgs,time=fast,handicap=2,"
                         "komi=6.5), each position keeping its own for the others")
@@ -91,18 +91,14 @@ def _profile_tail(profile: str | None) -> str:
 
 
 def _check_profile(text: str | None, run: str) -> None:
-    """``--profile`` checked before the net loads: text that is no profile, or a profile for a net whose
-    ``config.json`` has no profile input, is a :class:`CommandError` (one line)."""
+    """``--profile`` checked before the net loads: a profile for a net whose ``config.json`` has no profile
+    input is a :class:`CommandError` (one line). (Its text was checked as the command line was read:
+    :func:`kifunet.commands.option_types.profile`.)"""
     if text is None:
         return
-    from kifunet.data_prep import profiles
     from kifunet.play.lazy_policy import config_reads_profile
     from kifunet.train.nets import find_workdir
 
-    try:
-        profiles.parse_fields(text)
-    except ValueError as e:
-        raise CommandError(f"--profile: {str(e).removeprefix('profile: ')}") from None
     try:
         reads = config_reads_profile(find_workdir(run))
     except (OSError, ValueError):
@@ -122,7 +118,6 @@ def _check_options(args) -> tuple[int, ...] | None:
         raise CommandError(f"--start must be at least 0, not {args.start}")
     if args.cpu_devices < 0:
         raise CommandError(f"--cpu-devices must be at least 0, not {args.cpu_devices}")
-    _as_rank(args.as_rank)
     if not args.phase_starts:
         return None
     try:
@@ -136,15 +131,13 @@ def _check_options(args) -> tuple[int, ...] | None:
 
 
 def _as_rank(text: str | None) -> int | None:
-    """``--as-rank`` on the ranks scale (None when not given); a text that is no rank is a :class:`CommandError`."""
+    """``--as-rank`` on the ranks scale (None when not given; its text was checked as the command line was read:
+    :func:`kifunet.commands.option_types.as_rank`)."""
     if text is None:
         return None
     from kifunet.data_prep import ranks
 
-    value = ranks.parse_rank(text)
-    if value == ranks.UNKNOWN and text.strip().lower() not in ("unknown", "?"):
-        raise CommandError(f"--as-rank {text!r} is not a rank: give e.g. 1d, 5d, 9d, 3k, 9p or unknown")
-    return value
+    return ranks.parse_rank(text)
 
 
 def run(args) -> int:
@@ -156,10 +149,7 @@ def run(args) -> int:
 
     unsealed.apply(args)
     if args.merge:
-        try:
-            res = merge_results([load_result(f) for f in args.merge])
-        except ValueError as e:  # not an eval result, parts that do not fit together
-            raise CommandError(e) from e
+        res = merge_results([load_result(f) for f in args.merge])  # ResultError: not a result, parts that differ
         print(format_result(res, breakdowns=not args.no_breakdowns))
         if args.out and args.out != "-":
             save_result(res, args.out)
@@ -172,7 +162,7 @@ def run(args) -> int:
     phases = _check_options(args) or metrics.PHASE_STARTS
     default_net = not args.checkpoint
     if default_net:
-        from kifunet import paths
+        from kifunet.data_prep import paths
 
         args.checkpoint = str(paths.default_net())
     # the inputs before the net (loading JAX and a checkpoint takes seconds): the run, the dataset and its split
@@ -214,7 +204,7 @@ def run(args) -> int:
 
 
 def _run_probes(args) -> int:
-    from kifunet import paths
+    from kifunet.data_prep import paths
     from kifunet.eval import probes as P
     from kifunet.eval.runs import load_run
     from kifunet.train.nets import find_workdir

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from kifunet.commands import unsealed
+from kifunet.commands import option_types, unsealed
 from kifunet.errors import CommandError
 
 HELP = ("export a run's net to ONNX, described by its metadata (features, board size, rank encoding, "
@@ -22,13 +22,13 @@ HELP = ("export a run's net to ONNX, described by its metadata (features, board 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", metavar="RUN", help="training run directory (its config.json and checkpoints), its "
                    "checkpoints directory or one step's directory")
-    p.add_argument("--out", required=True, metavar="FILE.onnx",
+    p.add_argument("--out", required=True, metavar="FILE.onnx", type=option_types.new_file,
                    help="the ONNX file to write (replaced if it exists)")
     p.add_argument("--step", type=int, help="this checkpoint step instead of the newest")
     unsealed.add_option(p)
     p.add_argument("--features", help="feature set, only for a run that records none (as for `kifunet gtp`)")
-    p.add_argument("--board-size", type=int, help="board size, only for a run that records none")
-    p.add_argument("--profile", default=None, metavar="KEY=VALUE,...",
+    p.add_argument("--board-size", type=option_types.board_size, help="board size, only for a run that records none")
+    p.add_argument("--profile", default=None, metavar="KEY=VALUE,...", type=option_types.profile,
                    help="for a net with a profile input: the default game profile recorded in the file's metadata "
                         "(rank=7d,year=2010,source=kgs,...; players use it unless told another)")
 
@@ -44,20 +44,8 @@ def _check_inputs(args) -> None:
         ck = os.path.join(workdir, "checkpoints")
         if not os.path.isdir(ck) or not any(d.isdigit() for d in os.listdir(ck)):
             raise CommandError(f"{workdir}: no checkpoint (nothing under {ck}); train the run first")
-    out_dir = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(out_dir):
-        raise CommandError(f"{args.out}: the folder {out_dir} does not exist")
     if os.path.isdir(args.out):
         raise CommandError(f"{args.out}: is a directory; name the .onnx file to write")
-    if args.board_size is not None and not 2 <= args.board_size <= 19:
-        raise CommandError(f"--board-size must be in 2..19, not {args.board_size}")
-    if args.profile is not None:
-        from kifunet.data_prep import profiles
-
-        try:
-            profiles.parse_fields(args.profile)
-        except ValueError as e:
-            raise CommandError(f"--profile: {str(e).removeprefix('profile: ')}") from None
     missing = [m for m in ("jax2onnx", "onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
     if missing:
         raise CommandError(f"exporting needs {', '.join(missing)}: pip install 'kifunet[export]'")

@@ -78,10 +78,7 @@ def run(args) -> int:
             _print_set(features.get(name))
             print()
         return 0
-    try:
-        fs = features.get(args.name)
-    except KeyError as e:
-        raise CommandError(e) from e
+    fs = features.get(args.name)  # UnknownName: the known names listed
     if args.sgf:
         return _show_position(fs, args.sgf, args.move, args.allow_suicide)
     _print_set(fs)

@@ -2,7 +2,7 @@
 
 The net: a training run (``--checkpoint RUN``, JAX), a registered model with random weights (``--model NAME``,
 JAX), or an exported file (``--model FILE.onnx``, from ``kifunet export``): onnxruntime plays it and JAX is never
-imported (:mod:`kifunet.play.onnx_policy`). Naming none plays the default net (:func:`kifunet.paths.default_net`,
+imported (:mod:`kifunet.play.onnx_policy`). Naming none plays the default net (:func:`kifunet.data_prep.paths.default_net`,
 shipped with the package).
 
 Start-up: the engine answers as soon as the inputs are checked (the run's config and checkpoint metadata read,
@@ -22,7 +22,7 @@ exported with (``kifunet export --profile``) unless ``--profile`` names another.
 
 from __future__ import annotations
 
-from kifunet.commands import unsealed
+from kifunet.commands import option_types, unsealed
 from kifunet.errors import CommandError
 
 HELP = ("GTP engine that plays a policy net's raw moves (the default net, --checkpoint RUN, --model FILE.onnx "
@@ -32,20 +32,20 @@ HELP = ("GTP engine that plays a policy net's raw moves (the default net, --chec
 def add_arguments(p) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--checkpoint", metavar="RUN", help="training run directory (its config.json and "
-                     "checkpoints); default, with no --model: the default net (kifunet.paths.DEFAULT_NET)")
+                     "checkpoints); default, with no --model: the default net (kifunet.data_prep.paths.DEFAULT_NET)")
     src.add_argument("--model", metavar="NAME|FILE.onnx", help="an exported net (a .onnx file from `kifunet "
                      "export`: played with onnxruntime, without JAX; the file gives the board size and features), "
                      "or a registered model name, randomly initialised (--seed): a legitimate opponent for "
                      "protocol and match tests, not a player")
     p.add_argument("--step", type=int, help="with --checkpoint: this step instead of the latest")
     unsealed.add_option(p)
-    p.add_argument("--board-size", type=int, help="board size: with --model NAME (default 19); with --checkpoint "
+    p.add_argument("--board-size", type=option_types.board_size, help="board size: with --model NAME (default 19); with --checkpoint "
                    "only when the run records none")
     p.add_argument("--features", help="feature set (default: the run's, or the one matching the model's planes)")
     p.add_argument("--seed", type=int, default=0, help="model initialisation (--model) and sampling seed")
-    p.add_argument("--rank", default="9d", help="the rank the net imitates: 1d .. 9d, 3k, 9p, or unknown "
+    p.add_argument("--rank", default="9d", type=option_types.rank, help="the rank the net imitates: 1d .. 9d, 3k, 9p, or unknown "
                    "(rank planes / rank embeddings; default 9d, Maddison's setting: the rank input at its maximum)")
-    p.add_argument("--profile", default=None, metavar="KEY=VALUE,...",
+    p.add_argument("--profile", default=None, metavar="KEY=VALUE,...", type=option_types.profile,
                    help="the game profile a net with a profile input is given: rank=7d,opponent_rank=5d,"
                         "year=2010 (or date=2010-05-01),source=kgs,time=fast,handicap=2,komi=6.5; unknown when left "
                         "out, except the ranks (--rank), komi and handicap (the game's); changed mid-game with the "
@@ -81,14 +81,13 @@ def is_onnx_file(model: str | None) -> bool:
 
 
 def _check_inputs(args) -> None:
-    """What can be checked before JAX and the net load (seconds): the run directory or the ONNX file, the rank,
-    the numbers."""
+    """What can be checked before JAX and the net load (seconds): the run directory or the ONNX file, the
+    numbers (``--rank``, ``--board-size`` and ``--profile`` were checked as the command line was read:
+    :mod:`kifunet.commands.option_types`)."""
     import os
 
-    from kifunet.data_prep import ranks
-
     if not args.checkpoint and not args.model:
-        from kifunet import paths
+        from kifunet.data_prep import paths
 
         args.checkpoint = str(paths.default_net())
     if args.checkpoint:
@@ -106,18 +105,6 @@ def _check_inputs(args) -> None:
         if importlib.util.find_spec("onnxruntime") is None:
             raise CommandError(f"{args.model}: playing an ONNX file needs onnxruntime: "
                                "pip install 'kifunet[export]'")
-    text = str(args.rank).strip()
-    if text not in ("", "?", "-", "unknown") and not ranks.is_known(ranks.parse_rank(text)):
-        raise CommandError(f"--rank {args.rank!r} is not a rank (e.g. 1d, 5d, 9d, 3k, 9p, or unknown)")
-    if args.board_size is not None and not 2 <= args.board_size <= 19:
-        raise CommandError(f"--board-size must be in 2..19, not {args.board_size}")
-    if args.profile is not None:
-        from kifunet.data_prep import profiles
-
-        try:
-            profiles.parse_fields(args.profile)
-        except ValueError as e:
-            raise CommandError(f"--profile: {str(e).removeprefix('profile: ')}") from None
     if args.pass_threshold is not None and not 0 <= args.pass_threshold <= 1:
         raise CommandError(f"--pass-threshold is a probability (0..1), not {args.pass_threshold}")
     if args.max_moves is not None and args.max_moves < 1:

@@ -6,7 +6,7 @@ last lines give the eval figures beside the training steps and positions they ca
 training stops at a time limit, so the figures depend on the machine's speed.
 
 By default it uses the project's sample corpus (``samples/gnugo``, GNU Go self-play, test split: the 2015 games;
-installed with the package, :func:`kifunet.paths.sample_games`); ``--sgf PATH...`` runs it on real archives (a
+installed with the package, :func:`kifunet.data_prep.paths.sample_games`); ``--sgf PATH...`` runs it on real archives (a
 deterministic 5% of games by hash is the test split). Output goes under ``--out``, relative to the
 current directory.
 
@@ -96,7 +96,7 @@ def summary(result: dict, limit_s: int) -> str:
 
 
 def run(args) -> int:
-    from kifunet import paths
+    from kifunet.data_prep import paths
     from kifunet.train import configs
 
     out = Path(args.out)

@@ -1,6 +1,6 @@
 """``kifunet show GAME.sgf --move N [--checkpoint RUN] --out board.png``: a position with the net's policy.
 
-Without ``--checkpoint`` the default net draws the policy (:func:`kifunet.paths.default_net`); ``--no-net`` draws
+Without ``--checkpoint`` the default net draws the policy (:func:`kifunet.data_prep.paths.default_net`); ``--no-net`` draws
 the board alone.
 
 Every input is checked before the net loads (which takes seconds): the SGF exists and replays to move N, the
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 
-from kifunet.commands import unsealed
+from kifunet.commands import option_types, unsealed
 from kifunet.errors import CommandError
 
 HELP = "draw a position of an SGF with the policy as a heatmap over legal points and the top-k moves (PNG/SVG)"
@@ -31,16 +31,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--move", type=int, required=True, metavar="N", help="draw the board before move N (1-based)")
     net = p.add_mutually_exclusive_group()
     net.add_argument("--checkpoint", metavar="RUN", default=None,
-                     help="training run directory (default: the default net, kifunet.paths.DEFAULT_NET; "
+                     help="training run directory (default: the default net, kifunet.data_prep.paths.DEFAULT_NET; "
                           "a game on another board size is then drawn without a policy)")
     net.add_argument("--no-net", action="store_true", help="draw the board without a policy")
     unsealed.add_option(p)
-    p.add_argument("--out", required=True, metavar="FILE", help="image file; .png or .svg (format by extension)")
+    p.add_argument("--out", required=True, metavar="FILE", type=option_types.image_file, help="image file; .png or .svg (format by extension)")
     p.add_argument("--top-k", type=int, default=5, metavar="K", help="label the K most likely legal moves (5)")
-    p.add_argument("--rank", default=None, metavar="RANK",
+    p.add_argument("--rank", default=None, metavar="RANK", type=option_types.known_rank,
                    help="predict as a player of this rank (e.g. 1d, 9d) instead of the SGF's rank")
     p.add_argument("--ensemble", action="store_true", help="average the 8 symmetric passes")
-    p.add_argument("--profile", default=None, metavar="KEY=VALUE,...",
+    p.add_argument("--profile", default=None, metavar="KEY=VALUE,...", type=option_types.profile,
                    help="for a net with a profile input: replace these fields of the game's own profile "
                         "(rank=7d,opponent_rank=5d,year=2010 or date=2010-05-01,source=kgs,time=fast,handicap=2,"
                         "komi=6.5)")
@@ -53,31 +53,20 @@ def run(args) -> int:
 
     from kifunet.data_prep import ranks
 
-    # Inputs first, before anything slow loads (the net takes seconds): the paths, the options, the SGF.
-    if not args.out.lower().endswith((".png", ".svg")):
-        raise CommandError("--out must end in .png or .svg")
+    # Inputs first, before anything slow loads (the net takes seconds): the paths, the options, the SGF
+    # (--out, --rank and --profile were checked as the command line was read: kifunet.commands.option_types).
     if not os.path.isfile(args.sgf):
         raise CommandError(f"{args.sgf}: no such file" if not os.path.exists(args.sgf) else f"{args.sgf}: not a file")
     if args.move < 1:
         raise CommandError(f"--move must be at least 1, not {args.move}")
     if args.top_k < 0:
         raise CommandError(f"--top-k must be at least 0, not {args.top_k}")
-    out_dir = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(out_dir):
-        raise CommandError(f"{args.out}: the folder {out_dir} does not exist")
-    rank = None
-    if args.rank:
-        rank = ranks.parse_rank(args.rank)
-        if not ranks.is_known(rank):
-            raise CommandError(f"--rank {args.rank!r} is not a rank (e.g. 1d, 9d, 3k)")
+    rank = ranks.parse_rank(args.rank) if args.rank else None
     fields = {}
     if args.profile is not None:
         from kifunet.data_prep import profiles
 
-        try:
-            fields = profiles.parse_fields(args.profile)
-        except ValueError as e:
-            raise CommandError(f"--profile: {str(e).removeprefix('profile: ')}") from None
+        fields = profiles.parse_fields(args.profile)
     if args.checkpoint:
         from kifunet.train.nets import find_workdir
 
@@ -91,7 +80,7 @@ def run(args) -> int:
 
     record = load(args.sgf)  # an unreadable SGF is reported now (SgfError)
     if not args.no_net and not named:
-        from kifunet import paths
+        from kifunet.data_prep import paths
 
         args.checkpoint = str(paths.default_net())
     announce_compile()

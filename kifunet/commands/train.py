@@ -121,7 +121,6 @@ def run(args) -> int:
 
     parallel.use_cpu_devices(cfg.cpu_devices)
     parallel.initialize_distributed()
-    from kifunet.data_prep.datasets.dataset_base import DatasetError
     from kifunet.train import preemption, train
 
     try:
@@ -135,7 +134,7 @@ def run(args) -> int:
         if jax.process_index() == 0:
             print(e.line(), flush=True)
         return e.status
-    except (FileNotFoundError, ValueError, DatasetError) as e:  # DatasetError: no such dataset, split, or rows
+    except (FileNotFoundError, ValueError) as e:  # DatasetError (no such dataset, split, or rows): a user error
         raise CommandError(e) from e
     if "top1" in result:
         print(f"final: step {result['step']:,} ({result['positions']:,} positions): top1 {100 * result['top1']:.2f}% "

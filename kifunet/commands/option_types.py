@@ -1,0 +1,91 @@
+"""The options several commands share, checked as argparse converters (``add_argument(..., type=...)``).
+
+=====================  ==========================================================  ============================
+converter              accepts (returns the text as given)                         used by
+=====================  ==========================================================  ============================
+:func:`profile`        ``KEY=VALUE,...`` that :func:`~kifunet.data_prep.profiles.  show, export, gtp, eval
+                       parse_fields` reads
+:func:`known_rank`     a rank (``1d``, ``9d``, ``3k``, ``9p``, ...)                show ``--rank``
+:func:`rank`           a rank, or unknown (``unknown``, ``?``, ``-``, empty)       gtp ``--rank``
+:func:`as_rank`        a rank, or ``unknown`` / ``?``                              eval ``--as-rank``
+:func:`board_size`     an integer in 2..19 (returns the int)                       export, gtp ``--board-size``
+:func:`new_file`       a path whose folder exists                                  export ``--out``
+:func:`image_file`     a ``.png`` or ``.svg`` path whose folder exists             show ``--out``
+=====================  ==========================================================  ============================
+
+A value a converter refuses raises :class:`kifunet.errors.CommandError` while the command line is parsed:
+:func:`kifunet.cli.main` prints ``kifunet COMMAND: error: MESSAGE`` (one line, no usage) and exits 2, before
+the command runs. A text that is no integer (``--board-size x``) is argparse's own error, as for ``type=int``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from kifunet.errors import CommandError
+
+
+def profile(text: str) -> str:
+    """``--profile``: ``text`` when :func:`kifunet.data_prep.profiles.parse_fields` reads it, else
+    ``--profile: MESSAGE`` (its message, without its ``profile:`` prefix)."""
+    from kifunet.data_prep import profiles
+
+    try:
+        profiles.parse_fields(text)
+    except ValueError as e:
+        raise CommandError(f"--profile: {str(e).removeprefix('profile: ')}") from None
+    return text
+
+
+def _is_rank(text: str) -> bool:
+    from kifunet.data_prep import ranks
+
+    return ranks.is_known(ranks.parse_rank(text))
+
+
+def known_rank(text: str) -> str:
+    """``--rank`` naming a rank; the empty text passes (no rank given)."""
+    if text and not _is_rank(text):
+        raise CommandError(f"--rank {text!r} is not a rank (e.g. 1d, 9d, 3k)")
+    return text
+
+
+def rank(text: str) -> str:
+    """``--rank`` naming a rank, or unknown: ``unknown``, ``?``, ``-`` or nothing."""
+    if text.strip() not in ("", "?", "-", "unknown") and not _is_rank(text.strip()):
+        raise CommandError(f"--rank {text!r} is not a rank (e.g. 1d, 5d, 9d, 3k, 9p, or unknown)")
+    return text
+
+
+def as_rank(text: str) -> str:
+    """``--as-rank`` naming a rank, or ``unknown`` / ``?`` (any case)."""
+    if text.strip().lower() not in ("unknown", "?") and not _is_rank(text):
+        raise CommandError(f"--as-rank {text!r} is not a rank: give e.g. 1d, 5d, 9d, 3k, 9p or unknown")
+    return text
+
+
+def board_size(text: str) -> int:
+    """``--board-size``: an integer in 2..19."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if not 2 <= n <= 19:
+        raise CommandError(f"--board-size must be in 2..19, not {n}")
+    return n
+
+
+def new_file(text: str) -> str:
+    """A file to write (``--out``): its folder must exist."""
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder):
+        raise CommandError(f"{text}: the folder {folder} does not exist")
+    return text
+
+
+def image_file(text: str) -> str:
+    """An image to write (``--out``): ``.png`` or ``.svg`` (the format), in a folder that exists."""
+    if not text.lower().endswith((".png", ".svg")):
+        raise CommandError("--out must end in .png or .svg")
+    return new_file(text)
