@@ -1,7 +1,7 @@
 """A recorded GTP session against the default net: ``kifunet gtp`` must answer every line as it did when recorded.
 
 ``tests/fixtures/gtp_session/session.gtp`` sends every command group (core, analysis, GoGui, SGF, time, errors);
-``session.out`` is what ``kifunet gtp`` (no options: the default net, :func:`kifunet.paths.default_net`) wrote
+``session.out`` is what ``kifunet gtp`` (no options: the default net, :func:`kifunet.data_prep.paths.default_net`) wrote
 on stdout. Three things in an answer are not the engine's to decide and are normalised on both sides: the
 number ``cputime`` answers, the date ``printsgf`` writes (``DT``), and the folders the placeholders ``{samples}``
 and ``{tmp}`` stand for. Analyses are sent without an interval, so each answers exactly one block.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from kifunet.paths import sample_games
+from kifunet.data_prep.paths import sample_games
 
 HERE = Path(__file__).resolve().parent / "fixtures" / "gtp_session"
 SESSION, RECORD = HERE / "session.gtp", HERE / "session.out"
