@@ -134,9 +134,10 @@ def test_every_step_records_the_checksums_of_all_its_files_once_committed(ds_mad
 
 def _template(dataset):
     """A fresh training state shaped like the fixture run's."""
-    from kifunet.train import input_pipeline, parallel
+    from kifunet.data_prep.datasets.dataset import describe
+    from kifunet.train import parallel
 
-    info = input_pipeline.describe(dataset, "train")
+    info = describe(dataset, "train")
     return train.setup(tiny(dataset), board_size=info["board_size"], in_planes=info["num_planes"],
                        mesh=parallel.make_mesh(1))[3]
 
