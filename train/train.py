@@ -24,25 +24,24 @@ Order of business, as in big_vision's trainer:
    on its own ``eval_split``; the evaluation record keeps the first one's metrics under the usual keys and adds
    ``by_dataset`` (``{path: metrics}``).
 7. **Loop**: the per-device step mapped by :func:`kifunet.train.parallel.data_parallel`, wrapped by
-   :func:`kifunet.train.steps.windowed` so each step also adds its metrics to a *window* that stays on the
-   devices. Nothing goes from device to host per step: batches arrive already on the devices (the prefetch
-   thread), the state is donated, and the host reads the window once per interval (:mod:`kifunet.train.dispatch`), so it can
-   run ahead of the device -- by at most ``max_steps_ahead`` steps (it then waits for the device, without a
-   copy). A non-finite loss stops the run with ``NonFiniteLoss`` naming the first bad step (the window records
-   it; it is checked before every checkpoint, so none holds it). Every ``log_every_steps``: a JSON line and
-   TensorBoard scalars (loss, nats, top-1, top-4, positions/s, fraction of wall time waiting for data,
-   gradient / parameter / update norms, learning rate; a two-headed net adds the value metrics below) and a
-   progress line with ETA on stdout. Every ``eval_every_positions``: sums and counts over the evaluation split
-   (prefetched to the devices, summed there, fetched once). Every ``checkpoint_every_positions``, every
-   ``checkpoint_every_minutes`` of wall time and at the end: a checkpoint (with the input pipeline's position, so
-   any of them resumes bit-identically). ``time_limit_s`` ends the run (checkpoint and final evaluation) after
-   that much training time, counted across restarts. SIGTERM or SIGINT ends it after the step in progress: a
-   checkpoint, the metrics flushed, the input workers stopped, no final evaluation, then
-   :class:`kifunet.train.preemption.Preempted` (``kifunet train`` prints one line and exits 143 or 130; a second
-   signal kills the process at once). The clock and the signal flag are read on the host after every step
-   (:class:`kifunet.train.preemption.StopClock`), so the run stops within a few step times whatever the logging interval; several
-   processes agree on the step in one small collective every ``sync_s`` seconds (a signal to any of them stops
-   all of them there, each saving its share of the checkpoint).
+   :func:`kifunet.train.steps.windowed` so each step also adds its metrics to a *window* that stays on the devices.
+   Nothing goes from device to host per step: batches arrive already on the devices (the prefetch thread), the state
+   is donated, and the host reads the window once per interval (:mod:`kifunet.train.dispatch`), so it can run ahead
+   of the device -- by at most ``max_steps_ahead`` steps (it then waits for the device, without a copy). A non-finite
+   loss stops the run with ``NonFiniteLoss`` naming the first bad step (the window records it; it is checked before
+   every checkpoint, so none holds it). Every ``log_every_steps``: a JSON line and TensorBoard scalars (loss, nats,
+   top-1, top-4, positions/s, fraction of wall time waiting for data, gradient / parameter / update norms, learning
+   rate; a two-headed net adds the value metrics below) and a progress line with ETA on stdout. Every
+   ``eval_every_positions``: sums and counts over the evaluation split (prefetched to the devices, summed there,
+   fetched once). Every ``checkpoint_every_positions``, every ``checkpoint_every_minutes`` of wall time and at the
+   end: a checkpoint (with the input pipeline's position, so any of them resumes bit-identically). ``time_limit_s``
+   ends the run (checkpoint and final evaluation) after that much training time, counted across restarts. SIGTERM or
+   SIGINT ends it after the step in progress: a checkpoint, the metrics flushed, the input workers stopped, no final
+   evaluation, then :class:`kifunet.train.preemption.Preempted` (``kifunet train`` prints one line and exits 143 or
+   130; a second signal kills the process at once). The clock and the signal flag are read on the host after every
+   step (:class:`kifunet.train.preemption.StopClock`), so the run stops within a few step times whatever the logging
+   interval; several processes agree on the step in one small collective every ``sync_s`` seconds (a signal to any of
+   them stops all of them there, each saving its share of the checkpoint).
 
 Exit statuses of ``kifunet train`` (``--help`` lists them; :data:`kifunet.commands.train.EXIT_STATUSES`): 0 done
 (``train_positions`` or ``time_limit_s``), 2 bad input (config, dataset, a workdir in use, a batch that cannot fit),
@@ -251,8 +250,8 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals, histor
         if config.expect_features and info["features"] != config.expect_features:
             raise ValueError(f"config expects a dataset built with --features {config.expect_features}; "
                              f"{config.dataset} has {info['features']}")
-        net = _build(config, mesh, data)
-        state, data_state, elapsed_before = _restore(config, ckpt, latest, net.state, mesh)
+        net, state = _build(config, mesh, data)  # the initial state is not kept: a restored one replaces it
+        state, data_state, elapsed_before = _restore(config, ckpt, latest, state, mesh)
         return _feed_and_loop(config, workdir, mesh, ckpt, data, net, state, data_state,
                               Resume(latest, int(fetch(state["step"])), elapsed_before, history), signals)
     finally:
@@ -261,10 +260,9 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals, histor
 
 @dataclasses.dataclass(frozen=True)
 class Net:
-    """The model of a run (:func:`setup`), its initial replicated state and compiled steps (:func:`_build`)."""
+    """The model of a run (:func:`setup`), its compiled steps and memory estimate (:func:`_build`)."""
 
     model_def: ModelDef
-    state: dict
     train_fn: object
     eval_fn: object
     nparams: int
@@ -282,9 +280,9 @@ class Resume:
     history: list
 
 
-def _build(config, mesh, data: TrainData) -> Net:
-    """The model, optimizer and initial state for ``data``'s planes and board size, the compiled train and eval
-    steps, and the memory estimate (a run that cannot fit is refused here: :func:`_fit_memory`)."""
+def _build(config, mesh, data: TrainData) -> tuple[Net, dict]:
+    """The model, optimizer and initial replicated state for ``data``'s planes and board size, the compiled train
+    and eval steps, and the memory estimate (a run that cannot fit is refused here: :func:`_fit_memory`)."""
     info = data.facts()
     model_def, tx, schedule, state, model = setup(config, board_size=info["board_size"],
                                                   in_planes=info["num_planes"], mesh=mesh)
@@ -295,7 +293,7 @@ def _build(config, mesh, data: TrainData) -> Net:
         summed(eval_step(model_def, loss=config.loss, matmul_precision=config.get("matmul_precision", "default"))),
         mesh, carry=True)
     mem = _fit_memory(train_fn, state, config, mesh, data, value=model_def.has_value)
-    return Net(model_def, state, train_fn, eval_fn, nparams, mem)
+    return Net(model_def, train_fn, eval_fn, nparams, mem), state
 
 
 def _restore(config, ckpt, latest: int | None, state, mesh):
