@@ -251,7 +251,7 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals, histor
             raise ValueError(f"config expects a dataset built with --features {config.expect_features}; "
                              f"{config.dataset} has {info['features']}")
         net, state = _build(config, mesh, data)  # the initial state is not kept: a restored one replaces it
-        state, data_state, elapsed_before = _restore(config, ckpt, latest, state, mesh)
+        latest, state, data_state, elapsed_before = _restore(config, ckpt, latest, state, mesh)
         return _feed_and_loop(config, workdir, mesh, ckpt, data, net, state, data_state,
                               Resume(latest, int(fetch(state["step"])), elapsed_before, history), signals)
     finally:
@@ -297,7 +297,8 @@ def _build(config, mesh, data: TrainData) -> tuple[Net, dict]:
 
 
 def _restore(config, ckpt, latest: int | None, state, mesh):
-    """(state, input pipeline state or None, training seconds before) from the newest intact checkpoint, else
+    """(step restored or None, state, input pipeline state or None, training seconds before) from the newest intact
+    checkpoint (``latest``, or the one before it when ``latest`` fails its check and is set aside), else
     ``config.init_from`` (weights only), else the initial ``state``."""
     restored = None
     while latest is not None and restored is None:  # an unsealed step is checked as it is restored, then sealed
@@ -317,11 +318,11 @@ def _restore(config, ckpt, latest: int | None, state, mesh):
             raise ValueError(f"{ckpt.directory}/{latest} was written with batch_size {saved[0]} on {saved[1]} "
                              f"process(es); resuming needs the same (this run: {config.batch_size} on {pc}). To "
                              f"start a new run from its weights, use another workdir and --config.init_from")
-        return state, data_state, float(meta.get("train_seconds", 0.0))
+        return latest, state, data_state, float(meta.get("train_seconds", 0.0))
     if config.init_from:
         state, meta = _apply_init_from(state, config.init_from, mesh)
         _log(f"initial weights from {config.init_from} (step {meta.get('step', '?')})")
-    return state, None, 0.0
+    return latest, state, None, 0.0
 
 
 def _feed_and_loop(config, workdir, mesh, ckpt, data, net: Net, state, data_state, resume: Resume, signals) -> dict:
