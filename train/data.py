@@ -31,7 +31,7 @@ def open_blocks(root: str, split: str, *, block_rows: int = 0, add_planes: str =
     return split_.blocks(block_rows)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class TrainData:
     """The opened datasets of a run: ``roots`` (in ``config.dataset``'s order; the first is the reference),
     ``train`` and ``evals`` (their training and evaluation splits as block sources; ``evals`` is empty without an

@@ -258,7 +258,7 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals, histor
         data.close()
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Net:
     """The model of a run (:func:`setup`), its compiled steps and memory estimate (:func:`_build`)."""
 
@@ -383,7 +383,7 @@ def _fit_memory(train_fn, state, config, mesh, data: TrainData, *, value: bool) 
     return est
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Run:
     """What the training loop reads and never changes: the config and the intervals in steps derived from it, the
     run's objects (checkpointer, metric writer, prefetched input, compiled steps, datasets, stop clock, signals)
