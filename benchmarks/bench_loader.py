@@ -48,9 +48,13 @@ def build(archive: str, out: str) -> str:
 def time_pipeline(root: str, *, batch: int, workers: int, host_dtype: str, warmup: int, batches: int) -> dict:
     from kifunet.train import input_pipeline as ip
     from kifunet.train import parallel
+    from kifunet.train.configs import default
+    from kifunet.train.data import TrainData
 
     mesh = parallel.make_mesh()
-    it = ip.train_iterator(root, "train", batch_size=batch, seed=0, workers=workers, host_dtype=host_dtype)
+    inp = default.get_config().input
+    inp.workers, inp.host_dtype = workers, host_dtype
+    it = ip.train_iterator(TrainData.open_datasets(root, "train", inp), inp, batch_size=batch, seed=0)
     try:
         t0 = time.perf_counter()
         jax.block_until_ready(parallel.shard_batch(next(it), mesh))

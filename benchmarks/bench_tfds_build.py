@@ -69,6 +69,8 @@ def main(argv=None) -> int:
     from kifunet.data_prep.datasets.reader import Reader
     from kifunet.data_prep.datasets.tfds_reader import TfdsReader
     from kifunet.train import input_pipeline
+    from kifunet.train.configs import default
+    from kifunet.train.data import TrainData
 
     tmp = tempfile.mkdtemp(prefix="bench-tfds-build-")
     res = {"archives": args.archive, "load_before": os.getloadavg(), "workers": args.workers}
@@ -133,8 +135,10 @@ def main(argv=None) -> int:
               f"HDF5 {res['reader_hdf5_rows_per_s']:,.0f} rows/s", flush=True)
         for w in args.loader_workers:
             for name, ds in (("tfds", f"tfds:{tfds_dir}"), ("hdf5", out)):
-                bi = input_pipeline.train_iterator(ds, "train", batch_size=256, seed=0, workers=w,
-                                                   window_blocks=8, block_rows=256)
+                inp = default.get_config().input
+                inp.workers, inp.window_blocks, inp.block_rows = w, 8, 256
+                bi = input_pipeline.train_iterator(TrainData.open_datasets(ds, "train", inp), inp, batch_size=256,
+                                                   seed=0)
                 try:
                     rate = _rate(lambda: next(bi), 256, args.seconds)
                 finally:

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from kifunet.cli import main as cli_main
-from kifunet.train import checkpointing, train
+from kifunet.train import checkpointing, metric_writer, train
 from test_train import TINY, _env, state_arrays, tiny
 from test_train_data import ds_maddison  # noqa: F401 (fixture)
 
@@ -134,9 +134,10 @@ def test_every_step_records_the_checksums_of_all_its_files_once_committed(ds_mad
 
 def _template(dataset):
     """A fresh training state shaped like the fixture run's."""
-    from kifunet.train import input_pipeline, parallel
+    from kifunet.data_prep.datasets.dataset import describe
+    from kifunet.train import parallel
 
-    info = input_pipeline.describe(dataset, "train")
+    info = describe(dataset, "train")
     return train.setup(tiny(dataset), board_size=info["board_size"], in_planes=info["num_planes"],
                        mesh=parallel.make_mesh(1))[3]
 
@@ -340,11 +341,14 @@ def test_resume_checks_and_seals_an_unsealed_step(ds_maddison, run, tmp_path, ca
 @pytest.mark.parametrize("fault", ["nan", "flip-first-byte"])
 def test_resume_sets_aside_an_unsealed_step_that_fails_its_check(fault, ds_maddison, run, tmp_path, capsys):
     """An unsealed newest step with a NaN in its parameters, or one that does not read back: set aside as damaged
-    (never sealed), one line, and the run resumes from the step before it."""
+    (never sealed), one line, and the run resumes from the step before it -- its metrics too: the lines the run
+    that wrote step 30 logged after step 20 are dropped, not kept beside the new ones."""
     wd = _copy(run, tmp_path)
     _save_unsealed(wd, 30, ds_maddison, poison=fault == "nan")
     if fault != "nan":
         _damage(wd / "checkpoints" / "30", fault)
+    with open(wd / "metrics_train.jsonl", "a", encoding="utf-8") as f:  # what that run logged up to its step 30
+        f.writelines(json.dumps({"step": s, "loss": 1.0}) + "\n" for s in (25, 30))
     capsys.readouterr()
     res = train.train_and_evaluate(tiny(ds_maddison, train_positions=32 * 30, checkpoint_every_positions=32 * 10,
                                         keep_checkpoints=5, eval_split=""), str(wd))
@@ -356,6 +360,8 @@ def test_resume_sets_aside_an_unsealed_step_that_fails_its_check(fault, ds_maddi
     assert line.startswith("kifunet train: checkpoint step 30 is unsealed and fails its check (") and why in line
     assert line.endswith(f"set aside as {aside[0]}; resuming from step 20"), line
     assert res["step"] == 30 and not any("sealed now" in ln for ln in out), out
+    steps = [r["step"] for r in metric_writer.read_jsonl(str(wd / "metrics_train.jsonl"))]
+    assert steps == [5, 10, 15, 20, 25, 30], steps
     assert [(c.step, c.status) for c in checkpointing.verify_checkpoints(str(wd))] == \
         [(10, "intact"), (20, "intact"), (30, "intact")]
 

@@ -12,7 +12,7 @@ import orbax.checkpoint as ocp
 import pytest
 
 from kifunet.train import checkpointing, configs, input_pipeline, parallel, train
-from test_train_data import ds_maddison  # noqa: F401 (fixture)
+from test_train_data import ds_maddison, pipeline  # noqa: F401 (fixture)
 
 TINY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "train", "configs", "tiny.py")
 
@@ -44,7 +44,7 @@ def test_flatten_round_trip_keeps_prng_keys():
 def test_save_restore_keep_n_and_pipeline_state(ds_maddison, tmp_path):
     s0, s1 = _state(seed=0), _state(seed=1)
     assert not _equal(s0, s1)
-    it = input_pipeline.train_iterator(ds_maddison, "train", batch_size=16, seed=0, window_blocks=2, workers=0)
+    it = input_pipeline.train_iterator(*pipeline(ds_maddison, window_blocks=2, workers=0), batch_size=16, seed=0)
     for _ in range(3):
         next(it)
     data_state = it.get_state()
@@ -60,7 +60,7 @@ def test_save_restore_keep_n_and_pipeline_state(ds_maddison, tmp_path):
     ck.close()
     assert _equal(restored, s1) and meta["positions"] == 48
     assert json.loads(json.dumps(dstate)) == json.loads(json.dumps(data_state))
-    it2 = input_pipeline.train_iterator(ds_maddison, "train", batch_size=16, seed=0, window_blocks=2, workers=0)
+    it2 = input_pipeline.train_iterator(*pipeline(ds_maddison, window_blocks=2, workers=0), batch_size=16, seed=0)
     it2.set_state(dstate)
     got = next(it2)
     it2.close()

@@ -142,7 +142,8 @@ def test_same_rows_by_blocks(specs, split):
 
 def test_same_errors(specs, tmp_path):
     from kifunet.train import eval_batches as eb
-    from kifunet.train import input_pipeline as ip
+    from kifunet.train.data import open_blocks
+    from test_train_data import pipeline
 
     h5, tf = specs
     where = {h5: h5, tf: tf[len("tfds:"):]}
@@ -154,9 +155,10 @@ def test_same_errors(specs, tmp_path):
         # a split of the build that received no game: there, with no rows (TFDS did not write it)
         empty = open_split(spec, "val")
         assert len(empty) == 0 and len(empty.blocks()) == 0 and empty.batch([])["target"].shape == (0,)
-        assert eb.num_eval_rows(spec, "val") == 0 and list(eb.eval_batches(spec, "val", batch_size=4)) == []
+        empty_blocks = open_blocks(spec, "val")
+        assert eb.num_eval_rows(empty_blocks) == 0 and list(eb.eval_batches(empty_blocks, batch_size=4)) == []
         for call in (lambda: open_split(spec, "val", require_rows=True),
-                     lambda: ip.window_dataset(spec, "val", batch_size=4, seed=0)):
+                     lambda: pipeline(spec, "val")):
             with pytest.raises(EmptySplitError) as e:
                 call()
             assert isinstance(e.value, ValueError) and str(e.value) == f"{spec}: split 'val' has no rows"

@@ -191,6 +191,9 @@ def test_the_removed_shims_stay_removed():
                    "cross_entropy", "eval_step", "l2_loss", "path_tuple", "summed", "topk_correct", "train_step",
                    "value_loss", "value_metrics", "value_sums", "windowed")
     assert [n for n in steps_names if hasattr(parallel, n)] == []
-    pipeline_parts = ("window_batch", "eval_batches", "num_eval_rows", "Prefetcher", "layout_for")
+    pipeline_parts = ("window_batch", "eval_batches", "num_eval_rows", "Prefetcher", "layout_for", "block_source",
+                      "describe")
     assert [n for n in pipeline_parts if hasattr(input_pipeline, n)] == []
     assert not hasattr(train, "main")
+    moved = ("StopClock", "Decision", "CARRY_ON", "evaluate", "_InFlight", "_fetch", "_fmt_time", "_value_text")
+    assert [n for n in moved if hasattr(train, n)] == []  # issue 49: preemption, evaluation, dispatch, metric_writer

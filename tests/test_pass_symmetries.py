@@ -23,7 +23,9 @@ from kifunet.data_prep import symmetries as sym
 from kifunet.data_prep.datasets.dataset import open_split
 from kifunet.train import batches, eval_batches
 from kifunet.train import input_pipeline as ip
+from kifunet.train.data import open_blocks
 from test_build import write_corpus
+from test_train_data import pipeline
 
 N = 9
 PASS = N * N
@@ -111,7 +113,7 @@ def test_training_windows_keep_the_pass_under_every_symmetry(spec, mode):
     drawn (all 8 are drawn for pass rows), and the served planes are the Reader's under that symmetry."""
     r = open_split(spec, "train")
     target = r.batch(np.arange(len(r)))["target"]
-    ds = ip.window_dataset(spec, "train", batch_size=8, seed=3, symmetry=mode, window_blocks=2, block_rows=32)
+    ds = ip.window_dataset(*pipeline(spec, symmetry=mode, window_blocks=2, block_rows=32), batch_size=8, seed=3)
     windows = -(-2 * len(r) // (2 * 32))
     syms_at_pass = Counter()
     served_passes = 0
@@ -135,13 +137,13 @@ def test_train_iterator_and_eval_batches_serve_the_passes(spec):
     target = r.batch(np.arange(len(r)))["target"]
     n_pass = int((target == PASS).sum())
     # one epoch of training batches (one block a window, a batch of one row: no row dropped)
-    it = ip.train_iterator(spec, "train", batch_size=1, seed=5, window_blocks=1, block_rows=32, workers=0)
-    blocks = ip.block_source(spec, "train", 32)
+    it = ip.train_iterator(*pipeline(spec, window_blocks=1, block_rows=32, workers=0), batch_size=1, seed=5)
+    blocks = open_blocks(spec, "train", block_rows=32)
     rows = sum(len(blocks[i]["columns"]["target"]) for i in range(len(blocks)))
     got = np.concatenate([next(it)["target"] for _ in range(rows)])
     it.close()
     assert rows == len(r) and int((got == PASS).sum()) == n_pass
     assert Counter(got[got != PASS].tolist()) != Counter(target[target != PASS].tolist())  # symmetries applied
-    ev = list(eval_batches.eval_batches(spec, "train", batch_size=16))
+    ev = list(eval_batches.eval_batches(open_blocks(spec, "train"), batch_size=16))
     t = np.concatenate([b["target"] for b in ev])[np.concatenate([b["weight"] for b in ev]) > 0]
     assert np.array_equal(t, target)

@@ -210,7 +210,7 @@ def test_a_signal_to_any_process_stops_all_of_them_at_an_agreed_step():
             rows = [np.asarray(msg).copy(), np.asarray(msg).copy()]
             rows[1 - i][2] = flags[1 - i].signum
             return np.stack(rows)
-        clocks.append(train.StopClock(0.0, process_count=2, sync_s=1.0, broadcast=gather, clock=lambda: now[0],
+        clocks.append(preemption.StopClock(0.0, process_count=2, sync_s=1.0, broadcast=gather, clock=lambda: now[0],
                                       signals=flags[i]))
     stops = []
     for step in range(1, 100):

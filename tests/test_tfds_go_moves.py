@@ -216,15 +216,16 @@ def test_training_runs_from_the_tfds_source(built, tmp_path):
 
 def test_tfds_source_batches_match_the_reader(built):
     pytest.importorskip("jax")
-    from kifunet.data_prep.datasets import tfds_reader
-    from kifunet.train import eval_batches, input_pipeline
+    from kifunet.data_prep.datasets import dataset, tfds_reader
+    from kifunet.train import eval_batches
+    from kifunet.train.data import open_blocks
 
     _, res, out = built
-    info = input_pipeline.describe(f"tfds:{res['dir']}", "test")
+    info = dataset.describe(f"tfds:{res['dir']}", "test")
     assert info["features"] == "maddison" and info["num_planes"] == 36 and info["board_size"] == 19
     r = tfds_reader.TfdsReader(res["dir"], "test")
     assert len(r) == info["rows"]
-    batches = list(eval_batches.eval_batches(f"tfds:{res['dir']}", "test", batch_size=16))
+    batches = list(eval_batches.eval_batches(open_blocks(f"tfds:{res['dir']}", "test"), batch_size=16))
     planes = np.concatenate([b["planes"] for b in batches])[: len(r)]
     assert np.array_equal(planes, np.load(out / "test.npz")["planes"])  # in record order, unaugmented
     # TfdsReader parses the records itself (decode_raw): the same as tfds.data_source + decode

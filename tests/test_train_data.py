@@ -8,6 +8,8 @@ Session fixtures (imported by tests/test_input_pipeline.py, test_train*.py, test
 * ``ds_gonn``: 30 games with the ``gonn`` planes (26, five previous-move planes: history dropout);
 * ``ds_qiqiao``: 40 games with the ``qiqiao`` planes (10) whose results vary (:data:`QIQIAO_RESULTS`, in turn:
   wins of either colour, a draw, an unknown result), for the value head's tests.
+
+:func:`pipeline` opens a dataset as the trainer does, for the input pipeline's tests.
 """
 
 from __future__ import annotations
@@ -21,6 +23,25 @@ from test_build import random_game, write_corpus
 
 #: the RE of game i of ``ds_qiqiao`` is QIQIAO_RESULTS[i % 6] (None: no RE, an unknown result)
 QIQIAO_RESULTS = ("B+R", "W+3.5", "W+R", "0", None, "B+T")
+
+
+def input_config(**overrides):
+    """The default config's ``input`` section with ``overrides`` (e.g. ``workers=0``, ``window_blocks=2``)."""
+    from kifunet.train.configs import default
+
+    cfg = default.get_config().input
+    for k, v in overrides.items():
+        cfg[k] = v
+    return cfg
+
+
+def pipeline(spec, split: str = "train", *, eval_split: str = "", profile: bool = False, **overrides):
+    """``(TrainData, input config)`` of ``spec``'s ``split`` read with the default input config plus
+    ``overrides``: the first two arguments of ``input_pipeline.train_iterator`` and ``window_dataset``."""
+    from kifunet.train.data import TrainData
+
+    cfg = input_config(**overrides)
+    return TrainData.open_datasets(spec, split, cfg, eval_split=eval_split, profile=profile), cfg
 
 
 def build_dataset(root, *, games: int, features: str = "maddison", planes: str = "codes", moves: int = 60,

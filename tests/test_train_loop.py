@@ -26,9 +26,9 @@ import numpy as np
 import pytest
 
 from kifunet.cli import main as cli_main
-from kifunet.train import metric_writer, nets, parallel, train
+from kifunet.train import metric_writer, nets, parallel, preemption, train
 from test_train import TINY, _env, state_arrays, tiny
-from test_train_data import ds_maddison  # noqa: F401 (fixture)
+from test_train_data import ds_maddison, pipeline  # noqa: F401 (fixture)
 
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"  # jax._src.dispatch.BACKEND_COMPILE_EVENT
 
@@ -126,7 +126,7 @@ def test_stop_clock_agrees_across_processes_from_the_host_clock():
         sent.append(np.asarray(x).tolist())
         return x
 
-    clock = train.StopClock(10.0, 4.0, process_count=2, sync_s=1.0, broadcast=broadcast, clock=lambda: now[0])
+    clock = preemption.StopClock(10.0, 4.0, process_count=2, sync_s=1.0, broadcast=broadcast, clock=lambda: now[0])
     decisions = []
     for step in range(1, 200):
         now[0] += 0.1  # 0.1 s a step: agree about every 10 steps (1 s), more often in the last second
@@ -137,11 +137,11 @@ def test_stop_clock_agrees_across_processes_from_the_host_clock():
     assert 10.0 <= 4.0 + now[0] <= 10.25  # 6 s to go when it started: stops at the limit, within 2 steps
     assert sent[0][1] == 2 and sent[1][1] in (11, 12)  # then about 1 s of steps ahead
     assert len(sent) < len(decisions) / 3  # not a broadcast (a device round trip) per step
-    single = train.StopClock(1.0, 0.0, clock=lambda: now[0])
+    single = preemption.StopClock(1.0, 0.0, clock=lambda: now[0])
     now[0] += 0.5
     assert not single.over(1)
     now[0] += 0.6
-    assert single.over(2) and not train.StopClock(0.0).over(1)
+    assert single.over(2) and not preemption.StopClock(0.0).over(1)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -278,7 +278,7 @@ def test_windowed_step_donates_the_state_and_takes_device_batches(ds_maddison):
     model_def, tx, schedule, state, _ = train.setup(cfg, board_size=9, in_planes=36, mesh=mesh)
     fn = parallel.data_parallel(steps.windowed(steps.train_step(model_def, tx, schedule)), mesh,
                                 donate_state=True, carry=True)
-    it = input_pipeline.train_iterator(ds_maddison, "train", batch_size=32, seed=0, window_blocks=2, workers=0)
+    it = input_pipeline.train_iterator(*pipeline(ds_maddison, window_blocks=2, workers=0), batch_size=32, seed=0)
     pre = prefetch.Prefetcher(it, fn=lambda b: parallel.shard_batch(b, mesh))
     try:
         batch = next(pre)

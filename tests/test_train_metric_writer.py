@@ -1,11 +1,11 @@
 """kifunet.train.metric_writer: one JSON line per write, non-finite values as text, a mixture's nested
-``by_dataset`` kept nested (and as TensorBoard tags one level down)."""
+``by_dataset`` kept nested (and as TensorBoard tags one level down); the trainer's progress and evaluation lines."""
 
 from __future__ import annotations
 
 import pytest
 
-from kifunet.train.metric_writer import MetricWriter, read_jsonl
+from kifunet.train.metric_writer import MetricWriter, eval_line, fmt_time, progress_line, read_jsonl
 
 
 class _Scalars:
@@ -62,3 +62,18 @@ def test_a_write_that_fails_in_tensorboards_thread_is_no_traceback_and_close_nam
         w.close()
     assert e.value.errno == errno.ENOSPC and e.value.filename == str(tmp_path / "tensorboard")
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_progress_and_eval_lines():
+    rec = {"loss": 5.25, "top1": 0.125, "top4": 0.25, "grad_norm": 0.5, "grad_norm_max": 0.75, "logit_abs_max": 3.0,
+           "positions_per_s": 1234.0, "data_wait_fraction": 0.015}
+    assert progress_line(10, 40, 32, rec, 3725.0) == (
+        "step 10/40 (320 positions, 25.0%) loss 5.2500 top1 12.50% top4 25.00% | grad 0.5 (max 0.75) "
+        "|logit| max 3 | 1,234 pos/s, data wait 1.5% | ETA 1:02:05")
+    first = {k: v for k, v in rec.items() if k not in ("positions_per_s", "data_wait_fraction")}
+    assert progress_line(1, 40, 32, first, float("nan")).endswith("| compiling | ETA ?")
+    value = {"value_known": 10.0, "value_mse": 0.5, "winner_acc": 0.625}
+    ev = {"eval_positions": 64.0, "top1": 0.5, "top4": 0.75, "nats": 2.0, "seconds": 1.25, **value}
+    assert eval_line(20, "test", ev, "DS") == ("eval at step 20 on 64 test positions of DS: top1 50.00% top4 75.00% "
+                                               "nats 2.0000 value mse 0.5000 winner 62.50% (1.2 s)")
+    assert fmt_time(-5) == "0:00:00" and fmt_time(59.9) == "0:00:59"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 
 import grain
 import numpy as np
@@ -19,7 +20,7 @@ from kifunet.train import batches, input_pipeline as ip, mixture, nets, train
 from kifunet.train.windows import WindowBuilder
 from test_build import write_corpus
 from test_train import tiny
-from test_train_data import build_dataset, ds_gonn, ds_maddison  # noqa: F401 (fixtures)
+from test_train_data import build_dataset, ds_gonn, ds_maddison, pipeline  # noqa: F401 (fixtures)
 
 #: sha256 of the first 10 batches of ``train_iterator(ds_maddison, batch 32, seed 11, 2 blocks a window)``, computed
 #: with the single-dataset pipeline as it was before mixtures existed (:func:`_fingerprint`); it changes when the
@@ -41,7 +42,7 @@ def _rows(root: str, split: str = "train") -> int:
 def _shares(spec: str, windows: int, **kw) -> tuple[np.ndarray, float]:
     """Rows of each dataset over the first ``windows`` windows (normalised), and the fraction of windows that
     hold rows of both."""
-    ds = ip.window_dataset(spec, "train", batch_size=32, seed=5, window_blocks=4, symmetry="none", **kw)
+    ds = ip.window_dataset(*pipeline(spec, window_blocks=4, symmetry="none", **kw), batch_size=32, seed=5)
     counts, both = np.zeros(2), 0
     for i in range(windows):
         c = np.bincount(ds[i]["dataset"], minlength=2)
@@ -65,7 +66,7 @@ def test_mixed_rows_are_each_datasets_own(ds_maddison, ds_other):
     """Both datasets' shard 0 in one window: each row's planes and target are its own dataset's (the code tables
     are kept apart per dataset)."""
     spec = f"{ds_maddison},{ds_other}"
-    ds = ip.window_dataset(spec, "train", batch_size=32, seed=2, window_blocks=4, symmetry="none")
+    ds = ip.window_dataset(*pipeline(spec, window_blocks=4, symmetry="none"), batch_size=32, seed=2)
     for i in range(3):
         w = ds[i]
         b = batches.window_batch(w, 0, len(w["target"]))
@@ -84,10 +85,11 @@ def _same(xs, ys) -> bool:
 
 def test_same_seed_same_batches_and_exact_resume(ds_maddison, ds_other):
     spec = f"{ds_maddison},{ds_other}"
-    kw = dict(batch_size=32, seed=7, window_blocks=2, mix_weights="2,1")
-    a = ip.train_iterator(spec, "train", workers=0, **kw)
-    b = ip.train_iterator(spec, "train", workers=1, **kw)
-    c = ip.train_iterator(spec, "train", workers=0, **{**kw, "seed": 8})
+    kw = dict(batch_size=32, seed=7)
+    inp = dict(window_blocks=2, mix_weights="2,1")
+    a = ip.train_iterator(*pipeline(spec, workers=0, **inp), **kw)
+    b = ip.train_iterator(*pipeline(spec, workers=1, **inp), **kw)
+    c = ip.train_iterator(*pipeline(spec, workers=0, **inp), **{**kw, "seed": 8})
     try:
         ba, bb, bc = [[next(it) for _ in range(10)] for it in (a, b, c)]
         assert _same(ba, bb)
@@ -100,7 +102,7 @@ def test_same_seed_same_batches_and_exact_resume(ds_maddison, ds_other):
         for it in (a, b, c):
             it.close()
     for workers in (0, 1):
-        it = ip.train_iterator(spec, "train", workers=workers, **kw)
+        it = ip.train_iterator(*pipeline(spec, workers=workers, **inp), **kw)
         try:
             it.set_state(state)
             assert _same(ref, [next(it) for _ in range(6)]), workers
@@ -112,7 +114,7 @@ def test_hosts_split_each_dataset(ds_maddison, ds_other):
     spec = f"{ds_maddison},{ds_other}"
     seen = []
     for p in range(2):
-        ds = ip.window_dataset(spec, "train", batch_size=1, seed=4, window_blocks=1, symmetry="none",
+        ds = ip.window_dataset(*pipeline(spec, window_blocks=1, symmetry="none"), batch_size=1, seed=4,
                                process_index=p, process_count=2)
         got = set()
         for i in range(120):
@@ -125,13 +127,13 @@ def test_hosts_split_each_dataset(ds_maddison, ds_other):
 
 def test_mismatched_datasets_and_weights_are_one_line_errors(ds_maddison, ds_gonn):
     with pytest.raises(ValueError) as e:
-        ip.window_dataset(f"{ds_maddison},{ds_gonn}", "train", batch_size=32, seed=0)
+        pipeline(f"{ds_maddison},{ds_gonn}")
     msg = str(e.value)
     assert "\n" not in msg and ds_maddison in msg and ds_gonn in msg and "feature set" in msg
     assert "maddison" in msg and "gonn" in msg
     for bad, what in (("1", r"1 weight\(s\) for 2 datasets"), ("1,0", "positive"), ("1,x", "numbers")):
         with pytest.raises(ValueError, match=what):
-            ip.window_dataset(f"{ds_maddison},{ds_maddison}", "train", batch_size=32, seed=0, mix_weights=bad)
+            pipeline(f"{ds_maddison},{ds_maddison}", mix_weights=bad)
 
 
 def _old_window_dataset(root, split, *, batch_size, seed, window_blocks, block_rows=0, symmetry="example"):
@@ -153,13 +155,13 @@ def _fingerprint(items) -> str:
 
 
 def test_one_dataset_is_the_pipeline_of_before(ds_maddison):
-    it = ip.train_iterator(ds_maddison, "train", batch_size=32, seed=11, window_blocks=2, workers=0)
+    it = ip.train_iterator(*pipeline(ds_maddison, window_blocks=2, workers=0), batch_size=32, seed=11)
     try:
         got = _fingerprint(next(it) for _ in range(10))
     finally:
         it.close()
     assert got == SINGLE_FINGERPRINT, "the single-dataset batches changed (or the test datasets' build did)"
-    new = ip.window_dataset(ds_maddison, "train", batch_size=32, seed=11, window_blocks=2)
+    new = ip.window_dataset(*pipeline(ds_maddison, window_blocks=2), batch_size=32, seed=11)
     old = _old_window_dataset(ds_maddison, "train", batch_size=32, seed=11, window_blocks=2)
     assert _fingerprint(new[i] for i in range(6)) == _fingerprint(old[i] for i in range(6))
     assert "dataset" not in new[0]
@@ -197,10 +199,35 @@ def test_training_on_two_datasets_evaluates_each(ds_maddison, ds_other, tmp_path
     assert single["cross_entropy_nats"] == pytest.approx(res["by_dataset"][ds_other]["nats"], rel=1e-4)
 
 
-def test_a_dataset_without_the_eval_split_is_refused_at_the_start(ds_maddison, ds_other, tmp_path, capsys):
+def test_a_run_opens_each_split_once(ds_maddison, ds_other, tmp_path, monkeypatch):
+    """A run on a mixture with evaluations on the way opens each dataset's training and evaluation split once
+    (kifunet.train.data.TrainData) and checks the datasets' compatibility once: the trainer, the memory estimate,
+    the input pipeline and every evaluation read the same opened splits."""
+    opened, checks = Counter(), []
+    real_open, real_check = dataset_mod.open_split, mixture.check_compatible
+
+    def counting_open(spec, split="train", **kw):
+        opened[(str(spec), split)] += 1
+        return real_open(spec, split, **kw)
+
+    monkeypatch.setattr(dataset_mod, "open_split", counting_open)
+    monkeypatch.setattr(mixture, "check_compatible", lambda *a, **kw: checks.append(1) or real_check(*a, **kw))
+    cfg = tiny(f"{ds_maddison},{ds_other}", train_positions=32 * 4, eval_every_positions=32 * 2, log_every_steps=2,
+               eval_positions=64, final_eval_positions=64)
+    res = train.train_and_evaluate(cfg, str(tmp_path / "run"))
+    assert res["step"] == 4 and set(res["by_dataset"]) == {ds_maddison, ds_other}
+    assert opened == {(r, s): 1 for r in (ds_maddison, ds_other) for s in ("train", "test")}, opened
+    assert len(checks) == 1
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_a_dataset_without_the_eval_split_is_refused_at_the_start(ds_maddison, ds_other, tmp_path, capsys, mixed):
+    spec = f"{ds_maddison},{ds_other}" if mixed else ds_maddison
     with pytest.raises(KeyError, match="nope"):
-        train.train_and_evaluate(tiny(f"{ds_maddison},{ds_other}", eval_split="nope"), str(tmp_path))
+        train.train_and_evaluate(tiny(spec, eval_split="nope"), str(tmp_path))
     assert "kifunet train: model" not in capsys.readouterr().out  # before the model, not at the first evaluation
+    assert not (tmp_path / "checkpoints").exists()
+
 
 
 def test_one_dataset_eval_record_has_no_by_dataset(ds_maddison, tmp_path):

@@ -11,7 +11,8 @@ from kifunet.data_prep.datasets.reader import Reader
 from kifunet.data_prep.planes import features
 from kifunet.train import batches, eval_batches, windows
 from kifunet.train import input_pipeline as ip
-from test_train_data import ds_gonn, ds_maddison, ds_maddison_packbits, ds_qiqiao  # noqa: F401 (fixtures)
+from kifunet.train.data import open_blocks
+from test_train_data import ds_gonn, ds_maddison, ds_maddison_packbits, ds_qiqiao, pipeline  # noqa: F401
 
 
 def _window_planes(w):
@@ -22,7 +23,7 @@ def _window_planes(w):
 @pytest.mark.parametrize("symmetry", ["example", "batch", "none"])
 def test_windows_equal_reader_rows_with_their_symmetries(ds_maddison, ds_maddison_packbits, layout, symmetry):
     root = ds_maddison if layout == "codes" else ds_maddison_packbits
-    ds = ip.window_dataset(root, "train", batch_size=16, seed=4, symmetry=symmetry, window_blocks=3)
+    ds = ip.window_dataset(*pipeline(root, symmetry=symmetry, window_blocks=3), batch_size=16, seed=4)
     r = Reader(root, "train")
     seen_syms = set()
     for i in range(3):
@@ -59,8 +60,8 @@ def test_history_dropout_gonn_cascade(ds_gonn):
     assert lay.history_depth == 5
     prev = [i for i, n in enumerate(fs.plane_names()) if n.startswith("previous_moves_5")]
     assert [c for g in lay.history for c in g] == prev
-    ds = ip.window_dataset(ds_gonn, "train", batch_size=8, seed=2, window_blocks=4, history="cascade",
-                           keep_probs=windows.GONN_KEEP_PROBS)
+    ds = ip.window_dataset(*pipeline(ds_gonn, window_blocks=4, history_dropout="cascade",
+                                     history_keep_probs=windows.GONN_KEEP_PROBS), batch_size=8, seed=2)
     r = Reader(ds_gonn, "train")
     levels = []
     for i in range(6):
@@ -97,7 +98,7 @@ def test_the_pipeline_carries_the_outcome_through_symmetries(ds_qiqiao):
     from kifunet.data_prep.datasets.dataset import open_split
 
     reader = open_split(ds_qiqiao, "train")
-    ds = ip.window_dataset(ds_qiqiao, "train", batch_size=32, seed=0, window_blocks=4)
+    ds = ip.window_dataset(*pipeline(ds_qiqiao, window_blocks=4), batch_size=32, seed=0)
     window = ds[0]
     rows = reader.batch(np.asarray(window["index"]))
     assert window["outcome"].dtype == np.int8 and len(set(window["symmetry"].tolist())) > 1
@@ -106,5 +107,5 @@ def test_the_pipeline_carries_the_outcome_through_symmetries(ds_qiqiao):
     batch = batches.window_batch(window, 0, 32)
     assert batch["outcome"].dtype == np.int8
     np.testing.assert_array_equal(batch["outcome"], window["outcome"][:32])
-    ev = next(eval_batches.eval_batches(ds_qiqiao, "test", batch_size=64))
+    ev = next(eval_batches.eval_batches(open_blocks(ds_qiqiao, "test"), batch_size=64))
     np.testing.assert_array_equal(ev["outcome"], open_split(ds_qiqiao, "test").batch(np.arange(64))["outcome"])

@@ -11,29 +11,27 @@ from typing import Iterator
 
 import numpy as np
 
-from kifunet.data_prep.datasets import dataset as dataset_mod
 from kifunet.train.batches import window_batch
 from kifunet.train.windows import WindowBuilder
 
 
-def eval_batches(root: str, split: str, *, batch_size: int, process_index: int = 0, process_count: int = 1,
-                 limit: int = 0, host_dtype: str = "uint8", add_planes: str = "", profile: bool = False,
-                 profile_fields: dict | None = None) -> Iterator[dict[str, np.ndarray]]:
-    """Batches over the host's share of the split's first ``limit`` rows (0: all), in order, unaugmented.
+def eval_batches(src, *, batch_size: int, process_index: int = 0, process_count: int = 1, limit: int = 0,
+                 host_dtype: str = "uint8", profile_fields: dict | None = None) -> Iterator[dict[str, np.ndarray]]:
+    """Batches over the host's share of the first ``limit`` rows (0: all) of ``src`` (a split's blocks:
+    :func:`kifunet.train.data.open_blocks`), in order, unaugmented.
 
     Every host yields the same number of batches (``ceil(ceil(rows / hosts) / batch_size)``); rows past the
-    host's share are padding with ``weight`` 0. ``add_planes``: constant-only feature sets added to the dataset's.
-    ``profile``: batches carry each row's profile, the fields of ``profile_fields`` (a
-    :func:`kifunet.data_prep.profiles.parse_fields` dict) forced on every row.
+    host's share are padding with ``weight`` 0. A split opened with the rows' profiles gives batches that carry
+    each row's profile, the fields of ``profile_fields`` (a :func:`kifunet.data_prep.profiles.parse_fields` dict)
+    forced on every row.
     """
-    src = dataset_mod.open_split(root, split, assemble=False, add_planes=add_planes, profile=profile).blocks()
-    total = src.num_rows() if not limit else min(limit, src.num_rows())
+    total = num_eval_rows(src, limit)
     lo = process_index * total // process_count
     hi = (process_index + 1) * total // process_count
     per_host = -(-total // process_count)
     steps = -(-per_host // batch_size)
     builder = WindowBuilder(src.feature_name, src.board_size, batch_size, symmetry="none", history="none",
-                            shuffle=False, profile=profile, profile_fields=profile_fields)
+                            shuffle=False, profile=src.split.profile_columns, profile_fields=profile_fields)
     for i in range(steps):
         a, b = lo + i * batch_size, min(hi, lo + (i + 1) * batch_size)
         if b > a:
@@ -45,7 +43,7 @@ def eval_batches(root: str, split: str, *, batch_size: int, process_index: int =
         yield window_batch(win, 0, batch_size, host_dtype)
 
 
-def num_eval_rows(root: str, split: str, limit: int = 0) -> int:
-    """The rows :func:`eval_batches` scores over all hosts: the split's first ``limit`` rows (0: all)."""
-    n = len(dataset_mod.open_split(root, split))
+def num_eval_rows(src, limit: int = 0) -> int:
+    """The rows :func:`eval_batches` scores over all hosts: the first ``limit`` rows (0: all) of ``src``."""
+    n = src.num_rows()
     return n if not limit else min(limit, n)

@@ -12,6 +12,9 @@ command line prints it in one line); a TensorBoard writer whose last flush faile
 (:meth:`MetricWriter.close`), so tensorboardX does not try again at exit (a traceback there, after the error line).
 A write that fails in tensorboardX's own writer thread is kept instead of printed (:func:`_keep_tensorboard_thread_errors`)
 and raised by :meth:`MetricWriter.close`, naming ``WORKDIR/tensorboard``.
+
+The trainer's lines on stdout are made here too: :func:`progress_line` (one per logging interval) and
+:func:`eval_line` (one per evaluated dataset).
 """
 
 from __future__ import annotations
@@ -174,3 +177,39 @@ def read_jsonl(path: str) -> list[dict]:
     """All records of a metrics file."""
     with open(path, encoding="utf-8") as f:
         return [json.loads(ln) for ln in f if ln.strip()]
+
+
+def fmt_time(s: float) -> str:
+    """Seconds as ``H:MM:SS`` (negative: 0)."""
+    s = int(max(0, s))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def value_text(rec: dict) -> str:
+    """`` value mse 0.8123 (constant 0.9900) winner 61.20%`` for a record with value metrics, else ``''``."""
+    if "value_known" not in rec:
+        return ""
+    if "value_mse" not in rec:
+        return " value: no known results"
+    base = f" (constant {rec['value_baseline_mse']:.4f})" if "value_baseline_mse" in rec else ""
+    win = f" winner {100 * rec['winner_acc']:.2f}%" if "winner_acc" in rec else ""
+    return f" value mse {rec['value_mse']:.4f}{base}{win}"
+
+
+def progress_line(step: int, total_steps: int, batch_size: int, rec: dict, eta: float) -> str:
+    """The stdout line of a training record ``rec`` at ``step`` (``eta``: seconds left, NaN when unknown)."""
+    rate = rec.get("positions_per_s", 0.0)
+    speed = (f"{rate:,.0f} pos/s, data wait {100 * rec['data_wait_fraction']:.1f}%" if rate > 0
+             else "compiling")
+    return (f"step {step:,}/{total_steps:,} ({step * batch_size:,} positions, {100 * step / total_steps:.1f}%) "
+            f"loss {rec['loss']:.4f} top1 {100 * rec['top1']:.2f}% top4 {100 * rec['top4']:.2f}%"
+            f"{value_text(rec)} | grad {rec['grad_norm']:.3g} (max {rec['grad_norm_max']:.3g}) "
+            f"|logit| max {rec['logit_abs_max']:.3g} | {speed} | "
+            f"ETA {fmt_time(eta) if math.isfinite(eta) else '?'}")
+
+
+def eval_line(step: int, split: str, rec: dict, dataset: str | None = None) -> str:
+    """The stdout line of an evaluation record ``rec`` at ``step`` on ``split`` (of ``dataset``, in a mixture)."""
+    return (f"eval at step {step:,} on {int(rec['eval_positions']):,} {split} positions"
+            f"{f' of {dataset}' if dataset else ''}: top1 {100 * rec['top1']:.2f}% top4 {100 * rec['top4']:.2f}% "
+            f"nats {rec['nats']:.4f}{value_text(rec)} ({rec['seconds']:.1f} s)")

@@ -58,15 +58,13 @@ def _facts(split) -> dict:
             "stored-plane layout": storage.get("planes", "stored")}
 
 
-def check_compatible(roots: list[str], split: str, add_planes: str = "") -> None:
-    """Raise ``ValueError`` (one line: both paths and what differs) unless every dataset's ``split`` has the first
+def check_compatible(splits: list) -> None:
+    """Raise ``ValueError`` (one line: both paths and what differs) unless every split of ``splits`` (``(root,
+    split)`` pairs, the split opened: :class:`kifunet.data_prep.datasets.dataset_base.DatasetSplit`) has the first
     one's feature set, board size, plane counts and stored-plane layout."""
-    from kifunet.data_prep.datasets import dataset as dataset_mod
-
     ref = None
-    for root in roots:
-        with dataset_mod.open_split(root, split, add_planes=add_planes) as s:
-            facts = _facts(s)
+    for root, split in splits:
+        facts = _facts(split)
         if ref is None:
             ref = (root, facts)
             continue

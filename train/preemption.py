@@ -9,7 +9,7 @@ SIGINT. Contract of :class:`Signals` (a context manager around training,
   on exit, so in-process callers (tests, ``kifunet quickstart``) keep their own;
 * the first SIGTERM or SIGINT only records itself (:attr:`Signals.signum`, the step the loop was at, the time);
   the training loop reads it after the step in progress (several processes: at the next step they agree on,
-  :class:`kifunet.train.train.StopClock`), saves a checkpoint, flushes its metrics, stops its input workers and
+  :class:`StopClock`), saves a checkpoint, flushes its metrics, stops its input workers and
   raises :class:`Preempted`; ``kifunet train`` prints :meth:`Preempted.line` and exits with
   :meth:`Preempted.status`;
 * the first signal also resets both handlers to the default action, so a second signal kills the process at
@@ -17,7 +17,7 @@ SIGINT. Contract of :class:`Signals` (a context manager around training,
   checkpoint, the status of a process killed by that signal (-15 or -2 to a parent, 143 or 130 in a shell).
 
 Several processes (``jax.distributed``): a signal to any of them stops all of them at one step, the next at which
-they exchange their flags (:class:`kifunet.train.train.StopClock`: four numbers gathered from every process about
+they exchange their flags (:class:`StopClock`: four numbers gathered from every process about
 every 2 s of steps); each saves its share of the collective checkpoint and exits with the same status, and process
 0 prints the line (``on another process`` when the signal was not its own).
 
@@ -30,9 +30,13 @@ exit. Measured by benchmarks/bench_preemption.py on the project's 2 shared cores
 
 from __future__ import annotations
 
+import collections
+import math
 import signal
 import threading
 import time
+
+import numpy as np
 
 #: the signals that stop a run cleanly
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -106,4 +110,101 @@ class Signals:
         self._old = {}
 
 
-__all__ = ["Preempted", "SIGNALS", "Signals", "exit_status"]
+class Decision(collections.namedtuple("Decision", "stop save signum")):
+    """What :meth:`StopClock.decide` says after a step: ``stop`` ('time', 'signal' or None), ``save`` (a checkpoint
+    is due by time), ``signum`` (the signal that stops the run, 0 for none)."""
+
+
+#: the decision of a step that decides nothing
+CARRY_ON = Decision(None, False, 0)
+
+
+class StopClock:
+    """The loop's host-side decisions after a step, from the host's wall clock and signal flag only -- never a
+    device value, so checking them adds no device-to-host copy or wait:
+
+    * stop at ``limit_s`` of training time (``train_seconds``, counted across restarts; ``time_limit_s``);
+    * stop on SIGTERM / SIGINT (``signals``: a :class:`kifunet.train.preemption.Signals`, whose ``signum`` its
+      handler sets);
+    * save every ``save_every_s`` seconds of wall time since the last save (``checkpoint_every_minutes``;
+      :meth:`saved` restarts the count).
+
+    One process: :meth:`decide` reads them after every step (the loop keeps at most ``max_steps_ahead`` steps
+    queued, so the run stops within about that many step times of the limit or the signal). Several processes must
+    act at the same step (a checkpoint is collective), so they decide at agreed steps only, in one collective
+    (``broadcast``, default ``multihost_utils.process_allgather``): each process sends ``[limit reached, next step
+    to check, signal number, save due]``; the limit, the save and the next step are process 0's (its clock), the
+    signal is any process's (a signal to one host stops them all, each with a checkpoint, at the same step). The
+    next step is about ``sync_s`` seconds of process 0's measured step time ahead (sooner when less time is left
+    before the limit), so a signal is acted on within about ``sync_s`` plus a step. (``broadcast`` may return one
+    row, process 0's message, as ``broadcast_one_to_all`` does.)
+    """
+
+    def __init__(self, limit_s: float, elapsed_before: float = 0.0, *, process_count: int = 1, sync_s: float = 2.0,
+                 broadcast=None, clock=time.perf_counter, signals=None, save_every_s: float = 0.0):
+        self.limit = float(limit_s or 0.0)
+        self.before = float(elapsed_before)
+        self.process_count = int(process_count)
+        self.sync_s = float(sync_s)
+        self.save_every = float(save_every_s or 0.0)
+        self._signals = signals
+        self._broadcast = broadcast
+        self._clock = clock
+        self._t0 = self._saved = clock()
+        self._next = None  # next step at which the processes agree (None: the first step checked)
+        self._last = None  # (step, clock) of the last agreement
+
+    def elapsed(self) -> float:
+        return self.before + self._clock() - self._t0
+
+    def used_up(self) -> bool:
+        """The limit was reached by earlier runs (every process reads the same ``elapsed_before``)."""
+        return self.limit > 0 and self.before >= self.limit
+
+    def saved(self) -> None:
+        """A checkpoint was saved now: the time-based interval starts again."""
+        self._saved = self._clock()
+
+    def over(self, step: int) -> bool:
+        """Whether the run stops after ``step`` (:meth:`decide`)."""
+        return self.decide(step).stop is not None
+
+    def decide(self, step: int) -> Decision:
+        if self.limit <= 0 and self._signals is None and self.save_every <= 0:
+            return CARRY_ON
+        now = self._clock()
+        local = self.limit > 0 and self.before + now - self._t0 >= self.limit
+        signum = int(self._signals.signum) if self._signals is not None else 0
+        save = self.save_every > 0 and now - self._saved >= self.save_every
+        if self.process_count > 1:
+            if self._next is not None and step < self._next:
+                return CARRY_ON
+            step_s = (now - self._last[1]) / (step - self._last[0]) if self._last and step > self._last[0] else 0.0
+            left = max(self.limit - (self.before + now - self._t0), 0.0) if self.limit > 0 else math.inf
+            ahead = max(1, int(min(self.sync_s, left) / step_s)) if step_s > 0 else 1
+            broadcast = self._broadcast
+            if broadcast is None:
+                from jax.experimental import multihost_utils
+
+                broadcast = multihost_utils.process_allgather
+            from kifunet.train.dispatch import fetch
+
+            rows = np.atleast_2d(np.asarray(fetch(broadcast(np.asarray([int(local), step + ahead, signum, int(save)],
+                                                                        np.int64)))))
+            self._last = (step, now)
+            self._next = int(rows[0, 1])
+            local, save = bool(rows[0, 0]), bool(rows[0, 3]) if rows.shape[1] > 3 else False
+            signum = int(rows[:, 2].max()) if rows.shape[1] > 2 else 0
+        stop = "signal" if signum else ("time" if local else None)
+        return Decision(stop, bool(save), signum)
+
+
+def preempted(signals: Signals | None, signum: int, step: int) -> Preempted:
+    """The :class:`Preempted` of a run stopped by ``signum`` once its checkpoint at ``step`` is saved, with the step
+    and time ``signals`` (the run's watch) recorded for the signal (no watch: no step; a watch that saw no signal of
+    its own: now)."""
+    at = signals.at if signals is not None and signals.at is not None else time.monotonic()
+    return Preempted(signum, step, signals.signal_step if signals is not None else None, at)
+
+
+__all__ = ["CARRY_ON", "Decision", "Preempted", "SIGNALS", "Signals", "StopClock", "exit_status", "preempted"]

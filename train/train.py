@@ -8,39 +8,40 @@ Order of business, as in big_vision's trainer:
 2. **The run directory and signals**: an exclusive lock on ``WORKDIR`` (:mod:`kifunet.train.run_lock`: a second
    trainer there is refused at once), then SIGTERM / SIGINT handlers for the rest of the call
    (:mod:`kifunet.train.preemption`).
-3. **Model, optimizer, memory**: :func:`kifunet.train.model_config.build_model` (the config's ``model`` section
+3. **Data**: every dataset and split the run reads, opened and checked once (:class:`kifunet.train.data.TrainData`)
+   and passed along.
+4. **Model, optimizer, memory**: :func:`kifunet.train.model_config.build_model` (the config's ``model`` section
    and ``seed``) with the dataset's planes and board size; :mod:`kifunet.train.optim`. State = ``{params, extra
    (BatchNorm statistics, RNG state), opt_state, step}``, replicated on every device. The train step is compiled
    for the global batch's shapes (the first step reuses it) and the memory of the run estimated from it; on a CPU
    backend a run that cannot fit is refused before its first step (:mod:`kifunet.train.memory`).
-4. **Resume** (big_vision's priority order): a checkpoint in ``WORKDIR/checkpoints`` (state, optimizer,
+5. **Resume** (big_vision's priority order): a checkpoint in ``WORKDIR/checkpoints`` (state, optimizer,
    step, positions, RNG and the input pipeline's position), else ``config.init_from`` (weights only), else
    from scratch.
-5. **Input**: :func:`kifunet.train.input_pipeline.train_iterator` on this host's share of the dataset,
+6. **Input**: :func:`kifunet.train.input_pipeline.train_iterator` on this host's share of the data,
    prefetched and put on the devices in a background thread. ``config.dataset`` may name several datasets
    (``A,B``): mixed in every batch by ``config.input.mix_weights`` (:mod:`kifunet.train.mixture`), each evaluated
    on its own ``eval_split``; the evaluation record keeps the first one's metrics under the usual keys and adds
    ``by_dataset`` (``{path: metrics}``).
-6. **Loop**: the per-device step mapped by :func:`kifunet.train.parallel.data_parallel`, wrapped by
-   :func:`kifunet.train.steps.windowed` so each step also adds its metrics to a *window* that stays on the
-   devices. Nothing goes from device to host per step: batches arrive already on the devices (the prefetch
-   thread), the state is donated, and the host reads the window once per interval (:func:`_fetch`), so it can
-   run ahead of the device -- by at most ``max_steps_ahead`` steps (it then waits for the device, without a
-   copy). A non-finite loss stops the run with ``NonFiniteLoss`` naming the first bad step (the window records
-   it; it is checked before every checkpoint, so none holds it). Every ``log_every_steps``: a JSON line and
-   TensorBoard scalars (loss, nats, top-1, top-4, positions/s, fraction of wall time waiting for data,
-   gradient / parameter / update norms, learning rate; a two-headed net adds the value metrics below) and a
-   progress line with ETA on stdout. Every ``eval_every_positions``: sums and counts over the evaluation split
-   (prefetched to the devices, summed there, fetched once). Every ``checkpoint_every_positions``, every
-   ``checkpoint_every_minutes`` of wall time and at the end: a checkpoint (with the input pipeline's position, so
-   any of them resumes bit-identically). ``time_limit_s`` ends the run (checkpoint and final evaluation) after
-   that much training time, counted across restarts. SIGTERM or SIGINT ends it after the step in progress: a
-   checkpoint, the metrics flushed, the input workers stopped, no final evaluation, then
-   :class:`kifunet.train.preemption.Preempted` (``kifunet train`` prints one line and exits 143 or 130; a second
-   signal kills the process at once). The clock and the signal flag are read on the host after every step
-   (:class:`StopClock`), so the run stops within a few step times whatever the logging interval; several
-   processes agree on the step in one small collective every ``sync_s`` seconds (a signal to any of them stops
-   all of them there, each saving its share of the checkpoint).
+7. **Loop**: the per-device step mapped by :func:`kifunet.train.parallel.data_parallel`, wrapped by
+   :func:`kifunet.train.steps.windowed` so each step also adds its metrics to a *window* that stays on the devices.
+   Nothing goes from device to host per step: batches arrive already on the devices (the prefetch thread), the state
+   is donated, and the host reads the window once per interval (:mod:`kifunet.train.dispatch`), so it can run ahead
+   of the device -- by at most ``max_steps_ahead`` steps (it then waits for the device, without a copy). A non-finite
+   loss stops the run with ``NonFiniteLoss`` naming the first bad step (the window records it; it is checked before
+   every checkpoint, so none holds it). Every ``log_every_steps``: a JSON line and TensorBoard scalars (loss, nats,
+   top-1, top-4, positions/s, fraction of wall time waiting for data, gradient / parameter / update norms, learning
+   rate; a two-headed net adds the value metrics below) and a progress line with ETA on stdout. Every
+   ``eval_every_positions``: sums and counts over the evaluation split (prefetched to the devices, summed there,
+   fetched once). Every ``checkpoint_every_positions``, every ``checkpoint_every_minutes`` of wall time and at the
+   end: a checkpoint (with the input pipeline's position, so any of them resumes bit-identically). ``time_limit_s``
+   ends the run (checkpoint and final evaluation) after that much training time, counted across restarts. SIGTERM or
+   SIGINT ends it after the step in progress: a checkpoint, the metrics flushed, the input workers stopped, no final
+   evaluation, then :class:`kifunet.train.preemption.Preempted` (``kifunet train`` prints one line and exits 143 or
+   130; a second signal kills the process at once). The clock and the signal flag are read on the host after every
+   step (:class:`kifunet.train.preemption.StopClock`), so the run stops within a few step times whatever the logging
+   interval; several processes agree on the step in one small collective every ``sync_s`` seconds (a signal to any of
+   them stops all of them there, each saving its share of the checkpoint).
 
 Exit statuses of ``kifunet train`` (``--help`` lists them; :data:`kifunet.commands.train.EXIT_STATUSES`): 0 done
 (``train_positions`` or ``time_limit_s``), 2 bad input (config, dataset, a workdir in use, a batch that cannot fit),
@@ -48,7 +49,7 @@ Exit statuses of ``kifunet train`` (``--help`` lists them; :data:`kifunet.comman
 so a scheduler reruns the job: :func:`kifunet.train.preemption.exit_status`), killed by a second signal (-15 / -2 to a
 parent, 143 / 130 in a shell; no new checkpoint).
 
-Value metrics (nets with a value head, ``model.has_value``; the loss is in :mod:`kifunet.train.parallel`), in
+Value metrics (nets with a value head, ``model.has_value``; the loss is in :mod:`kifunet.train.steps`), in
 the training records (over the log window's rows) and the evaluation records (over the evaluated rows):
 
 ======================  ==================================================================================
@@ -78,6 +79,7 @@ run says so on its first line (``kifunet train: resuming from step N ...``).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
 import os
 import time
@@ -85,12 +87,12 @@ import time
 import jax
 import jax.numpy as jnp
 import ml_collections
-import numpy as np
 
 from kifunet import models
-from kifunet.train import (checkpointing, input_pipeline, memory, metric_writer, mixture, model_config, optim,
-                           parallel, preemption, run_dataset, run_lock)
-from kifunet.train.eval_batches import eval_batches
+from kifunet.train import (checkpointing, evaluation, input_pipeline, memory, metric_writer, mixture, model_config,
+                           optim, parallel, preemption, run_dataset, run_lock)
+from kifunet.train.data import TrainData
+from kifunet.train.dispatch import InFlight, fetch
 from kifunet.train.prefetch import Prefetcher
 from kifunet.train.steps import (LAST_METRICS, MAX_METRICS, ModelDef, eval_step, summed, train_step, value_metrics,
                                  windowed)
@@ -161,174 +163,6 @@ def _apply_init_from(state, path: str, mesh):
                                          {k: weights[k] for k in flat})
     part = parallel.replicate(part, mesh)
     return {**state, "params": part["params"], "extra": part["extra"]}, meta
-
-
-def _fmt_time(s: float) -> str:
-    s = int(max(0, s))
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
-
-
-def _fetch(tree):
-    """The training loop's device-to-host copies, all explicit and all here: a metric window once per logging
-    interval (and at evaluations and checkpoints, for the non-finite-loss check), evaluation sums once per
-    evaluation. Nothing is copied per step (tests/test_train_loop.py counts these calls)."""
-    return jax.device_get(tree)
-
-
-class _InFlight:
-    """At most ``depth`` dispatched steps not yet finished on the device: pushing a step's (undonated) output
-    waits -- without a copy -- for the step ``depth`` back. This bounds the device memory held by queued input
-    batches and keeps the host clock within ``depth`` steps of the device (the time limit reads it)."""
-
-    def __init__(self, depth: int):
-        self.depth = max(1, int(depth))
-        self._q: collections.deque = collections.deque()
-
-    def push(self, token) -> None:
-        self._q.append(token)
-        while len(self._q) > self.depth:
-            jax.block_until_ready(self._q.popleft())
-
-
-class Decision(collections.namedtuple("Decision", "stop save signum")):
-    """What :meth:`StopClock.decide` says after a step: ``stop`` ('time', 'signal' or None), ``save`` (a checkpoint
-    is due by time), ``signum`` (the signal that stops the run, 0 for none)."""
-
-
-#: the decision of a step that decides nothing
-CARRY_ON = Decision(None, False, 0)
-
-
-class StopClock:
-    """The loop's host-side decisions after a step, from the host's wall clock and signal flag only -- never a
-    device value, so checking them adds no device-to-host copy or wait:
-
-    * stop at ``limit_s`` of training time (``train_seconds``, counted across restarts; ``time_limit_s``);
-    * stop on SIGTERM / SIGINT (``signals``: a :class:`kifunet.train.preemption.Signals`, whose ``signum`` its
-      handler sets);
-    * save every ``save_every_s`` seconds of wall time since the last save (``checkpoint_every_minutes``;
-      :meth:`saved` restarts the count).
-
-    One process: :meth:`decide` reads them after every step (the loop keeps at most ``max_steps_ahead`` steps
-    queued, so the run stops within about that many step times of the limit or the signal). Several processes must
-    act at the same step (a checkpoint is collective), so they decide at agreed steps only, in one collective
-    (``broadcast``, default ``multihost_utils.process_allgather``): each process sends ``[limit reached, next step
-    to check, signal number, save due]``; the limit, the save and the next step are process 0's (its clock), the
-    signal is any process's (a signal to one host stops them all, each with a checkpoint, at the same step). The
-    next step is about ``sync_s`` seconds of process 0's measured step time ahead (sooner when less time is left
-    before the limit), so a signal is acted on within about ``sync_s`` plus a step. (``broadcast`` may return one
-    row, process 0's message, as ``broadcast_one_to_all`` does.)
-    """
-
-    def __init__(self, limit_s: float, elapsed_before: float = 0.0, *, process_count: int = 1, sync_s: float = 2.0,
-                 broadcast=None, clock=time.perf_counter, signals=None, save_every_s: float = 0.0):
-        self.limit = float(limit_s or 0.0)
-        self.before = float(elapsed_before)
-        self.process_count = int(process_count)
-        self.sync_s = float(sync_s)
-        self.save_every = float(save_every_s or 0.0)
-        self._signals = signals
-        self._broadcast = broadcast
-        self._clock = clock
-        self._t0 = self._saved = clock()
-        self._next = None  # next step at which the processes agree (None: the first step checked)
-        self._last = None  # (step, clock) of the last agreement
-
-    def elapsed(self) -> float:
-        return self.before + self._clock() - self._t0
-
-    def used_up(self) -> bool:
-        """The limit was reached by earlier runs (every process reads the same ``elapsed_before``)."""
-        return self.limit > 0 and self.before >= self.limit
-
-    def saved(self) -> None:
-        """A checkpoint was saved now: the time-based interval starts again."""
-        self._saved = self._clock()
-
-    def over(self, step: int) -> bool:
-        """Whether the run stops after ``step`` (:meth:`decide`)."""
-        return self.decide(step).stop is not None
-
-    def decide(self, step: int) -> Decision:
-        if self.limit <= 0 and self._signals is None and self.save_every <= 0:
-            return CARRY_ON
-        now = self._clock()
-        local = self.limit > 0 and self.before + now - self._t0 >= self.limit
-        signum = int(self._signals.signum) if self._signals is not None else 0
-        save = self.save_every > 0 and now - self._saved >= self.save_every
-        if self.process_count > 1:
-            if self._next is not None and step < self._next:
-                return CARRY_ON
-            step_s = (now - self._last[1]) / (step - self._last[0]) if self._last and step > self._last[0] else 0.0
-            left = max(self.limit - (self.before + now - self._t0), 0.0) if self.limit > 0 else math.inf
-            ahead = max(1, int(min(self.sync_s, left) / step_s)) if step_s > 0 else 1
-            broadcast = self._broadcast
-            if broadcast is None:
-                from jax.experimental import multihost_utils
-
-                broadcast = multihost_utils.process_allgather
-            rows = np.atleast_2d(np.asarray(_fetch(broadcast(np.asarray([int(local), step + ahead, signum, int(save)],
-                                                                        np.int64)))))
-            self._last = (step, now)
-            self._next = int(rows[0, 1])
-            local, save = bool(rows[0, 0]), bool(rows[0, 3]) if rows.shape[1] > 3 else False
-            signum = int(rows[:, 2].max()) if rows.shape[1] > 2 else 0
-        stop = "signal" if signum else ("time" if local else None)
-        return Decision(stop, bool(save), signum)
-
-
-def evaluate(eval_fn, state, config, mesh, *, limit: int, value: bool = False, stop=None, root=None) -> dict:
-    """Top-1, top-4, nats and loss over the evaluation split of ``root`` (default ``config.dataset``; one dataset
-    of a mixture) (``value``: and the value metrics of a two-headed net, module docstring): sums and counts,
-    divided once.
-
-    ``eval_fn``: ``data_parallel(summed(eval_step(...)), mesh, carry=True)``. Batches are read and put on the
-    devices in a background thread (``config.input.prefetch`` ahead), the sums stay on the devices, and one copy
-    brings them back at the end; a last partial batch is padded to the batch size (weight 0), so every batch has
-    the same shape and the step compiles once. ``stop``: a callable read after every batch; when true the
-    evaluation ends at once and returns ``{}`` (one process only: several would have to agree).
-    """
-    pc = jax.process_count()
-    local = config.eval_batch_size // pc
-    t0 = time.perf_counter()
-    root = config.dataset if root is None else root
-    batches = eval_batches(root, config.eval_split, batch_size=local, process_index=jax.process_index(),
-                           process_count=pc, limit=limit, host_dtype=config.input.host_dtype,
-                           add_planes=config.input.add_planes, profile=bool(config.model.get("profile_embedding")))
-    prefetch = Prefetcher(batches, fn=lambda b: parallel.shard_batch(b, mesh), depth=config.input.prefetch)
-    sums = parallel.empty_sums(mesh, value=value)
-    inflight = _InFlight(config.max_steps_ahead)
-    try:
-        for batch in prefetch:
-            sums = eval_fn(state, batch, sums)
-            inflight.push(sums)
-            if stop is not None and pc == 1 and stop():
-                return {}
-    finally:
-        prefetch.close()
-    sums = {k: float(v) for k, v in _fetch(sums).items()}
-    n = sums.get("count", 0.0)
-    if n <= 0:
-        return {}
-    return {"loss": sums["loss_sum"] / n, "nats": sums["nats_sum"] / n, "top1": sums["top1_sum"] / n,
-            "top4": sums["top4_sum"] / n, "eval_positions": n, **_finite(value_metrics(sums)),
-            "seconds": time.perf_counter() - t0}
-
-
-def _finite(metrics: dict) -> dict:
-    """The metrics that are numbers (a value MSE over no known row is NaN: left out of the records)."""
-    return {k: v for k, v in metrics.items() if math.isfinite(v)}
-
-
-def _value_text(rec: dict) -> str:
-    """`` value mse 0.8123 (baseline 0.9900) winner 61.20%`` for a record with value metrics, else ``''``."""
-    if "value_known" not in rec:
-        return ""
-    if "value_mse" not in rec:
-        return " value: no known results"
-    base = f" (constant {rec['value_baseline_mse']:.4f})" if "value_baseline_mse" in rec else ""
-    win = f" winner {100 * rec['winner_acc']:.2f}%" if "winner_acc" in rec else ""
-    return f" value mse {rec['value_mse']:.4f}{base}{win}"
 
 
 def _check_config(config, mesh) -> None:
@@ -420,42 +254,62 @@ def _open_and_train(config, workdir: str, mesh, signals) -> dict:
 
 
 def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals, history: list[dict]) -> dict:
-    pidx, pc = jax.process_index(), jax.process_count()
-    roots = mixture.split_datasets(config.dataset)
-    if len(roots) > 1:  # a mixture (kifunet.train.mixture): facts of the first, rows of all, one layout
-        mixture.check_compatible(roots, config.train_split, config.input.add_planes)
-        infos = [input_pipeline.describe(r, config.train_split, config.input.add_planes) for r in roots]
-        if config.eval_split:  # each dataset keeps its own evaluation split: a missing one fails now, not later
-            for r in roots:
-                input_pipeline.describe(r, config.eval_split, config.input.add_planes)
-        info = {**infos[0], "rows": sum(i["rows"] for i in infos)}
-        mix = mixture.row_weights(config.input.get("mix_weights", ""), [i["rows"] for i in infos])
-        mix_text = " (" + "; ".join(f"{r}: {i['rows']:,} rows, weight {w:.3f}"
-                                    for r, i, w in zip(roots, infos, mix)) + ")"
-    else:
-        info = input_pipeline.describe(config.dataset, config.train_split, config.input.add_planes)
-        mix_text = ""
-    if config.expect_features and info["features"] != config.expect_features:
-        raise ValueError(f"config expects a dataset built with --features {config.expect_features}; "
-                         f"{config.dataset} has {info['features']}")
+    data = TrainData.open(config)  # every dataset and split the run reads, opened (and checked) once, here
+    try:
+        info = data.facts()
+        if config.expect_features and info["features"] != config.expect_features:
+            raise ValueError(f"config expects a dataset built with --features {config.expect_features}; "
+                             f"{config.dataset} has {info['features']}")
+        net, state = _build(config, mesh, data)  # the initial state is not kept: a restored one replaces it
+        latest, state, data_state, elapsed_before = _restore(config, ckpt, latest, state, mesh)
+        return _feed_and_loop(config, workdir, mesh, ckpt, data, net, state, data_state,
+                              Resume(latest, int(fetch(state["step"])), elapsed_before, history), signals)
+    finally:
+        data.close()
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Net:
+    """The model of a run (:func:`setup`), its compiled steps and memory estimate (:func:`_build`)."""
+
+    model_def: ModelDef
+    train_fn: object
+    eval_fn: object
+    nparams: int
+    memory: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Resume:
+    """Where a run starts: the checkpoint resumed (``None``: none), its step, the training time before it, the
+    ``dataset_history`` to record (:mod:`kifunet.train.run_dataset`)."""
+
+    latest: int | None
+    start: int
+    elapsed_before: float
+    history: list
+
+
+def _build(config, mesh, data: TrainData) -> tuple[Net, dict]:
+    """The model, optimizer and initial replicated state for ``data``'s planes and board size, the compiled train
+    and eval steps, and the memory estimate (a run that cannot fit is refused here: :func:`_fit_memory`)."""
+    info = data.facts()
     model_def, tx, schedule, state, model = setup(config, board_size=info["board_size"],
                                                   in_planes=info["num_planes"], mesh=mesh)
-    default_planes = models.default_in_planes(config.model.name)
     nparams = models.count_params(model)
     del model
-    B = config.batch_size
-    total_steps = math.ceil(config.train_positions / B)
-    log_every = max(1, config.log_every_steps)
-    eval_every = _every(config.eval_every_positions, B) if config.eval_split else 0
-    ckpt_every = _every(config.checkpoint_every_positions, B)
     train_fn = train_function(config, model_def, tx, schedule, mesh)
     eval_fn = parallel.data_parallel(
         summed(eval_step(model_def, loss=config.loss, matmul_precision=config.get("matmul_precision", "default"))),
         mesh, carry=True)
-    mem = _fit_memory(train_fn, state, config, mesh, info, value=model_def.has_value)
+    mem = _fit_memory(train_fn, state, config, mesh, data, value=model_def.has_value)
+    return Net(model_def, train_fn, eval_fn, nparams, mem), state
 
-    elapsed_before = 0.0
-    data_state = None
+
+def _restore(config, ckpt, latest: int | None, state, mesh):
+    """(step restored or None, state, input pipeline state or None, training seconds before) from the newest intact
+    checkpoint (``latest``, or the one before it when ``latest`` fails its check and is set aside), else
+    ``config.init_from`` (weights only), else the initial ``state``."""
     restored = None
     while latest is not None and restored is None:  # an unsealed step is checked as it is restored, then sealed
         try:
@@ -469,42 +323,36 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals, histor
                              f"workdir (--config.init_from takes the weights only)") from e
     if restored is not None:
         state, data_state, meta = restored
-        saved = (meta.get("batch_size"), meta.get("processes"))
-        if saved != (B, pc):
+        saved, pc = (meta.get("batch_size"), meta.get("processes")), jax.process_count()
+        if saved != (config.batch_size, pc):
             raise ValueError(f"{ckpt.directory}/{latest} was written with batch_size {saved[0]} on {saved[1]} "
-                             f"process(es); resuming needs the same (this run: {B} on {pc}). To start a new run "
-                             f"from its weights, use another workdir and --config.init_from")
-        elapsed_before = float(meta.get("train_seconds", 0.0))
-    elif config.init_from:
+                             f"process(es); resuming needs the same (this run: {config.batch_size} on {pc}). To "
+                             f"start a new run from its weights, use another workdir and --config.init_from")
+        return latest, state, data_state, float(meta.get("train_seconds", 0.0))
+    if config.init_from:
         state, meta = _apply_init_from(state, config.init_from, mesh)
         _log(f"initial weights from {config.init_from} (step {meta.get('step', '?')})")
-    start = int(_fetch(state["step"]))
+    return latest, state, None, 0.0
 
-    train_iter = input_pipeline.train_iterator(
-        config.dataset, config.train_split, batch_size=B // pc, seed=config.seed, process_index=pidx,
-        process_count=pc, symmetry=config.input.symmetry, history=config.input.history_dropout,
-        history_p=config.input.history_p, keep_probs=tuple(config.input.history_keep_probs),
-        window_blocks=config.input.window_blocks, block_rows=config.input.block_rows,
-        workers=config.input.workers, host_dtype=config.input.host_dtype, add_planes=config.input.add_planes,
-        profile=bool(config.model.get("profile_embedding")), profile_dropout=config.input.get("profile_dropout", 0.0),
-        mix_weights=config.input.get("mix_weights", ""))
+
+def _feed_and_loop(config, workdir, mesh, ckpt, data, net: Net, state, data_state, resume: Resume, signals) -> dict:
+    """Start the input pipeline (at the checkpoint's position), the metric writer and the prefetch to the devices,
+    run :func:`_loop`, and stop them all whatever happens."""
+    pc = jax.process_count()
+    train_iter = input_pipeline.train_iterator(data, config.input, batch_size=config.batch_size // pc,
+                                               seed=config.seed, process_index=jax.process_index(),
+                                               process_count=pc)
     prefetch = writer = None
     try:
         if data_state is not None:
             train_iter.set_state(data_state)
-        writer = metric_writer.MetricWriter(workdir, enabled=pidx == 0)
-        if latest is not None:
-            writer.truncate_after(latest)
-        head = f", value head: weight {config.value_weight:g}" if model_def.has_value else ""
-        _log(f"kifunet train: model {config.model.name} ({nparams:,} parameters, {info['num_planes']} planes"
-             f"{'' if default_planes == info['num_planes'] else f'; its default is {default_planes}'}{head}), "
-             f"{mesh.size} device(s) x {pc} process(es), batch {B}, {info['rows']:,} training rows{mix_text}, "
-             f"{total_steps:,} steps = {total_steps * B:,} positions, {memory.text(mem)}")
+        writer = metric_writer.MetricWriter(workdir, enabled=jax.process_index() == 0)
+        if resume.latest is not None:
+            writer.truncate_after(resume.latest)
+        _log(_headline(config, mesh, data, net))
         prefetch = Prefetcher(train_iter, fn=lambda b: parallel.shard_batch(b, mesh), depth=config.input.prefetch)
-        return _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, state, start=start,
-                     total_steps=total_steps, log_every=log_every, eval_every=eval_every, ckpt_every=ckpt_every,
-                     elapsed_before=elapsed_before, info=info, value=model_def.has_value, signals=signals,
-                     history=history)
+        run = Run.create(config, workdir, mesh, ckpt, writer, prefetch, data, net, resume, signals)
+        return _loop(run, LoopState(state, resume.start, run.zero_window, time.perf_counter(), 0.0))
     except BaseException:
         if writer is not None:  # a full disk fails here too: the error already raised is the one reported
             try:
@@ -521,165 +369,237 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals, histor
             writer.close()
 
 
-def _fit_memory(train_fn, state, config, mesh, info, *, value: bool) -> dict:
+def _headline(config, mesh, data: TrainData, net: Net) -> str:
+    """The run's first line: the model, its planes, the devices, the batch, the data, the steps, the memory."""
+    info, B = data.facts(), config.batch_size
+    total_steps = math.ceil(config.train_positions / B)
+    default_planes = models.default_in_planes(config.model.name)
+    head = f", value head: weight {config.value_weight:g}" if net.model_def.has_value else ""
+    return (f"kifunet train: model {config.model.name} ({net.nparams:,} parameters, {info['num_planes']} planes"
+            f"{'' if default_planes == info['num_planes'] else f'; its default is {default_planes}'}{head}), "
+            f"{mesh.size} device(s) x {jax.process_count()} process(es), batch {B}, {info['rows']:,} training rows"
+            f"{data.mix_text()}, {total_steps:,} steps = {total_steps * B:,} positions, {memory.text(net.memory)}")
+
+
+def _fit_memory(train_fn, state, config, mesh, data: TrainData, *, value: bool) -> dict:
     """Compile the train step for the global batch's shapes (the loop's first step reuses this compilation),
     estimate this process's memory from it, and refuse a run that cannot fit (:mod:`kifunet.train.memory`)."""
+    info = data.facts()
     batch = memory.abstract_batch(config, mesh, board_size=info["board_size"], num_planes=info["num_planes"])
     compiled = train_fn.lower(state, batch, parallel.empty_window(mesh, value=value)).compile()
-    rows = max(input_pipeline.block_source(r, config.train_split, config.input.block_rows,
-                                           config.input.add_planes).block_rows
-               for r in (mixture.split_datasets(config.dataset) or [config.dataset]))
     est = memory.estimate(compiled, config, mesh, board_size=info["board_size"], num_planes=info["num_planes"],
-                          block_rows=rows)
+                          block_rows=data.block_rows())
     memory.check(est, config, model=config.model.name)
     return est
 
 
-def _loop(config, workdir, mesh, ckpt, writer, prefetch, train_fn, eval_fn, state, *, start, total_steps,
-          log_every, eval_every, ckpt_every, elapsed_before, info, value=False, signals=None, history=None) -> dict:
+@dataclasses.dataclass(frozen=True, eq=False)
+class Run:
+    """What the training loop reads and never changes: the config and the intervals in steps derived from it, the
+    run's objects (checkpointer, metric writer, prefetched input, compiled steps, datasets, stop clock, signals)
+    and what each checkpoint records about the data."""
+
+    config: ml_collections.ConfigDict
+    workdir: str
+    mesh: object
+    ckpt: object
+    writer: metric_writer.MetricWriter
+    prefetch: Prefetcher
+    net: Net
+    data: TrainData
+    clock: preemption.StopClock
+    signals: preemption.Signals | None
+    history: list
+    dataset_ids: list
+    start: int
+    total_steps: int
+    log_every: int
+    eval_every: int
+    ckpt_every: int
+    zero_window: dict  # never donated: reused at every window start
+
+    @classmethod
+    def create(cls, config, workdir, mesh, ckpt, writer, prefetch, data, net, resume: Resume, signals) -> "Run":
+        B = config.batch_size
+        clock = preemption.StopClock(config.time_limit_s, resume.elapsed_before, process_count=jax.process_count(),
+                                     signals=signals, save_every_s=60.0 * config.checkpoint_every_minutes)
+        return cls(config, workdir, mesh, ckpt, writer, prefetch, net, data, clock, signals, resume.history,
+                   run_dataset.identities(config.dataset, config.train_split), resume.start,
+                   math.ceil(config.train_positions / B), max(1, config.log_every_steps),
+                   _every(config.eval_every_positions, B) if config.eval_split else 0,
+                   _every(config.checkpoint_every_positions, B),
+                   parallel.empty_window(mesh, value=net.model_def.has_value))
+
+    def eval_stop(self):
+        """What ends an evaluation at once: a signal (one process; several would have to agree), else None."""
+        signals = self.signals
+        return (lambda: bool(signals.signum)) if signals is not None and jax.process_count() == 1 else None
+
+
+@dataclasses.dataclass
+class LoopState:
+    """What the training loop changes on the host: the replicated train state (donated at every step), the step,
+    the metric window on the devices, and the host side of the log window (when it started, the prefetch's wait
+    then, its steps and how many of them are not timed: the compiling first step)."""
+
+    state: dict
+    step: int
+    window: dict
+    log_t: float
+    log_wait: float
+    log_steps: int = 0
+    log_skip: int = 0
+    config_written: bool = False
+    last_eval: dict = dataclasses.field(default_factory=dict)
+
+
+class Due(collections.namedtuple("Due", "log eval save stop signum")):
+    """What is due after a step: a log line, an evaluation, a checkpoint, a stop ('time', 'signal' or None) and
+    the stopping signal (0 for none)."""
+
+
+def _loop(run: Run, st: LoopState) -> dict:
     """The training loop proper: dispatch steps, fetch a metric window once per interval, evaluate, save; stop at
-    the end, the time limit or a signal (``signals``: :class:`kifunet.train.preemption.Signals`, then raising
-    :class:`kifunet.train.preemption.Preempted` once the checkpoint is saved)."""
-    pidx, pc = jax.process_index(), jax.process_count()
-    B = config.batch_size
-    history = history or [{"step": 0, "dataset": config.dataset}]
-    dataset_ids = run_dataset.identities(config.dataset, config.train_split)
-
-    def meta_for(step: int, train_s: float) -> dict:
-        return {"step": step, "positions": step * B, "train_seconds": train_s, "model": config.model.name,
-                "dataset": config.dataset, "dataset_ids": dataset_ids, "dataset_history": history,
-                "feature_set": info["features"], "board_size": int(info["board_size"]),
-                "batch_size": B, "processes": pc, "devices": mesh.size}
-
-    zero_window = parallel.empty_window(mesh, value=value)  # never donated: reused at every window start
-    window = zero_window
-    host = {"t": time.perf_counter(), "wait": 0.0, "steps": 0, "skip": 0}  # this log window, host side
-    inflight = _InFlight(config.max_steps_ahead)
-    clock = StopClock(config.time_limit_s, elapsed_before, process_count=pc, signals=signals,
-                      save_every_s=60.0 * config.checkpoint_every_minutes)
-    config_written = False
-    step = start
-    last_eval = {}
-
-    def flush_log(s: int, m: dict) -> None:
-        now = time.perf_counter()
-        dt = now - host["t"]
-        n = max(float(m["count"]), 1.0)
-        wait = prefetch.wait_s - host["wait"]
-        timed = host["steps"] - host["skip"]
-        rec = {"positions": s * B, "loss": float(m["loss_sum"]) / n, "nats": float(m["nats_sum"]) / n,
-               "top1": float(m["top1_sum"]) / n, "top4": float(m["top4_sum"]) / n,
-               **{k: float(m[k]) for k in LAST_METRICS + MAX_METRICS}}
-        train_value = _finite(value_metrics(m))
-        train_value.pop("value_baseline_mse", None)  # the baseline is the evaluation split's (module docstring)
-        rec.update(train_value)
-        if timed > 0 and dt > 0:  # (a window holding only the compiling first step has no rate)
-            rec["positions_per_s"] = timed * B / dt
-            rec["data_wait_fraction"] = wait / dt
-        writer.write("train", s, rec)
-        rate = rec.get("positions_per_s", 0.0)
-        eta = (total_steps - s) * B / rate if rate > 0 else float("nan")
-        if clock.limit:  # the run stops at the time limit if that comes first
-            left = clock.limit - clock.elapsed()
-            eta = min(eta, max(left, 0.0)) if math.isfinite(eta) else max(left, 0.0)
-        speed = (f"{rate:,.0f} pos/s, data wait {100 * rec['data_wait_fraction']:.1f}%" if rate > 0
-                 else "compiling")
-        _log(f"step {s:,}/{total_steps:,} ({s * B:,} positions, {100 * s / total_steps:.1f}%) "
-             f"loss {rec['loss']:.4f} top1 {100 * rec['top1']:.2f}% top4 {100 * rec['top4']:.2f}%"
-             f"{_value_text(rec)} | grad {rec['grad_norm']:.3g} (max {rec['grad_norm_max']:.3g}) "
-             f"|logit| max {rec['logit_abs_max']:.3g} | {speed} | "
-             f"ETA {_fmt_time(eta) if math.isfinite(eta) else '?'}")
-        host.update(t=now, wait=prefetch.wait_s, steps=0, skip=0)
-
-    # a signal ends an evaluation at once (one process); the loop then stops at the next step, or after the final
-    # evaluation (its checkpoint is saved) raises Preempted all the same
-    signalled = (lambda: bool(signals.signum)) if signals is not None and pc == 1 else None
-
-    roots = mixture.split_datasets(config.dataset)
-
-    def do_eval(s: int, limit: int) -> dict:
-        if len(roots) > 1:  # a mixture: each dataset's own split; the record's keys are the first one's
-            by = {}
-            for r in roots:
-                one = evaluate(eval_fn, state, config, mesh, limit=limit, value=value, stop=signalled, root=r)
-                if not one and signalled is not None and signalled():
-                    by = {}
-                    break
-                by[r] = one
-            res = {**by[roots[0]], "by_dataset": by} if by and by[roots[0]] else {}
-        else:
-            res = evaluate(eval_fn, state, config, mesh, limit=limit, value=value, stop=signalled)
-        if res:
-            writer.write("eval", s, {"positions": s * B, **res})
-            for r, one in (res["by_dataset"].items() if "by_dataset" in res else [(None, res)]):
-                if not one:
-                    continue
-                _log(f"eval at step {s:,} on {int(one['eval_positions']):,} {config.eval_split} positions"
-                     f"{f' of {r}' if r else ''}: top1 {100 * one['top1']:.2f}% top4 {100 * one['top4']:.2f}% "
-                     f"nats {one['nats']:.4f}{_value_text(one)} ({one['seconds']:.1f} s)")
-        # the evaluation's time is not training time: do not charge it to the log window's rate
-        if res:
-            host["t"] += sum(one.get("seconds", 0.0) for one in res["by_dataset"].values()) \
-                if "by_dataset" in res else res.get("seconds", 0.0)
-        return res
-
-    def save(s: int) -> None:
-        nonlocal config_written
-        ckpt.save(s, state, prefetch.state, meta_for(s, clock.elapsed()))
-        clock.saved()
-        if not config_written:  # this run's first checkpoint: on disk before config.json names the run
-            ckpt.wait()
-            if pidx == 0:
-                _write_config(config, workdir, {"dataset_history": history} if len(history) > 1 else None)
-            config_written = True
-
-    if clock.used_up() and step < total_steps:
-        _log(f"time limit {clock.limit:.0f} s already used ({elapsed_before:.0f} s trained): no more steps; "
+    the end, the time limit or a signal (then raising :class:`kifunet.train.preemption.Preempted` once the
+    checkpoint is saved)."""
+    if run.clock.used_up() and st.step < run.total_steps:
+        _log(f"time limit {run.clock.limit:.0f} s already used ({run.clock.before:.0f} s trained): no more steps; "
              f"raise --config.time_limit_s to continue this run")
     else:
-        while step < total_steps:
-            batch = next(prefetch)  # already on the devices (the prefetch thread put it there)
-            state, window = train_fn(state, batch, window)  # state donated; the window stays on the devices
-            step += 1
-            if signals is not None:
-                signals.step = step  # a signal's line names the step it came at
-            host["steps"] += 1
-            if step == start + 1:  # the first step compiles: keep it out of the throughput figures
-                jax.block_until_ready(window)
-                host.update(t=time.perf_counter(), wait=prefetch.wait_s, skip=1)
-            inflight.push(window)
-            boundary = step == total_steps
-            log_now = step % log_every == 0 or boundary
-            eval_now = bool(eval_every) and step % eval_every == 0 and not boundary
-            decided = clock.decide(step) if not boundary else CARRY_ON  # host clock and signal flag: no copy
-            stop = decided.stop
-            ckpt_now = (bool(ckpt_every) and step % ckpt_every == 0) or boundary or decided.save or bool(stop)
-            if not (log_now or eval_now or ckpt_now):
+        inflight = InFlight(run.config.max_steps_ahead)
+        while st.step < run.total_steps:
+            _dispatch(run, st, inflight)
+            due = _due(run, st.step)
+            if due is None:
                 continue
-            m = _fetch(window)  # the one copy of this interval; no checkpoint may hold a non-finite step
+            m = fetch(st.window)  # the one copy of this interval; no checkpoint may hold a non-finite step
             if int(m["first_bad"]):
                 raise NonFiniteLoss(int(m["first_bad"]), float(m["bad_loss"]))
-            if log_now or stop:
-                flush_log(step, m)
-                window = zero_window
-            if eval_now and not stop:
-                last_eval = do_eval(step, config.eval_positions)
-            if ckpt_now:
-                save(step)
-            if stop == "signal":  # saved (train_and_evaluate waits for it to be on disk); no final evaluation
-                at = signals.at if signals is not None and signals.at is not None else time.monotonic()
-                raise preemption.Preempted(decided.signum, step, signals.signal_step if signals else None, at)
-            if stop == "time":
-                _log(f"time limit {clock.limit:.0f} s reached at step {step:,}")
+            if due.log or due.stop:
+                _log_window(run, st, m)
+            if due.eval and not due.stop:
+                st.last_eval = _evaluate(run, st, run.config.eval_positions)
+            if due.save:
+                _save(run, st)
+            if due.stop == "signal":  # saved (train_and_evaluate waits for it to be on disk); no final evaluation
+                raise preemption.preempted(run.signals, due.signum, st.step)
+            if due.stop == "time":
+                _log(f"time limit {run.clock.limit:.0f} s reached at step {st.step:,}")
                 break
-    if step == start and start > 0 and not clock.used_up():
-        _log(f"nothing to do: the checkpoint is at step {start:,} of {total_steps:,}")
-    if config.eval_split:
-        last_eval = do_eval(step, config.final_eval_positions)
-    if config.eval_split and signalled is not None and signalled():
-        # the signal cut the final evaluation short: the last checkpoint is on disk, and a rerun evaluates
-        raise preemption.Preempted(signals.signum, step, signals.signal_step, signals.at)
-    return {"step": step, "positions": step * B, **last_eval}
+    return _finish(run, st)
 
 
-__all__ = ["NonFiniteLoss", "StopClock", "evaluate", "setup", "train_and_evaluate"]
+def _dispatch(run: Run, st: LoopState, inflight: InFlight) -> None:
+    """One step: the next batch (already on the devices) through the train step; the state is donated, the window
+    stays on the devices, and the host waits only when ``max_steps_ahead`` steps are queued."""
+    batch = next(run.prefetch)
+    st.state, st.window = run.net.train_fn(st.state, batch, st.window)
+    st.step += 1
+    if run.signals is not None:
+        run.signals.step = st.step  # a signal's line names the step it came at
+    st.log_steps += 1
+    if st.step == run.start + 1:  # the first step compiles: keep it out of the throughput figures
+        jax.block_until_ready(st.window)
+        st.log_t, st.log_wait, st.log_skip = time.perf_counter(), run.prefetch.wait_s, 1
+    inflight.push(st.window)
+
+
+def _due(run: Run, step: int) -> Due | None:
+    """What ``step`` calls for, from the step count, the host clock and the signal flag (no device copy); None when
+    nothing."""
+    boundary = step == run.total_steps
+    log = step % run.log_every == 0 or boundary
+    ev = bool(run.eval_every) and step % run.eval_every == 0 and not boundary
+    decided = run.clock.decide(step) if not boundary else preemption.CARRY_ON
+    save = (bool(run.ckpt_every) and step % run.ckpt_every == 0) or boundary or decided.save or bool(decided.stop)
+    if not (log or ev or save):
+        return None
+    return Due(log, ev, save, decided.stop, decided.signum)
+
+
+def _log_window(run: Run, st: LoopState, m: dict) -> None:
+    """The log window's record (JSON line, TensorBoard, stdout line); a new window starts."""
+    now = time.perf_counter()
+    rec = _train_record(run, st, m, now - st.log_t)
+    run.writer.write("train", st.step, rec)
+    _log(metric_writer.progress_line(st.step, run.total_steps, run.config.batch_size, rec, _eta(run, st.step, rec)))
+    st.log_t, st.log_wait, st.log_steps, st.log_skip = now, run.prefetch.wait_s, 0, 0
+    st.window = run.zero_window
+
+
+def _train_record(run: Run, st: LoopState, m: dict, dt: float) -> dict:
+    """The training record of a fetched metric window ``m`` that took ``dt`` seconds of wall time."""
+    B = run.config.batch_size
+    n = max(float(m["count"]), 1.0)
+    wait = run.prefetch.wait_s - st.log_wait
+    timed = st.log_steps - st.log_skip
+    rec = {"positions": st.step * B, "loss": float(m["loss_sum"]) / n, "nats": float(m["nats_sum"]) / n,
+           "top1": float(m["top1_sum"]) / n, "top4": float(m["top4_sum"]) / n,
+           **{k: float(m[k]) for k in LAST_METRICS + MAX_METRICS}}
+    train_value = evaluation.finite(value_metrics(m))
+    train_value.pop("value_baseline_mse", None)  # the baseline is the evaluation split's (module docstring)
+    rec.update(train_value)
+    if timed > 0 and dt > 0:  # (a window holding only the compiling first step has no rate)
+        rec["positions_per_s"] = timed * B / dt
+        rec["data_wait_fraction"] = wait / dt
+    return rec
+
+
+def _eta(run: Run, step: int, rec: dict) -> float:
+    """Seconds to the end of the run at the window's rate, or to the time limit if sooner (NaN: unknown)."""
+    rate = rec.get("positions_per_s", 0.0)
+    eta = (run.total_steps - step) * run.config.batch_size / rate if rate > 0 else float("nan")
+    if run.clock.limit:  # the run stops at the time limit if that comes first
+        left = run.clock.limit - run.clock.elapsed()
+        eta = min(eta, max(left, 0.0)) if math.isfinite(eta) else max(left, 0.0)
+    return eta
+
+
+def _evaluate(run: Run, st: LoopState, limit: int) -> dict:
+    """Evaluate every dataset of the run (:func:`kifunet.train.evaluation.evaluate_datasets`), write and print the
+    record; a signal ends it at once (one process) and gives ``{}``."""
+    res = evaluation.evaluate_datasets(run.net.eval_fn, st.state, run.config, run.mesh, run.data, limit=limit,
+                                       value=run.net.model_def.has_value, stop=run.eval_stop())
+    if res:
+        run.writer.write("eval", st.step, {"positions": st.step * run.config.batch_size, **res})
+        for root, one in (res["by_dataset"].items() if "by_dataset" in res else [(None, res)]):
+            if one:
+                _log(metric_writer.eval_line(st.step, run.config.eval_split, one, root))
+        st.log_t += evaluation.seconds(res)  # the evaluation's time is not training time: not in the window's rate
+    return res
+
+
+def _save(run: Run, st: LoopState) -> None:
+    """A checkpoint at this step (state, input position, metadata); the run's first also writes ``config.json``."""
+    run.ckpt.save(st.step, st.state, run.prefetch.state, _meta(run, st.step))
+    run.clock.saved()
+    if not st.config_written:  # this run's first checkpoint: on disk before config.json names the run
+        run.ckpt.wait()
+        if jax.process_index() == 0:
+            _write_config(run.config, run.workdir,
+                          {"dataset_history": run.history} if len(run.history) > 1 else None)
+        st.config_written = True
+
+
+def _meta(run: Run, step: int) -> dict:
+    """What a checkpoint at ``step`` records besides the state (:mod:`kifunet.train.run_dataset`)."""
+    config, info = run.config, run.data.facts()
+    return {"step": step, "positions": step * config.batch_size, "train_seconds": run.clock.elapsed(),
+            "model": config.model.name, "dataset": config.dataset, "dataset_ids": run.dataset_ids,
+            "dataset_history": run.history, "feature_set": info["features"], "board_size": int(info["board_size"]),
+            "batch_size": config.batch_size, "processes": jax.process_count(), "devices": run.mesh.size}
+
+
+def _finish(run: Run, st: LoopState) -> dict:
+    """After the last step: the final evaluation and the result (a signal that cut it short: ``Preempted``)."""
+    if st.step == run.start and run.start > 0 and not run.clock.used_up():
+        _log(f"nothing to do: the checkpoint is at step {run.start:,} of {run.total_steps:,}")
+    if run.config.eval_split:
+        st.last_eval = _evaluate(run, st, run.config.final_eval_positions)
+        stop = run.eval_stop()
+        if stop is not None and stop():  # cut short by the signal: the last checkpoint is on disk, a rerun evaluates
+            raise preemption.Preempted(run.signals.signum, st.step, run.signals.signal_step, run.signals.at)
+    return {"step": st.step, "positions": st.step * run.config.batch_size, **st.last_eval}
+
+
+__all__ = ["NonFiniteLoss", "setup", "train_and_evaluate", "train_function"]

@@ -161,6 +161,16 @@ class WindowBuilder:
         self._fs = None
         self._layout = None
 
+    @classmethod
+    def for_training(cls, feature_name: str, board_size: int, batch_size: int, input_config, *,
+                     profile: bool = False) -> "WindowBuilder":
+        """The training windows ``input_config`` (``config.input``: ``symmetry``, ``history_dropout``,
+        ``history_p``, ``history_keep_probs``, ``profile_dropout``) describes."""
+        return cls(feature_name, board_size, batch_size, symmetry=input_config.symmetry,
+                   history=input_config.history_dropout, history_p=input_config.history_p,
+                   keep_probs=tuple(input_config.history_keep_probs), profile=profile,
+                   profile_dropout=input_config.get("profile_dropout", 0.0))
+
     def __getstate__(self):
         d = dict(self.__dict__)
         d["_fs"] = d["_layout"] = None
