@@ -47,6 +47,7 @@ import time
 import numpy as np
 
 from kifunet.data_prep.building import build_space
+from kifunet.fileio import atomic
 from kifunet.data_prep import ranks
 from kifunet.eval import metrics as M
 
@@ -429,16 +430,9 @@ def merge_results(results: list[dict]) -> dict:
 def save_result(result: dict, path: str) -> None:
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
-    tmp = path + ".tmp"
-    try:
-        with build_space.naming(tmp), open(tmp, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=1, allow_nan=True)
-            f.write("\n")
-    except OSError:  # a full disk: no half-written temporary left behind
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    os.replace(tmp, path)
+    with atomic.atomic_path(path) as tmp, build_space.naming(tmp), open(tmp, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1, allow_nan=True)  # a full disk: no half-written temporary left behind
+        f.write("\n")
 
 
 def load_result(path: str) -> dict:

@@ -65,6 +65,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from kifunet.fileio import atomic
 from kifunet.data_prep.datasets.verify import file_sha256
 
 # JAX, orbax and grain are imported where they are used, so that verifying a step (verify_step, require_loadable)
@@ -212,13 +213,8 @@ def write_checksums(step_dir: str) -> str:
         path = os.path.join(step_dir, rel)
         files[rel] = {"size": os.path.getsize(path), "sha256": file_sha256(path)}
     out = os.path.join(step_dir, CHECKSUMS)
-    tmp = f"{out}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump({"format": CHECKSUMS_FORMAT, "algorithm": "sha256", "files": files}, f, indent=1, sort_keys=True)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, out)
+    text = json.dumps({"format": CHECKSUMS_FORMAT, "algorithm": "sha256", "files": files}, indent=1, sort_keys=True)
+    atomic.write_text_atomic(out, text + "\n", suffix=f".tmp-{os.getpid()}")
     return out
 
 

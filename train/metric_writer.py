@@ -24,6 +24,8 @@ import threading
 import time
 import traceback
 
+from kifunet.fileio import atomic
+
 KINDS = ("train", "eval")
 
 #: ``OSError`` s raised in tensorboardX's event-writer threads (a full disk), kept for :meth:`MetricWriter.close`
@@ -110,10 +112,7 @@ class MetricWriter:
                 except (ValueError, KeyError):
                     continue  # a line cut by the crash
             if len(keep) != len(lines):
-                tmp = p + ".tmp"
-                with open(tmp, "w", encoding="utf-8") as f:
-                    f.writelines(keep)
-                os.replace(tmp, p)
+                atomic.write_text_atomic(p, "".join(keep))
 
     def flush(self) -> None:
         if self._tb is not None:

@@ -88,6 +88,7 @@ import ml_collections
 import numpy as np
 
 from kifunet import models
+from kifunet.fileio import atomic
 from kifunet.train import (checkpointing, input_pipeline, memory, metric_writer, mixture, model_config, optim,
                            parallel, preemption, run_dataset, run_lock)
 from kifunet.train.eval_batches import eval_batches
@@ -343,13 +344,10 @@ def _write_config(config, workdir: str, extra: dict | None = None) -> None:
     import json
 
     path = os.path.join(workdir, "config.json")
-    tmp = f"{path}.tmp-{os.getpid()}"
     text = config.to_json_best_effort(indent=2, sort_keys=True)
     if extra:
         text = json.dumps({**json.loads(text), **extra}, indent=2, sort_keys=True)
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text + "\n")
-    os.replace(tmp, path)
+    atomic.write_text_atomic(path, text + "\n", suffix=f".tmp-{os.getpid()}")
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
