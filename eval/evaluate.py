@@ -47,7 +47,7 @@ import time
 import numpy as np
 
 from kifunet.data_prep.building import build_space
-from kifunet.fileio import atomic
+from kifunet.fileio import atomic, store
 from kifunet.data_prep import ranks
 from kifunet.eval import metrics as M
 
@@ -428,8 +428,7 @@ def merge_results(results: list[dict]) -> dict:
 
 
 def save_result(result: dict, path: str) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
+    store.makedirs(os.path.dirname(store.resolve(path)))  # a local folder; a URL (a bucket) needs none
     with atomic.atomic_path(path) as tmp, build_space.naming(tmp), open(tmp, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=1, allow_nan=True)  # a full disk: no half-written temporary left behind
         f.write("\n")

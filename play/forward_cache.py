@@ -39,7 +39,7 @@ from typing import Callable
 
 import numpy as np
 
-from kifunet.fileio import atomic
+from kifunet.fileio import atomic, store
 from kifunet.play.policy import Policy, size_range_problem
 
 #: the entry layout's version (part of the key)
@@ -98,7 +98,7 @@ def entry_key(info: dict) -> str:
 
     sidecar = os.path.join(info["step_dir"], CHECKSUMS)
     try:
-        with open(sidecar, "rb") as f:
+        with store.open(sidecar, "rb") as f:
             checksums = hashlib.sha256(f.read()).hexdigest()
     except OSError as e:
         raise CacheProblem(f"no checksums for {info['step_dir']} ({e.strerror})") from None

@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 
-from kifunet.fileio import atomic
+from kifunet.fileio import atomic, store
 
 KINDS = ("train", "eval")
 
@@ -56,7 +56,7 @@ class MetricWriter:
         self.enabled = enabled
         self._tb = None
         if enabled:
-            os.makedirs(workdir, exist_ok=True)
+            store.makedirs(workdir)
             if tensorboard:
                 from tensorboardX import SummaryWriter
 
@@ -83,8 +83,8 @@ class MetricWriter:
             else:
                 rec[k] = _json_float(v)
                 scalars.append((f"{kind}/{k}", v))
-        with _naming(self.path(kind)), open(self.path(kind), "a", encoding="utf-8") as f:
-            f.write(json.dumps(rec) + "\n")
+        with _naming(self.path(kind)):
+            store.append_text(self.path(kind), json.dumps(rec) + "\n")
         if self._tb is not None and not _THREAD_ERRORS:  # a dead writer thread would fill its queue and block
             for tag, v in scalars:
                 if tag != f"{kind}/step" and math.isfinite(float(v)):
@@ -100,9 +100,9 @@ class MetricWriter:
             return
         for kind in KINDS:
             p = self.path(kind)
-            if not os.path.exists(p):
+            if not store.exists(p):
                 continue
-            with open(p, encoding="utf-8") as f:
+            with store.open(p, encoding="utf-8") as f:
                 lines = f.readlines()
             keep = []
             for ln in lines:
@@ -171,5 +171,5 @@ def _json_float(v):
 
 def read_jsonl(path: str) -> list[dict]:
     """All records of a metrics file."""
-    with open(path, encoding="utf-8") as f:
+    with store.open(path, encoding="utf-8") as f:
         return [json.loads(ln) for ln in f if ln.strip()]
