@@ -10,7 +10,7 @@ checksum sidecars, config and metrics files) by ``STORAGE_EMULATOR_HOST``; tenso
 A tiny run trains into the bucket, is stopped by SIGTERM (143, a checkpoint), resumes to the end and ends with the
 arrays of the same run trained uninterrupted into a local folder; ``verify``, ``eval``, ``gtp genmove``, ``show``
 and ``export`` read it from the bucket and answer as they do for the local run; a byte flipped in the bucket is
-found by the checksum sidecar. The test skips, saying why, when the emulator or ``gcsfs`` is not installed.
+found by the checksum sidecar. Without the emulator or ``gcsfs`` the test skips saying so (fails in CI).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import require
 from kifunet.cli import main as cli_main
 from kifunet.train import checkpointing, run_lock
 from test_preemption import LINE, _segment
@@ -40,11 +41,11 @@ ARGS = ["--config", TINY, "--config.eval_split=", "--config.log_every_steps=1", 
         "--config.checkpoint_every_positions=320", "--config.keep_checkpoints=5"]
 
 
-def _missing() -> str | None:
+def _require_emulator() -> None:
+    """Skip (locally) or fail (in CI, which installs the test extra) when the emulator or gcsfs is missing."""
     for module, package in (("gcp_storage_emulator", "gcp-storage-emulator"), ("gcsfs", "gcsfs")):
-        if importlib.util.find_spec(module) is None:
-            return f"{package} is not installed (pip install -e '.[test]'): no Cloud Storage emulator to test against"
-    return None
+        require(importlib.util.find_spec(module) is not None, f"{package} (the Cloud Storage emulator's test needs it)",
+                "pip install -e '.[test]'")
 
 
 def bucket_env(url: str) -> dict[str, str]:
@@ -56,9 +57,7 @@ def bucket_env(url: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def emulator():
     """The emulator's URL, with a bucket :data:`BUCKET`; stopped after the module."""
-    why = _missing()
-    if why:
-        pytest.skip(why)
+    _require_emulator()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

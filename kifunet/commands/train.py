@@ -100,7 +100,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", required=True, metavar="NAME|FILE[:ARG]",
                    help="a config's name (listed below; train/configs/NAME.py) or a file defining get_config()")
     p.add_argument("--workdir", required=True, metavar="DIR",
-                   help="checkpoints, metrics_*.jsonl, tensorboard/, config.json; resumed if it has a checkpoint")
+                   help="checkpoints, metrics_*.jsonl, tensorboard/, config.json; resumed if it has a checkpoint; "
+                        "a local folder or gs://BUCKET/PATH (needs gcsfs)")
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     p.epilog = _epilog()
     p.formatter_class = argparse.RawDescriptionHelpFormatter
