@@ -10,7 +10,7 @@ checksum sidecars, config and metrics files) by ``STORAGE_EMULATOR_HOST``; tenso
 A tiny run trains into the bucket, is stopped by SIGTERM (143, a checkpoint), resumes to the end and ends with the
 arrays of the same run trained uninterrupted into a local folder; ``verify``, ``eval``, ``gtp genmove``, ``show``
 and ``export`` read it from the bucket and answer as they do for the local run; a byte flipped in the bucket is
-found by the checksum sidecar. Without the emulator or ``gcsfs`` the test skips saying so (fails in CI).
+found by the checksum sidecar and set aside by a resume. Without the emulator or ``gcsfs`` the test skips saying so (fails in CI).
 """
 
 from __future__ import annotations
@@ -167,6 +167,14 @@ def test_a_run_in_a_bucket_trains_stops_resumes_and_serves_every_command(emulato
     out, err = capsys.readouterr()
     assert "  step 30: damaged (" in out and f": {big}: sha256 mismatch" in out, out
     assert err.startswith(f"kifunet verify: error: 1 of ") and err.count("\n") == 1, err
+    ck, said = checkpointing.Checkpointer(f"{run}/checkpoints"), []  # a resume sets the damaged step aside
+    try:
+        assert ck.newest_intact_step(log=said.append) == 20
+    finally:
+        ck.close()
+    assert len(said) == 1 and said[0].startswith(f"checkpoint step 30 is damaged ({big}: sha256 mismatch"), said
+    steps = {o.split("/")[0] for o in _objects(f"{run}/checkpoints")}
+    assert "30" not in steps and any(s.startswith("30.damaged-") for s in steps), steps
 
 
 def _read(url: str, mode: str = "r"):
