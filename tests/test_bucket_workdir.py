@@ -10,7 +10,8 @@ checksum sidecars, config and metrics files) by ``STORAGE_EMULATOR_HOST``; tenso
 A tiny run trains into the bucket, is stopped by SIGTERM (143, a checkpoint), resumes to the end and ends with the
 arrays of the same run trained uninterrupted into a local folder; ``verify``, ``eval``, ``gtp genmove``, ``show``
 and ``export`` read it from the bucket and answer as they do for the local run; a byte flipped in the bucket is
-found by the checksum sidecar and set aside by a resume. Without the emulator or ``gcsfs`` the test skips saying so (fails in CI).
+found by the checksum sidecar and set aside by a resume. Without the emulator or ``gcsfs`` the test skips saying
+so (fails in CI).
 """
 
 from __future__ import annotations
