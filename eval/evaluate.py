@@ -46,6 +46,7 @@ import time
 
 import numpy as np
 
+from kifunet.fileio import atomic, store
 from kifunet.data_prep import ranks
 from kifunet.data_prep.errors import UserError, naming
 from kifunet.eval import metrics as M
@@ -432,18 +433,10 @@ def merge_results(results: list[dict]) -> dict:
 
 
 def save_result(result: dict, path: str) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    tmp = path + ".tmp"
-    try:
-        with naming(tmp), open(tmp, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=1, allow_nan=True)
-            f.write("\n")
-    except OSError:  # a full disk: no half-written temporary left behind
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    os.replace(tmp, path)
+    store.makedirs(os.path.dirname(store.resolve(path)))  # a local folder; a URL (a bucket) needs none
+    with atomic.atomic_path(path) as tmp, naming(tmp), open(tmp, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=1, allow_nan=True)  # a full disk: no half-written temporary left behind
+        f.write("\n")
 
 
 def load_result(path: str) -> dict:

@@ -49,6 +49,7 @@ import time
 import numpy as np
 
 from kifunet.data_prep.planes import features as features_mod
+from kifunet.fileio import atomic
 from kifunet.play import onnx_policy
 
 #: random positions the exported file is checked on against JAX before it is written
@@ -245,8 +246,8 @@ def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict 
     proto.doc_string = (f"kifunet {__version__}: {meta['model']}, {n}x{n}, {fs.name} features; inputs "
                         f"{', '.join(names)}; outputs {', '.join(out_names)} (metadata: kifunet.*)")
     out = os.fspath(out)
-    onnx.save(proto, tmp := out + ".tmp")
-    os.replace(tmp, out)
+    with atomic.atomic_path(out) as tmp:
+        onnx.save(proto, tmp)
     return ExportResult(out, os.path.getsize(out), time.perf_counter() - t0, names, out_names, meta, diff)
 
 

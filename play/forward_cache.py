@@ -39,6 +39,7 @@ from typing import Callable
 
 import numpy as np
 
+from kifunet.fileio import atomic, store
 from kifunet.play.policy import Policy, size_range_problem
 
 #: the entry layout's version (part of the key)
@@ -97,7 +98,7 @@ def entry_key(info: dict) -> str:
 
     sidecar = os.path.join(info["step_dir"], CHECKSUMS)
     try:
-        with open(sidecar, "rb") as f:
+        with store.open(sidecar, "rb") as f:
             checksums = hashlib.sha256(f.read()).hexdigest()
     except OSError as e:
         raise CacheProblem(f"no checksums for {info['step_dir']} ({e.strerror})") from None
@@ -172,7 +173,7 @@ def save_entry(root: str, info: dict, policy: Policy) -> str:
         if os.path.isdir(final):  # a damaged or older entry under this key
             shutil.rmtree(final, ignore_errors=True)
         try:
-            os.rename(tmp, final)
+            atomic.commit(tmp, final)
         except OSError:
             if not os.path.isfile(os.path.join(final, META)):  # not a concurrent writer that won the race
                 raise

@@ -48,6 +48,7 @@ import threading
 from typing import Callable
 
 from kifunet.data_prep.planes import features as features_mod
+from kifunet.fileio import store
 from kifunet.play.policy import HISTORY_WINDOW, fill_profile, profile_value, rank_value, size_range_problem
 
 #: registry name prefixes of the models that always have a value head (the others: the ``value_head`` kwarg)
@@ -109,7 +110,7 @@ def config_reads_profile(workdir: str) -> bool:
     import json
     import os
 
-    with open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
+    with store.open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
         model = (json.load(f) or {}).get("model") or {}
     kwargs = model.get("kwargs") or {}
     return bool(kwargs.get("profile_embedding", model.get("profile_embedding")) or 0)

@@ -20,13 +20,13 @@ without some comment keys read with defaults: engine colour from the index, ``?`
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import re
 from pathlib import Path
 
 from sgfmill import sgf
 
 from kifunet.data_prep import coords
+from kifunet.fileio import atomic
 from kifunet.data_prep.game import BLACK, WHITE
 
 from . import scoring
@@ -67,9 +67,7 @@ def write_game(path: Path, res: GameResult, moves, *, board_size: int, komi: flo
         node = node.new_child()
         node.set_move("b" if colour == BLACK else "w", coords.to_sgfmill(coords.from_flat(flat, n), n))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".sgf.tmp")
-    tmp.write_bytes(game.serialise())
-    os.replace(tmp, path)
+    atomic.write_bytes_atomic(path, game.serialise())
 
 
 def read_game(path: Path) -> GameResult:

@@ -12,7 +12,8 @@ Layout: ``WORKDIR/checkpoints/<step>/`` with three items, written by one ``ocp.C
 Atomicity is orbax's: a step is written under a temporary name and committed by a rename (or a commit file
 on object stores), so after a crash -- ``kill -9`` included -- only whole checkpoints are listed; unfinished
 temporaries are deleted when the manager opens (``cleanup_tmp_directories``). ``max_to_keep`` keeps the
-newest N. No pickle anywhere: arrays go to tensorstore (OCDBT), the rest is JSON.
+newest N. No pickle anywhere: arrays go to tensorstore (OCDBT), the rest is JSON. The directory may be a bucket
+URL (``gs://...``): every file operation of this module goes through :mod:`kifunet.fileio.store`.
 
 **Verified checkpoints.** orbax-checkpoint (0.11) has no checksum of the files it writes (OCDBT data files are
 read back unchecked; its "tree verity" hook is not in the open-source package), so a byte flipped on disk loads
@@ -65,6 +66,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from kifunet.fileio import atomic, store
 from kifunet.data_prep.datasets.verify import file_sha256
 from kifunet.data_prep.errors import UserError
 
@@ -195,12 +197,12 @@ def _step_files(step_dir: str) -> list[str]:
     """Relative paths (``/``-separated, sorted) of the files a sidecar covers: all but the sidecar (and its
     temporary) and dot-files."""
     out = []
-    for root, dirs, files in os.walk(step_dir):
+    for root, dirs, files in store.walk(step_dir):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         for f in files:
             if f.startswith(".") or f.startswith(CHECKSUMS):
                 continue
-            out.append(os.path.relpath(os.path.join(root, f), step_dir).replace(os.sep, "/"))
+            out.append(store.relpath(os.path.join(root, f), step_dir).replace(os.sep, "/"))
     return sorted(out)
 
 
@@ -211,15 +213,10 @@ def write_checksums(step_dir: str) -> str:
     files = {}
     for rel in _step_files(step_dir):
         path = os.path.join(step_dir, rel)
-        files[rel] = {"size": os.path.getsize(path), "sha256": file_sha256(path)}
+        files[rel] = {"size": store.getsize(path), "sha256": file_sha256(path)}
     out = os.path.join(step_dir, CHECKSUMS)
-    tmp = f"{out}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump({"format": CHECKSUMS_FORMAT, "algorithm": "sha256", "files": files}, f, indent=1, sort_keys=True)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, out)
+    text = json.dumps({"format": CHECKSUMS_FORMAT, "algorithm": "sha256", "files": files}, indent=1, sort_keys=True)
+    atomic.write_text_atomic(out, text + "\n", suffix=f".tmp-{os.getpid()}")
     return out
 
 
@@ -234,7 +231,7 @@ def _json_problems(step_dir: str) -> list[str]:
     for rel in _step_files(step_dir):
         if any(fnmatch.fnmatchcase(rel, pat) for pat in JSON_FILES):
             try:
-                with open(os.path.join(step_dir, rel), encoding="utf-8") as f:
+                with store.open(os.path.join(step_dir, rel), encoding="utf-8") as f:
                     json.load(f)
             except (ValueError, UnicodeDecodeError) as e:
                 out.append(f"{rel}: not valid JSON ({str(e).splitlines()[0][:80]})")
@@ -243,7 +240,7 @@ def _json_problems(step_dir: str) -> list[str]:
 
 def _read_sidecar(step_dir: str) -> dict:
     """The sidecar's ``files`` table; ``ValueError`` (its message says why) when it cannot be used."""
-    with open(os.path.join(step_dir, CHECKSUMS), encoding="utf-8") as f:
+    with store.open(os.path.join(step_dir, CHECKSUMS), encoding="utf-8") as f:
         try:
             doc = json.load(f)
         except ValueError as e:
@@ -262,9 +259,9 @@ def _file_problems(step_dir: str, files: dict) -> list[str]:
     problems, to_hash = [], []
     for rel, want in sorted(files.items()):
         path = os.path.join(step_dir, rel)
-        if not os.path.isfile(path):
+        if not store.isfile(path):
             problems.append(f"{rel}: missing")
-        elif (size := os.path.getsize(path)) != want["size"]:
+        elif (size := store.getsize(path)) != want["size"]:
             problems.append(f"{rel}: size {size:,} bytes, expected {want['size']:,}"
                             f"{' (truncated)' if size < want['size'] else ''}")
         else:
@@ -280,11 +277,11 @@ def _file_problems(step_dir: str, files: dict) -> list[str]:
 def verify_step(step_dir: str) -> StepCheck:
     """Check one step directory against its sidecar (every file present, of its size and sha256, no other file);
     without a sidecar, :data:`UNSEALED` unless one of its JSON files does not parse (then :data:`DAMAGED`)."""
-    step_dir = os.path.abspath(step_dir)
+    step_dir = store.resolve(step_dir)
     step = _step_number(step_dir)
-    if not os.path.isdir(step_dir):
+    if not store.isdir(step_dir):
         return StepCheck(step, step_dir, DAMAGED, "not a directory")
-    if not os.path.isfile(os.path.join(step_dir, CHECKSUMS)):
+    if not store.isfile(os.path.join(step_dir, CHECKSUMS)):
         bad = _json_problems(step_dir)
         if bad:
             return StepCheck(step, step_dir, DAMAGED, _first(bad))
@@ -308,9 +305,10 @@ def _first(problems: list[str]) -> str:
 def _step_dirs(checkpoints_dir: str) -> list[str]:
     """The committed step directories of a ``checkpoints`` directory (names that are step numbers; orbax's
     unfinished temporaries and steps set aside as damaged are not), oldest first."""
-    if not os.path.isdir(checkpoints_dir):
+    if not store.isdir(checkpoints_dir):
         return []
-    names = [d for d in os.listdir(checkpoints_dir) if d.isdigit() and os.path.isdir(os.path.join(checkpoints_dir, d))]
+    names = [d for d in store.listdir(checkpoints_dir)
+             if d.isdigit() and store.isdir(os.path.join(checkpoints_dir, d))]
     return [os.path.join(checkpoints_dir, d) for d in sorted(names, key=int)]
 
 
@@ -321,12 +319,12 @@ def verify_checkpoints(directory: str) -> list[StepCheck]:
     Returns ``list[StepCheck]``, oldest step first, one per committed step directory (:func:`verify_step`):
     ``StepCheck(step: int, path: str, status: 'intact' | 'damaged' | 'unsealed', reason: str, files: int,
     bytes: int)``; empty when there is no step. ``FileNotFoundError`` when ``directory`` does not exist."""
-    directory = os.path.abspath(directory)
-    if not os.path.isdir(directory):
+    directory = store.resolve(directory)
+    if not store.isdir(directory):
         raise FileNotFoundError(2, "No such directory", directory)
-    if os.path.isdir(os.path.join(directory, "checkpoints")):
+    if store.isdir(os.path.join(directory, "checkpoints")):
         directory = os.path.join(directory, "checkpoints")
-    if os.path.isdir(os.path.join(directory, "state")) or os.path.isfile(os.path.join(directory, CHECKSUMS)):
+    if store.isdir(os.path.join(directory, "state")) or store.isfile(os.path.join(directory, CHECKSUMS)):
         return [verify_step(directory)]
     return [verify_step(d) for d in _step_dirs(directory)]
 
@@ -425,10 +423,10 @@ def _set_aside(step_dir: str) -> str:
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S")
     base = f"{step_dir}.damaged-{stamp}"
     target, n = base, 1
-    while os.path.exists(target):
+    while store.exists(target):
         n += 1
         target = f"{base}-{n}"
-    os.rename(step_dir, target)
+    store.rename(step_dir, target)
     return target
 
 
@@ -536,7 +534,7 @@ class _Sealer(threading.Thread):
     def run(self) -> None:
         try:
             self.manager.wait_until_finished()
-            if self.write and os.path.isdir(self.step_dir):
+            if self.write and store.isdir(self.step_dir):
                 write_checksums(self.step_dir)
         except BaseException as e:  # noqa: BLE001 - handed to the caller of result()
             self.error = e
@@ -558,7 +556,7 @@ class Checkpointer:
         import grain
         import orbax.checkpoint as ocp
 
-        self.directory = os.path.abspath(directory)
+        self.directory = store.resolve(directory)
         options = ocp.CheckpointManagerOptions(max_to_keep=max(1, int(keep)), create=True,
                                                enable_async_checkpointing=async_save,
                                                cleanup_tmp_directories=True)
@@ -829,7 +827,7 @@ def _restore_as_numpy(state_dir: str, *, allow_unsealed: bool | None = None) -> 
     import jax
     import orbax.checkpoint as ocp
 
-    require_loadable(os.path.dirname(os.path.abspath(state_dir)), allow_unsealed=allow_unsealed)
+    require_loadable(os.path.dirname(store.resolve(state_dir)), allow_unsealed=allow_unsealed)
     ckptr = ocp.PyTreeCheckpointer()
     meta = ckptr.metadata(state_dir)
     tree = getattr(meta, "item_metadata", meta)  # orbax >= 0.11 wraps the tree
@@ -847,11 +845,11 @@ def load_weights(path: str, *, allow_unsealed: bool | None = None) -> tuple[dict
     """
     import orbax.checkpoint as ocp
 
-    path = os.path.abspath(path)
-    if os.path.isdir(os.path.join(path, "checkpoints")):
+    path = store.resolve(path)
+    if store.isdir(os.path.join(path, "checkpoints")):
         path = os.path.join(path, "checkpoints")
     step_dir = path
-    if not any(os.path.exists(os.path.join(path, f)) for f in ("state", CHECKSUMS)):  # not a step: its newest
+    if not any(store.exists(os.path.join(path, f)) for f in ("state", CHECKSUMS)):  # not a step: its newest
         mngr = ocp.CheckpointManager(path, item_names=ITEMS,
                                      item_handlers={"state": ocp.StandardCheckpointHandler(),
                                                     "meta": ocp.JsonCheckpointHandler()},
@@ -864,8 +862,8 @@ def load_weights(path: str, *, allow_unsealed: bool | None = None) -> tuple[dict
     flat = _restore_as_numpy(os.path.join(step_dir, "state"), allow_unsealed=allow_unsealed)
     meta = {}
     meta_path = os.path.join(step_dir, "meta", "metadata")
-    if os.path.exists(meta_path):
-        with open(meta_path) as f:
+    if store.exists(meta_path):
+        with store.open(meta_path) as f:
             meta = json.load(f)
     weights = {k: np.asarray(v) for k, v in flat.items() if k.startswith(("params/", "extra/"))}
     return weights, meta

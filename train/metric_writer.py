@@ -27,6 +27,8 @@ import threading
 import time
 import traceback
 
+from kifunet.fileio import atomic, store
+
 KINDS = ("train", "eval")
 
 #: ``OSError`` s raised in tensorboardX's event-writer threads (a full disk), kept for :meth:`MetricWriter.close`
@@ -57,7 +59,7 @@ class MetricWriter:
         self.enabled = enabled
         self._tb = None
         if enabled:
-            os.makedirs(workdir, exist_ok=True)
+            store.makedirs(workdir)
             if tensorboard:
                 from tensorboardX import SummaryWriter
 
@@ -84,8 +86,8 @@ class MetricWriter:
             else:
                 rec[k] = _json_float(v)
                 scalars.append((f"{kind}/{k}", v))
-        with _naming(self.path(kind)), open(self.path(kind), "a", encoding="utf-8") as f:
-            f.write(json.dumps(rec) + "\n")
+        with _naming(self.path(kind)):
+            store.append_text(self.path(kind), json.dumps(rec) + "\n")
         if self._tb is not None and not _THREAD_ERRORS:  # a dead writer thread would fill its queue and block
             for tag, v in scalars:
                 if tag != f"{kind}/step" and math.isfinite(float(v)):
@@ -101,9 +103,9 @@ class MetricWriter:
             return
         for kind in KINDS:
             p = self.path(kind)
-            if not os.path.exists(p):
+            if not store.exists(p):
                 continue
-            with open(p, encoding="utf-8") as f:
+            with store.open(p, encoding="utf-8") as f:
                 lines = f.readlines()
             keep = []
             for ln in lines:
@@ -113,10 +115,7 @@ class MetricWriter:
                 except (ValueError, KeyError):
                     continue  # a line cut by the crash
             if len(keep) != len(lines):
-                tmp = p + ".tmp"
-                with open(tmp, "w", encoding="utf-8") as f:
-                    f.writelines(keep)
-                os.replace(tmp, p)
+                atomic.write_text_atomic(p, "".join(keep))
 
     def flush(self) -> None:
         if self._tb is not None:
@@ -175,7 +174,7 @@ def _json_float(v):
 
 def read_jsonl(path: str) -> list[dict]:
     """All records of a metrics file."""
-    with open(path, encoding="utf-8") as f:
+    with store.open(path, encoding="utf-8") as f:
         return [json.loads(ln) for ln in f if ln.strip()]
 
 

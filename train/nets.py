@@ -18,15 +18,17 @@ import dataclasses
 import logging
 import os
 
+from kifunet.fileio import store
+
 
 def is_run_dir(path: str) -> bool:
     """Whether ``path`` is a training run directory (it holds ``config.json``)."""
-    return os.path.isfile(os.path.join(path, "config.json"))
+    return store.isfile(os.path.join(path, "config.json"))
 
 
 def find_workdir(path: str) -> str:
     """The run directory of ``path``: itself, or the workdir above a ``checkpoints`` or step directory."""
-    p = os.path.abspath(path)
+    p = store.resolve(path)
     for cand in (p, os.path.dirname(p), os.path.dirname(os.path.dirname(p))):
         if is_run_dir(cand):
             return cand
@@ -39,7 +41,7 @@ def read_config(workdir: str):
 
     import ml_collections
 
-    with open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
+    with store.open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
         return ml_collections.ConfigDict(json.load(f))
 
 
@@ -48,11 +50,11 @@ def resolve_checkpoint(path: str, step: int | None = None) -> tuple[str, str]:
     ``checkpoints`` directory or one step's directory; ``step`` picks that step of the run instead."""
     workdir = find_workdir(path)
     if step is None:
-        return workdir, (path if os.path.abspath(path) != workdir else workdir)
+        return workdir, (path if store.resolve(path) != workdir else workdir)
     target = os.path.join(workdir, "checkpoints", str(int(step)))
-    if not os.path.isdir(target):
-        have = sorted((d for d in os.listdir(os.path.join(workdir, "checkpoints")) if d.isdigit()), key=int) \
-            if os.path.isdir(os.path.join(workdir, "checkpoints")) else []
+    if not store.isdir(target):
+        have = sorted((d for d in store.listdir(os.path.join(workdir, "checkpoints")) if d.isdigit()), key=int) \
+            if store.isdir(os.path.join(workdir, "checkpoints")) else []
         raise FileNotFoundError(f"{workdir}: no checkpoint for step {step} (have: {', '.join(have) or 'none'})")
     return workdir, target
 
@@ -93,7 +95,7 @@ def _data_shape(cfg: dict, meta: dict, dataset: str | None, feature_set: str | N
         if not root:
             continue
         tried.append(root)
-        if os.path.isfile(os.path.join(root, "manifest.json")):
+        if store.isfile(os.path.join(root, "manifest.json")):
             m = load_manifest(root)
             feature_set = feature_set or features.with_constant_planes(m["features"]["name"], added)
             board_size = board_size or int(m["board_size"])
@@ -111,12 +113,12 @@ def step_dir(path: str, step: int | None = None) -> str:
     ``checkpoints`` directory: the newest; a step's directory: that one) or for ``step``; without JAX or orbax.
     ``FileNotFoundError`` when there is no step."""
     _, target = resolve_checkpoint(path, step)
-    target = os.path.abspath(target)
-    ck = os.path.join(target, "checkpoints") if os.path.isdir(os.path.join(target, "checkpoints")) else target
-    if os.path.isdir(os.path.join(ck, "state")) or os.path.isfile(os.path.join(ck, "kifunet_checksums.json")):
+    target = store.resolve(target)
+    ck = os.path.join(target, "checkpoints") if store.isdir(os.path.join(target, "checkpoints")) else target
+    if store.isdir(os.path.join(ck, "state")) or store.isfile(os.path.join(ck, "kifunet_checksums.json")):
         return ck  # a step's directory
-    steps = [d for d in os.listdir(ck) if d.isdigit() and os.path.isdir(os.path.join(ck, d))] \
-        if os.path.isdir(ck) else []
+    steps = [d for d in store.listdir(ck) if d.isdigit() and store.isdir(os.path.join(ck, d))] \
+        if store.isdir(ck) else []
     if not steps:
         raise FileNotFoundError(f"{ck}: no checkpoint")
     return os.path.join(ck, max(steps, key=int))
@@ -134,10 +136,10 @@ def describe_net(path: str, *, step: int | None = None, dataset: str | None = No
     target = step_dir(path, step)
     meta = {}
     meta_path = os.path.join(target, "meta", "metadata")
-    if os.path.isfile(meta_path):
-        with open(meta_path, encoding="utf-8") as f:
+    if store.isfile(meta_path):
+        with store.open(meta_path, encoding="utf-8") as f:
             meta = json.load(f)
-    with open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
+    with store.open(os.path.join(workdir, "config.json"), encoding="utf-8") as f:
         raw = json.load(f)
     fs, n = _data_shape(raw, meta, dataset, feature_set, board_size)
     model = dict(raw.get("model") or {})
@@ -212,7 +214,7 @@ def load_net(path: str, *, step: int | None = None, dataset: str | None = None, 
     model = nnx.merge(graph, restored["params"], restored["extra"])
     model.eval()
     info = {"name": os.path.basename(workdir), "model": spec.name, "workdir": workdir,
-            "checkpoint": os.path.abspath(target), "step": meta.get("step"), "positions": meta.get("positions"),
+            "checkpoint": store.resolve(target), "step": meta.get("step"), "positions": meta.get("positions"),
             "train_seconds": meta.get("train_seconds"), "train_dataset": raw.get("dataset"),
             "feature_set": fs, "board_size": n}
     return TrainedNet(model, fs, n, info)

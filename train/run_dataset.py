@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 
+from kifunet.fileio import store
 from kifunet.train.mixture import split_datasets
 
 
@@ -104,7 +105,7 @@ def read_meta(step_dir: str) -> dict:
     """A checkpoint step's metadata (``meta/metadata``), ``{}`` when it cannot be read (the step's own check, in
     :mod:`kifunet.train.checkpointing`, reports that)."""
     try:
-        with open(os.path.join(step_dir, "meta", "metadata"), encoding="utf-8") as f:
+        with store.open(os.path.join(step_dir, "meta", "metadata"), encoding="utf-8") as f:
             meta = json.load(f)
         return meta if isinstance(meta, dict) else {}
     except (OSError, ValueError):

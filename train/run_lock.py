@@ -10,14 +10,20 @@ Several processes (``jax.distributed``): each takes its own file, ``train.lock``
 across hosts (NFSv4, Lustre mounted with ``flock``, local disks), each process of a second job finds its
 counterpart's lock taken and stops by itself, rather than leaving the others to wait for it in a collective; and a
 one-process run collides with process 0 of any run. A file system without flock (``ENOLCK``, ``EOPNOTSUPP``) cannot
-lock: the run goes on without the lock, and says so.
+lock: the run goes on without the lock, and says so. Neither can an object store: a bucket workdir (``gs://...``) is
+locked on this machine only, by a lock file in the system's temporary folder named after the URL
+(:func:`lock_path`), so a second trainer on this host is refused, one on another host is not.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import os
+import tempfile
+
+from kifunet.fileio.atomic import is_url
 
 from kifunet.data_prep.errors import UserError
 
@@ -27,7 +33,13 @@ class RunInUse(UserError):
 
 
 def lock_path(workdir: str, process_index: int = 0) -> str:
-    return os.path.join(workdir, "train.lock" if process_index == 0 else f"train.lock.{process_index}")
+    """``WORKDIR/train.lock`` (``train.lock.<i>`` for process i); for a URL workdir, a file in this machine's
+    temporary folder named after the URL (``kifunet-locks/<sha256 of the URL, 16 digits>-train.lock``)."""
+    name = "train.lock" if process_index == 0 else f"train.lock.{process_index}"
+    if is_url(workdir):
+        key = hashlib.sha256(workdir.rstrip("/").encode()).hexdigest()[:16]
+        return os.path.join(tempfile.gettempdir(), "kifunet-locks", f"{key}-{name}")
+    return os.path.join(workdir, name)
 
 
 class RunLock:
@@ -38,7 +50,7 @@ class RunLock:
         self._fd: int | None = None
 
     def __enter__(self) -> "RunLock":
-        os.makedirs(self.workdir, exist_ok=True)
+        os.makedirs(os.path.dirname(self.path) if is_url(self.workdir) else self.workdir, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

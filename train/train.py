@@ -89,6 +89,7 @@ import jax.numpy as jnp
 import ml_collections
 
 from kifunet import models
+from kifunet.fileio import atomic, store
 from kifunet.train import (checkpointing, evaluation, input_pipeline, memory, metric_writer, mixture, model_config,
                            optim, parallel, preemption, run_dataset, run_lock)
 from kifunet.train.data import TrainData
@@ -187,13 +188,10 @@ def _write_config(config, workdir: str, extra: dict | None = None) -> None:
     import json
 
     path = os.path.join(workdir, "config.json")
-    tmp = f"{path}.tmp-{os.getpid()}"
     text = config.to_json_best_effort(indent=2, sort_keys=True)
     if extra:
         text = json.dumps({**json.loads(text), **extra}, indent=2, sort_keys=True)
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text + "\n")
-    os.replace(tmp, path)
+    atomic.write_text_atomic(path, text + "\n", suffix=f".tmp-{os.getpid()}")
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
@@ -211,7 +209,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     parallel.initialize_distributed()
     mesh = parallel.make_mesh(config.num_devices)
     _check_config(config, mesh)
-    workdir = os.path.abspath(workdir)
+    workdir = store.resolve(workdir)  # a local folder or a bucket URL (gs://...)
     # the lock before the checkpoint manager, which deletes the unfinished temporaries of whoever else writes there
     with run_lock.RunLock(workdir, jax.process_index(), log=_log), preemption.Signals() as signals:
         return _open_and_train(config, workdir, mesh, signals)
@@ -220,7 +218,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
 def _open_and_train(config, workdir: str, mesh, signals) -> dict:
     B = config.batch_size
     ckpt_dir = os.path.join(workdir, "checkpoints")
-    made_dir = not os.path.isdir(ckpt_dir)  # orbax makes it now; a run that fails before its first save removes it
+    made_dir = not store.isdir(ckpt_dir)  # orbax makes it now; a run that fails before its first save removes it
     ckpt = checkpointing.Checkpointer(ckpt_dir, keep=config.keep_checkpoints, async_save=config.async_checkpoints)
     try:
         # verified newest first; a damaged step is set aside, in a line of its own (kifunet.train.checkpointing)

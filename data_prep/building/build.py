@@ -65,6 +65,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kifunet.fileio import atomic
+
 from . import build_lock, build_space
 from ..errors import UserError, naming
 from ..sgf import inputs as inputs_mod
@@ -215,7 +217,7 @@ def _prepare_out(cfg: BuildConfig, fingerprint: dict, log: Callable[[str], None]
                 if touched and _same_content(work, touched):
                     log(f"{out}: {len(touched)} input file(s) have a new mtime since the build began but the same "
                         "sha256; resuming")
-                    shards_mod.write_json_atomic(fp_path, fingerprint)
+                    atomic.write_json_atomic(fp_path, fingerprint)
                     return None
                 if "spill_version" in changed:  # its work units hold what this kifunet cannot reuse
                     raise BuildError(f"{out} holds an unfinished build started by another kifunet version, whose "
@@ -317,9 +319,9 @@ def _build_locked(cfg: BuildConfig, fs, fingerprint: dict, log, timings, t0: flo
         os.makedirs(work, exist_ok=True)
         fp_path = os.path.join(work, "fingerprint.json")
         if not os.path.exists(fp_path):  # the hashes first: a fingerprint without them is never resumed touched
-            shards_mod.write_json_atomic(os.path.join(work, INPUT_HASHES),
+            atomic.write_json_atomic(os.path.join(work, INPUT_HASHES),
                                          inputs_mod.content_hashes(fingerprint["inputs"]))
-            shards_mod.write_json_atomic(fp_path, fingerprint)
+            atomic.write_json_atomic(fp_path, fingerprint)
         split_names = cfg.splits.names()
         ucfg = unit_config(cfg.features, cfg.filters, cfg.splits, cfg.symmetries, cfg.source)
         infos: list = []
@@ -347,7 +349,7 @@ def _build_locked(cfg: BuildConfig, fs, fingerprint: dict, log, timings, t0: flo
             build_space.ensure_free(path, build_space.GAME_BYTES * len(sp["games"]))
             shards_mod.write_games_table(path, sp["games"], attrs={"split": split})
         manifest = make_manifest(cfg, fs, fingerprint, infos, accounting, per_split, split_names, results, tasks)
-        os.replace(os.path.join(work, "rejects.jsonl.part"), os.path.join(cfg.out, REJECTS))
+        atomic.commit(os.path.join(work, "rejects.jsonl.part"), os.path.join(cfg.out, REJECTS))
         write_manifest(cfg.out, manifest)
     finally:
         if pool is not None:

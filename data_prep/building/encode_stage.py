@@ -43,6 +43,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from kifunet.fileio import atomic
+
 from ..sgf import inputs as inputs_mod
 from .. import profiles
 from .. import results as results_mod
@@ -329,7 +331,7 @@ def encode_unit(u: int, sources: list, cfg: dict, work: str, isolate: bool = Fal
         _seal(tmp, planes_sha.hexdigest())
     if os.path.exists(final):
         shutil.rmtree(final)
-    os.replace(tmp, final)
+    atomic.commit(tmp, final)
     if isolate and os.path.exists(marker):
         os.remove(marker)
     return summary
@@ -340,10 +342,7 @@ def _seal(d: str, planes_sha256: str) -> None:
     hashed while it was written), last: to a temporary name, flushed to disk, then renamed."""
     sums = {name: planes_sha256 if name == "planes.bin" else shards_mod.sha256_file(os.path.join(d, name))
             for name in UNIT_FILES}
-    tmp = os.path.join(d, UNIT_CHECKSUMS + ".tmp")
-    with open(tmp, "w", encoding="ascii") as f:
-        json.dump(sums, f)
-    shards_mod.fsync_replace(tmp, os.path.join(d, UNIT_CHECKSUMS))
+    atomic.write_text_atomic(os.path.join(d, UNIT_CHECKSUMS), json.dumps(sums), encoding="ascii")
 
 
 def unit_damage(work: str, u: int) -> str | None:

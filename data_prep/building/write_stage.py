@@ -12,6 +12,8 @@ import os
 
 import numpy as np
 
+from kifunet.fileio import atomic
+
 from . import build_space
 from ..datasets import shards as shards_mod
 from .encode_stage import unit_arrays
@@ -43,7 +45,7 @@ def write_one_shard(task: dict) -> dict:
         del planes, spill
         for k in names:
             cols[k][sel] = game_index[str(int(u))][c["game"]] if k == "game_index" else c[k]
-    build_space.ensure_free(shards_mod.tmp_path(task["path"]), rows * build_space.raw_row_bytes(storage, n, cs))
+    build_space.ensure_free(atomic.tmp_path(task["path"]), rows * build_space.raw_row_bytes(storage, n, cs))
     layout = shards_mod.write_shard(task["path"], points.reshape(rows, n, n, w), cols, num_stored=cs,
                                     storage=storage, attrs=task["attrs"])
     return {"file": task["rel"], "rows": rows, "layout": layout, "sha256": shards_mod.sha256_file(task["path"])}

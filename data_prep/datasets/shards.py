@@ -41,6 +41,8 @@ import h5py
 import numpy as np
 from numba import njit
 
+from kifunet.fileio.atomic import atomic_path
+
 from .. import profiles
 from ..results import KINDS as RESULT_KINDS
 from ..results import OUTCOME_UNKNOWN
@@ -223,33 +225,6 @@ def decode_planes(raw: np.ndarray, layout: str, n: int, num_stored: int, table: 
 # ------------------------------------------------------------------------------------------------------------
 # files
 
-def tmp_path(path: str) -> str:
-    return path + ".tmp"
-
-
-def fsync_replace(tmp: str, path: str) -> None:
-    """Make ``tmp`` durable and rename it onto ``path`` (atomic on POSIX)."""
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    try:
-        dfd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
-
-
-def write_json_atomic(path: str, obj) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8", errors="backslashreplace") as f:
-        json.dump(obj, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    fsync_replace(tmp, path)
-
-
 def sha256_file(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -267,12 +242,9 @@ def write_shard(path: str, points: np.ndarray, columns: dict[str, np.ndarray], *
     coded = dict_encode(points) if layout == "codes" and rows else None
     if layout == "codes" and rows and coded is None:
         layout = "packbits"
-    tmp = tmp_path(path)
-    if os.path.exists(tmp):
-        os.remove(tmp)
     chunk = max(1, min(storage.chunk_rows, rows))
     kw = storage.h5_kwargs() if rows else {}
-    try:
+    with atomic_path(path) as tmp:
         with h5py.File(tmp, "w") as f:
             a = f.attrs
             a["format"] = FORMAT
@@ -305,11 +277,6 @@ def write_shard(path: str, points: np.ndarray, columns: dict[str, np.ndarray], *
             for name, values in columns.items():
                 f.create_dataset(name, data=np.asarray(values, dtype=COLUMN_DTYPES[name]),
                                  chunks=(chunk,) if rows else None, track_times=False, **kw)
-        fsync_replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
     return layout
 
 
@@ -495,8 +462,7 @@ def write_games_table(path: str, games: list[dict], attrs: dict | None = None) -
     Numeric columns GAME_NUM_COLUMNS (unknown: komi and margin NaN, year 0, result_kind 0, winner 0, and
     :data:`GAME_MISSING` for ``days``, ``source``, ``time_control``); string columns GAME_STR_COLUMNS (UTF-8);
     the attribute ``result_kinds`` (JSON). Values must fit (the encode stage checks them)."""
-    tmp = tmp_path(path)
-    with h5py.File(tmp, "w") as f:
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
         f.attrs["format"] = GAMES_FORMAT
         f.attrs["rows"] = len(games)
         f.attrs["result_kinds"] = json.dumps(RESULT_KINDS)
@@ -514,7 +480,6 @@ def write_games_table(path: str, games: list[dict], attrs: dict | None = None) -
                     v = GAME_MISSING.get(name, np.nan if dt is np.float32 else 0)
                 vals.append(v)
             f.create_dataset(name, data=np.array(vals, dtype=dt), track_times=False, **kw)
-    fsync_replace(tmp, path)
 
 
 def read_games_table(path: str) -> dict[str, np.ndarray]:

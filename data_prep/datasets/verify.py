@@ -20,6 +20,8 @@ import dataclasses
 import hashlib
 import os
 
+from kifunet.fileio import store
+
 from .dataset_base import CorruptDatasetError
 
 #: (realpath, size, mtime_ns) -> {"sha256": hex, "rows": int} found in that file by this process (or adopted)
@@ -47,7 +49,7 @@ def file_sha256(path: str) -> str:
     """The sha256 of a file's bytes, read in 1 MiB blocks (``OSError`` as the system raises it); the one file hash
     of the project's checks (datasets here, checkpoints in :mod:`kifunet.train.checkpointing`)."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with store.open(path, "rb") as f:  # a local file, or an object (a checkpoint in a bucket)
         while block := f.read(_HASH_BLOCK):
             h.update(block)
     return h.hexdigest()

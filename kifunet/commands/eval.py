@@ -15,6 +15,7 @@ import os
 import sys
 
 from kifunet.commands import option_types, unsealed
+from kifunet.fileio import store
 from kifunet.errors import CommandError
 
 HELP = ("evaluate a training run on a dataset split: top-1..10, nats, perplexity (value MSE and winner accuracy "
@@ -70,7 +71,7 @@ def default_out(run: str, data: str, split: str, legal: bool, limit: int | None 
     try:
         run_dir = find_workdir(run)
     except FileNotFoundError:
-        run_dir = run if os.path.isdir(run) else os.path.dirname(run)
+        run_dir = run if store.isdir(run) else os.path.dirname(run)
     name = os.path.basename(os.path.normpath(data)) or "data"
     part = (f"_rows{start}-{start + limit - 1}" if start else f"_first{limit}") if limit is not None else \
         (f"_from{start}" if start else "")

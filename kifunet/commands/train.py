@@ -72,15 +72,22 @@ def config_file(spec: str) -> str:
     raise CommandError(f"--config {spec!r}: no such config file, nor a config name ({', '.join(config_names())})")
 
 
-def local_workdir(text: str) -> str:
-    """``text`` when it names a directory on this machine's file systems; a bucket URL (``gs://...``) is a
-    :class:`CommandError`: the run's lock, its checkpoint checksums and its metrics are written with local file
-    operations, so a URL would become a local folder named ``gs:`` (docs/accelerators.md: a TPU VM and a
-    bucket)."""
-    scheme, sep, _ = text.partition("://")
-    if sep and scheme and scheme.replace("+", "").replace(".", "").replace("-", "").isalnum():
-        raise CommandError(f"{text}: a {scheme}:// workdir is not supported; train into a local directory (a TPU VM's "
-                           f"disk) and copy it to the bucket, or mount the bucket (gcsfuse) and name the mount point")
+def workdir_arg(text: str) -> str:
+    """``text``: a local directory, or a Cloud Storage URL (``gs://BUCKET/PATH``, written through ``etils.epath``
+    and ``gcsfs``: docs/accelerators.md, a TPU VM and a bucket). Another URL scheme, or ``gs://`` without
+    ``gcsfs`` installed, is a :class:`CommandError`."""
+    from kifunet.fileio.atomic import is_url
+
+    if not is_url(text):
+        return text
+    scheme = text.partition("://")[0]
+    if scheme != "gs":
+        raise CommandError(f"{text}: a {scheme}:// workdir is not supported (gs:// is); train into a local "
+                           f"directory, or mount the store and name the mount point")
+    import importlib.util
+
+    if importlib.util.find_spec("gcsfs") is None:
+        raise CommandError(f"{text}: a gs:// workdir needs gcsfs: pip install gcsfs (or kifunet[gcs])")
     return text
 
 
@@ -93,7 +100,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", required=True, metavar="NAME|FILE[:ARG]",
                    help="a config's name (listed below; train/configs/NAME.py) or a file defining get_config()")
     p.add_argument("--workdir", required=True, metavar="DIR",
-                   help="checkpoints, metrics_*.jsonl, tensorboard/, config.json; resumed if it has a checkpoint")
+                   help="checkpoints, metrics_*.jsonl, tensorboard/, config.json; resumed if it has a checkpoint; "
+                        "a local folder or gs://BUCKET/PATH (needs gcsfs)")
     p.add_argument("--print-config", action="store_true", help="print the resolved config and exit")
     p.epilog = _epilog()
     p.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -105,7 +113,7 @@ ACCEPTS_EXTRA_ARGS = True  # the --config.key=value overrides
 def run(args) -> int:
     from kifunet.train import configs
 
-    local_workdir(args.workdir)
+    workdir_arg(args.workdir)
     overrides, rest = configs.parse_overrides(list(getattr(args, "extra", None) or []))
     if rest:
         raise CommandError(f"unrecognized arguments: {' '.join(rest)}")

@@ -50,9 +50,11 @@ def report_lines(reports) -> list[str]:
 
 def is_run(path: str) -> bool:
     """Whether ``path`` names checkpoints: a workdir holding ``checkpoints/``, that directory, or one step."""
-    return (os.path.isdir(os.path.join(path, "checkpoints"))
+    from kifunet.fileio import store  # a local folder or a bucket URL
+
+    return (store.isdir(os.path.join(path, "checkpoints"))
             or os.path.basename(os.path.normpath(path)) == "checkpoints"
-            or os.path.isdir(os.path.join(path, "state")))
+            or store.isdir(os.path.join(path, "state")))
 
 
 def verify_run(path: str) -> int:
