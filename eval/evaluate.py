@@ -46,7 +46,7 @@ import time
 
 import numpy as np
 
-from kifunet.fileio import atomic, store
+from kifunet.data_prep.fileio import atomic, store
 from kifunet.data_prep import ranks
 from kifunet.data_prep.errors import UserError, naming
 from kifunet.eval import metrics as M

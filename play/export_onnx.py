@@ -49,7 +49,7 @@ import time
 import numpy as np
 
 from kifunet.data_prep.planes import features as features_mod
-from kifunet.fileio import atomic
+from kifunet.data_prep.fileio import atomic
 from kifunet.play import onnx_policy
 
 #: random positions the exported file is checked on against JAX before it is written

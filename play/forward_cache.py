@@ -39,7 +39,7 @@ from typing import Callable
 
 import numpy as np
 
-from kifunet.fileio import atomic, store
+from kifunet.data_prep.fileio import atomic, store
 from kifunet.play.policy import Policy, size_range_problem
 
 #: the entry layout's version (part of the key)

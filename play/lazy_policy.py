@@ -48,7 +48,7 @@ import threading
 from typing import Callable
 
 from kifunet.data_prep.planes import features as features_mod
-from kifunet.fileio import store
+from kifunet.data_prep.fileio import store
 from kifunet.play.policy import HISTORY_WINDOW, fill_profile, profile_value, rank_value, size_range_problem
 
 #: registry name prefixes of the models that always have a value head (the others: the ``value_head`` kwarg)

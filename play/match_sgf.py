@@ -26,7 +26,7 @@ from pathlib import Path
 from sgfmill import sgf
 
 from kifunet.data_prep import coords
-from kifunet.fileio import atomic
+from kifunet.data_prep.fileio import atomic
 from kifunet.data_prep.game import BLACK, WHITE
 
 from . import scoring

@@ -1,4 +1,4 @@
-"""The one atomic-write helper (kifunet.fileio.atomic): whole files or none, no temporaries left, one copy."""
+"""The one atomic-write helper (kifunet.data_prep.fileio.atomic): whole files or none, no temporaries left, one copy."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kifunet.fileio import atomic
+from kifunet.data_prep.fileio import atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ("data_prep", "models", "train", "eval", "play", "kifunet")
@@ -68,10 +68,13 @@ def test_urls_are_told_from_local_paths(path, url):
 
 
 def test_the_library_renames_files_into_place_only_through_the_helper():
-    """Every temp-file-and-rename in the library is :mod:`kifunet.fileio.atomic` (no ``os.replace`` elsewhere)."""
+    """Every temp-file-and-rename in the library is :mod:`kifunet.data_prep.fileio.atomic` (no ``os.replace``
+    elsewhere)."""
     found = []
     for folder in LIBRARY:
         for f in sorted((ROOT / folder).rglob("*.py")):
+            if f.parent == ROOT / "data_prep" / "fileio":
+                continue
             for i, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
                 if re.search(r"\bos\.replace\(|def write_json_atomic|def fsync_replace|\.rename\(tmp", line):
                     found.append(f"{f.relative_to(ROOT)}:{i}")

@@ -13,7 +13,7 @@ Atomicity is orbax's: a step is written under a temporary name and committed by 
 on object stores), so after a crash -- ``kill -9`` included -- only whole checkpoints are listed; unfinished
 temporaries are deleted when the manager opens (``cleanup_tmp_directories``). ``max_to_keep`` keeps the
 newest N. No pickle anywhere: arrays go to tensorstore (OCDBT), the rest is JSON. The directory may be a bucket
-URL (``gs://...``): every file operation of this module goes through :mod:`kifunet.fileio.store`.
+URL (``gs://...``): every file operation of this module goes through :mod:`kifunet.data_prep.fileio.store`.
 
 **Verified checkpoints.** orbax-checkpoint (0.11) has no checksum of the files it writes (OCDBT data files are
 read back unchecked; its "tree verity" hook is not in the open-source package), so a byte flipped on disk loads
@@ -66,7 +66,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from kifunet.fileio import atomic, store
+from kifunet.data_prep.fileio import atomic, store
 from kifunet.data_prep.datasets.verify import file_sha256
 from kifunet.data_prep.errors import UserError
 

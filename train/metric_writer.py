@@ -27,7 +27,7 @@ import threading
 import time
 import traceback
 
-from kifunet.fileio import atomic, store
+from kifunet.data_prep.fileio import atomic, store
 
 KINDS = ("train", "eval")
 

@@ -18,7 +18,7 @@ import dataclasses
 import logging
 import os
 
-from kifunet.fileio import store
+from kifunet.data_prep.fileio import store
 
 
 def is_run_dir(path: str) -> bool:

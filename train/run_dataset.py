@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 
-from kifunet.fileio import store
+from kifunet.data_prep.fileio import store
 from kifunet.train.mixture import split_datasets
 
 

@@ -23,7 +23,7 @@ import hashlib
 import os
 import tempfile
 
-from kifunet.fileio.atomic import is_url
+from kifunet.data_prep.fileio.atomic import is_url
 
 from kifunet.data_prep.errors import UserError
 

@@ -89,7 +89,7 @@ import jax.numpy as jnp
 import ml_collections
 
 from kifunet import models
-from kifunet.fileio import atomic, store
+from kifunet.data_prep.fileio import atomic, store
 from kifunet.train import (checkpointing, evaluation, input_pipeline, memory, metric_writer, mixture, model_config,
                            optim, parallel, preemption, run_dataset, run_lock)
 from kifunet.train.data import TrainData

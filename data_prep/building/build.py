@@ -65,7 +65,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kifunet.fileio import atomic
+from kifunet.data_prep.fileio import atomic
 
 from . import build_lock, build_space
 from ..errors import UserError, naming

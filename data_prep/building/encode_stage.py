@@ -43,7 +43,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kifunet.fileio import atomic
+from kifunet.data_prep.fileio import atomic
 
 from ..sgf import inputs as inputs_mod
 from .. import profiles

@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from kifunet.fileio import atomic
+from kifunet.data_prep.fileio import atomic
 
 from . import build_space
 from ..datasets import shards as shards_mod

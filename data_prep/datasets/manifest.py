@@ -121,7 +121,7 @@ def content_sha256(m: dict) -> str:
 def write_manifest(root: str, m: dict) -> None:
     """Seal ``m`` (set its :data:`SEAL`, in place) and write it as ``DIR/manifest.json`` atomically (the last file a
     build writes)."""
-    from kifunet.fileio.atomic import write_json_atomic
+    from kifunet.data_prep.fileio.atomic import write_json_atomic
 
     m[SEAL] = content_sha256(m)
     write_json_atomic(os.path.join(root, MANIFEST), m)

@@ -41,7 +41,7 @@ import h5py
 import numpy as np
 from numba import njit
 
-from kifunet.fileio.atomic import atomic_path
+from kifunet.data_prep.fileio.atomic import atomic_path
 
 from .. import profiles
 from ..results import KINDS as RESULT_KINDS

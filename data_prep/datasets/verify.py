@@ -20,7 +20,7 @@ import dataclasses
 import hashlib
 import os
 
-from kifunet.fileio import store
+from kifunet.data_prep.fileio import store
 
 from .dataset_base import CorruptDatasetError
 

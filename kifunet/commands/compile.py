@@ -49,7 +49,7 @@ def read_rows(path: str | None) -> list[dict]:
 
 
 def write_rows(path: str, rows: list[dict]) -> None:
-    from kifunet.fileio.atomic import write_json_atomic
+    from kifunet.data_prep.fileio.atomic import write_json_atomic
 
     write_json_atomic(path, {"command": "kifunet compile", "rows": rows})
 

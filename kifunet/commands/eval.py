@@ -15,7 +15,7 @@ import os
 import sys
 
 from kifunet.commands import option_types, unsealed
-from kifunet.fileio import store
+from kifunet.data_prep.fileio import store
 from kifunet.errors import CommandError
 
 HELP = ("evaluate a training run on a dataset split: top-1..10, nats, perplexity (value MSE and winner accuracy "

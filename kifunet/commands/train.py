@@ -76,7 +76,7 @@ def workdir_arg(text: str) -> str:
     """``text``: a local directory, or a Cloud Storage URL (``gs://BUCKET/PATH``, written through ``etils.epath``
     and ``gcsfs``: docs/accelerators.md, a TPU VM and a bucket). Another URL scheme, or ``gs://`` without
     ``gcsfs`` installed, is a :class:`CommandError`."""
-    from kifunet.fileio.atomic import is_url
+    from kifunet.data_prep.fileio.atomic import is_url
 
     if not is_url(text):
         return text

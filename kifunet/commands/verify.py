@@ -50,7 +50,7 @@ def report_lines(reports) -> list[str]:
 
 def is_run(path: str) -> bool:
     """Whether ``path`` names checkpoints: a workdir holding ``checkpoints/``, that directory, or one step."""
-    from kifunet.fileio import store  # a local folder or a bucket URL
+    from kifunet.data_prep.fileio import store  # a local folder or a bucket URL
 
     return (store.isdir(os.path.join(path, "checkpoints"))
             or os.path.basename(os.path.normpath(path)) == "checkpoints"
