@@ -162,7 +162,8 @@ def test_no_module_uses_another_modules_private_names():
 
 #: packages from the bottom up: a module may import its own package and the ones before it, never one after.
 #: (``kifunet.cli`` finds its subcommands by name at run time, so ``commands.quickstart`` may call it.)
-LAYERS = ("kifunet", "kifunet.data_prep.fileio", "kifunet.data_prep", "kifunet.data_prep.rules", "kifunet.data_prep.sgf",
+LAYERS = ("kifunet", "kifunet.data_prep.fileio", "kifunet.data_prep", "kifunet.data_prep.rules",
+          "kifunet.data_prep.sgf",
           "kifunet.data_prep.planes", "kifunet.data_prep.datasets", "kifunet.data_prep.building", "kifunet.samples",
           "kifunet.models",
           "kifunet.train.configs", "kifunet.train", "kifunet.eval", "kifunet.play", "kifunet.errors", "kifunet.cli",

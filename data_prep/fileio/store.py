@@ -1,7 +1,7 @@
 """File operations on a local path or an object-store URL (``gs://bucket/run/...``), one call each.
 
-A local path goes to ``os`` and ``open`` exactly as a caller would call them; a URL (:func:`kifunet.data_prep.fileio.atomic.
-is_url`) goes to ``etils.epath``, the path layer orbax uses (for ``gs://``: ``gcsfs``, pointed at an emulator by
+A local path goes to ``os`` and ``open`` exactly as a caller would call them; a URL
+(:func:`kifunet.data_prep.fileio.atomic.is_url`) goes to ``etils.epath``, the path layer orbax uses (for ``gs://``: ``gcsfs``, pointed at an emulator by
 ``STORAGE_EMULATOR_HOST``). An object store has no folders: a "directory" is a prefix with objects under it,
 :func:`makedirs` makes nothing, and :func:`rename` of a prefix copies and deletes (not atomic). Listings are read
 fresh (``gcsfs`` caches them, and orbax writes its arrays through tensorstore, not through ``gcsfs``).
