@@ -65,7 +65,7 @@ def _net_probs(net, pol, moves, colour, vector):
     """The model's own softmax for the position given ``vector`` (float32 [46]), outside the policy."""
     x = pol.planes(moves, colour)[None].astype(np.float32)
     z = net(x, rank=np.full(1, pol.rank, np.int32), to_move=np.full(1, colour, np.int32), profile=vector[None])
-    return policy_mod.softmax(np.asarray(z, np.float64))[0]
+    return policy_mod.softmax(np.asarray(z.logits, np.float64))[0]
 
 
 # --- the policy -------------------------------------------------------------------------------------------------
