@@ -358,6 +358,7 @@ def test_tiny_forward_19_and_9_and_bf16_close_to_f32(name):
     logits = _logits(out)
     assert logits.shape == (4, 19 * 19 + 1) and logits.dtype == np.float32
     assert np.isfinite(logits[:, :-1]).all()
+    assert model.facts.has_pass == (name in WITH_PASS)  # the family's declaration: what the logits show
     if name in WITH_PASS:
         assert np.isfinite(logits[:, -1]).all() and (logits[:, -1] > -1e6).all()
     else:
