@@ -18,6 +18,10 @@ name                contract
 :class:`Forward`    a model split once, its weights on the devices (``state_sharding``) and :func:`forward`
                     jitted: ``Forward(model)(planes, rank, to_move, profile) -> Outputs``
 ==================  =============================================================================================
+
+A model here is any ``nnx.Module`` with ``facts`` and a call ``(planes, rank=, to_move=, profile=) -> Outputs``:
+every :class:`kifunet.models.base.PolicyNet`, and the small stand-ins tests build. Importing this module loads
+neither JAX nor flax (they load at first use), so a policy over an exported program keeps flax unloaded.
 """
 
 from __future__ import annotations

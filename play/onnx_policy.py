@@ -176,7 +176,8 @@ def read_metadata(path: str | os.PathLike) -> dict[str, str]:
 class OnnxPolicy(Policy):
     """:class:`~kifunet.play.policy.Policy`'s interface (``board_size``, ``trained_size``, ``description``,
     ``probabilities`` and ``evaluate`` with ``symmetries``, ``logits``, ``planes``, ``has_pass``, ``has_value``,
-    ``size_problem``, ``resized``, ``with_rank``: :mod:`kifunet.play.policy`'s table) over an exported file.
+    ``size_problem``, ``resized``, ``with_rank``: :mod:`kifunet.play.policy`'s table) over an exported file;
+    ``with_rank`` and ``with_profile`` are Policy's (the copy shares the onnxruntime session).
 
     The positions, planes and forward pass are Policy's own (inherited ``record``, ``planes`` and ``run_batch``)
     with the file as ``net`` (:meth:`OnnxNet.run`) and its metadata as ``facts``; the feature set is the
@@ -208,18 +209,6 @@ class OnnxPolicy(Policy):
                               has_pass=meta.get("has_pass") == "true", reads_rank="rank" in net.inputs,
                               reads_profile=net.reads_profile, resizable=False)
         self.trained_size = self.board_size
-
-    def with_rank(self, rank) -> "OnnxPolicy":
-        """The same file and features with another rank (shares the onnxruntime session)."""
-        other = object.__new__(OnnxPolicy)
-        other.__dict__.update(self.__dict__)
-        other.rank = rank_value(rank)
-        return other
-
-    def outputs(self, record_or_moves, colour: int, setup=()) -> tuple[np.ndarray, float | None]:
-        """``(float32 [N*N + 1] logits, value or None)`` of the position with ``colour`` to play."""
-        logits, values = self._run(record_or_moves, colour, setup)
-        return logits[0], (None if values is None else float(values[0]))
 
     def size_problem(self, n: int) -> str | None:
         """None for the file's own board size; any other is refused: the file was exported with fixed spatial
