@@ -96,30 +96,26 @@ def masked_probs(logits, legal) -> np.ndarray:
     return p / p.sum()
 
 
-def draw_board(stones, *, probs=None, legal=None, top_k: int = 5, played: int | None = None,
-               last_move: int | None = None, title: str = "", ax=None, side_panel: bool = True):
-    """Draw a board; returns the matplotlib Figure. See the module docstring for the conventions.
+def _xy(r, c, n):
+    """Plot coordinates of board point (row ``r`` from the top, column ``c``)."""
+    return c, n - 1 - r
 
-    ``stones`` int (N, N) with 0/1/2; ``probs`` float ``[N*N + 1]`` (pass last) or None; ``legal`` bool
-    ``[N*N + 1]`` or ``[N*N]`` (required with ``probs``); ``played`` / ``last_move`` flat indices."""
-    from matplotlib import colors as mcolors
-    from matplotlib import patheffects
+
+def _figure(ax, side_panel: bool):
+    """(figure, board axes): a new figure sized for the side panel, or ``ax`` and its figure."""
     from matplotlib.figure import Figure
+
+    if ax is not None:
+        return ax.figure, ax
+    fig = Figure(figsize=(10.4 if side_panel else 7.2, 7.2), dpi=100)
+    if side_panel:
+        return fig, fig.add_axes((0.03, 0.04, 0.62, 0.84))
+    return fig, fig.add_axes((0.06, 0.04, 0.88, 0.84))
+
+
+def _draw_grid(ax, n: int) -> None:
+    """The wood, the lines (above the heatmap, below the stones) and the star points."""
     from matplotlib.patches import Circle, Rectangle
-
-    stones = np.asarray(stones)
-    n = stones.shape[0]
-    if ax is None:
-        fig = Figure(figsize=(10.4 if side_panel else 7.2, 7.2), dpi=100)
-        if side_panel:
-            ax = fig.add_axes((0.03, 0.04, 0.62, 0.84))
-        else:
-            ax = fig.add_axes((0.06, 0.04, 0.88, 0.84))
-    else:
-        fig = ax.figure
-
-    def xy(r, c):
-        return c, n - 1 - r
 
     ax.set_facecolor(WOOD)
     ax.add_patch(Rectangle((-0.5, -0.5), n, n, facecolor=WOOD, edgecolor="none", zorder=0))
@@ -127,56 +123,71 @@ def draw_board(stones, *, probs=None, legal=None, top_k: int = 5, played: int | 
         ax.plot([0, n - 1], [i, i], color="black", lw=0.7, zorder=2.5)  # above the heatmap, below stones
         ax.plot([i, i], [0, n - 1], color="black", lw=0.7, zorder=2.5)
     for r, c in star_points(n):
-        ax.add_patch(Circle(xy(r, c), 0.09, color="black", zorder=2.5))
+        ax.add_patch(Circle(_xy(r, c, n), 0.09, color="black", zorder=2.5))
 
-    top = []
-    if probs is not None:
-        if legal is None:
-            raise ValueError("a heatmap needs the legality mask")
-        p = np.asarray(probs, dtype=np.float64)
-        lg = np.asarray(legal, dtype=bool)[: n * n] & (stones.reshape(-1) == 0)
-        img = np.full((n, n), np.nan)
-        vals = np.where(lg, p[: n * n], np.nan).reshape(n, n)
-        img[:, :] = vals[::-1, :]  # y = n-1-row
-        cmap = mcolors.LinearSegmentedColormap.from_list("kifunet_heat", ["#fff7bc", "#fe9929", "#cc4c02",
-                                                                          "#662506"]).with_extremes(
-            bad=(0.0, 0.0, 0.0, 0.0))
-        finite = np.isfinite(img).any()
-        vmax = float(np.nanmax(img)) if finite else 1.0
-        vmin = float(np.nanmin(img)) if finite else 0.0
-        if vmax <= vmin:  # a flat policy: one colour
-            vmin = 0.0
-        # colours span the legal points' own range (a near-uniform policy still shows its preferences);
-        # the colour bar gives the probabilities
-        im = ax.imshow(img, origin="lower", extent=(-0.5, n - 0.5, -0.5, n - 0.5), cmap=cmap,
-                       norm=mcolors.PowerNorm(gamma=0.5, vmin=vmin, vmax=max(vmax, 1e-12)), zorder=2, alpha=0.85,
-                       interpolation="nearest")
-        top = [(i, float(p[i])) for i in top_moves(p[: n * n], lg, int(top_k))]
-        for k, (i, _) in enumerate(top, 1):
-            r, c = divmod(i, n)
-            ax.text(*xy(r, c), str(k), ha="center", va="center", fontsize=10, fontweight="bold", color="white",
-                    path_effects=[patheffects.withStroke(linewidth=2.5, foreground="black")], zorder=5)
-        cax = fig.add_axes((0.685, 0.04, 0.018, 0.84)) if side_panel else None
-        if cax is not None:
-            cb = fig.colorbar(im, cax=cax)
-            cb.set_label("policy probability on legal points (renormalised)")
 
+def _draw_heatmap(fig, ax, stones, probs, legal, top_k: int, side_panel: bool) -> list[tuple[int, float]]:
+    """Shade the legal empty points by ``probs``, number the top ``top_k`` and add the colour bar (with the side
+    panel); returns the top moves as (flat, probability)."""
+    from matplotlib import colors as mcolors
+    from matplotlib import patheffects
+
+    if legal is None:
+        raise ValueError("a heatmap needs the legality mask")
+    n = stones.shape[0]
+    p = np.asarray(probs, dtype=np.float64)
+    lg = np.asarray(legal, dtype=bool)[: n * n] & (stones.reshape(-1) == 0)
+    img = np.full((n, n), np.nan)
+    vals = np.where(lg, p[: n * n], np.nan).reshape(n, n)
+    img[:, :] = vals[::-1, :]  # y = n-1-row
+    cmap = mcolors.LinearSegmentedColormap.from_list("kifunet_heat", ["#fff7bc", "#fe9929", "#cc4c02",
+                                                                      "#662506"]).with_extremes(
+        bad=(0.0, 0.0, 0.0, 0.0))
+    finite = np.isfinite(img).any()
+    vmax = float(np.nanmax(img)) if finite else 1.0
+    vmin = float(np.nanmin(img)) if finite else 0.0
+    if vmax <= vmin:  # a flat policy: one colour
+        vmin = 0.0
+    # colours span the legal points' own range (a near-uniform policy still shows its preferences);
+    # the colour bar gives the probabilities
+    im = ax.imshow(img, origin="lower", extent=(-0.5, n - 0.5, -0.5, n - 0.5), cmap=cmap,
+                   norm=mcolors.PowerNorm(gamma=0.5, vmin=vmin, vmax=max(vmax, 1e-12)), zorder=2, alpha=0.85,
+                   interpolation="nearest")
+    top = [(i, float(p[i])) for i in top_moves(p[: n * n], lg, int(top_k))]
+    for k, (i, _) in enumerate(top, 1):
+        r, c = divmod(i, n)
+        ax.text(*_xy(r, c, n), str(k), ha="center", va="center", fontsize=10, fontweight="bold", color="white",
+                path_effects=[patheffects.withStroke(linewidth=2.5, foreground="black")], zorder=5)
+    if side_panel:
+        cb = fig.colorbar(im, cax=fig.add_axes((0.685, 0.04, 0.018, 0.84)))
+        cb.set_label("policy probability on legal points (renormalised)")
+    return top
+
+
+def _draw_stones(ax, stones, played: int | None, last_move: int | None) -> None:
+    """The stones, a ring on the last move and a red square on the move played."""
+    from matplotlib.patches import Circle, Rectangle
+
+    n = stones.shape[0]
     for r in range(n):
         for c in range(n):
             v = int(stones[r, c])
             if v:
-                ax.add_patch(Circle(xy(r, c), 0.46, facecolor="black" if v == 1 else "white",
+                ax.add_patch(Circle(_xy(r, c, n), 0.46, facecolor="black" if v == 1 else "white",
                                     edgecolor="black", lw=0.8, zorder=3))
     if last_move is not None and last_move < n * n:
         r, c = divmod(int(last_move), n)
-        ax.add_patch(Circle(xy(r, c), 0.16, facecolor="none", edgecolor="red" if stones[r, c] else "black", lw=1.5,
-                            zorder=4))
+        ax.add_patch(Circle(_xy(r, c, n), 0.16, facecolor="none", edgecolor="red" if stones[r, c] else "black",
+                            lw=1.5, zorder=4))
     if played is not None and played < n * n:
         r, c = divmod(int(played), n)
-        x, y = xy(r, c)
+        x, y = _xy(r, c, n)
         ax.add_patch(Rectangle((x - 0.48, y - 0.48), 0.96, 0.96, facecolor="none", edgecolor="red", lw=2.0,
                                zorder=6))
 
+
+def _label_axes(ax, n: int, title: str) -> None:
+    """GTP column letters above and below, row numbers left and right, the title."""
     letters = coords.GTP_COLUMNS[:n]
     ax.set_xlim(-0.9, n - 0.1)
     ax.set_ylim(-0.9, n - 0.1)
@@ -191,13 +202,32 @@ def draw_board(stones, *, probs=None, legal=None, top_k: int = 5, played: int | 
     if title:
         ax.set_title(title, fontsize=10, pad=22)
 
+
+def _side_text(fig, n: int, top, probs, played: int | None) -> None:
+    """The side panel: the top moves with their probabilities, the pass probability and the move played."""
+    lines = ["top moves (legal):"] + [f"{k}. {gtp(i, n):>4}  {100 * q:5.2f}%" for k, (i, q) in enumerate(top, 1)]
+    lines.append(f"pass   {100 * float(np.asarray(probs)[n * n]):5.2f}%")
+    if played is not None:
+        played_p = float(np.asarray(probs)[played])
+        lines += ["", f"played: {gtp(played, n)}  {100 * played_p:.2f}%"]
+    fig.text(0.79, 0.88, "\n".join(lines), va="top", ha="left", family="monospace", fontsize=9)
+
+
+def draw_board(stones, *, probs=None, legal=None, top_k: int = 5, played: int | None = None,
+               last_move: int | None = None, title: str = "", ax=None, side_panel: bool = True):
+    """Draw a board; returns the matplotlib Figure. See the module docstring for the conventions.
+
+    ``stones`` int (N, N) with 0/1/2; ``probs`` float ``[N*N + 1]`` (pass last) or None; ``legal`` bool
+    ``[N*N + 1]`` or ``[N*N]`` (required with ``probs``); ``played`` / ``last_move`` flat indices."""
+    stones = np.asarray(stones)
+    n = stones.shape[0]
+    fig, ax = _figure(ax, side_panel)
+    _draw_grid(ax, n)
+    top = [] if probs is None else _draw_heatmap(fig, ax, stones, probs, legal, top_k, side_panel)
+    _draw_stones(ax, stones, played, last_move)
+    _label_axes(ax, n, title)
     if side_panel and probs is not None:
-        lines = ["top moves (legal):"] + [f"{k}. {gtp(i, n):>4}  {100 * q:5.2f}%" for k, (i, q) in enumerate(top, 1)]
-        lines.append(f"pass   {100 * float(np.asarray(probs)[n * n]):5.2f}%")
-        if played is not None:
-            played_p = float(np.asarray(probs)[played])
-            lines += ["", f"played: {gtp(played, n)}  {100 * played_p:.2f}%"]
-        fig.text(0.79, 0.88, "\n".join(lines), va="top", ha="left", family="monospace", fontsize=9)
+        _side_text(fig, n, top, probs, played)
     return fig
 
 

@@ -159,6 +159,23 @@ class GoNNPolicyHead(nnx.Module):
         return self.p2(crelu(self.p_bn(p)))[..., 0]
 
 
+def _block_kinds(blocks: int, global_blocks, wide_blocks, chain_blocks) -> tuple[tuple[int, ...], ...]:
+    """(global, wide, chain) block indices as int tuples; ValueError unless they are indices of the ``blocks``
+    trunk blocks (global ones not block 0), each block of one kind at most."""
+    global_blocks = tuple(int(i) for i in global_blocks)
+    if any(not 0 < i < blocks for i in global_blocks):
+        raise ValueError(f"global_blocks {global_blocks} must be block indices in [1, {blocks})")
+    wide_blocks = tuple(int(i) for i in wide_blocks)
+    if any(not 0 <= i < blocks for i in wide_blocks) or set(wide_blocks) & set(global_blocks):
+        raise ValueError(f"wide_blocks {wide_blocks} must be block indices in [0, {blocks}) that are not "
+                         f"global blocks {global_blocks}")
+    chain_blocks = tuple(int(i) for i in chain_blocks)
+    if any(not 0 <= i < blocks for i in chain_blocks) or set(chain_blocks) & (set(global_blocks) | set(wide_blocks)):
+        raise ValueError(f"chain_blocks {chain_blocks} must be block indices in [0, {blocks}) that are neither "
+                         f"global blocks {global_blocks} nor wide blocks {wide_blocks}")
+    return global_blocks, wide_blocks, chain_blocks
+
+
 class GoNNResNet(PolicyNet):
     """GoNN pre-activation ResNet; every GoNN feature has a switch (see the module docstring).
 
@@ -180,17 +197,7 @@ class GoNNResNet(PolicyNet):
                  wide_channels: int = 0, wide_length: int = 9, chain_blocks: Sequence[int] = (),
                  chain_channels: int = 0, chain_stone_planes: Sequence[int] = (1, 2), dtype=jnp.float32, param_dtype=jnp.float32,
                  rngs: nnx.Rngs):
-        global_blocks = tuple(int(i) for i in global_blocks)
-        if any(not 0 < i < blocks for i in global_blocks):
-            raise ValueError(f"global_blocks {global_blocks} must be block indices in [1, {blocks})")
-        wide_blocks = tuple(int(i) for i in wide_blocks)
-        if any(not 0 <= i < blocks for i in wide_blocks) or set(wide_blocks) & set(global_blocks):
-            raise ValueError(f"wide_blocks {wide_blocks} must be block indices in [0, {blocks}) that are not "
-                             f"global blocks {global_blocks}")
-        chain_blocks = tuple(int(i) for i in chain_blocks)
-        if any(not 0 <= i < blocks for i in chain_blocks) or set(chain_blocks) & (set(global_blocks) | set(wide_blocks)):
-            raise ValueError(f"chain_blocks {chain_blocks} must be block indices in [0, {blocks}) that are neither "
-                             f"global blocks {global_blocks} nor wide blocks {wide_blocks}")
+        global_blocks, wide_blocks, chain_blocks = _block_kinds(blocks, global_blocks, wide_blocks, chain_blocks)
         self.chain_stone_planes = tuple(int(i) for i in chain_stone_planes)
         if chain_blocks and (len(self.chain_stone_planes) != 2
                              or any(not 0 <= i < in_planes for i in self.chain_stone_planes)):
@@ -207,7 +214,7 @@ class GoNNResNet(PolicyNet):
         self.stem = Conv(in_planes, channels, 5, center_param=center_emphasis, center_emphasis=0.3 if center_emphasis else 0.0,
                          dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         blocks_list, n_dilated = [], 0
-        for i in range(blocks):
+        for i in range(blocks):  # built in order: each block draws its initial weights from rngs in turn
             if i in chain_blocks:
                 blocks_list.append(GoNNChainBlock(channels, pooled=chain_channels or channels, act=act, conv=conv,
                                                   bn=bn, rngs=rngs))

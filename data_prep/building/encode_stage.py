@@ -448,56 +448,63 @@ def encode_inputs(inputs: list[str], ucfg: dict, work: str, infos: list, *, unit
         total = inputs_mod.count_sources(inputs)  # one extra read, for the ETA
     prog = Progress(show, total, "encode")
     summaries: dict[int, dict] = {}
-    sources = inputs_mod.iter_sources(inputs, infos)
+    units = _iter_units(inputs_mod.iter_sources(inputs, infos), unit_games)
     try:
         if pool is None:
-            for u, unit in _iter_units(sources, unit_games):
-                if _reusable(work, u, log):
-                    s, _ = read_unit(work, u)
-                else:
-                    s = encode_unit(u, unit, ucfg, work)
-                summaries[u] = s
-                prog.update(s["records"], s["positions"])
+            for u, unit in units:
+                s = read_unit(work, u)[0] if _reusable(work, u, log) else encode_unit(u, unit, ucfg, work)
+                _finished(summaries, prog, u, s)
         else:
-            pending: dict = {}
-            crashed: list = []
-
-            def drain():
-                """Wait for at least one unit in flight; on a crashed pool, rerun its units in isolation."""
-                ready, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
-                for fut in ready:
-                    u, unit = pending.pop(fut)
-                    try:
-                        s = fut.result()
-                    except cf.process.BrokenProcessPool:
-                        crashed.append((u, unit))
-                        continue
-                    summaries[u] = s
-                    prog.update(s["records"], s["positions"])
-                if crashed:
-                    # Every unit in flight died with the pool: collect them all, rerun each in isolation.
-                    for fut in list(pending):
-                        crashed.append(pending.pop(fut))
-                    pool.close()
-                    for u, unit in sorted(crashed, key=lambda x: x[0]):
-                        s = run_isolated(encode_unit, (u, unit, ucfg, work), marker=_marker(work, u),
-                                         names=[src.path for src in unit], label=f"unit {u}", log=log)
-                        summaries[u] = s
-                        prog.update(s["records"], s["positions"])
-                    crashed.clear()
-                    pool.restart()
-
-            for u, unit in _iter_units(sources, unit_games):
-                if _reusable(work, u, log):
-                    s, _ = read_unit(work, u)
-                    summaries[u] = s
-                    prog.update(s["records"], s["positions"])
-                    continue
-                while len(pending) >= 2 * pool.workers:
-                    drain()
-                pending[pool.submit(encode_unit, u, unit, ucfg, work)] = (u, unit)
-            while pending:
-                drain()
+            _encode_in_pool(units, ucfg, work, pool, log, summaries, prog)
     finally:
         prog.close()
     return [summaries[u] for u in sorted(summaries)]
+
+
+def _finished(summaries: dict, prog: Progress, u: int, s: dict) -> None:
+    """Record unit ``u``'s summary ``s`` and advance the bar."""
+    summaries[u] = s
+    prog.update(s["records"], s["positions"])
+
+
+def _encode_in_pool(units, ucfg: dict, work: str, pool: WorkerPool, log: Callable[[str], None], summaries: dict,
+                    prog: Progress) -> None:
+    """Encode ``units`` ((index, sources) pairs) in ``pool``, at most two per worker in flight, into
+    ``summaries``; finished intact units are reused."""
+    pending: dict = {}
+    for u, unit in units:
+        if _reusable(work, u, log):
+            _finished(summaries, prog, u, read_unit(work, u)[0])
+            continue
+        while len(pending) >= 2 * pool.workers:
+            _drain(pending, ucfg, work, pool, log, summaries, prog)
+        pending[pool.submit(encode_unit, u, unit, ucfg, work)] = (u, unit)
+    while pending:
+        _drain(pending, ucfg, work, pool, log, summaries, prog)
+
+
+def _drain(pending: dict, ucfg: dict, work: str, pool: WorkerPool, log: Callable[[str], None], summaries: dict,
+           prog: Progress) -> None:
+    """Wait for at least one unit in flight (``pending``: future -> (index, sources)); on a crashed pool, rerun
+    every unit that was in flight in isolation, in order, and restart the pool."""
+    crashed: list = []
+    ready, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+    for fut in ready:
+        u, unit = pending.pop(fut)
+        try:
+            s = fut.result()
+        except cf.process.BrokenProcessPool:
+            crashed.append((u, unit))
+            continue
+        _finished(summaries, prog, u, s)
+    if not crashed:
+        return
+    # Every unit in flight died with the pool: collect them all, rerun each in isolation.
+    for fut in list(pending):
+        crashed.append(pending.pop(fut))
+    pool.close()
+    for u, unit in sorted(crashed, key=lambda x: x[0]):
+        s = run_isolated(encode_unit, (u, unit, ucfg, work), marker=_marker(work, u),
+                         names=[src.path for src in unit], label=f"unit {u}", log=log)
+        _finished(summaries, prog, u, s)
+    pool.restart()

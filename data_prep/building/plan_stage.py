@@ -48,74 +48,105 @@ def reject_line(g: dict) -> dict:
     return line
 
 
+@dataclasses.dataclass
+class _Tally:
+    """What :func:`plan` counts while it reads the units in order."""
+
+    per_split: dict  # split -> games, units, positions, rows, results (see plan)
+    dedupe: bool
+    seen_games: dict = dataclasses.field(default_factory=dict)  # game_id -> path of the copy kept
+    counts: dict = dataclasses.field(default_factory=lambda: {"seen": 0, "used": 0, "filtered": Counter(),
+                                                              "rejected": Counter()})
+    pos: dict = dataclasses.field(default_factory=lambda: {"moves": 0, "kept": 0, "filtered": Counter()})
+    results: dict = dataclasses.field(default_factory=result_counts)
+    examples: dict = dataclasses.field(default_factory=dict)  # "filtered:reason" -> up to 3 paths
+
+    def check_duplicate(self, g: dict) -> None:
+        """Mark a game that passed every filter ``filtered``/``duplicate`` when an earlier copy was kept."""
+        if g["status"] == "ok" and self.dedupe:
+            first = self.seen_games.get(g["game_id"])
+            if first is not None:
+                g["status"], g["reason"], g["detail"] = "filtered", "duplicate", f"same game as {first}"
+            else:
+                self.seen_games[g["game_id"]] = g["path"]
+
+    def count_unused(self, g: dict, rejects) -> None:
+        """Count a game filtered or rejected, keep up to 3 examples per reason, write its rejects line."""
+        key = "filtered" if g["status"] == "filtered" else "rejected"
+        self.counts[key][g["reason"]] += 1
+        ex = self.examples.setdefault(f"{key}:{g['reason']}", [])
+        if len(ex) < 3:
+            ex.append(g["path"])
+        rejects.write(json.dumps(reject_line(g), ensure_ascii=False) + "\n")
+
+    def count_used(self, g: dict) -> dict:
+        """Count a used game in its split (its games-table row appended) and overall; returns the split's dict."""
+        self.counts["used"] += 1
+        sp = self.per_split[g["split"]]
+        sp["games"].append({k: g.get(k) for k in shards_mod.GAME_STR_COLUMNS + tuple(shards_mod.GAME_NUM_COLUMNS)})
+        sp["positions"] += g["positions"]
+        sp["rows"] += g["rows"]
+        add_result(sp["results"], g)
+        add_result(self.results, g)
+        self.pos["moves"] += g["pos_moves"]
+        self.pos["kept"] += g["positions"]
+        self.pos["filtered"].update(g["pos_filtered"])
+        return sp
+
+    def accounting(self) -> dict:
+        """The manifest's ``counts``."""
+        counts, pos = self.counts, self.pos
+        return {
+            "seen": counts["seen"], "used": counts["used"],
+            "filtered": dict(sorted(counts["filtered"].items())), "rejected": dict(sorted(counts["rejected"].items())),
+            "positions": {"moves": pos["moves"], "kept": pos["kept"],
+                          "filtered": dict(sorted(pos["filtered"].items()))},
+            "results": self.results,
+            "examples": dict(sorted(self.examples.items())),
+        }
+
+
 def plan(work: str, summaries: list[dict], split_names: list[str], infos: list, *, dedupe: bool):
     """Dedupe, games tables, per-split row lists, accounting; writes the rejects log to ``work/``.
 
     Returns ``(per_split, accounting)``: per split, ``games`` (the games table's rows), ``units`` ({unit: (its
     rows in the split, record index -> game index)}), ``positions``, ``rows`` and ``results``
     (:func:`result_counts`); ``accounting`` is the manifest's ``counts``."""
-    seen_games: dict[str, str] = {}  # game_id -> path of the copy kept
-    counts = {"seen": 0, "used": 0, "filtered": Counter(), "rejected": Counter()}
-    pos = {"moves": 0, "kept": 0, "filtered": Counter()}
     per_split = {s: {"games": [], "units": {}, "positions": 0, "rows": 0, "results": result_counts()}
                  for s in split_names}
-    results = result_counts()
-    examples: dict[str, list[str]] = {}
+    tally = _Tally(per_split, dedupe)
     with open(os.path.join(work, "rejects.jsonl.part"), "w", encoding="utf-8", errors="backslashreplace") as rejects:
         for s in summaries:
-            u = s["unit"]
-            _, games = read_unit(work, u)
-            kept: dict[str, list[np.ndarray]] = {}
-            gmaps: dict[str, np.ndarray] = {}
-            game_col = None
-            for i, g in enumerate(games):
-                counts["seen"] += 1
-                if g["status"] == "ok" and dedupe:
-                    first = seen_games.get(g["game_id"])
-                    if first is not None:
-                        g["status"], g["reason"], g["detail"] = "filtered", "duplicate", f"same game as {first}"
-                    else:
-                        seen_games[g["game_id"]] = g["path"]
-                if g["status"] != "ok":
-                    key = "filtered" if g["status"] == "filtered" else "rejected"
-                    counts[key][g["reason"]] += 1
-                    ex = examples.setdefault(f"{key}:{g['reason']}", [])
-                    if len(ex) < 3:
-                        ex.append(g["path"])
-                    rejects.write(json.dumps(reject_line(g), ensure_ascii=False) + "\n")
-                    continue
-                counts["used"] += 1
-                split = g["split"]
-                sp = per_split[split]
-                gmaps.setdefault(split, np.full(len(games), -1, np.int32))[i] = len(sp["games"])
-                sp["games"].append({k: g.get(k) for k in
-                                    shards_mod.GAME_STR_COLUMNS + tuple(shards_mod.GAME_NUM_COLUMNS)})
-                sp["positions"] += g["positions"]
-                sp["rows"] += g["rows"]
-                add_result(sp["results"], g)
-                add_result(results, g)
-                pos["moves"] += g["pos_moves"]
-                pos["kept"] += g["positions"]
-                pos["filtered"].update(g["pos_filtered"])
-                if game_col is None:
-                    game_col = unit_game_column(work, u)
-                a, b = np.searchsorted(game_col, [i, i + 1])  # a game's rows are consecutive in its unit
-                kept.setdefault(split, []).append(np.arange(a, b, dtype=np.int32))
-            for split, parts in kept.items():
-                per_split[split]["units"][u] = (np.concatenate(parts), gmaps[split])
-            del game_col
+            _plan_unit(work, s["unit"], tally, rejects)
         for info in infos:
             for err in info.errors:
                 rejects.write(json.dumps({"path": err["path"], "status": "input_error", "reason": err["reason"],
                                           "detail": err["detail"]}, ensure_ascii=False) + "\n")
-    accounting = {
-        "seen": counts["seen"], "used": counts["used"],
-        "filtered": dict(sorted(counts["filtered"].items())), "rejected": dict(sorted(counts["rejected"].items())),
-        "positions": {"moves": pos["moves"], "kept": pos["kept"], "filtered": dict(sorted(pos["filtered"].items()))},
-        "results": results,
-        "examples": dict(sorted(examples.items())),
-    }
-    return per_split, accounting
+    return per_split, tally.accounting()
+
+
+def _plan_unit(work: str, u: int, tally: _Tally, rejects) -> None:
+    """Count unit ``u``'s games in ``tally`` and give each split the unit's rows it keeps and its record index ->
+    game index map."""
+    _, games = read_unit(work, u)
+    kept: dict[str, list[np.ndarray]] = {}
+    gmaps: dict[str, np.ndarray] = {}
+    game_col = None
+    for i, g in enumerate(games):
+        tally.counts["seen"] += 1
+        tally.check_duplicate(g)
+        if g["status"] != "ok":
+            tally.count_unused(g, rejects)
+            continue
+        split = g["split"]
+        gmaps.setdefault(split, np.full(len(games), -1, np.int32))[i] = len(tally.per_split[split]["games"])
+        tally.count_used(g)
+        if game_col is None:
+            game_col = unit_game_column(work, u)
+        a, b = np.searchsorted(game_col, [i, i + 1])  # a game's rows are consecutive in its unit
+        kept.setdefault(split, []).append(np.arange(a, b, dtype=np.int32))
+    for split, parts in kept.items():
+        tally.per_split[split]["units"][u] = (np.concatenate(parts), gmaps[split])
 
 
 def shard_sizes(n: int, shard_rows: int) -> list[int]:

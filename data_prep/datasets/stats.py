@@ -173,31 +173,7 @@ def render_position(reader, index: int) -> str:
     n = reader.board_size
     names = fs.plane_names()
     target, to_move = int(b["target"][0]), int(b["to_move"][0])
-    pla, opp = ("X", "O") if to_move == 1 else ("O", "X")
-    board = [["." for _ in range(n)] for _ in range(n)]
-    stones_from = None
-    for a, o in STONE_PLANES:
-        if a in names and o in names:
-            stones_from = (names.index(a), names.index(o))
-            break
-    for b_name, w_name in _COLOUR_PLANES:
-        if stones_from is None and b_name in names and w_name in names:
-            black, white = planes[:, :, names.index(b_name)], planes[:, :, names.index(w_name)]
-            if to_move == 1:  # white moved last: black as it stood before white's move, less what it captured
-                black = _without_captured(white, black)
-            else:
-                white = _without_captured(black, white)
-            for r in range(n):
-                for c in range(n):
-                    board[r][c] = "X" if black[r, c] else "O" if white[r, c] else "."
-            stones_from = ()
-    if stones_from:
-        for r in range(n):
-            for c in range(n):
-                if planes[r, c, stones_from[0]]:
-                    board[r][c] = pla
-                elif planes[r, c, stones_from[1]]:
-                    board[r][c] = opp
+    board, stones_from = _board_rows(planes, names, to_move, n)
     rc = from_flat(target, n)
     if rc is not None:
         board[rc[0]][rc[1]] = "*"
@@ -225,3 +201,35 @@ def render_position(reader, index: int) -> str:
         at = "-" if rc is None else str(int(p[rc[0], rc[1]]))
         lines.append(f"{name:<24}{int(p.sum()):>6}  {at:>11}")
     return "\n".join(lines)
+
+
+def _board_rows(planes, names: list[str], to_move: int, n: int) -> tuple[list[list[str]], tuple[int, ...] | None]:
+    """The stones of a row's ``planes`` as board rows of ``X`` (black), ``O`` (white) and ``.``, and the indices of
+    the (mover, opponent) stone planes they came from: ``()`` when read from black/white colour planes, None when
+    the feature set has no stone planes (the board is then empty)."""
+    pla, opp = ("X", "O") if to_move == 1 else ("O", "X")
+    board = [["." for _ in range(n)] for _ in range(n)]
+    stones_from = None
+    for a, o in STONE_PLANES:
+        if a in names and o in names:
+            stones_from = (names.index(a), names.index(o))
+            break
+    for b_name, w_name in _COLOUR_PLANES:
+        if stones_from is None and b_name in names and w_name in names:
+            black, white = planes[:, :, names.index(b_name)], planes[:, :, names.index(w_name)]
+            if to_move == 1:  # white moved last: black as it stood before white's move, less what it captured
+                black = _without_captured(white, black)
+            else:
+                white = _without_captured(black, white)
+            for r in range(n):
+                for c in range(n):
+                    board[r][c] = "X" if black[r, c] else "O" if white[r, c] else "."
+            stones_from = ()
+    if stones_from:
+        for r in range(n):
+            for c in range(n):
+                if planes[r, c, stones_from[0]]:
+                    board[r][c] = pla
+                elif planes[r, c, stones_from[1]]:
+                    board[r][c] = opp
+    return board, stones_from

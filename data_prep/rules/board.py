@@ -241,25 +241,32 @@ def libs_after(B, nb, p, c, cap):
         if libs >= cap:
             break
         h = f0 if i == 0 else (f1 if i == 1 else (f2 if i == 2 else f3))
-        q = h
-        while True:
-            for k in range(4):
-                r = nb[q, k]
-                if r < 0 or B[M, r] == s:
-                    continue
-                v = B[S, r]
-                if v == 0:
+        libs = _joined_liberties(B, nb, h, s, opp, cap, libs, ncap, c0, c1, c2, c3)
+    return min(libs, cap), captured, size
+
+
+@njit(cache=True, inline="always")
+def _joined_liberties(B, nb, h, s, opp, cap, libs, ncap, c0, c1, c2, c3):
+    """``libs`` plus the liberties of own chain ``h`` not yet marked with stamp ``s`` (marked now), the stones of
+    the ``ncap`` captured ``opp`` chains ``c0``..``c3`` counting as liberties; stops once ``cap`` is reached."""
+    q = h
+    while True:
+        for k in range(4):
+            r = nb[q, k]
+            if r < 0 or B[M, r] == s:
+                continue
+            v = B[S, r]
+            if v == 0:
+                B[M, r] = s
+                libs += 1
+            elif v == opp and ncap > 0:
+                hr = B[H, r]
+                if hr == c0 or hr == c1 or hr == c2 or hr == c3:
                     B[M, r] = s
                     libs += 1
-                elif v == opp and ncap > 0:
-                    hr = B[H, r]
-                    if hr == c0 or hr == c1 or hr == c2 or hr == c3:
-                        B[M, r] = s
-                        libs += 1
-            q = B[X, q]
-            if q == h or libs >= cap:
-                break
-    return min(libs, cap), captured, size
+        q = B[X, q]
+        if q == h or libs >= cap:
+            return libs
 
 
 @njit(cache=True)

@@ -79,12 +79,36 @@ def _options(B, nb, stone, attacker, defender_to_move, opts):
     return n
 
 
+# what playing an option leads to (_play_option)
+_FAILS, _ESCAPED, _PUSH = 0, 1, 2
+
+
+@njit(cache=True, inline="always")
+def _play_option(child, nb, move, stone, attacker, defender_moves):
+    """Play ``move`` on ``child`` (a copy of the node's board) for the defender (``defender_moves``) or the
+    attacker: ``_ESCAPED`` (the defender has 3+ liberties), ``_PUSH`` (the ladder goes on: the defender has 2
+    liberties, or the attacker's atari is not escaped by extending at once) or ``_FAILS`` (illegal, the defender
+    left with 1 liberty, the attacker's move leaves a ko, which the defender wins, or gives no atari)."""
+    nn = child.shape[1] - 1
+    defender = 3 - attacker
+    if defender_moves:
+        if play(child, nb, move, defender, False) < 0:
+            return _FAILS
+        nl = child[L, child[H, stone]]
+        return _ESCAPED if nl >= 3 else (_PUSH if nl == 2 else _FAILS)
+    if play(child, nb, move, attacker, False) < 0 or child[KO_POINT, nn] >= 0:
+        return _FAILS
+    if child[S, stone] == defender and child[L, child[H, stone]] == 1:
+        if libs_after(child, nb, two_liberties(child, nb, child[H, stone])[0], defender, 3)[0] >= 3:
+            return _FAILS  # the defender escapes by extending: no need to push the node
+        return _PUSH
+    return _FAILS
+
+
 @njit(cache=True)
 def _search(nb, stone, attacker, defender_to_move, budget, boards, meta):
     """Depth-first ladder search from ``boards[0]``: True if the chain at ``stone`` is captured (a defender node
     when every option fails, an attacker node when any works). ``boards``, ``meta``: :func:`scratch`."""
-    defender = 3 - attacker
-    nn = boards.shape[2] - 1
     depth_max = boards.shape[0]
     kind = meta[:, 0]  # 1: defender to move
     opt = meta[:, 1]
@@ -120,31 +144,16 @@ def _search(nb, stone, attacker, defender_to_move, budget, boards, meta):
             return False  # out of budget: count as not captured
         child = boards[d + 1]
         _copy_position(child, boards[d])
-        if kind[d] == 1:
-            if play(child, nb, move, defender, False) < 0:
-                continue
-            nl = child[L, child[H, stone]]
-            if nl >= 3:  # escaped: report it as if a child of node d had found an escape
-                result = False
-                have_result = True
-                continue
-            if nl == 2:
-                d += 1
-                kind[d] = 0
-                opt[d] = 0
-                nopt[d] = _options(child, nb, stone, attacker, False, opts[d])
-            continue
-        if play(child, nb, move, attacker, False) < 0:
-            continue
-        if child[KO_POINT, nn] >= 0:
-            continue  # the attacker left a ko: the defender wins it
-        if child[S, stone] == defender and child[L, child[H, stone]] == 1:
-            if libs_after(child, nb, two_liberties(child, nb, child[H, stone])[0], defender, 3)[0] >= 3:
-                continue  # the defender escapes by extending: no need to push the node
+        step = _play_option(child, nb, move, stone, attacker, kind[d] == 1)
+        if step == _ESCAPED:  # report it as if a child of node d had found an escape
+            result = False
+            have_result = True
+        elif step == _PUSH:
+            defender_next = kind[d] == 0
             d += 1
-            kind[d] = 1
+            kind[d] = 1 if defender_next else 0
             opt[d] = 0
-            nopt[d] = _options(child, nb, stone, attacker, True, opts[d])
+            nopt[d] = _options(child, nb, stone, attacker, defender_next, opts[d])
 
 
 @njit(cache=True)

@@ -17,6 +17,7 @@ import tarfile
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 from . import sources
 from .sources import InputInfo, Source, archive_kind, is_sgf_name, note_error, tree_records
@@ -241,51 +242,15 @@ def _iter_tar(fileobj, name: str, info: InputInfo) -> Iterator[Source]:
                 members, skipped = members + 1, None
             if member is None:
                 break
-            if not member.isfile():
-                if is_sgf_name(member.name) and not member.isdir():  # a record that cannot be read: rejected
-                    info.records += 1
-                    yield Source(f"{name}!{member.name}", None, "unreadable", _not_regular(member))
-                member = None
-                members += 1
-                continue
-            mpath = f"{name}!{member.name}"
-            kind = archive_kind(member.name)
-            if not is_sgf_name(member.name) and kind is None:
-                info.ignored += 1
-                skipped = member.name
-            elif kind == "tar":  # streamed from inside this one: any size, bounded memory
-                yield from _iter_tar(tf.extractfile(member), mpath, info)
-                skipped = member.name  # whole once tarfile has passed over the end of its data
-            elif kind == "zip":
-                if member.size > sources.MAX_NESTED_ZIP_BYTES:
-                    note_error(info, mpath, "too_large", f"a zip inside an archive is read into memory: {member.size} "
-                               f"bytes is over MAX_NESTED_ZIP_BYTES = {sources.MAX_NESTED_ZIP_BYTES}; not read")
-                    skipped = member.name
-                else:
-                    yield from _iter_zip(io.BytesIO(tf.extractfile(member).read()), mpath, info)
-            elif member.size > sources.MAX_MEMBER_BYTES:
+            if member.isfile():
+                skipped = yield from _tar_member(tf, member, name, info)
+            elif is_sgf_name(member.name) and not member.isdir():  # a record that cannot be read: rejected
                 info.records += 1
-                yield Source(mpath, None, "too_large", f"{member.size} bytes (cap {sources.MAX_MEMBER_BYTES})")
-                skipped = member.name
-            else:
-                yield from tree_records(mpath, tf.extractfile(member).read(), info)
+                yield Source(f"{name}!{member.name}", None, "unreadable", _not_regular(member))
             member = None
             if skipped is None:
                 members += 1
-        stop = getattr(tf, "_kifunet_stop", None)
-        done = _members_text(members, info.records - records0)
-        if isinstance(stop, tarfile.EmptyHeaderError):
-            raise EOFError(f"the archive ends without tar's end-of-archive marker, after {done}: cut at a member "
-                           f"boundary; any later members are missing")
-        if isinstance(stop, tarfile.TruncatedHeaderError):
-            raise EOFError(f"cut off inside the header after {done}; the rest of the archive is missing")
-        if isinstance(stop, tarfile.InvalidHeaderError):
-            raise tarfile.ReadError(f"a damaged header ({stop}) after {done}; the rest of the archive is not read")
-        while block := stream.read(_READ):
-            if block.count(0) != len(block):
-                raise tarfile.ReadError(f"data after the end-of-archive marker (damaged archive); {done}")
-        if dec is not None and dec.truncated:
-            raise EOFError(f"compressed stream cut off after the end-of-archive marker; all {done}")
+        _check_tar_end(tf, stream, dec, _members_text(members, info.records - records0))
     except _ARCHIVE_ERRORS as e:
         at = f"{name}!{member.name}" if member is not None else name
         stop = getattr(tf, "_kifunet_stop", None)
@@ -304,6 +269,51 @@ def _iter_tar(fileobj, name: str, info: InputInfo) -> Iterator[Source]:
     finally:
         if tf is not None:
             tf.close()
+
+
+def _tar_member(tf, member: tarfile.TarInfo, name: str, info: InputInfo):
+    """The records of regular file ``member`` of the tar ``name`` being streamed (an SGF, an archive inside, or
+    passed over); returns the member's name when its data was passed over unread (tarfile checks that it is there
+    as it reads the next header), else None."""
+    mpath = f"{name}!{member.name}"
+    kind = archive_kind(member.name)
+    if not is_sgf_name(member.name) and kind is None:
+        info.ignored += 1
+        return member.name
+    if kind == "tar":  # streamed from inside this one: any size, bounded memory
+        yield from _iter_tar(tf.extractfile(member), mpath, info)
+        return member.name  # whole once tarfile has passed over the end of its data
+    if kind == "zip":
+        if member.size > sources.MAX_NESTED_ZIP_BYTES:
+            note_error(info, mpath, "too_large", f"a zip inside an archive is read into memory: {member.size} "
+                       f"bytes is over MAX_NESTED_ZIP_BYTES = {sources.MAX_NESTED_ZIP_BYTES}; not read")
+            return member.name
+        yield from _iter_zip(io.BytesIO(tf.extractfile(member).read()), mpath, info)
+        return None
+    if member.size > sources.MAX_MEMBER_BYTES:
+        info.records += 1
+        yield Source(mpath, None, "too_large", f"{member.size} bytes (cap {sources.MAX_MEMBER_BYTES})")
+        return member.name
+    yield from tree_records(mpath, tf.extractfile(member).read(), info)
+    return None
+
+
+def _check_tar_end(tf, stream, dec, done: str) -> None:
+    """Raise unless the tar stream ended whole: at tar's end-of-archive marker, then only zero bytes, with the
+    compressed stream (``dec``, None for a plain tar) complete; ``done`` says what was read."""
+    stop = getattr(tf, "_kifunet_stop", None)
+    if isinstance(stop, tarfile.EmptyHeaderError):
+        raise EOFError(f"the archive ends without tar's end-of-archive marker, after {done}: cut at a member "
+                       f"boundary; any later members are missing")
+    if isinstance(stop, tarfile.TruncatedHeaderError):
+        raise EOFError(f"cut off inside the header after {done}; the rest of the archive is missing")
+    if isinstance(stop, tarfile.InvalidHeaderError):
+        raise tarfile.ReadError(f"a damaged header ({stop}) after {done}; the rest of the archive is not read")
+    while block := stream.read(_READ):
+        if block.count(0) != len(block):
+            raise tarfile.ReadError(f"data after the end-of-archive marker (damaged archive); {done}")
+    if dec is not None and dec.truncated:
+        raise EOFError(f"compressed stream cut off after the end-of-archive marker; all {done}")
 
 
 def _is_truncation(e: Exception) -> bool:
@@ -512,6 +522,95 @@ def _zip64_sizes(extra: bytes, usize: int, csize: int) -> tuple[int, int]:
     return usize, csize
 
 
+class _LocalHeader(NamedTuple):
+    """A zip member's local file header, its sizes from the ZIP64 extra field where it has one."""
+
+    fname: str
+    flags: int
+    method: int
+    crc: int
+    csize: int
+    usize: int
+    zip64: bool  # the header's sizes are 0xFFFFFFFF: its data descriptor holds 8-byte sizes
+    start: int  # where the member's data starts
+
+    @property
+    def descriptor(self) -> bool:
+        """Sizes and CRC-32 are in a data descriptor behind the data (general purpose flag bit 3)."""
+        return bool(self.flags & 0x8)
+
+
+def _local_header(f, pos: int, done: str) -> _LocalHeader | tuple[str, str]:
+    """The member header at byte ``pos``, or where the members end (reason, what) for :func:`_iter_zip_local`'s
+    one error; ``done`` says what was read whole before."""
+    f.seek(pos)
+    head = f.read(_LOCAL_HEADER.size)
+    if not head:
+        return "truncated_archive", (f"the data ends after {done}; any later members and the central directory "
+                                     "are missing")
+    if head[:4] == _CENTRAL_SIG or head[:4] in _END_SIGS:
+        return "truncated_archive", f"{done}: every member up to the central directory, which is cut off or damaged"
+    if head[:4] != _LOCAL_SIG and not (len(head) < 4 and _LOCAL_SIG.startswith(head)):
+        return "corrupt_archive", f"no member header at byte {pos}, after {done}; the rest of the archive is not read"
+    cut = "truncated_archive", f"cut off inside a member header after {done}; the rest of the archive is missing"
+    if len(head) < _LOCAL_HEADER.size:
+        return cut
+    (_sig, _ver, flags, method, _t, _d, crc, csize, usize, nlen, xlen) = _LOCAL_HEADER.unpack(head)
+    tail = f.read(nlen + xlen)
+    if len(tail) < nlen + xlen:
+        return cut
+    fname = tail[:nlen].decode("utf-8" if flags & 0x800 else "cp437", errors="replace")
+    zip64 = 0xFFFFFFFF in (usize, csize)
+    usize, csize = _zip64_sizes(tail[nlen:], usize, csize)
+    return _LocalHeader(fname, flags, method, crc, csize, usize, zip64, pos + _LOCAL_HEADER.size + nlen + xlen)
+
+
+def _local_member(f, h: _LocalHeader, name: str, info: InputInfo):
+    """The records of the member with local header ``h`` (read if an SGF or an archive, else passed over);
+    returns where the next header starts. Damage raises one of ``_ARCHIVE_ERRORS``."""
+    holder: list[_ZipMember] = []
+    after: list[int] = []
+
+    def check_descriptor(member):
+        """Read the data descriptor behind the data: its CRC-32 and size must match; note where it ends."""
+        end = h.start + member.end()
+        size_len = 8 if h.zip64 else 4
+        f.seek(end)
+        desc = f.read(4 + 4 + 2 * size_len)
+        sig = 4 if desc[:4] == b"PK\x07\x08" else 0
+        need = sig + 4 + 2 * size_len
+        if len(desc) < need:
+            raise EOFError("data descriptor cut off")
+        d_crc = struct.unpack_from("<I", desc, sig)[0]
+        d_usize = struct.unpack_from("<Q" if h.zip64 else "<I", desc, sig + 4 + size_len)[0]
+        if d_crc != member.crc32 or d_usize != member.size % (1 << (8 * size_len)):
+            raise zipfile.BadZipFile("data does not match its data descriptor (CRC-32 or size)")
+        after.append(end + need)
+
+    def open_member(limit=None):
+        if h.descriptor:
+            m = _ZipMember(f, h.start, h.method, None, flags=h.flags, limit=limit, on_end=check_descriptor)
+        else:
+            m = _ZipMember(f, h.start, h.method, h.csize, usize=h.usize, crc=h.crc, flags=h.flags, limit=limit)
+        holder.append(m)
+        return m
+
+    fname = h.fname
+    if (is_sgf_name(fname) or archive_kind(fname) is not None) and not fname.endswith("/"):
+        yield from _zip_entry(open_member, fname, None if h.descriptor else h.usize, f"{name}!{fname}", info,
+                              damage="truncated_member")
+    elif not fname.endswith("/"):
+        info.ignored += 1
+    if h.descriptor:
+        (holder[0] if holder else open_member()).drain()  # to the end of the data (and its descriptor)
+        return after[0]
+    if h.csize:  # the data must all be there (a member not read, or read only up to a cap)
+        f.seek(h.start + h.csize - 1)
+        if not f.read(1):
+            raise EOFError("member data cut off")
+    return h.start + h.csize
+
+
 def _iter_zip_local(f, name: str, info: InputInfo, why: str) -> Iterator[Source]:
     """Read a zip whose central directory is missing, member by member from the local file headers. Exactly one
     error is recorded: how many members were read whole, and whether the rest is missing."""
@@ -522,81 +621,16 @@ def _iter_zip_local(f, name: str, info: InputInfo, why: str) -> Iterator[Source]
         note_error(info, path, reason, f"{why}; read from local headers: {what}", members_read=members,
                    records_before=whole)
 
-    def done():
-        return _members_text(members, whole - records0)
-
     while True:
-        f.seek(pos)
-        head = f.read(_LOCAL_HEADER.size)
-        if not head:
-            return report("truncated_archive", f"the data ends after {done()}; any later members and the "
-                          f"central directory are missing")
-        if head[:4] == _CENTRAL_SIG or head[:4] in _END_SIGS:
-            return report("truncated_archive", f"{done()}: every member up to the central directory, which is "
-                          f"cut off or damaged")
-        if head[:4] != _LOCAL_SIG and not (len(head) < 4 and _LOCAL_SIG.startswith(head)):
-            return report("corrupt_archive", f"no member header at byte {pos}, after {done()}; the rest of the "
-                          f"archive is not read")
-        if len(head) < _LOCAL_HEADER.size:
-            return report("truncated_archive", f"cut off inside a member header after {done()}; the rest of "
-                          f"the archive is missing")
-        (_sig, _ver, flags, method, _t, _d, crc, csize, usize, nlen, xlen) = _LOCAL_HEADER.unpack(head)
-        tail = f.read(nlen + xlen)
-        if len(tail) < nlen + xlen:
-            return report("truncated_archive", f"cut off inside a member header after {done()}; the rest of "
-                          f"the archive is missing")
-        fname = tail[:nlen].decode("utf-8" if flags & 0x800 else "cp437", errors="replace")
-        zip64 = 0xFFFFFFFF in (usize, csize)
-        usize, csize = _zip64_sizes(tail[nlen:], usize, csize)
-        start = pos + _LOCAL_HEADER.size + nlen + xlen
-        descriptor = bool(flags & 0x8)
-        wanted = (is_sgf_name(fname) or archive_kind(fname) is not None) and not fname.endswith("/")
-        holder: list[_ZipMember] = []
-        after: list[int] = []
-
-        def check_descriptor(member, start=start, zip64=zip64, after=after):
-            """Read the data descriptor behind the data: its CRC-32 and size must match; note where it ends."""
-            end = start + member.end()
-            size_len = 8 if zip64 else 4
-            f.seek(end)
-            desc = f.read(4 + 4 + 2 * size_len)
-            sig = 4 if desc[:4] == b"PK\x07\x08" else 0
-            need = sig + 4 + 2 * size_len
-            if len(desc) < need:
-                raise EOFError("data descriptor cut off")
-            d_crc = struct.unpack_from("<I", desc, sig)[0]
-            d_usize = struct.unpack_from("<Q" if zip64 else "<I", desc, sig + 4 + size_len)[0]
-            if d_crc != member.crc32 or d_usize != member.size % (1 << (8 * size_len)):
-                raise zipfile.BadZipFile("data does not match its data descriptor (CRC-32 or size)")
-            after.append(end + need)
-
-        def open_member(start=start, method=method, csize=csize, usize=usize, crc=crc, flags=flags,
-                        descriptor=descriptor, holder=holder, check=check_descriptor, limit=None):
-            if descriptor:
-                m = _ZipMember(f, start, method, None, flags=flags, limit=limit, on_end=check)
-            else:
-                m = _ZipMember(f, start, method, csize, usize=usize, crc=crc, flags=flags, limit=limit)
-            holder.append(m)
-            return m
-
+        h = _local_header(f, pos, _members_text(members, whole - records0))
+        if not isinstance(h, _LocalHeader):
+            return report(*h)
         try:
-            if wanted:
-                yield from _zip_entry(open_member, fname, None if descriptor else usize, f"{name}!{fname}", info,
-                                      damage="truncated_member")
-            elif not fname.endswith("/"):
-                info.ignored += 1
-            if descriptor:
-                (holder[0] if holder else open_member()).drain()  # to the end of the data (and its descriptor)
-                pos = after[0]
-            else:
-                if csize:  # the data must all be there (a member not read, or read only up to a cap)
-                    f.seek(start + csize - 1)
-                    if not f.read(1):
-                        raise EOFError("member data cut off")
-                pos = start + csize
+            pos = yield from _local_member(f, h, name, info)
         except _ARCHIVE_ERRORS as e:
-            return report("truncated_archive", f"member {fname} cut off or damaged ({type(e).__name__}: {e}) "
-                          f"after {done()}; the rest of the archive is missing", f"{name}!{fname}")
+            return report("truncated_archive", f"member {h.fname} cut off or damaged ({type(e).__name__}: {e}) "
+                          f"after {_members_text(members, whole - records0)}; the rest of the archive is missing",
+                          f"{name}!{h.fname}")
         members += 1
         whole = info.records
 

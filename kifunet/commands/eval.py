@@ -144,18 +144,13 @@ def _as_rank(text: str | None) -> int | None:
 def run(args) -> int:
     from kifunet.data_prep.datasets.dataset import open_split
     from kifunet.eval import metrics
-    from kifunet.eval.evaluate import evaluate, format_result, load_result, merge_results, save_result
+    from kifunet.eval.evaluate import evaluate
     from kifunet.eval.runs import load_run
     from kifunet.train.nets import find_workdir
 
     unsealed.apply(args)
     if args.merge:
-        res = merge_results([load_result(f) for f in args.merge])  # ResultError: not a result, parts that differ
-        print(format_result(res, breakdowns=not args.no_breakdowns))
-        if args.out and args.out != "-":
-            save_result(res, args.out)
-            print(f"\nwrote {args.out}")
-        return 0
+        return _run_merge(args)
     if args.probes is not None:
         return _run_probes(args)
     if not args.data:
@@ -186,6 +181,27 @@ def run(args) -> int:
                            progress=progress, as_rank=_as_rank(args.as_rank), profile=args.profile)
     except (KeyError, ValueError) as e:  # a checkpoint that does not fit, rows out of range
         raise CommandError(e) from e
+    _report(args, res, default_net)
+    return 0
+
+
+def _run_merge(args) -> int:
+    """``--merge PART.json ...``: print the merged result and write it to ``--out`` (unless ``-`` or not given)."""
+    from kifunet.eval.evaluate import format_result, load_result, merge_results, save_result
+
+    res = merge_results([load_result(f) for f in args.merge])  # ResultError: not a result, parts that differ
+    print(format_result(res, breakdowns=not args.no_breakdowns))
+    if args.out and args.out != "-":
+        save_result(res, args.out)
+        print(f"\nwrote {args.out}")
+    return 0
+
+
+def _report(args, res: dict, default_net: bool) -> None:
+    """Print the result ``res`` (and the profile it was scored with) and save it to ``--out``, by default a file
+    named after the run, data and options (the default net's under ``runs/``); ``-`` saves nothing."""
+    from kifunet.eval.evaluate import format_result, save_result
+
     print(format_result(res, breakdowns=not args.no_breakdowns))
     if "profile" in res["settings"]:
         from kifunet.data_prep import profiles
@@ -197,11 +213,12 @@ def run(args) -> int:
     out = args.out or default_out(args.checkpoint, args.data, args.split, args.legal_mask, args.limit, args.start,
                                   args.as_rank, args.profile)
     if default_net and not args.out:  # the shipped net's folder is package data: its results go to runs/
+        from kifunet.data_prep import paths
+
         out = os.path.join(paths.runs_dir(), paths.DEFAULT_NET, "eval", os.path.basename(out))
     if out != "-":
         save_result(res, out)
         print(f"\nwrote {out}")
-    return 0
 
 
 def _run_probes(args) -> int:

@@ -48,13 +48,45 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     unsealed.apply(args)  # --allow-unsealed: for the checkpoint loader
+    rank, fields = _check_options(args)
+    named = bool(args.checkpoint)
+    from kifunet.data_prep._jit import announce_compile
+    from kifunet.data_prep.planes.replay import load
+    from kifunet.eval import board_image
+
+    record = load(args.sgf)  # an unreadable SGF is reported now (SgfError)
+    if not args.no_net and not named:
+        from kifunet.data_prep import paths
+
+        args.checkpoint = str(paths.default_net())
+    announce_compile()
+    try:
+        board_image.load_position(args.sgf, args.move, None)  # the move number is checked by replaying
+    except ValueError as e:
+        raise CommandError(e) from e
+    predictor = _load_predictor(args, record, named) if args.checkpoint else None
+    pos = board_image.load_position(args.sgf, args.move, predictor.feature_set if predictor else None)
+    logits = value = title = None
+    if predictor is not None:
+        logits, value = _predict(predictor, record, pos, args.ensemble, rank, fields)
+        title = _title(args, predictor, pos, value, rank if rank is not None else pos.player_rank, fields)
+    fig = board_image.draw_position(pos, logits, top_k=args.top_k, title=title)
+    fig.savefig(args.out)
+    if predictor is not None and value is not None:
+        who = "Black" if pos.to_move == 1 else "White"
+        print(f"value of the position for {who} (the side to move; +1 a win, -1 a loss): {value:+.3f}")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _check_options(args) -> tuple[int | None, dict]:
+    """Check the inputs before anything slow loads (the net takes seconds): the SGF path, ``--move``,
+    ``--top-k``, ``--checkpoint`` (--out, --rank and --profile were checked as the command line was read:
+    :mod:`kifunet.commands.option_types`). Returns (the ``--rank`` asked for or None, the ``--profile`` fields)."""
     import os
-    import sys
 
     from kifunet.data_prep import ranks
 
-    # Inputs first, before anything slow loads (the net takes seconds): the paths, the options, the SGF
-    # (--out, --rank and --profile were checked as the command line was read: kifunet.commands.option_types).
     if not os.path.isfile(args.sgf):
         raise CommandError(f"{args.sgf}: no such file" if not os.path.exists(args.sgf) else f"{args.sgf}: not a file")
     if args.move < 1:
@@ -71,83 +103,78 @@ def run(args) -> int:
         from kifunet.train.nets import find_workdir
 
         find_workdir(args.checkpoint)  # FileNotFoundError: not a run directory
-    named = bool(args.checkpoint)
+    return rank, fields
+
+
+def _load_predictor(args, record, named: bool):
+    """The net of ``args.checkpoint``; None (with a note on stderr) when the default net (not ``named``) plays
+    another board size than the game's."""
+    import sys
+
+    from kifunet.eval.runs import load_run
+
+    try:
+        predictor = load_run(args.checkpoint)
+    except (ValueError, KeyError) as e:
+        raise CommandError(e) from e
+    if not named and predictor.board_size != record.size:
+        print(f"{args.sgf}: a {record.size}x{record.size} game; the default net plays "
+              f"{predictor.board_size}x{predictor.board_size}, so the board is drawn without a policy "
+              "(--checkpoint RUN names a net of this size)", file=sys.stderr)
+        return None
+    return predictor
+
+
+def _predict(predictor, record, pos, ensemble: bool, rank: int | None, fields: dict):
+    """(logits [N*N + 1], value for the side to move or None) of the net at ``pos``, as a player of ``rank``
+    (None: the SGF's), with the profile ``fields`` forced; ``ensemble``: the 8 symmetric passes averaged."""
     import numpy as np
 
-    from kifunet.data_prep._jit import announce_compile
-    from kifunet.data_prep.planes.replay import load
-    from kifunet.eval import board_image
+    from kifunet.eval import metrics
+    from kifunet.eval.evaluate import with_player_rank
 
-    record = load(args.sgf)  # an unreadable SGF is reported now (SgfError)
-    if not args.no_net and not named:
-        from kifunet.data_prep import paths
+    batch = {"planes": pos.planes[None], "player_rank": np.array([pos.player_rank]),
+             "to_move": np.array([pos.to_move])}
+    if rank is None:
+        rank = pos.player_rank
+    else:
+        batch = with_player_rank(batch, rank, predictor.feature_set)
+    if predictor.reads_profile:
+        batch["profile"] = _position_profile(record, pos.to_move, fields, rank)[None]
+    if ensemble:
+        passes, values = predictor.predict_symmetries_with_value(batch)
+        value = None if values is None else float(np.mean([v[0] for v in values]))
+        return metrics.ensemble_log_probs(passes)[0], value
+    z, v = predictor.predict_with_value(batch)
+    return z[0], (None if v is None else float(v[0]))
 
-        args.checkpoint = str(paths.default_net())
-    announce_compile()
-    try:
-        board_image.load_position(args.sgf, args.move, None)  # the move number is checked by replaying
-    except ValueError as e:
-        raise CommandError(e) from e
 
-    predictor = None
-    if args.checkpoint:
-        from kifunet.eval.runs import load_run
+def _title(args, predictor, pos, value: float | None, rank: int, fields: dict) -> str:
+    """The picture's title: the game, the move, the side to play (as ``rank`` when the net reads one), the net,
+    the profile fields forced and the value; a note on stderr for a ``--rank`` or ``--profile`` the net ignores."""
+    import os
+    import sys
 
-        try:
-            predictor = load_run(args.checkpoint)
-        except (ValueError, KeyError) as e:
-            raise CommandError(e) from e
-        if not named and predictor.board_size != record.size:
-            print(f"{args.sgf}: a {record.size}x{record.size} game; the default net plays "
-                  f"{predictor.board_size}x{predictor.board_size}, so the board is drawn without a policy "
-                  "(--checkpoint RUN names a net of this size)", file=sys.stderr)
-            predictor = None
-    pos = board_image.load_position(args.sgf, args.move, predictor.feature_set if predictor else None)
-    logits = value = None
-    title = None
-    if predictor is not None:
-        from kifunet.eval import metrics
-        from kifunet.eval.evaluate import with_player_rank
+    from kifunet.data_prep import ranks
 
-        batch = {"planes": pos.planes[None], "player_rank": np.array([pos.player_rank]),
-                 "to_move": np.array([pos.to_move])}
-        if rank is None:
-            rank = pos.player_rank
-        else:
-            batch = with_player_rank(batch, rank, predictor.feature_set)
-        if predictor.reads_profile:
-            batch["profile"] = _position_profile(record, pos.to_move, fields, rank)[None]
-        if args.ensemble:
-            passes, values = predictor.predict_symmetries_with_value(batch)
-            logits = metrics.ensemble_log_probs(passes)[0]
-            value = None if values is None else float(np.mean([v[0] for v in values]))
-        else:
-            z, v = predictor.predict_with_value(batch)
-            logits, value = z[0], (None if v is None else float(v[0]))
-        who = "Black" if pos.to_move == 1 else "White"
-        name = predictor.info.get("name") or predictor.info.get("model", "")
-        as_rank = ""  # a net without rank input predicts the same for every rank: its title names none
-        if predictor.reads_rank:
-            as_rank = f" as {ranks.rank_to_text(rank)}" if ranks.is_known(rank) else " (rank unknown)"
-        elif args.rank:
-            print(f"--rank {args.rank}: {name} has no rank input, so the rank changes nothing", file=sys.stderr)
-        forced = ""
-        if predictor.reads_profile and fields:
-            from kifunet.play.policy import profile_text
+    who = "Black" if pos.to_move == 1 else "White"
+    name = predictor.info.get("name") or predictor.info.get("model", "")
+    as_rank = ""  # a net without rank input predicts the same for every rank: its title names none
+    if predictor.reads_rank:
+        as_rank = f" as {ranks.rank_to_text(rank)}" if ranks.is_known(rank) else " (rank unknown)"
+    elif args.rank:
+        print(f"--rank {args.rank}: {name} has no rank input, so the rank changes nothing", file=sys.stderr)
+    forced = ""
+    if predictor.reads_profile and fields:
+        from kifunet.play.policy import profile_text
 
-            forced = f"; profile {profile_text(fields)}"
-        elif args.profile:
-            print(f"--profile {args.profile}: {name} has no profile input, so the profile changes nothing",
-                  file=sys.stderr)
-        title = (f"{os.path.basename(args.sgf)}: before move {args.move}, {who} to play{as_rank}\n"
-                 f"{name}{' (8-symmetry ensemble)' if args.ensemble else ''}{forced}"
-                 + ("" if value is None else f"; value {value:+.3f} for {who}"))
-    fig = board_image.draw_position(pos, logits, top_k=args.top_k, title=title)
-    fig.savefig(args.out)
-    if predictor is not None and value is not None:
-        print(f"value of the position for {who} (the side to move; +1 a win, -1 a loss): {value:+.3f}")
-    print(f"wrote {args.out}")
-    return 0
+        forced = f"; profile {profile_text(fields)}"
+    elif args.profile:
+        print(f"--profile {args.profile}: {name} has no profile input, so the profile changes nothing",
+              file=sys.stderr)
+    return (f"{os.path.basename(args.sgf)}: before move {args.move}, {who} to play{as_rank}\n"
+            f"{name}{' (8-symmetry ensemble)' if args.ensemble else ''}{forced}"
+            + ("" if value is None else f"; value {value:+.3f} for {who}"))
 
 
 def _position_profile(record, to_move: int, fields: dict, rank: int):

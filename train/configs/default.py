@@ -18,14 +18,7 @@ def get_config() -> ml_collections.ConfigDict:
     c.train_split = "train"
     c.eval_split = "test"  # "" = no evaluation
 
-    c.model = ml_collections.ConfigDict()
-    c.model.name = "maddison_tiny"  # kifunet.models.names()
-    c.model.dtype = "float32"  # compute dtype: float32 or bfloat16 (parameters stay float32)
-    c.model.rank_embedding = False  # learned rank vector (models built with rank_embedding=True)
-    # the game profile (data_prep/profiles.py: ranks, date, source, time control, handicap, komi) through an MLP
-    # of this many hidden units added where the rank vector is; 0 = no profile input
-    c.model.profile_embedding = 0
-    c.model.kwargs = ml_collections.ConfigDict()  # constructor overrides (e.g. layers, filters)
+    c.model = _model()
     c.expect_features = ""  # feature set the config is written for; a dataset built with another is refused
 
     c.batch_size = 256  # global: all devices of all hosts; must divide by the device count
@@ -40,46 +33,9 @@ def get_config() -> ml_collections.ConfigDict:
     # pass on TPUs), "high" or "highest" (full float32) (train/steps.py MATMUL_PRECISIONS; docs/training.md)
     c.matmul_precision = "default"
 
-    c.optimizer = ml_collections.ConfigDict()
-    c.optimizer.name = "sgd"  # sgd | adam | adamw
-    c.optimizer.momentum = 0.9  # sgd; 0 = plain SGD
-    c.optimizer.nesterov = False
-    c.optimizer.b1 = 0.9  # adam / adamw
-    c.optimizer.b2 = 0.999
-    c.optimizer.eps = 1e-8
-    c.optimizer.weight_decay = 0.0  # L2: adds wd * w to the gradient (adamw: decoupled)
-    c.optimizer.decay_mask = "no_bn"  # no_bn | all | kernels
-    c.optimizer.clip_norm = 0.0  # global-norm gradient clipping; 0 = off
-    c.optimizer.lr_multipliers = True  # the model's per-parameter multipliers (GoNN centre taps)
-
-    c.schedule = ml_collections.ConfigDict()
-    c.schedule.name = "constant"  # constant | step | gonn | cosine (train/optim.py)
-    c.schedule.lr = 0.05
-    c.schedule.warmup_positions = 0
-    c.schedule.start_positions = 0  # step: first drop at start_positions
-    c.schedule.every_positions = 1_000_000  # step, gonn: drop interval
-    c.schedule.factor = 0.5  # step: multiplier per drop
-    c.schedule.offset = 8.0  # gonn
-    c.schedule.power = 2.0  # gonn
-    c.schedule.end_fraction = 0.0  # cosine: final lr / lr
-
-    c.input = ml_collections.ConfigDict()
-    c.input.symmetry = "example"  # example | batch | none: random dihedral symmetry per position / batch
-    c.input.history_dropout = "none"  # none | all | cascade (train/windows.py)
-    c.input.history_p = 0.0  # "all": probability a position loses its history planes
-    c.input.history_keep_probs = (0.90, 0.95, 0.95, 0.98, 0.98)  # "cascade": GoNN write.exe
-    c.input.window_blocks = 16  # blocks per shuffle window
-    c.input.block_rows = 0  # rows per block; 0 = the dataset's HDF5 chunk rows
-    c.input.workers = 1  # grain worker processes building windows; 0 = a thread of the main process
-    c.input.host_dtype = "uint8"  # planes leave the host as uint8 (cast on the device) | float32 | bfloat16
-    c.input.prefetch = 2  # batches put on the devices ahead of the step
-    # several datasets: each one's share of the training rows, comma-separated positive numbers (normalised), one per
-    # dataset; "" = in proportion to their training rows
-    c.input.mix_weights = ""
-    c.input.add_planes = ""  # constant-only feature sets read on top of the dataset's, e.g. "rank_planes"
-    # a profiled net in training: each profile field of each row is made unknown with this probability, so that
-    # the net also learns to predict when a user leaves a field out
-    c.input.profile_dropout = 0.1
+    c.optimizer = _optimizer()
+    c.schedule = _schedule()
+    c.input = _input()
 
     c.eval_batch_size = 1024  # global
     c.eval_every_positions = 1_000_000
@@ -107,3 +63,69 @@ def get_config() -> ml_collections.ConfigDict:
     # with cpu_devices=2 (benchmarks/bench_train_step.py). Per-device BatchNorm statistics follow `batchnorm`.
     c.cpu_devices = 0
     return c
+
+
+def _model() -> ml_collections.ConfigDict:
+    """The network: its name in :func:`kifunet.models.names`, dtype, rank and profile inputs, constructor overrides."""
+    m = ml_collections.ConfigDict()
+    m.name = "maddison_tiny"  # kifunet.models.names()
+    m.dtype = "float32"  # compute dtype: float32 or bfloat16 (parameters stay float32)
+    m.rank_embedding = False  # learned rank vector (models built with rank_embedding=True)
+    # the game profile (data_prep/profiles.py: ranks, date, source, time control, handicap, komi) through an MLP
+    # of this many hidden units added where the rank vector is; 0 = no profile input
+    m.profile_embedding = 0
+    m.kwargs = ml_collections.ConfigDict()  # constructor overrides (e.g. layers, filters)
+    return m
+
+
+def _optimizer() -> ml_collections.ConfigDict:
+    """The optimizer (``sgd``, ``adam`` or ``adamw``) and its weight decay, clipping and multipliers."""
+    o = ml_collections.ConfigDict()
+    o.name = "sgd"  # sgd | adam | adamw
+    o.momentum = 0.9  # sgd; 0 = plain SGD
+    o.nesterov = False
+    o.b1 = 0.9  # adam / adamw
+    o.b2 = 0.999
+    o.eps = 1e-8
+    o.weight_decay = 0.0  # L2: adds wd * w to the gradient (adamw: decoupled)
+    o.decay_mask = "no_bn"  # no_bn | all | kernels
+    o.clip_norm = 0.0  # global-norm gradient clipping; 0 = off
+    o.lr_multipliers = True  # the model's per-parameter multipliers (GoNN centre taps)
+    return o
+
+
+def _schedule() -> ml_collections.ConfigDict:
+    """The learning-rate schedule (train/optim.py)."""
+    s = ml_collections.ConfigDict()
+    s.name = "constant"  # constant | step | gonn | cosine (train/optim.py)
+    s.lr = 0.05
+    s.warmup_positions = 0
+    s.start_positions = 0  # step: first drop at start_positions
+    s.every_positions = 1_000_000  # step, gonn: drop interval
+    s.factor = 0.5  # step: multiplier per drop
+    s.offset = 8.0  # gonn
+    s.power = 2.0  # gonn
+    s.end_fraction = 0.0  # cosine: final lr / lr
+    return s
+
+
+def _input() -> ml_collections.ConfigDict:
+    """The input pipeline: symmetries, history dropout, shuffle windows, workers, dataset mixing, profile dropout."""
+    i = ml_collections.ConfigDict()
+    i.symmetry = "example"  # example | batch | none: random dihedral symmetry per position / batch
+    i.history_dropout = "none"  # none | all | cascade (train/windows.py)
+    i.history_p = 0.0  # "all": probability a position loses its history planes
+    i.history_keep_probs = (0.90, 0.95, 0.95, 0.98, 0.98)  # "cascade": GoNN write.exe
+    i.window_blocks = 16  # blocks per shuffle window
+    i.block_rows = 0  # rows per block; 0 = the dataset's HDF5 chunk rows
+    i.workers = 1  # grain worker processes building windows; 0 = a thread of the main process
+    i.host_dtype = "uint8"  # planes leave the host as uint8 (cast on the device) | float32 | bfloat16
+    i.prefetch = 2  # batches put on the devices ahead of the step
+    # several datasets: each one's share of the training rows, comma-separated positive numbers (normalised), one per
+    # dataset; "" = in proportion to their training rows
+    i.mix_weights = ""
+    i.add_planes = ""  # constant-only feature sets read on top of the dataset's, e.g. "rank_planes"
+    # a profiled net in training: each profile field of each row is made unknown with this probability, so that
+    # the net also learns to predict when a user leaves a field out
+    i.profile_dropout = 0.1
+    return i
