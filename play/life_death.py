@@ -21,7 +21,7 @@ methods, measured against each other in ``benchmarks/bench_dead_stones.py``:
     unconditionally alive chains only, whose every empty point touches them, are dead (no eye can ever be made
     there); everything else is alive. It never uses chance and removes only stones whose death is certain,
     so it misses the dead stones inside territory bounded by groups that live by a large area rather than by
-    two small eyes (most groups at the end of a real game).
+    two small eyes.
 ``"combined"`` (the default)
     The playouts, with Benson's verdicts imposed: unconditionally alive chains are alive and stones inside
     areas enclosed by them are dead, whatever the playouts said.
@@ -31,8 +31,7 @@ whose empty region, with the dead stones taken off, touches one colour only gets
 size), if the region covers at most half the board (not an open board), its mean ownership over the playouts
 leans that colour's way, and the stones around it and the dead stones taken off it all belong to that colour
 with a chain-mean playout ownership of at least :data:`CONFIDENT` (0.4) in size (a region next to a group whose
-fate the playouts leave open stays open). Random playouts let the invader of a closed territory live now and
-then (a two-by-five area of a live group reads 0.6-0.7 from 256 playouts); the rule makes such points settled.
+fate the playouts leave open stays open).
 Open regions (touching both colours) and stones keep the playouts' mean. :attr:`Estimate.raw` is the playouts'
 mean everywhere (the resign rule reads it). The rule changes ownership only, never a status or a score.
 
@@ -49,8 +48,8 @@ the empty board.
 Killable eye spaces, for every method (:mod:`kifunet.play.eye_space`): a sealed group whose only eye space is a
 nakade shape (straight or bent three, pyramid four, bulky or cross five, rabbity six) with its vital point empty,
 and whose walls are not dead, lives or dies by who moves: the side to move plays the vital point. Its stones are
-dead when the opponent of their colour is ``to_move``, alive otherwise, whatever the playouts said (random play
-misses the vital point about as often as it finds it); its stones and eye space get the ownership
+dead when the opponent of their colour is ``to_move``, alive otherwise, whatever the playouts said; its stones
+and eye space get the ownership
 :data:`CRITICAL` (0.5) towards ``to_move``: they count for that side in :meth:`Estimate.score` but are never
 settled, so the end-of-game rules of :mod:`kifunet.play.move_choice` keep them open.
 
@@ -60,11 +59,7 @@ nothing captured) or illegally. Non-dead chains touching a shared point (and not
 :data:`SEKI`; shared points are owned by nobody (ownership 0).
 
 Determinism: the playouts use numba's generator seeded with ``seed``; the same position, ``to_move``,
-``playouts`` and ``seed`` give the same estimate.
-
-Speed (one core of the shared 2-core machine, load 2.6): about 4,200 playouts/s on the final positions of KGS
-games (134 moves a playout) and 3,200-3,700 at move 200 of a 19x19 game (180 empty points, 246 moves a
-playout); :func:`estimate` with the default 256 playouts takes 60-95 ms (median) on a finished 19x19 game.
+``playouts`` and ``seed`` give the same estimate. Speed and agreement with KGS: ``docs/playing.md``.
 """
 
 from __future__ import annotations
