@@ -37,15 +37,7 @@ working directory           a program whose file is named ``pachi`` is started i
                             are relative to that directory
 ==========================  =====================================================================================
 
-Pachi 11.99 aborts (an assertion in ``uct/search.c``) when told fewer than 500 playouts a move, hence the
-minimum. It resigns when its best move wins under 20% of its playouts (``resign_threshold=0.2``), but only once
-that move has more than 500 playouts or the root more than 1000, and not while dynamic komi is giving points
-away. After an opponent's pass it passes only when it wins counting its own list of dead stones as dead
-(``allow_losing_pass`` is off), so a losing Pachi plays on or resigns; the match referee, GNU Go's
-``final_score``, judges dead stones too (``--referee none`` counts every stone on the board as alive).
-
-Used by the match runner (:mod:`kifunet.play.match`), ``scripts/make_sample_corpus.py`` and
-``scripts/build_pachi.py``.
+Pachi's behaviour in matches (resigning, passing, why the playout minimum): ``docs/playing.md`` (Pachi).
 """
 
 from __future__ import annotations
@@ -82,8 +74,7 @@ def launch_argv(argv: list[str]) -> list[str]:
     """The command line that starts ``argv`` so that it cannot outlive this process: on Linux, through a small
     Python start-up (:data:`_WITH_PARENT`) that sets ``PR_SET_PDEATHSIG`` to SIGKILL and then replaces itself
     with the program (``execvp``: the same pid, pipes, working directory and environment); elsewhere ``argv``
-    itself. An engine busy in ``genmove`` reads no more input, so the end of its input alone would leave it
-    running, its search going on for as long as it takes, when the match is killed."""
+    itself (an engine busy in ``genmove`` does not see the end of its input)."""
     if not sys.platform.startswith("linux"):
         return list(argv)
     return [sys.executable, "-I", "-S", "-c", _WITH_PARENT, str(os.getpid()), *argv]

@@ -41,9 +41,8 @@ alone: the KataGo format); every response ends with a blank line. A handler that
 :class:`~kifunet.play.gtp_protocol.GtpError` is answered ``? internal error: ...`` and the session goes on.
 
 Streaming: :meth:`Engine.serve` reads stdin on a thread into a queue, so an analysis can wait for the next
-line with a timeout (a block every interval) on every platform; ``select()`` on stdin would not see lines
-already in Python's read buffer and does not work on Windows pipes. :meth:`Engine.handle` stays synchronous:
-outside ``serve`` an analysis command answers ``analysis_blocks`` blocks (default 1) and ends its response.
+line with a timeout (``select()`` would miss lines in Python's read buffer and fails on Windows pipes).
+:meth:`Engine.handle` stays synchronous: an analysis command answers ``analysis_blocks`` blocks (default 1).
 
 The game profile (read only by a net with a profile input, ``reads_profile``): the fields the user set
 (``kifunet gtp --profile TEXT``, the constructor's ``profile``, or ``kifunet-profile TEXT``,
