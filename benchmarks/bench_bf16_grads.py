@@ -29,7 +29,7 @@ def loss_and_grads(name: str, dtype, batch: dict, seed: int):
     rows = jnp.arange(batch["target"].shape[0])
 
     def loss(m):
-        logits, _ = models.policy_and_value(m(batch["planes"], batch["rank"], batch["to_move"]))
+        logits, _ = m(batch["planes"], batch["rank"], batch["to_move"])
         return -jnp.mean(jax.nn.log_softmax(logits)[rows, batch["target"]])
 
     return nnx.value_and_grad(loss)(net)

@@ -42,11 +42,11 @@ def main(argv=None) -> int:
     rows = Reader(args.data, args.split).read_range(0, args.batch)
     x = jax.device_put((rows["planes"], rows["player_rank"].astype(np.int32), rows["to_move"].astype(np.int32)),
                        pred._batch_sharding)
-    profile = None  # the nets benchmarked here have no profile input
-    pred._forward(pred._state, *x, profile).block_until_ready()
+    # the nets benchmarked here have no profile input
+    pred.net(*x).logits.block_until_ready()
     t = time.perf_counter()
     for _ in range(args.iters):
-        pred._forward(pred._state, *x, profile).block_until_ready()
+        pred.net(*x).logits.block_until_ready()
     dt = time.perf_counter() - t
     res = {"checkpoint": args.checkpoint, "devices": jax.device_count(), "batch": args.batch, "iters": args.iters,
            "positions_per_s": args.iters * args.batch / dt}

@@ -66,7 +66,8 @@ VALUE_RULE = ("value MSE over the positions whose game result is known (draws: t
 # ---------------------------------------------------------------------------------------------- predictor
 class Predictor:
     """A policy net and the feature set of its inputs: ``predict(batch) -> float32 logits [B, N*N + 1]``
-    (``predict_with_value``: and the value of a two-headed net).
+    (``predict_with_value``: and the value of a two-headed net); ``net`` is its
+    :class:`kifunet.models.forward.Forward` and ``facts`` the model's.
 
     Batches are split over all local devices (weights replicated): on a CPU, ``kifunet eval`` makes one JAX
     device per core (``jax_num_cpu_devices``), which doubled the forward passes per second on 2 cores.
@@ -78,9 +79,9 @@ class Predictor:
 
     def __init__(self, model, feature_set: str, *, info: dict | None = None):
         import jax
-        from flax import nnx
 
         from kifunet.data_prep.planes import features
+        from kifunet.models.forward import Forward
 
         self.fs = features.get(feature_set)
         self.feature_set = feature_set
@@ -91,9 +92,7 @@ class Predictor:
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
-        model.eval()
         self.model = model
-        graphdef, state = nnx.split(model)
         # data parallel over every local device (the batch split along a 1-D 'data' mesh, the weights
         # replicated): on a CPU with jax_num_cpu_devices = cores this is ~2x one device (kifunet eval sets it)
         self.devices = jax.local_device_count()
@@ -101,13 +100,8 @@ class Predictor:
         # sharding, and a rank embedding's gather of batch-sharded ranks then has no unambiguous output sharding)
         mesh = jax.make_mesh((self.devices,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
         self._batch_sharding = NamedSharding(mesh, P("data"))
-        self._state = jax.device_put(state, NamedSharding(mesh, P()))
-
-        def forward(state, planes, rank, to_move, profile):  # profile None: a net without the input
-            extra = {} if profile is None else {"profile": profile}
-            return nnx.merge(graphdef, state)(planes, rank=rank, to_move=to_move, **extra)
-
-        self._forward = jax.jit(forward)
+        self.net = Forward(model, state_sharding=NamedSharding(mesh, P()))  # eval mode, the weights replicated
+        self.facts = self.net.facts
         self.info = dict(info or {})
         self.info.setdefault("feature_set", feature_set)
         self.info.setdefault("board_size", self.board_size)
@@ -122,13 +116,13 @@ class Predictor:
         """Whether the prediction depends on the player's rank: the feature set has planes made from the
         ``player_rank`` column (Maddison's rank planes) or the model was built with a rank embedding."""
         return (any(f.constant and f.column == "player_rank" for f in self.fs.features)
-                or getattr(self.model, "rank_embedding", None) is not None)
+                or self.facts.reads_rank)
 
     @property
     def reads_profile(self) -> bool:
         """Whether the net was built with a profile input (``profile_embedding``): batches then give it
         ``profile`` (float32 ``[B, 46]``, :mod:`kifunet.data_prep.profiles`); without one it reads all unknown."""
-        return getattr(self.model, "profile_embedding", None) is not None
+        return self.facts.reads_profile
 
     @property
     def num_moves(self) -> int:
@@ -137,7 +131,7 @@ class Predictor:
     @property
     def has_value(self) -> bool:
         """The net has a value head (``model.has_value``): :meth:`predict_with_value` gives its value."""
-        return bool(getattr(self.model, "has_value", False))
+        return self.facts.has_value
 
     def predict(self, batch: dict, *, pad_to: int | None = None) -> np.ndarray:
         """float32 logits ``[B, N*N + 1]`` of a batch (a value head's output is dropped)."""
@@ -167,10 +161,8 @@ class Predictor:
                 profile = np.concatenate([profile, np.zeros((pad,) + profile.shape[1:], np.float32)])
         import jax
 
-        from kifunet.models.base import policy_and_value
-
         planes, rank, to_move, profile = jax.device_put((planes, rank, to_move, profile), self._batch_sharding)
-        logits, value = policy_and_value(self._forward(self._state, planes, rank, to_move, profile))
+        logits, value = self.net(planes, rank, to_move, profile)
         return (np.asarray(logits, dtype=np.float32)[:b],
                 None if value is None else np.asarray(value, dtype=np.float32)[:b])
 

@@ -2,9 +2,10 @@
 
 Call contract (every model; training, evaluation and GTP rely on it)
 --------------------------------------------------------------------
-``logits = model(planes, rank=None, to_move=None, profile=None)``, or ``logits, value = model(...)`` for a net with
-``model.has_value`` (the value contract: :mod:`kifunet.models.base`; ``models.policy_and_value(out)`` unpacks
-either)
+``logits, value = model(planes, rank=None, to_move=None, profile=None)``: an :class:`Outputs` whose ``value`` is None
+unless ``model.has_value`` (the value contract: :mod:`kifunet.models.base`); ``model.facts`` (:class:`NetFacts`) says
+what the net is without running it, and :func:`forward` / :class:`Forward` run a split model
+(:mod:`kifunet.models.forward`: the one way every wrapper runs a net)
 
 ==========  ==========================  ===============================================================
 argument    type                        meaning
@@ -22,11 +23,11 @@ profile     float32 ``[B, 46]`` or      the game profile (:mod:`kifunet.data_pre
                                         built with ``profile_embedding=H`` (an MLP with H hidden units
                                         added where the rank vector is), ``None`` = all unknown;
                                         ignored otherwise
-returns     float32 ``[B, N*N + 1]``    move logits; index ``N*N`` is pass. Nets without a pass output
+logits      float32 ``[B, N*N + 1]``    move logits; index ``N*N`` is pass. Nets without a pass output
                                         (Clark & Storkey, Maddison, AlphaGo SL, Darkforest, Cazenave,
                                         GoNN) give pass the constant -1e9; AGZ, GARB, MAO and Qiqiao
                                         learn it
-value       float32 ``[B]``             only when ``model.has_value``: in [-1, 1], the expected result
+value       float32 ``[B]`` or ``None``  None unless ``model.has_value``: in [-1, 1], the expected result
                                         for the side to move (+1 win); :mod:`kifunet.models.base`
 ==========  ==========================  ===============================================================
 
@@ -44,16 +45,38 @@ Named sizes: :func:`create`, :func:`names`, :func:`default_in_planes` and :func:
 :func:`lr_multipliers` + :func:`scale_by_lr_multipliers` (GoNN's per-parameter gradient multipliers).
 """
 
-from kifunet.models.base import NO_PASS_LOGIT, PolicyNet, policy_and_value
-from kifunet.models.cnn import AlphaGoSL, ClarkStorkey, ConvNet, Darkforest, Maddison
-from kifunet.models.flops import count_macs, counted_train_flops, forward_flops, train_flops
-from kifunet.models.garb import GARBNet
-from kifunet.models.gonn import GoNNResNet
-from kifunet.models.mao import MAONet
-from kifunet.models.params import count_params, lr_multipliers, scale_by_lr_multipliers
-from kifunet.models.qiqiao import QiqiaoNet
-from kifunet.models.registry import create, default_board_size, default_in_planes, names
-from kifunet.models.resnet import AGZResNet, CazenaveResNet
+import importlib
+
+#: where each public name lives; a submodule is imported when one of its names is first asked for, so that
+#: ``kifunet.models.forward`` (:class:`Outputs`, :class:`NetFacts`) loads without flax: a policy played from an
+#: exported forward pass (:mod:`kifunet.play.forward_cache`) imports JAX only
+_HOMES = {
+    "base": ("NO_PASS_LOGIT", "PolicyNet"),
+    "forward": ("Forward", "NetFacts", "Outputs", "forward"),
+    "cnn": ("AlphaGoSL", "ClarkStorkey", "ConvNet", "Darkforest", "Maddison"),
+    "flops": ("count_macs", "counted_train_flops", "forward_flops", "train_flops"),
+    "garb": ("GARBNet",),
+    "gonn": ("GoNNResNet",),
+    "mao": ("MAONet",),
+    "params": ("count_params", "lr_multipliers", "scale_by_lr_multipliers"),
+    "qiqiao": ("QiqiaoNet",),
+    "registry": ("create", "default_board_size", "default_in_planes", "names"),
+    "resnet": ("AGZResNet", "CazenaveResNet"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str):
+    if name in _HOME_OF:
+        value = getattr(importlib.import_module(f"{__name__}.{_HOME_OF[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOME_OF))
+
 
 __all__ = [
     "AGZResNet",
@@ -62,11 +85,14 @@ __all__ = [
     "ClarkStorkey",
     "ConvNet",
     "Darkforest",
+    "Forward",
     "GARBNet",
     "GoNNResNet",
     "MAONet",
     "Maddison",
     "NO_PASS_LOGIT",
+    "NetFacts",
+    "Outputs",
     "PolicyNet",
     "QiqiaoNet",
     "count_macs",
@@ -75,10 +101,10 @@ __all__ = [
     "default_board_size",
     "default_in_planes",
     "counted_train_flops",
+    "forward",
     "forward_flops",
     "lr_multipliers",
     "names",
-    "policy_and_value",
     "scale_by_lr_multipliers",
     "train_flops",
 ]

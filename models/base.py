@@ -1,16 +1,21 @@
-"""The call contract shared by every policy network (arguments: :mod:`kifunet.models`), its value part, the tie
-rule of top-k (:func:`played_move_rank`) and the scoring of a value against a game's result
-(:func:`value_outcome_stats`), both shared by training and eval.
+"""The call contract shared by every policy network (arguments: :mod:`kifunet.models`), the value head's part of
+it, the tie rule for reading the policy output (:func:`played_move_rank`: the one definition of top-k, used by
+training and by eval) and the rule for scoring the value output against a game's result
+(:func:`value_outcome_stats`: the one definition of the value error and of winner prediction, likewise shared).
+
+The value contract: a net is *two-headed* when ``model.has_value`` is True, and then its output's ``value`` is set.
 
 =========================  ==============================================================================
 item                       contract
 =========================  ==============================================================================
 ``model.has_value``        bool, fixed at construction: True when the net was built with a value head
-``model(planes, ...)``     has_value False: ``logits``; True: the tuple ``(logits, value)``
+``model(planes, ...)``     :class:`~kifunet.models.forward.Outputs` ``(logits, value)``, ``value`` None
+                           when has_value is False
 ``logits``                 float32 ``[B, N*N + 1]`` move logits, index ``N*N`` = pass (as for every net)
-``value``                  float32 ``[B]`` in [-1, 1] (a tanh): the expected result for the side to move:
-                           +1 a win, -1 a loss, 0 a draw
-:func:`policy_and_value`   ``(logits, value or None)`` from either kind of output
+``value``                  float32 ``[B]`` in [-1, 1] (a tanh): the expected result of the game for the side
+                           to move (``to_move``): +1 a win, -1 a loss, 0 a draw (or an even game)
+``model.facts``            :class:`~kifunet.models.forward.NetFacts`: ``has_value`` and the family's declared
+                           ``has_pass`` and ``resizable``, ``reads_rank``, ``reads_profile``, board size
 =========================  ==============================================================================
 
 Value heads: ``qiqiao`` / ``qiqiao_tiny`` always; ``agz_*``, ``gonn_*`` and ``garb*`` with ``value_head=True``
@@ -20,13 +25,14 @@ Value heads: ``qiqiao`` / ``qiqiao_tiny`` always; ``agz_*``, ``gonn_*`` and ``ga
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from kifunet.models.forward import NetFacts, Outputs
 from kifunet.models.layers import ProfileEmbedding, RankEmbedding, add_param
 
 #: logit given to pass by networks without a pass output (softmax probability exp(-1e9) = 0)
@@ -39,11 +45,15 @@ class PolicyNet(nnx.Module):
 
     Subclasses call :meth:`_setup` in their constructor and implement :meth:`logits`
     ``(x [B, N, N, C] in the compute dtype, rank, to_move) -> [B, N*N + 1]``, or, if they may have a value
-    head, :meth:`heads` ``-> (logits, value [B] or None)``."""
+    head, :meth:`heads` ``-> (logits, value [B] or None)``. Each family declares ``has_pass`` (it learns a pass
+    logit) and ``resizable`` (its weights fit any board size); :attr:`facts` reports them.
+    """
 
     board_size: int
     in_planes: int
     has_value: bool = False
+    has_pass: ClassVar[bool] = False
+    resizable: bool = False
 
     def _setup(self, *, board_size: int, in_planes: int, dtype, param_dtype, rank_embedding: bool,
                trunk_features: int, rngs: nnx.Rngs, has_value: bool = False, profile_embedding: int = 0) -> None:
@@ -63,7 +73,7 @@ class PolicyNet(nnx.Module):
                                   if profile_embedding else None)
 
     def __call__(self, planes: jax.Array, rank: jax.Array | None = None, to_move: jax.Array | None = None,
-                 profile: jax.Array | None = None) -> jax.Array | tuple[jax.Array, jax.Array]:
+                 profile: jax.Array | None = None) -> Outputs:
         expected = (self.board_size, self.board_size, self.in_planes)
         if planes.ndim != 4 or tuple(planes.shape[1:]) != expected:
             raise ValueError(f"planes must be [B, {expected[0]}, {expected[1]}, {expected[2]}], got {planes.shape}")
@@ -72,8 +82,14 @@ class PolicyNet(nnx.Module):
         if (value is not None) != self.has_value:
             raise RuntimeError(f"{type(self).__name__}: has_value is {self.has_value} but heads() gave "
                                f"{'a' if value is not None else 'no'} value")
-        logits = logits.astype(jnp.float32)
-        return logits if value is None else (logits, value.astype(jnp.float32))
+        return Outputs(logits.astype(jnp.float32), None if value is None else value.astype(jnp.float32))
+
+    @property
+    def facts(self) -> NetFacts:
+        """What this net is (:class:`~kifunet.models.forward.NetFacts`), without running it."""
+        return NetFacts(board_size=int(self.board_size), in_planes=int(self.in_planes), has_value=bool(self.has_value),
+                        has_pass=bool(self.has_pass), reads_rank=self.rank_embedding is not None,
+                        reads_profile=self.profile_embedding is not None, resizable=bool(self.resizable))
 
     def heads(self, x: jax.Array, cond: "Condition",
               to_move: jax.Array | None) -> tuple[jax.Array, jax.Array | None]:
@@ -99,14 +115,6 @@ class Condition(NamedTuple):
 
     rank: jax.Array | None = None
     profile: jax.Array | None = None
-
-
-def policy_and_value(out) -> tuple[jax.Array, jax.Array | None]:
-    """``(logits, value)`` of a model's output: ``(logits, None)`` for a policy-only net (see the module table)."""
-    if isinstance(out, tuple):
-        logits, value = out
-        return logits, value
-    return out, None
 
 
 def board_logits_without_pass(board: jax.Array) -> jax.Array:

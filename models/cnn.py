@@ -58,6 +58,7 @@ class ConvNet(PolicyNet):
                     rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=hidden[0][1],
                     rngs=rngs)
         self.select = select
+        self.resizable = not (hidden_position_bias or out_position_bias)  # per-point biases fix the board
         conv = dict(symmetric=symmetric, kernel_init=kernel_init, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         convs, biases = [], []
         c_in = in_planes

@@ -59,6 +59,8 @@ class GARBBlock(nnx.Module):
 class GARBNet(PolicyNet):
     """Alternating standard / GARB residual tower with an AlphaGo Zero policy head."""
 
+    has_pass = True
+
     def __init__(self, *, board_size: int = 19, in_planes: int = 21, channels: int = 64, blocks: int = 10,
                  garb_channels: int | None = None, value_head: bool = False, value_channels: int = 32,
                  value_hidden: int = 64, rank_embedding: bool = False, profile_embedding: int = 0, dtype=jnp.float32,

@@ -167,6 +167,8 @@ class GoNNResNet(PolicyNet):
     ``value_head`` (``value_channels``, ``value_hidden``); ``wide_blocks`` (``wide_channels``, 0 = C;
     ``wide_length``); ``chain_blocks`` (``chain_channels``, 0 = C; ``chain_stone_planes``, either colour order)."""
 
+    resizable = True
+
     def __init__(self, *, board_size: int = 19, in_planes: int = 26, channels: int = 192, blocks: int = 12,
                  dilated_channels: int = 64, dilation_rates: Sequence[int] = (2,),
                  global_blocks: Sequence[int] = (), global_channels: int = 64, head_features: int = 48,

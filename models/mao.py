@@ -56,6 +56,8 @@ class MAOBlock(nnx.Module):
 class MAONet(PolicyNet):
     """The MAO policy network; see the module docstring."""
 
+    has_pass = True
+
     def __init__(self, *, board_size: int = 19, in_planes: int = 17, stem_width: int = 80, width: int = 40,
                  candidates: int = 4, blocks: int = 3, out_candidates: int = 1, mask_rate: float = 0.5,
                  rank_embedding: bool = False, profile_embedding: int = 0, dtype=jnp.float32, param_dtype=jnp.float32,

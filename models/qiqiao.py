@@ -35,6 +35,8 @@ from kifunet.models.layers import Conv
 class QiqiaoNet(PolicyNet):
     """Three 3x3 conv layers, then a policy head and a value head (see the module table)."""
 
+    has_pass = True
+
     def __init__(self, *, board_size: int = 9, in_planes: int = 10, channels: Sequence[int] = (32, 64, 128),
                  policy_channels: int = 8, policy_hidden: int = 256, value_channels: int = 4,
                  value_hidden: Sequence[int] = (128, 64), rank_embedding: bool = False, profile_embedding: int = 0,

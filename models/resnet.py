@@ -49,6 +49,8 @@ class PostActBlock(nnx.Module):
 class CazenaveResNet(PolicyNet):
     """Cazenave's residual policy net; see the module table."""
 
+    resizable = True
+
     def __init__(self, *, board_size: int = 19, in_planes: int = 45, filters: int = 256, blocks: int = 10,
                  bn_affine: bool = False, rank_embedding: bool = False, profile_embedding: int = 0, dtype=jnp.float32,
                  param_dtype=jnp.float32, rngs: nnx.Rngs):
@@ -73,6 +75,8 @@ class CazenaveResNet(PolicyNet):
 
 class AGZResNet(PolicyNet):
     """AlphaGo Zero residual net; policy logits over N*N points + pass; optional value head."""
+
+    has_pass = True
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 17, filters: int = 256, blocks: int = 19,
                  value_head: bool = False, value_hidden: int = 256, rank_embedding: bool = False,

@@ -13,8 +13,9 @@ inputs               ``planes``, plus ``rank``, ``to_move`` and ``profile`` only
                      an input is kept when an equation of the traced jaxpr takes it (:func:`used_inputs`), so a
                      net without a rank embedding has no ``rank`` input, only Maddison's nets have ``to_move``
                      and only nets with a profile input (``profile_embedding``) have ``profile``
-outputs              ``logits``; ``value`` too when the net returns ``(logits, value)``
-                     (:func:`kifunet.models.base.policy_and_value`: handled generically, not by family)
+outputs              ``logits``; ``value`` too when the net has a value head (``model.facts.has_value``; the
+                     :class:`~kifunet.models.forward.Outputs` of :func:`kifunet.models.forward.forward`,
+                     handled generically, not by family)
 check                before writing, onnxruntime and the JAX forward pass run the same
                      :data:`CHECK_POSITIONS` random 0/1 positions (with ranks, both colours and a few
                      profiles); the largest
@@ -78,18 +79,18 @@ class ExportResult:
 
 
 def forward_function(model):
-    """``fn(planes, rank, to_move, profile) -> logits`` or ``(logits, value)``: the net in eval mode as a pure
-    function of its inputs (parameters and BatchNorm statistics closed over; ``profile`` None: all unknown)."""
+    """``fn(planes, rank, to_move, profile) -> logits`` or ``(logits, value)`` (the graph's outputs): the net in
+    eval mode as :func:`kifunet.models.forward.forward` of its inputs (parameters and BatchNorm statistics closed
+    over; ``profile`` None: all unknown)."""
     from flax import nnx
 
-    from kifunet.models.base import policy_and_value
+    from kifunet.models.forward import forward
 
     model.eval()
     graphdef, state = nnx.split(model)
 
     def fn(planes, rank, to_move, profile=None):
-        logits, value = policy_and_value(nnx.merge(graphdef, state)(planes, rank=rank, to_move=to_move,
-                                                                    profile=profile))
+        logits, value = forward(graphdef, state, planes, rank, to_move, profile)
         return logits if value is None else (logits, value)
 
     return fn
@@ -174,7 +175,7 @@ def profile_metadata(model, profile: str | None) -> dict:
     that is no profile, is a ``ValueError`` naming it."""
     from kifunet.data_prep import profiles
 
-    reads = getattr(model, "profile_embedding", None) is not None
+    reads = model.facts.reads_profile
     meta = {"profile_input": reads, "profile_encoding": onnx_policy.PROFILE_ENCODING}
     if profile is None:
         return meta
@@ -216,7 +217,7 @@ def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict 
         given = dict(zip(names, args))
         return fn(given["planes"], given.get("rank"), given.get("to_move"), given.get("profile"))
 
-    out_names = onnx_policy.OUTPUTS[: 2 if isinstance(jax.eval_shape(fn, *_specs(1, n, c).values()), tuple) else 1]
+    out_names = onnx_policy.OUTPUTS[: 2 if model.facts.has_value else 1]
     specs = _specs("B", n, c)
     with _converting():
         proto = to_onnx(exported, [specs[k] for k in names], model_name=f"kifunet_{type(model).__name__}",
@@ -229,7 +230,7 @@ def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict 
     planes, rank, to_move, check_profile = check_positions(n, c)
     ref = jax.jit(fn)(planes, rank, to_move, check_profile)
     ref = tuple(np.asarray(r, np.float32) for r in (ref if isinstance(ref, tuple) else (ref,)))
-    meta = _metadata(model, fs, names, out_names, ref)
+    meta = _metadata(model, fs, names, out_names)
     meta.update(profile_meta)
     meta.update(info or {})
     meta = {k: _text(v) for k, v in meta.items()}
@@ -251,11 +252,9 @@ def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict 
     return ExportResult(out, os.path.getsize(out), time.perf_counter() - t0, names, out_names, meta, diff)
 
 
-def _metadata(model, fs, names, out_names, ref) -> dict:
-    """The file's own metadata (before ``profile`` and ``info``): format, model, features, inputs and outputs;
-    ``ref``: the JAX outputs on the check positions (whether the net has a pass output)."""
+def _metadata(model, fs, names, out_names) -> dict:
+    """The file's own metadata (before ``profile`` and ``info``): format, model, features, inputs and outputs."""
     from kifunet import __version__
-    from kifunet.models import NO_PASS_LOGIT
 
     meta = {
         "format_version": onnx_policy.FORMAT_VERSION, "version": __version__,
@@ -265,7 +264,7 @@ def _metadata(model, fs, names, out_names, ref) -> dict:
                      for f in fs.features],
         "inputs": list(names), "rank_input": _rank_input(model, fs), "rank_scale": RANK_SCALE,
         "to_move": "1 = black, 2 = white", "policy_index": POLICY_INDEX,
-        "has_pass": bool((ref[0][:, -1] > NO_PASS_LOGIT / 2).all()), "value_head": len(out_names) == 2,
+        "has_pass": model.facts.has_pass, "value_head": len(out_names) == 2,
     }
     if len(out_names) == 2:
         meta["value"] = VALUE_MEANING
@@ -274,7 +273,7 @@ def _metadata(model, fs, names, out_names, ref) -> dict:
 
 def _rank_input(model, fs) -> str:
     planes = any(f.constant and f.column == "player_rank" for f in fs.features)
-    emb = getattr(model, "rank_embedding", None) is not None
+    emb = model.facts.reads_rank
     return {(True, True): "planes+embedding", (True, False): "planes", (False, True): "embedding"}.get(
         (planes, emb), "none")
 

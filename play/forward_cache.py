@@ -14,7 +14,7 @@ and the source of ``kifunet.models`` (:func:`entry_key`), plus, for a net with a
 (``info["profile_input"]``, :mod:`kifunet.play.policy`'s "profile"), the word ``profile``: the keys of nets
 without one are those they had before profiles existed. Such a net's program takes a fifth argument, the
 profile float32 ``[b, 46]``. ``meta.json`` holds the key, the sha256 of both files, the description, the
-net's ``has_pass`` / ``has_value`` and ``profile_input``. An entry is written into a temporary directory under
+net's facts (:class:`kifunet.models.forward.NetFacts`, as a dict) and ``profile_input``. An entry is written into a temporary directory under
 ``ROOT`` and renamed into place, so a reader never sees half of one.
 
 :func:`load_entry` checks all of that and returns an :class:`ExportedPolicy`: :class:`kifunet.play.policy.Policy`
@@ -28,6 +28,7 @@ net normally and writes the entry again. Boards other than the trained one (``si
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -113,18 +114,20 @@ def entry_key(info: dict) -> str:
 def export_forward(policy: Policy):
     """``(Exported, weights)``: the policy's forward pass ``f(weights, planes[b,N,N,C], rank[b], to_move[b])``
     (and ``profile[b, 46]`` for a net with a profile input) with a symbolic batch ``b`` and the weights as a flat
-    list of arrays (needs flax: the model is merged in)."""
+    list of arrays; it returns the :class:`~kifunet.models.forward.Outputs` fields that are set, as a dict (a
+    plain pytree, which ``jax.export`` serializes). Needs flax: the model is merged in."""
     import jax
-    from flax import nnx
 
     from kifunet.data_prep import profiles
+    from kifunet.models.forward import forward as net_forward
 
-    leaves, treedef = jax.tree_util.tree_flatten(policy._state)
-    graphdef = policy._graphdef
+    leaves, treedef = jax.tree_util.tree_flatten(policy.net.state)
+    graphdef = policy.net.graphdef
 
     def forward(weights, planes, rank, to_move, *profile):
-        net = nnx.merge(graphdef, jax.tree_util.tree_unflatten(treedef, weights))
-        return net(planes, rank=rank, to_move=to_move, **({"profile": profile[0]} if profile else {}))
+        out = net_forward(graphdef, jax.tree_util.tree_unflatten(treedef, weights), planes, rank, to_move,
+                          profile[0] if profile else None)
+        return {k: v for k, v in out._asdict().items() if v is not None}
 
     (b,) = jax.export.symbolic_shape("b")
     n, c = policy.board_size, policy.fs.num_planes
@@ -151,8 +154,6 @@ def save_entry(root: str, info: dict, policy: Policy) -> str:
     its directory. Raises ``OSError`` (read-only or full disk), ``CacheProblem`` (no checksums) or whatever the
     export raises: callers that play go on without a cache."""
     key = entry_key(info)
-    if policy.has_pass is None:
-        policy.warm_up()
     exported, weights = export_forward(policy)
     os.makedirs(root, exist_ok=True)
     _remove_stale_tmp(root)
@@ -165,8 +166,7 @@ def save_entry(root: str, info: dict, policy: Policy) -> str:
                                                         for name in (PROGRAM, WEIGHTS)},
                 "weights": len(weights), "board_size": policy.board_size, "feature_set": policy.fs.name,
                 "description": policy.description, "trained_size": policy.trained_size,
-                "has_pass": bool(policy.has_pass), "has_value": bool(policy.has_value),
-                "profile_input": bool(policy.reads_profile)}
+                "facts": dataclasses.asdict(policy.facts), "profile_input": bool(policy.reads_profile)}
         with open(os.path.join(tmp, META), "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=1)
         final = os.path.join(root, key)
@@ -252,42 +252,45 @@ class _Full:
             return self._policy
 
 
-class ExportedPolicy(Policy):
-    """:class:`kifunet.play.policy.Policy` whose forward pass is a deserialized :class:`jax.export.Exported`
-    (``meta``: the entry's ``meta.json``); the trained board only -- another size is the full policy's."""
+class _ExportedForward:
+    """A deserialized :func:`export_forward` program as a policy's ``net``: ``(planes, rank, to_move, profile) ->``
+    :class:`~kifunet.models.forward.Outputs` (``profile`` given only when the program takes one)."""
 
-    def __init__(self, exported, weights, meta: dict, *, rank=None, full: Callable[[], Policy], profile=None):
+    def __init__(self, exported, weights, reads_profile: bool):
         import jax
 
+        self.state = jax.device_put(weights)
+        self._call = jax.jit(exported.call)
+        self._reads_profile = reads_profile
+
+    def __call__(self, planes, rank, to_move, profile=None):
+        from kifunet.models.forward import Outputs
+
+        extra = (profile,) if self._reads_profile else ()
+        return Outputs(**self._call(self.state, planes, rank, to_move, *extra))
+
+
+class ExportedPolicy(Policy):
+    """:class:`kifunet.play.policy.Policy` whose forward pass (``net``) is a deserialized
+    :class:`jax.export.Exported` and whose facts are the entry's (``meta``: its ``meta.json``); the trained board
+    only -- another size is the full policy's."""
+
+    def __init__(self, exported, weights, meta: dict, *, rank=None, full: Callable[[], Policy], profile=None):
         from kifunet.data_prep.planes import features as features_mod
+        from kifunet.models.forward import NetFacts
         from kifunet.play.policy import HISTORY_WINDOW, profile_value, rank_value
 
         self.fs = features_mod.get(meta["feature_set"])
         self.board_size = int(meta["board_size"])
         self.rank = rank_value(rank)
         self.profile = profile_value(profile)
-        self.reads_profile = bool(meta.get("profile_input", False))
         self.window = HISTORY_WINDOW
         self.description = meta["description"]
         self.trained_size = int(meta["trained_size"])
-        self.has_pass = bool(meta["has_pass"])
-        self._has_value = bool(meta["has_value"])
+        self.facts = NetFacts(**meta["facts"])
         self._size_problems = {}
-        self._exported = exported
-        self._state = jax.device_put(weights)
-        self._forward = jax.jit(exported.call)
+        self.net = _ExportedForward(exported, weights, self.facts.reads_profile)
         self._full = full if isinstance(full, _Full) else _Full(full)
-
-    def run_batch(self, planes: np.ndarray, colour: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """As :meth:`Policy.run_batch` (``has_pass`` and ``has_value`` come from the entry)."""
-        b = planes.shape[0]
-        args = (self._state, np.asarray(planes, dtype=np.float32), np.full(b, self.rank, np.int32),
-                np.full(b, int(colour), np.int32))
-        out = self._forward(*args, self.profile_batch(b)) if self.reads_profile else self._forward(*args)
-        values = None
-        if isinstance(out, (tuple, list)):
-            out, values = out[0], np.asarray(out[1], dtype=np.float32).reshape(-1)
-        return np.asarray(out, dtype=np.float32), values
 
     def full_policy(self) -> Policy:
         """The normally loaded net with this rank and profile (flax, orbax; loaded once)."""

@@ -338,5 +338,5 @@ def lazy_wrap(policy, *, error: type[Exception] = RuntimeError, start: bool = Tr
     warm-up -- the first pass, which loads the feature code -- runs in the background."""
     return LazyPolicy(lambda: policy, board_size=policy.board_size, feature_set=policy.fs.name,
                       description=policy.description, has_value=policy.has_value, rank=policy.rank,
-                      trained_size=getattr(policy, "trained_size", policy.board_size), error=error, start=start,
-                      reads_profile=getattr(policy, "reads_profile", False), profile=getattr(policy, "profile", None))
+                      trained_size=policy.trained_size, error=error, start=start,
+                      reads_profile=policy.reads_profile, profile=policy.profile)

@@ -88,6 +88,7 @@ import os
 import numpy as np
 
 from kifunet.data_prep.planes import features as features_mod
+from kifunet.models.forward import NetFacts, Outputs
 from kifunet.play.policy import HISTORY_WINDOW, Policy, profile_value, rank_value
 
 #: the version of the file format above
@@ -150,8 +151,9 @@ class OnnxNet:
         return "profile" in self.inputs
 
     def run(self, planes: np.ndarray, rank: np.ndarray, to_move: np.ndarray,
-            profile: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(logits float32 [B, N*N+1], value float32 [B] or None)`` of a batch; ``rank`` and ``to_move``
+            profile: np.ndarray | None = None) -> Outputs:
+        """:class:`~kifunet.models.forward.Outputs` ``(logits float32 [B, N*N+1], value float32 [B] or None)`` of a
+        batch (what a policy's ``net`` returns); ``rank`` and ``to_move``
         (int32 ``[B]``) and ``profile`` (float32 ``[B, 46]``; None: all unknown) are fed only where the file has
         those inputs."""
         feed = {"planes": np.asarray(planes, dtype=np.float32),
@@ -163,7 +165,7 @@ class OnnxNet:
             feed["profile"] = (np.tile(profiles.encode(profiles.UNKNOWN_PROFILE), (b, 1)) if profile is None
                                else np.asarray(profile, dtype=np.float32).reshape(b, profiles.SIZE))
         out = self.session.run(None, {k: feed[k] for k in self.inputs})
-        return out[0], (out[1] if self.has_value else None)
+        return Outputs(**dict(zip(self.outputs, out)))
 
 
 def read_metadata(path: str | os.PathLike) -> dict[str, str]:
@@ -174,9 +176,11 @@ def read_metadata(path: str | os.PathLike) -> dict[str, str]:
 class OnnxPolicy(Policy):
     """:class:`~kifunet.play.policy.Policy`'s interface (``board_size``, ``trained_size``, ``description``,
     ``probabilities`` and ``evaluate`` with ``symmetries``, ``logits``, ``planes``, ``has_pass``, ``has_value``,
-    ``size_problem``, ``resized``, ``with_rank``: :mod:`kifunet.play.policy`'s table) over an exported file.
+    ``size_problem``, ``resized``, ``with_rank``: :mod:`kifunet.play.policy`'s table) over an exported file;
+    ``with_rank`` and ``with_profile`` are Policy's (the copy shares the onnxruntime session).
 
-    The positions and planes are Policy's own (inherited ``record`` and ``planes``); the feature set is the
+    The positions, planes and forward pass are Policy's own (inherited ``record``, ``planes`` and ``run_batch``)
+    with the file as ``net`` (:meth:`OnnxNet.run`) and its metadata as ``facts``; the feature set is the
     file's, and its plane names must equal the ones this kifunet builds (a file from a kifunet whose features
     differ is refused rather than fed the wrong planes).
     """
@@ -184,7 +188,8 @@ class OnnxPolicy(Policy):
     def __init__(self, net: OnnxNet, rank=None, *, window: int = HISTORY_WINDOW, description: str = "",
                  profile=None):
         # Policy.__init__ builds a JAX forward pass: not called; the attributes its position code reads are set
-        self.net = net
+        self.onnx = net
+        self.net = net.run
         self.fs = features_mod.get(net.feature_set)
         want = json.loads(net.metadata.get("plane_names", "[]"))
         if want != self.fs.plane_names():
@@ -195,40 +200,15 @@ class OnnxPolicy(Policy):
         self.board_size = net.board_size
         self.rank = rank_value(rank)
         self.profile = profile_value(profile)
-        self.reads_profile = net.reads_profile
         self.window = window
         meta = net.metadata
         step = f" step {meta['step']}" if meta.get("step") else ""
         self.description = (description
                             or f"{meta.get('model', 'net')} from {meta.get('run') or 'ONNX'}{step} (ONNX)")
-        self.has_pass = meta.get("has_pass") == "true"
+        self.facts = NetFacts(board_size=self.board_size, in_planes=self.fs.num_planes, has_value=net.has_value,
+                              has_pass=meta.get("has_pass") == "true", reads_rank="rank" in net.inputs,
+                              reads_profile=net.reads_profile, resizable=False)
         self.trained_size = self.board_size
-
-    @property
-    def has_value(self) -> bool:
-        """Whether the file has a ``value`` output."""
-        return self.net.has_value
-
-    def with_rank(self, rank) -> "OnnxPolicy":
-        """The same file and features with another rank (shares the onnxruntime session)."""
-        other = object.__new__(OnnxPolicy)
-        other.__dict__.update(self.__dict__)
-        other.rank = rank_value(rank)
-        return other
-
-    def run_batch(self, planes: np.ndarray, colour: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(float32 logits [B, N*N + 1], float32 values [B] or None)`` of a batch of planes, every row with
-        this policy's rank and ``colour`` to play (what :class:`Policy`'s ``logits``, ``evaluate`` and
-        ``probabilities``, symmetries included, run)."""
-        b = planes.shape[0]
-        logits, value = self.net.run(planes, np.full(b, self.rank, np.int32), np.full(b, int(colour), np.int32),
-                                     self.profile_batch(b) if self.reads_profile else None)
-        return logits, (None if value is None else np.asarray(value, np.float32).reshape(-1))
-
-    def outputs(self, record_or_moves, colour: int, setup=()) -> tuple[np.ndarray, float | None]:
-        """``(float32 [N*N + 1] logits, value or None)`` of the position with ``colour`` to play."""
-        logits, values = self._run(record_or_moves, colour, setup)
-        return logits[0], (None if values is None else float(values[0]))
 
     def size_problem(self, n: int) -> str | None:
         """None for the file's own board size; any other is refused: the file was exported with fixed spatial

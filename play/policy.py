@@ -21,10 +21,16 @@ players' rank into the record, so rank planes (Maddison's set) and rank embeddin
 nets, given ``rank=int32[B]``) see it. ``None`` is "unknown" (-128). The colour to move goes to the model as
 ``to_move`` (Maddison's black/white output planes).
 
-Value heads: a net whose forward pass returns a tuple ``(logits [B, N*N+1], value [B])``, the value in [-1, 1]
-being the expected result for the side to move, is read generically: :meth:`Policy.evaluate` returns
-``(probabilities, value)`` (``value`` None for a net that returns logits only), :attr:`Policy.has_value` says
-which kind the net is, and :meth:`Policy.probabilities` and :meth:`Policy.logits` work for both.
+Value heads: the net's :class:`~kifunet.models.forward.Outputs` ``(logits [B, N*N+1], value [B] or None)``, the value
+in [-1, 1] being the expected result for the side to move: :meth:`Policy.evaluate` returns ``(probabilities,
+value)`` (``value`` None for a net without a value head), :attr:`Policy.has_value` says which kind the net is, and
+:meth:`Policy.probabilities` and :meth:`Policy.logits` work for both.
+
+One forward pass: a policy runs its net through ``self.net(planes, rank, to_move, profile) ->``
+:class:`~kifunet.models.forward.Outputs` and knows it through ``self.facts``
+(:class:`~kifunet.models.forward.NetFacts`): here a :class:`~kifunet.models.forward.Forward` and the model's facts;
+:class:`~kifunet.play.forward_cache.ExportedPolicy` and :class:`~kifunet.play.onnx_policy.OnnxPolicy` set their own
+(a deserialized program, an onnxruntime session, and the facts their files record) and inherit the rest.
 
 :func:`load_policy` rebuilds a trained net from a training run directory (``train/checkpointing.py``).
 
@@ -41,7 +47,8 @@ member                                            meaning
 ``has_value``                                     whether :meth:`evaluate` gives a value (known without
                                                   running the net)
 ``has_pass``                                      whether the net has a pass output (else pass is -1e9);
-                                                  for a JAX net learnt on the first call
+                                                  known without running the net (:class:`LazyPolicy
+                                                  <kifunet.play.lazy_policy.LazyPolicy>`: once loaded)
 ``probabilities(...)``                            ``probabilities(moves, colour, setup=(), *, symmetries=1)``:
                                                   float64 ``[N*N + 1]``, the softmax of the net's logits
                                                   (pass last). ``symmetries=k`` (1..8): the mean of the
@@ -55,11 +62,12 @@ member                                            meaning
                                                   head's mean over the k passes
 ``logits(moves, colour, setup=())``               float32 ``[N*N + 1]`` of the single pass
 ``size_problem(n) -> str | None``                 None when the net can play an n x n board, else why not:
-                                                  a JAX net can when its forward pass runs at n x n with the
-                                                  same weights (fully convolutional families; not Maddison's
-                                                  per-point biases, nor dense layers over the board such as
-                                                  Qiqiao's heads or AGZ's); an ONNX file has fixed spatial
-                                                  dimensions and plays only its own size; n in 2..25
+                                                  a JAX net can when its family declares it ``resizable``
+                                                  (fully convolutional families; not Maddison's per-point
+                                                  biases, nor dense layers over the board such as Qiqiao's
+                                                  heads or AGZ's): ``facts.accepts(n)``; an ONNX file has
+                                                  fixed spatial dimensions and plays only its own size; n in
+                                                  2..25
 ``resized(n)``                                    a policy for n x n sharing the weights (``ValueError``
                                                   with :meth:`size_problem`'s reason when it cannot)
 ``with_rank(rank)``                               the same net told another rank
@@ -250,8 +258,7 @@ class Policy:
     def __init__(self, model, feature_set, board_size: int | None = None, rank=None, *,
                  window: int = HISTORY_WINDOW, description: str = "", trained_size: int | None = None,
                  profile=None):
-        import jax
-        from flax import nnx
+        from kifunet.models.forward import Forward
 
         self.fs = features_mod.get(feature_set) if isinstance(feature_set, str) else feature_set
         self.board_size = int(board_size if board_size is not None else model.board_size)
@@ -265,30 +272,27 @@ class Policy:
         self.model = model
         self.rank = rank_value(rank)
         self.profile = profile_value(profile)
-        self.reads_profile = getattr(model, "profile_embedding", None) is not None
         self.window = window
         self.description = description or type(model).__name__
         self.trained_size = int(trained_size if trained_size is not None else self.board_size)
-        self.has_pass = None  # learnt on the first call: nets without a pass output give NO_PASS_LOGIT
-        self._has_value = getattr(model, "has_value", None)  # the value contract's flag (else the first call)
         self._size_problems: dict[int, str | None] = {}
-        model.eval()
-        graphdef, state = nnx.split(model)
-        self._graphdef = graphdef
-        # the weights on the device once (a checkpoint gives host NumPy arrays; a jit call would copy them each time)
-        self._state = jax.device_put(state)
+        self.net = Forward(model)  # eval mode, the weights on the device once, one jitted forward pass
+        self.facts = self.net.facts
 
-        @jax.jit
-        def forward(state, planes, rank, to_move):
-            return nnx.merge(graphdef, state)(planes, rank=rank, to_move=to_move)
+    @property
+    def has_pass(self) -> bool:
+        """Whether the net has a pass output (``facts.has_pass``; else pass is -1e9)."""
+        return self.facts.has_pass
 
-        self._forward = forward
-        if self.reads_profile:
-            @jax.jit
-            def forward_profiled(state, planes, rank, to_move, profile):
-                return nnx.merge(graphdef, state)(planes, rank=rank, to_move=to_move, profile=profile)
+    @property
+    def has_value(self) -> bool:
+        """Whether the net has a value head (``facts.has_value``): :meth:`evaluate` then gives a value."""
+        return self.facts.has_value
 
-            self._forward_profiled = forward_profiled
+    @property
+    def reads_profile(self) -> bool:
+        """Whether the net has a profile input (``facts.reads_profile``)."""
+        return self.facts.reads_profile
 
     def with_rank(self, rank) -> "Policy":
         """The same net and features with another rank (shares the compiled forward pass)."""
@@ -339,21 +343,11 @@ class Policy:
     def run_batch(self, planes: np.ndarray, colour: int) -> tuple[np.ndarray, np.ndarray | None]:
         """``(float32 logits [B, N*N + 1], float32 values [B] or None)`` of a batch of planes ``[B, N, N, C]``,
         every row with this policy's rank and ``colour`` to play."""
-        from kifunet.models import NO_PASS_LOGIT
-
         b = planes.shape[0]
-        args = (self._state, np.asarray(planes, dtype=np.float32), np.full(b, self.rank, np.int32),
-                np.full(b, int(colour), np.int32))
-        out = self._forward_profiled(*args, self.profile_batch(b)) if self.reads_profile else self._forward(*args)
-        values = None
-        if isinstance(out, (tuple, list)):  # a value head: (logits [B, N*N+1], value [B])
-            out, values = out[0], np.asarray(out[1], dtype=np.float32).reshape(-1)
-        logits = np.asarray(out, dtype=np.float32)
-        if self.has_pass is None:
-            self.has_pass = bool(logits[0, -1] > NO_PASS_LOGIT / 2)
-        if self._has_value is None:
-            self._has_value = values is not None
-        return logits, values
+        out = self.net(np.asarray(planes, dtype=np.float32), np.full(b, self.rank, np.int32),
+                       np.full(b, int(colour), np.int32), self.profile_batch(b) if self.reads_profile else None)
+        return (np.asarray(out.logits, dtype=np.float32),
+                None if out.value is None else np.asarray(out.value, dtype=np.float32).reshape(-1))
 
     def _run(self, record_or_moves, colour: int, setup=(), symmetries: int = 1):
         """``(logits [k, N*N + 1], values [k] or None)`` of the position with ``colour`` to play under the first
@@ -380,55 +374,45 @@ class Policy:
         return self.evaluate(record_or_moves, colour, setup, symmetries=symmetries)[0]
 
     def warm_up(self) -> "Policy":
-        """Run the net once on the empty board (compiling its forward pass and the feature code; learning
-        ``has_pass``); returns self."""
+        """Run the net once on the empty board (compiling its forward pass and the feature code); returns self."""
         self._run([], BLACK)
         return self
 
-    @property
-    def has_value(self) -> bool:
-        """Whether the net has a value head (its forward pass returns ``(logits, value)``): the model's
-        ``has_value``; a model without that flag is run once on the empty board to find out."""
-        if self._has_value is None:
-            self._run([], BLACK)
-        return bool(self._has_value)
-
     # --- board sizes -------------------------------------------------------------------------------------
     def size_problem(self, n: int) -> str | None:
-        """None when the net can play an n x n board with its weights, else the reason (module docstring)."""
+        """None when the net can play an n x n board with its weights (``facts.accepts(n)``), else the reason
+        (module docstring)."""
         problem = size_range_problem(n)
-        if problem or int(n) == self.board_size:
+        if problem or self.facts.accepts(n):
             return problem
         n = int(n)
         if n not in self._size_problems:
-            self._size_problems[n] = self._trace_at(n)
+            self._size_problems[n] = self._size_reason(n)
         return self._size_problems[n]
 
     def _model_at(self, n: int):
         """A copy of the model set to play n x n, sharing the weights (the same state, another board size)."""
         from flax import nnx
 
-        model = nnx.merge(self._graphdef, self._state)
+        model = nnx.merge(self.net.graphdef, self.net.state)
         model.board_size = n
         return model
 
-    def _trace_at(self, n: int) -> str | None:
-        """Trace the forward pass at n x n (shapes only, nothing runs): None if it gives ``n*n + 1`` logits."""
+    def _size_reason(self, n: int) -> str:
+        """Why the net cannot play n x n, a board its facts refuse: the first weight shaped for the trained board,
+        else what tracing the forward pass at n x n (shapes only, nothing runs) says."""
         import jax
-
-        from kifunet.models import policy_and_value
 
         model = self._model_at(n)
         spec = jax.ShapeDtypeStruct((1, n, n, self.fs.num_planes), np.float32)
         one = jax.ShapeDtypeStruct((1,), np.int32)
         try:
-            out = jax.eval_shape(lambda x, r, t: policy_and_value(model(x, rank=r, to_move=t))[0], spec, one, one)
-            if tuple(out.shape) == (1, n * n + 1):
-                return None
-            why = f"it gives {out.shape[-1]} move logits, not {n * n + 1}"
+            out = jax.eval_shape(lambda x, r, t: model(x, rank=r, to_move=t).logits, spec, one, one)
+            why = (f"it gives {out.shape[-1]} move logits, not {n * n + 1}" if tuple(out.shape) != (1, n * n + 1)
+                   else f"{type(model).__name__} is not resizable")
         except Exception as e:  # noqa: BLE001 -- a shape error inside the net: its weights are tied to one size
             why = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
-        tied = _size_tied_weight(self._state, self.trained_size)
+        tied = _size_tied_weight(self.net.state, self.trained_size)
         if tied:
             why = f"its weights are shaped for {self.trained_size}x{self.trained_size} ({tied})"
         return (f"{self.description} was trained on {self.trained_size}x{self.trained_size} and cannot play "
@@ -442,10 +426,8 @@ class Policy:
         n = int(n)
         if n == self.board_size:
             return self
-        other = Policy(self._model_at(n), self.fs, n, self.rank, window=self.window,
-                       description=self.description, trained_size=self.trained_size, profile=self.profile)
-        other.has_pass = self.has_pass
-        return other
+        return Policy(self._model_at(n), self.fs, n, self.rank, window=self.window,
+                      description=self.description, trained_size=self.trained_size, profile=self.profile)
 
 
 def _size_tied_weight(state, n: int) -> str:

@@ -18,6 +18,7 @@ from kifunet.data_prep.datasets.reader import Reader
 from kifunet.eval import metrics as M
 from kifunet.eval.evaluate import Predictor, dataset_spec, evaluate, format_result, with_player_rank
 from kifunet.eval.legality import LegalMasker, ReplayLegality
+from kifunet.models.forward import NetFacts, Outputs
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "gnugo"
 
@@ -48,13 +49,18 @@ class PlaneNet(nnx.Module):
                                          np.float32))
         self.pass_logit = pass_logit
 
-    def __call__(self, planes, rank=None, to_move=None):
+    @property
+    def facts(self):
+        return NetFacts(board_size=self.board_size, in_planes=self.in_planes, has_value=False,
+                        has_pass=self.pass_logit > -1e8, reads_rank=False, reads_profile=False, resizable=False)
+
+    def __call__(self, planes, rank=None, to_move=None, profile=None):
         import jax.numpy as jnp
 
         x = jnp.asarray(planes).astype(jnp.float32)
         b = x.shape[0]
         z = jnp.einsum("bhwc,c->bhw", x, self.w[...]).reshape(b, -1) + self.bias[...]
-        return jnp.concatenate([z, jnp.full((b, 1), self.pass_logit, jnp.float32)], axis=1)
+        return Outputs(jnp.concatenate([z, jnp.full((b, 1), self.pass_logit, jnp.float32)], axis=1))
 
 
 def _predictor(ds: Path, *, biased=False):

@@ -16,6 +16,7 @@ from flax import nnx
 from kifunet.data_prep import profiles
 from kifunet.data_prep.datasets.reader import Reader
 from kifunet.eval.evaluate import Predictor, evaluate, format_result, load_result, merge_results, save_result
+from kifunet.models.forward import NetFacts, Outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples" / "gnugo"
@@ -56,13 +57,15 @@ class PlaneNet(nnx.Module):
         self.board_size, self.in_planes = board_size, in_planes
         self.w = nnx.Param(np.asarray(rng.normal(size=in_planes), np.float32))
         self.bias = nnx.Param(np.asarray(rng.normal(size=board_size * board_size), np.float32))
+        self.facts = NetFacts(board_size=board_size, in_planes=in_planes, has_value=False, has_pass=False,
+                              reads_rank=False, reads_profile=False, resizable=False)
 
-    def __call__(self, planes, rank=None, to_move=None):
+    def __call__(self, planes, rank=None, to_move=None, profile=None):
         import jax.numpy as jnp
 
         x = jnp.asarray(planes).astype(jnp.float32)
         z = jnp.einsum("bhwc,c->bhw", x, self.w[...]).reshape(x.shape[0], -1) + self.bias[...]
-        return jnp.concatenate([z, jnp.full((x.shape[0], 1), -1e9, jnp.float32)], axis=1)
+        return Outputs(jnp.concatenate([z, jnp.full((x.shape[0], 1), -1e9, jnp.float32)], axis=1))
 
 
 @pytest.fixture(scope="module")

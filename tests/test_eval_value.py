@@ -15,6 +15,7 @@ from kifunet.data_prep import symmetries as sym
 from kifunet.data_prep.datasets.dataset import open_split
 from kifunet.eval import plots, tables
 from kifunet.eval.evaluate import Predictor, evaluate, format_result, load_result, merge_results, save_result
+from kifunet.models.forward import NetFacts, Outputs
 from test_train_data import ds_qiqiao, qiqiao_run  # noqa: F401 (fixtures)
 
 
@@ -30,15 +31,17 @@ class ValueNet(nnx.Module):
         self.board_size, self.in_planes = board_size, in_planes
         self.w = nnx.Param(np.asarray(rng.normal(size=in_planes), np.float32))
         self.u = nnx.Param(np.asarray(rng.normal(size=(board_size, board_size)) * 0.3, np.float32))
+        self.facts = NetFacts(board_size=board_size, in_planes=in_planes, has_value=True, has_pass=True,
+                              reads_rank=False, reads_profile=False, resizable=False)
 
-    def __call__(self, planes, rank=None, to_move=None):
+    def __call__(self, planes, rank=None, to_move=None, profile=None):
         import jax.numpy as jnp
 
         x = jnp.asarray(planes).astype(jnp.float32)
         b = x.shape[0]
         z = jnp.einsum("bhwc,c->bhw", x, self.w[...]).reshape(b, -1)
         value = jnp.tanh(jnp.einsum("bhw,hw->b", x[..., 3] - x[..., 7], self.u[...]))
-        return jnp.concatenate([z, jnp.zeros((b, 1), jnp.float32)], axis=1), value
+        return Outputs(jnp.concatenate([z, jnp.zeros((b, 1), jnp.float32)], axis=1), value)
 
 
 def _hand(value, outcome) -> dict:

@@ -99,9 +99,7 @@ def jax_outputs(net, planes, rank, to_move):
     """The net's own forward pass (JAX, batched): (logits, value or None) as NumPy."""
     import jax
 
-    from kifunet.models.base import policy_and_value
-
-    logits, value = policy_and_value(jax.jit(lambda x, r, t: net(x, rank=r, to_move=t))(planes, rank, to_move))
+    logits, value = jax.jit(lambda x, r, t: net(x, rank=r, to_move=t))(planes, rank, to_move)
     return np.asarray(logits), (None if value is None else np.asarray(value))
 
 

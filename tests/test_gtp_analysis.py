@@ -428,6 +428,8 @@ def test_serve_streams_a_block_every_interval_until_the_next_line():
 
 # --- a value head in a real net -----------------------------------------------------------------------------------
 def test_policy_reads_a_value_head_from_a_tuple_output():
+    import dataclasses
+
     import jax.numpy as jnp
     from flax import nnx
 
@@ -437,10 +439,11 @@ def test_policy_reads_a_value_head_from_a_tuple_output():
     class WithValue(nnx.Module):
         def __init__(self, net):
             self.net, self.board_size, self.in_planes = net, net.board_size, net.in_planes
+            self.facts = dataclasses.replace(net.facts, has_value=True)
 
-        def __call__(self, planes, rank=None, to_move=None):
-            z = self.net(planes, rank=rank, to_move=to_move)
-            return z, jnp.tanh(z[:, 0] - z[:, 1])
+        def __call__(self, planes, rank=None, to_move=None, profile=None):
+            z = self.net(planes, rank=rank, to_move=to_move).logits
+            return models.Outputs(z, jnp.tanh(z[:, 0] - z[:, 1]))
 
     # (a net without a value head: the subprocess test's version line and winrates)
     valued = Policy(WithValue(models.create("maddison_tiny", board_size=5, rngs=nnx.Rngs(0))), "maddison", 5)

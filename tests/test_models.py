@@ -191,7 +191,7 @@ def test_gonn_wide_block_is_symmetric_under_transposition():
         assert float(jnp.abs(y - x).max()) > 1e-3  # the block does something
     m = create("gonn_tiny", board_size=9, in_planes=7, wide_blocks=(1,))
     x, _ = batch(m)
-    logits, _ = models.policy_and_value(m(x))
+    logits, _ = m(x)
     assert logits.shape == (4, 82) and bool(jnp.all(jnp.isfinite(logits)))
 
 def test_gonn_chain_block_counts_and_placement():
@@ -238,7 +238,7 @@ def test_gonn_chain_block_carries_information_along_a_chain():
     cut = x.copy()
     cut[0, 2, 4, 1] = 0
     assert far_change(cut, m.stem(jnp.asarray(cut))) == 0.0
-    logits, _ = models.policy_and_value(m(batch(m)[0]))
+    logits, _ = m(batch(m)[0])
     assert logits.shape == (4, 82) and bool(jnp.all(jnp.isfinite(logits)))
 
 
@@ -337,14 +337,14 @@ def _call(model, x, rank=None, to_move=None):
 @nnx.jit
 def _value_and_grad(model, x, y):
     def loss(model):
-        logits, _ = models.policy_and_value(model(x))
+        logits, _ = model(x)
         return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
     return nnx.value_and_grad(loss)(model)
 
 
 def _logits(out):
-    return np.asarray(models.policy_and_value(out)[0])
+    return np.asarray(out.logits)
 
 
 @pytest.mark.parametrize("name", TINY)
@@ -353,10 +353,12 @@ def test_tiny_forward_19_and_9_and_bf16_close_to_f32(name):
     model = create(name, board_size=19)
     x, _ = batch(model)
     out = _call(model, x)
-    assert isinstance(out, tuple) == model.has_value == (name == "qiqiao_tiny")  # the value heads: below
+    assert isinstance(out, models.Outputs)
+    assert (out.value is not None) == model.has_value == (name == "qiqiao_tiny")  # the value heads: below
     logits = _logits(out)
     assert logits.shape == (4, 19 * 19 + 1) and logits.dtype == np.float32
     assert np.isfinite(logits[:, :-1]).all()
+    assert model.facts.has_pass == (name in WITH_PASS)  # the family's declaration: what the logits show
     if name in WITH_PASS:
         assert np.isfinite(logits[:, -1]).all() and (logits[:, -1] > -1e6).all()
     else:
@@ -406,10 +408,10 @@ def test_tiny_gradients_finite_and_sgd_step_lowers_loss(name):
 def test_maddison_output_plane_follows_colour_to_move():
     m = create("maddison_tiny", board_size=9)
     x, _ = batch(m)
-    black = np.asarray(_call(m, x, to_move=jnp.array([1, 1, 1, 1])))
-    white = np.asarray(_call(m, x, to_move=jnp.array([2, 2, 2, 2])))
-    mixed = np.asarray(_call(m, x, to_move=jnp.array([1, 2, 1, 2])))
-    np.testing.assert_array_equal(np.asarray(_call(m, x)), black)  # default is black
+    black = _logits(_call(m, x, to_move=jnp.array([1, 1, 1, 1])))
+    white = _logits(_call(m, x, to_move=jnp.array([2, 2, 2, 2])))
+    mixed = _logits(_call(m, x, to_move=jnp.array([1, 2, 1, 2])))
+    np.testing.assert_array_equal(_logits(_call(m, x)), black)  # default is black
     assert np.abs(black - white).max() > 1e-4
     np.testing.assert_array_equal(mixed[::2], black[::2])
     np.testing.assert_array_equal(mixed[1::2], white[1::2])
@@ -419,24 +421,24 @@ def test_rank_embedding_conditions_the_output():
     m = create("gonn_tiny", board_size=9, rank_embedding=True)
     m.eval()
     x, _ = batch(m)
-    a = np.asarray(_call(m, x, jnp.array([0, 8, -128, -40])))
-    b = np.asarray(_call(m, x, jnp.array([8, 0, -128, -30])))
+    a = _logits(_call(m, x, jnp.array([0, 8, -128, -40])))
+    b = _logits(_call(m, x, jnp.array([8, 0, -128, -30])))
     assert np.abs(a[0] - b[0]).max() > 1e-5 and np.abs(a[1] - b[1]).max() > 1e-5
     np.testing.assert_array_equal(a[2:], b[2:])  # unknown = unknown; 40k is clipped to 30k
-    np.testing.assert_array_equal(np.asarray(_call(m, x)), np.asarray(_call(m, x, jnp.full((4,), -128))))
+    np.testing.assert_array_equal(_logits(_call(m, x)), _logits(_call(m, x, jnp.full((4,), -128))))
     plain = create("gonn_tiny", board_size=9)
     plain.eval()
-    np.testing.assert_array_equal(np.asarray(_call(plain, x, jnp.array([0, 8, 3, 1]))), np.asarray(_call(plain, x)))
+    np.testing.assert_array_equal(_logits(_call(plain, x, jnp.array([0, 8, 3, 1]))), _logits(_call(plain, x)))
 
 
 def test_mao_model_train_masks_and_deterministic_eval():
     m = create("mao_tiny", board_size=9)
     x, _ = batch(m)
     m.eval()
-    e1, e2 = np.asarray(_call(m, x)), np.asarray(_call(m, x))
+    e1, e2 = _logits(_call(m, x)), _logits(_call(m, x))
     np.testing.assert_array_equal(e1, e2)
     m.train()
-    t1, t2 = np.asarray(_call(m, x)), np.asarray(_call(m, x))
+    t1, t2 = _logits(_call(m, x)), _logits(_call(m, x))
     assert np.abs(t1 - e1).max() > 1e-6 and np.abs(t1 - t2).max() > 1e-6
 
 

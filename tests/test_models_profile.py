@@ -10,7 +10,6 @@ from flax import nnx
 
 from kifunet import models
 from kifunet.data_prep import profiles
-from kifunet.models.base import policy_and_value
 
 TINY = [n for n in models.names() if n.endswith("_tiny")]
 H = 8
@@ -46,13 +45,13 @@ def test_a_new_profiled_net_starts_as_the_net_without_it_then_reads_the_profile(
     net = models.create(name, board_size=size, rngs=nnx.Rngs(1), profile_embedding=H)
     net.eval()
     rows = _profile_rows()
-    base = policy_and_value(net(planes, rank, to_move))[0]
-    told = policy_and_value(net(planes, rank, to_move, profile=rows))[0]
+    base = net(planes, rank, to_move).logits
+    told = net(planes, rank, to_move, profile=rows).logits
     np.testing.assert_array_equal(np.asarray(base), np.asarray(told))  # the output layer starts at zero
     out = net.profile_embedding.out
     out.kernel[...] = jax.random.normal(jax.random.key(2), out.kernel.shape) * 0.5
-    told = np.asarray(policy_and_value(net(planes, rank, to_move, profile=rows))[0])
-    unknown = np.asarray(policy_and_value(net(planes, rank, to_move))[0])
+    told = np.asarray(net(planes, rank, to_move, profile=rows).logits)
+    unknown = np.asarray(net(planes, rank, to_move).logits)
     # row 2's profile is all unknown: the same as no profile; rows 0 and 1 differ from it
     np.testing.assert_allclose(told[2], unknown[2], rtol=1e-5, atol=1e-5)
     assert np.abs(told[:2] - unknown[:2]).max() > 1e-4
@@ -63,8 +62,8 @@ def test_a_net_without_the_option_ignores_the_profile(name):
     size, planes, rank, to_move = _inputs(name)
     net = models.create(name, board_size=size, rngs=nnx.Rngs(3))
     net.eval()
-    a = np.asarray(policy_and_value(net(planes, rank, to_move))[0])
-    b = np.asarray(policy_and_value(net(planes, rank, to_move, profile=_profile_rows()))[0])
+    a = np.asarray(net(planes, rank, to_move).logits)
+    b = np.asarray(net(planes, rank, to_move, profile=_profile_rows()).logits)
     np.testing.assert_array_equal(a, b)
 
 

@@ -65,7 +65,7 @@ def _net_probs(net, pol, moves, colour, vector):
     """The model's own softmax for the position given ``vector`` (float32 [46]), outside the policy."""
     x = pol.planes(moves, colour)[None].astype(np.float32)
     z = net(x, rank=np.full(1, pol.rank, np.int32), to_move=np.full(1, colour, np.int32), profile=vector[None])
-    return policy_mod.softmax(np.asarray(z, np.float64))[0]
+    return policy_mod.softmax(np.asarray(z.logits, np.float64))[0]
 
 
 # --- the policy -------------------------------------------------------------------------------------------------
@@ -294,7 +294,7 @@ def test_a_profiled_net_exports_a_profile_input_and_its_default(runs, onnx_files
     x = rng.integers(0, 2, (6, 9, 9, 17)).astype(np.float32)
     r, t = np.zeros(6, np.int32), np.resize(np.array([1, 2], np.int32), 6)
     vecs = np.stack([profiles.encode(profiles.parse(s)) for s in (OLD, NEW, "", OLD, NEW, "rank=3k,komi=0.5")])
-    ref = np.asarray(jax.jit(lambda a, b, c, d: net(a, rank=b, to_move=c, profile=d))(x, r, t, vecs))
+    ref = np.asarray(jax.jit(lambda a, b, c, d: net(a, rank=b, to_move=c, profile=d).logits)(x, r, t, vecs))
     got, _ = onx.run(x, r, t, vecs)
     print(f"\nprofiled agz_tiny: max |logit diff| {np.abs(got - ref).max():.2e}")
     assert np.abs(got - ref).max() < 1e-4

@@ -80,7 +80,7 @@ def test_probabilities_are_the_softmax_of_the_model_on_the_dataset_planes():
     np.testing.assert_array_equal(pol.planes(moves, colour), planes[0])
     rank_planes = planes[0, 0, 0, 27:36]
     assert rank_planes.tolist() == [0, 0, 0, 0, 1, 0, 0, 0, 0]  # one-hot 5d
-    logits = np.asarray(pol.model(planes.astype(np.float32), rank=np.array([4]), to_move=np.array([colour])))[0]
+    logits = np.asarray(pol.model(planes.astype(np.float32), rank=np.array([4]), to_move=np.array([colour])).logits)[0]
     z = np.exp(logits - logits.max())
     np.testing.assert_allclose(p, z / z.sum(), rtol=1e-5, atol=1e-7)
 
@@ -212,8 +212,8 @@ def test_a_real_training_run_loads_and_plays(tmp_path):
     assert pol.board_size == 19 and pol.fs.name == "maddison" and f"step {final['step']}" in pol.description
     rows = Reader(str(ds), "val").read_range(0, int(final["eval_positions"]))
     x = rows["planes"].astype(np.float32)
-    logits = np.asarray(pol._forward(pol._state, x, rows["player_rank"].astype(np.int32),
-                                     rows["to_move"].astype(np.int32)), dtype=np.float64)
+    logits = np.asarray(pol.net(x, rows["player_rank"].astype(np.int32), rows["to_move"].astype(np.int32)).logits,
+                        dtype=np.float64)
     m = logits.max(1, keepdims=True)
     lse = np.log(np.exp(logits - m).sum(1)) + m[:, 0]
     nats = lse - logits[np.arange(len(x)), rows["target"].astype(int)]

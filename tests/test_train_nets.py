@@ -42,10 +42,9 @@ def run(tmp_path_factory) -> Path:
 
 
 def _logits(net, seed=0):
-    from kifunet.models import policy_and_value
 
     x = (np.random.default_rng(seed).random((2, 9, 9, 36)) < 0.3).astype(np.float32)
-    return np.asarray(policy_and_value(net.model(x))[0])
+    return np.asarray(net.model(x).logits)
 
 
 def test_run_directory_lookups(run, tmp_path):

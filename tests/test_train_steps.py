@@ -16,6 +16,7 @@ import pytest
 from flax import nnx
 from jax.sharding import PartitionSpec as P
 
+from kifunet.models.forward import NetFacts, Outputs
 from kifunet.train import parallel, steps
 from model_helpers import _fast_compiles  # noqa: F401 (fixture: unoptimised compiles)
 from test_train import _env
@@ -42,12 +43,14 @@ class TwoHeads(nnx.Module):
         self.has_value = value
         self.policy = nnx.Linear(n * n * planes, n * n + 1, rngs=r)
         self.value_out = nnx.Linear(n * n * planes, 1, rngs=r) if value else None
+        self.facts = NetFacts(board_size=n, in_planes=planes, has_value=value, has_pass=True, reads_rank=False,
+                              reads_profile=False, resizable=False)
 
-    def __call__(self, planes, rank=None, to_move=None):
+    def __call__(self, planes, rank=None, to_move=None, profile=None):
         x = jnp.asarray(planes).astype(jnp.float32).reshape(planes.shape[0], -1)
         if self.value_out is None:
-            return self.policy(x)
-        return self.policy(x), jnp.tanh(self.value_out(x)[:, 0])
+            return Outputs(self.policy(x))
+        return Outputs(self.policy(x), jnp.tanh(self.value_out(x)[:, 0]))
 
 
 def _mapped(fn, mesh):

@@ -52,8 +52,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from kifunet.models.base import (NO_PASS_LOGIT, constant_predictor_mse, played_move_rank, policy_and_value,
-                                 value_outcome_stats)
+from kifunet.models.base import NO_PASS_LOGIT, constant_predictor_mse, played_move_rank, value_outcome_stats
 
 #: the named axis the steps reduce over (the mesh of :mod:`kifunet.train.parallel` has this one axis)
 AXIS = "data"
@@ -69,14 +68,17 @@ MATMUL_PRECISIONS = ("default", "high", "highest")
 
 
 class ModelDef:
-    """Graph definitions (training and evaluation mode) of an NNX model, for ``nnx.merge`` inside steps."""
+    """Graph definitions (training and evaluation mode) of an NNX model, for ``nnx.merge`` inside steps.
+
+    :meth:`apply` is :func:`kifunet.models.forward.forward` over the state split in two (``params``, ``extra``)
+    that also returns the ``extra`` the call mutated (BatchNorm statistics in training mode)."""
 
     def __init__(self, model: nnx.Module, batchnorm: str = "per_device"):
         if batchnorm not in BATCHNORM_MODES:
             raise ValueError(f"batchnorm must be one of {BATCHNORM_MODES}, got {batchnorm!r}")
         self.batchnorm = batchnorm
         self.bn_paths = [tuple(p) for p, m in nnx.iter_modules(model) if isinstance(m, nnx.BatchNorm)]
-        self.has_value = bool(getattr(model, "has_value", False))
+        self.has_value = model.facts.has_value
         if batchnorm == "sync":
             for _, m in nnx.iter_modules(model):
                 if isinstance(m, nnx.BatchNorm):
@@ -96,7 +98,7 @@ class ModelDef:
         model = nnx.merge(self.graph_train if train else self.graph_eval, params, extra)
         # the profile only when the batch has one (a profiled net's): any other net keeps the 3-argument call
         extra = {"profile": batch["profile"]} if "profile" in batch else {}
-        logits, value = policy_and_value(model(batch["planes"], batch["rank"], batch["to_move"], **extra))
+        logits, value = model(batch["planes"], batch["rank"], batch["to_move"], **extra)
         _, new_extra = nnx.state(model, nnx.Param, ...)
         return logits, value, new_extra
 
