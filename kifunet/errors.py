@@ -32,7 +32,7 @@ from kifunet.data_prep.errors import UserError
 
 OS_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
 
-#: errno -> what to do: the faults of a place written to or read from (the module docstring's table)
+#: errno -> what to do: the faults of a place written to or read from
 FAULT_HINTS = {
     errno.ENOSPC: "free space there, or write somewhere else",
     errno.EDQUOT: "free space within your quota, or write somewhere else",

@@ -474,7 +474,7 @@ def _train_record(run: Run, st: LoopState, m: dict, dt: float) -> dict:
            "top1": float(m["top1_sum"]) / n, "top4": float(m["top4_sum"]) / n,
            **{k: float(m[k]) for k in LAST_METRICS + MAX_METRICS}}
     train_value = evaluation.finite(value_metrics(m))
-    train_value.pop("value_baseline_mse", None)  # the baseline is the evaluation split's (module docstring)
+    train_value.pop("value_baseline_mse", None)  # the baseline is the evaluation split's (docs/training.md: value heads)
     rec.update(train_value)
     if timed > 0 and dt > 0:  # (a window holding only the compiling first step has no rate)
         rec["positions_per_s"] = timed * B / dt
