@@ -12,32 +12,13 @@ answer within the timeout raises :class:`EngineError` (the first command is give
 Programs are looked for on ``PATH`` and in ``/usr/games`` (Debian's ``gnugo``, :func:`child_env`); ``kifunet
 ...`` runs this Python's CLI when ``kifunet`` is not on ``PATH``.
 
-Pachi (the Go engine, 11.99, built by ``python scripts/build_pachi.py``; Debian's ``pachi`` package is a
-platform game of the same name) is named by a short spec or by a command line whose program is ``pachi``:
-
-==========================  =====================================================================================
-what                        how
-==========================  =====================================================================================
-``pachi[:PLAYOUTS]``        the whole command is this spec: :func:`pachi_command` -- ``PACHI -d 1 -s 1 -r chinese
-                            -t =PLAYOUTS threads=1,pondering=0``: PLAYOUTS playouts a move whatever the clock
-                            says (default :data:`PACHI_DEFAULT_PLAYOUTS`, at least :data:`PACHI_MIN_PLAYOUTS`),
-                            one thread, no thinking on the opponent's time, a fixed random seed (the same moves
-                            in reply to the same moves), Chinese rules, one line of log a move on stderr
-``pachi ARGS...``           a command line of your own: ``pachi`` is replaced by the binary found below, the
-                            arguments are passed as given
-which binary (first found)  ``$KIFUNET_PACHI`` (a path; an error if it is not an executable file); the build
-                            script's ``PACHI_DIR/pachi`` (:func:`pachi_dir`: ``$KIFUNET_PACHI_DIR``, default
-                            ``~/.cache/kifunet/pachi-11.99``); a ``pachi`` on ``PATH`` or in ``/usr/games`` only
-                            if it answers GTP ``name`` with ``Pachi ...`` (:func:`speaks_pachi_gtp`); else
-                            ``FileNotFoundError`` saying to run ``python scripts/build_pachi.py``
-working directory           a program whose file is named ``pachi`` is started in the directory holding it
-                            (:func:`engine_cwd`): Pachi reads its data files from the working directory only
-                            (``joseki19.pdict``, installed beside the binary; ``patterns.spat``,
-                            ``patterns.prob``, ``moggy.patterns`` where present), so relative paths among ARGS
-                            are relative to that directory
-==========================  =====================================================================================
-
-Pachi's behaviour in matches (resigning, passing, why the playout minimum): ``docs/playing.md`` (Pachi).
+Pachi (11.99, built by ``python scripts/build_pachi.py``) is named by the spec ``pachi[:PLAYOUTS]``
+(:func:`pachi_command`: fixed playouts, default :data:`PACHI_DEFAULT_PLAYOUTS`, at least
+:data:`PACHI_MIN_PLAYOUTS`) or by a command line whose program is ``pachi`` (arguments passed as given). The
+binary: ``$KIFUNET_PACHI``, else :func:`pachi_dir`'s, else a ``pachi`` on ``PATH`` or in ``/usr/games`` that
+speaks GTP (:func:`speaks_pachi_gtp`), else ``FileNotFoundError`` (:func:`find_pachi`). Pachi starts in its own
+directory (:func:`engine_cwd`), so relative paths among its arguments are relative to it. Its behaviour in
+matches: ``docs/playing.md`` (Pachi).
 """
 
 from __future__ import annotations

@@ -3,25 +3,17 @@
 :func:`estimate` looks at a position (``stones`` int8 [N, N], :mod:`kifunet.data_prep.game`'s colours, any N from
 2 to 25) and returns an :class:`Estimate`: an ownership map in [-1, 1] (+1 black) and a status per stone
 (:data:`ALIVE`, :data:`DEAD`, :data:`SEKI`), with :meth:`Estimate.score` (area score, dead stones removed). Three
-methods, measured against each other in ``benchmarks/bench_dead_stones.py``:
+methods:
 
 ``"playouts"``
-    Random playouts from the position in numba, on the project's rules engine (:mod:`kifunet.data_prep.rules.board`'s
-    kernels: ``play``, ``is_suicide``, ``libs_after``; :func:`kifunet.data_prep.rules.analysis.is_eye`). Each
-    playout plays uniformly random legal moves, the side to move first, never filling its own eye and never
-    putting a chain of two or more stones into atari unless the move captures (so sekis and living shapes
-    survive), until both sides have no such move (or after ``3*N*N`` moves); then each point is scored by
-    area (a stone for its colour, an empty point for the colour of all its neighbours). The ownership is
-    the mean over the playouts. A chain is dead when its mean ownership, seen from its own colour, is below 0
-    (it was lost in more playouts than not).
+    Random playouts in numba on the rules engine: uniformly random legal moves, the side to move first, never
+    filling an own eye nor putting a chain of two or more stones into atari without capturing, until neither
+    side has such a move (at most ``3*N*N`` moves); each playout scored by area. Ownership is the mean over the
+    playouts; a chain is dead when its mean ownership, seen from its own colour, is below 0.
 ``"benson"``
-    Benson's unconditional life, then a flood fill: a chain is unconditionally alive when it keeps at least
-    two vital regions (regions of non-own points, all of whose empty points are liberties of the chain) under
-    the iteration of Benson (1976). Then the flood fill: the other colour's stones inside a region enclosed by
-    unconditionally alive chains only, whose every empty point touches them, are dead (no eye can ever be made
-    there); everything else is alive. It never uses chance and removes only stones whose death is certain,
-    so it misses the dead stones inside territory bounded by groups that live by a large area rather than by
-    two small eyes.
+    Benson's (1976) unconditional life, then a flood fill: the other colour's stones inside a region enclosed
+    only by unconditionally alive chains, whose every empty point touches them, are dead; all else is alive (no
+    chance; only certain deaths).
 ``"combined"`` (the default)
     The playouts, with Benson's verdicts imposed: unconditionally alive chains are alive and stones inside
     areas enclosed by them are dead, whatever the playouts said.
@@ -38,12 +30,9 @@ mean everywhere (the resign rule reads it). The rule changes ownership only, nev
 Scoring (:meth:`Estimate.score`, what the GTP engine's ``final_score`` answers): the dead stones are taken off,
 every other stone counts for its colour, and each empty region counts as follows. A region touching one colour
 only, covering at most half the board, whose mean ownership leans that colour's way, is that colour's territory
-(Tromp-Taylor's count: at the end of a game every territory is such a region). A region touching both colours
-whose every point is next to a stone is dame and counts for nobody (seki liberties are). Any other region is
-still open (the board after a few moves is one region that touches black only): each of its points counts for
-the colour whose ownership is at least :data:`CONFIDENT` in size there, else for nobody. So a finished game
-scores as Chinese counting does, and a game in progress as the estimate sees it, never as if a few stones owned
-the empty board.
+(Tromp-Taylor's count). A region touching both colours whose every point is next to a stone is dame and counts
+for nobody (seki liberties are). Any other region is still open: each of its points counts for the colour whose
+ownership is at least :data:`CONFIDENT` in size there, else for nobody.
 
 Killable eye spaces, for every method (:mod:`kifunet.play.eye_space`): a sealed group whose only eye space is a
 nakade shape (straight or bent three, pyramid four, bulky or cross five, rabbity six) with its vital point empty,
