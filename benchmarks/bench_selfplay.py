@@ -35,6 +35,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _old_dame_points(board) -> np.ndarray:
+    """bool [N*N]: empty points whose empty region is not one colour's area, every stone counted alive (the old
+    rule's dame)."""
+    from kifunet.data_prep.rules import scoring
+    from kifunet.data_prep.rules.board import EMPTY
+
+    owner = scoring.area_owner(board.stones).reshape(-1)
+    return (board.B[0, :-1] == EMPTY) & (owner == EMPTY)
+
+
 def old_choose_move(probs, board, colour, *, moves_played, opponent_passed, komi, settings, rng, has_pass,
                     cleanup=False):
     """``choose_move`` as it was before the dead-stone estimate (rules 1-4 of that version's docstring)."""
@@ -57,7 +67,7 @@ def old_choose_move(probs, board, colour, *, moves_played, opponent_passed, komi
     if not cand[:nn].any():
         return move_choice.MoveChoice(nn, "no candidate")
     if opponent_passed and not cleanup:
-        cand[:nn] &= move_choice.dame_points(board)
+        cand[:nn] &= _old_dame_points(board)
         if not cand[:nn].any() or float(np.max(np.where(cand, probs, 0.0))) < settings.pass_threshold:
             return move_choice.MoveChoice(nn, "opponent passed")
     cand[nn] = has_pass

@@ -21,26 +21,5 @@ module or package      what it holds
 =====================  ==================================================================================
 
 Imports run one way: conventions <- ``rules`` <- ``sgf`` <- ``planes`` <- ``datasets`` <- ``building``
-(``tests/test_import_graph.py``). ``from kifunet.data_prep import replay`` resolves a moved module lazily
-(``__getattr__``); ``import kifunet.data_prep.replay`` does not (docs/what_moved.md).
+(``tests/test_import_graph.py``).
 """
-
-import importlib
-
-#: module -> the sub-package that holds it since the split (the old flat names keep working as attributes)
-MOVED = {
-    "board": "rules", "ladders": "rules", "analysis": "rules",
-    "sgf_io": "sgf", "inputs": "sgf",
-    "features": "planes", "replay": "planes",
-    "build": "building", "build_space": "building", "filters": "building", "splits": "building",
-    "encode_stage": "building", "plan_stage": "building", "write_stage": "building", "worker_pool": "building",
-    "progress": "building", "tfds_go_moves": "building",
-    "dataset": "datasets", "dataset_base": "datasets", "shards": "datasets", "manifest": "datasets",
-    "reader": "datasets", "tfds_reader": "datasets", "verify": "datasets", "stats": "datasets",
-}
-
-
-def __getattr__(name: str):
-    if name in MOVED:
-        return importlib.import_module(f"{__name__}.{MOVED[name]}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

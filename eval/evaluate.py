@@ -297,6 +297,37 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
 
     from kifunet.eval.legality import LegalMasker
 
+    fields = _open_for(predictor, reader, profile)
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    start = int(start)
+    if not 0 <= start <= len(reader):
+        raise ValueError(f"start {start} is outside the split's {len(reader)} rows")
+    stop = len(reader) if limit is None else min(len(reader), start + int(limit))
+    masker = LegalMasker(reader) if legal_mask else None
+    acc = {m: M.Breakdown(predictor.num_moves, phase_starts) for m in (MODES if ensemble else MODES[:1])}
+    t0 = time.perf_counter()
+    bar = tqdm(total=stop - start, unit="pos", desc=f"eval {reader.split}", disable=not progress, leave=False)
+    try:
+        for batch in reader.iter_batches(batch_size, start=start, stop=stop):
+            legal = masker(batch) if masker is not None else None
+            _score_batch(predictor, batch, acc, legal=legal, ensemble=ensemble, as_rank=as_rank, fields=fields,
+                         batch_size=batch_size)
+            bar.update(len(batch["target"]))
+    finally:
+        bar.close()
+    settings = {"legal_mask": bool(legal_mask), "legal_source": masker.source if masker else None,
+                "tie_rule": M.TIE_RULE, "ensemble_rule": ENSEMBLE_RULE if ensemble else None,
+                **({"value_rule": VALUE_RULE} if predictor.has_value else {}),
+                "phase_starts": list(acc["single"].phase_starts), "batch_size": int(batch_size),
+                "limit": None if limit is None else int(limit), "as_rank": None if as_rank is None else int(as_rank)}
+    return _result(predictor, reader, acc, settings, fields, (start, stop), time.perf_counter() - t0)
+
+
+def _open_for(predictor: Predictor, reader, profile: str | None) -> dict:
+    """Ready ``reader`` for ``predictor`` (its constant planes added, the game fields read) and return the profile
+    fields ``profile`` forces; ``ValueError`` for a feature set, profile or board the net cannot read."""
+    from kifunet.data_prep import profiles
     from kifunet.data_prep.planes import features
 
     extra = features.constant_extension(reader.feature_name, predictor.feature_set)
@@ -304,8 +335,6 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
         raise ValueError(f"dataset {reader.root} has feature set {reader.feature_name}; the model was trained on "
                          f"{predictor.feature_set}")
     reader.add_constant_planes(extra)  # a net trained with input.add_planes reads those planes here too
-    from kifunet.data_prep import profiles
-
     fields = profiles.parse_fields(profile) if profile else {}
     if profile and not predictor.reads_profile:
         raise ValueError(f"--profile {profile}: this net has no profile input (trained with "
@@ -313,41 +342,42 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
     reader.with_profile(True)  # the game fields: the profile breakdowns, and the input of a profiled net
     if reader.board_size != predictor.board_size:
         raise ValueError(f"dataset board {reader.board_size}x{reader.board_size}, model {predictor.board_size}")
-    if batch_size < 1:
-        raise ValueError("batch_size must be >= 1")
-    start = int(start)
-    if not 0 <= start <= len(reader):
-        raise ValueError(f"start {start} is outside the split's {len(reader)} rows")
-    stop = len(reader) if limit is None else min(len(reader), start + int(limit))
+    return fields
+
+
+def _score_batch(predictor: Predictor, batch: dict, acc: dict, *, legal, ensemble: bool, as_rank: int | None,
+                 fields: dict, batch_size: int) -> None:
+    """Add one batch's predictions to the breakdowns ``acc`` (``single``, and ``ensemble`` when asked)."""
+    from kifunet.data_prep import profiles
+
+    keys = dict(move_number=batch["move_number"], player_rank=batch["player_rank"], to_move=batch["to_move"],
+                **{c: batch[c] for c in M.PROFILE_PARTS.values()})
+    target = batch["target"].astype(np.int64)
+    if as_rank is not None:
+        batch = with_player_rank(batch, as_rank, predictor.feature_set)
+    if predictor.reads_profile:
+        batch = dict(batch, profile=profiles.override_rows(profiles.encode_rows(
+            batch["player_rank"], batch["opponent_rank"], *(batch[k] for k in profiles.GAME_FIELDS)), fields))
+    if ensemble:
+        passes, values = predictor.predict_symmetries_with_value(batch, pad_to=batch_size)
+        single, value = passes[0], (None if values is None else values[0])
+        ens_value = None if values is None else np.mean(np.stack(values).astype(np.float64), axis=0)
+        acc["ensemble"].update(*M.example_stats(M.ensemble_log_probs(passes, legal), target), **keys,
+                               **_value_keys(ens_value, batch))
+    else:
+        single, value = predictor.predict_with_value(batch, pad_to=batch_size)
+    acc["single"].update(*M.example_stats(single, target, legal), **keys, **_value_keys(value, batch))
+
+
+def _result(predictor: Predictor, reader, acc: dict, settings: dict, fields: dict, rows: tuple, seconds: float
+            ) -> dict:
+    """The result record of an evaluation of ``rows`` = ``(start, stop)`` (module docstring)."""
+    from kifunet.data_prep import profiles
+
+    start, stop = rows
     total = stop - start
-    masker = LegalMasker(reader) if legal_mask else None
-    acc = {m: M.Breakdown(predictor.num_moves, phase_starts) for m in (MODES if ensemble else MODES[:1])}
-    t0 = time.perf_counter()
-    bar = tqdm(total=total, unit="pos", desc=f"eval {reader.split}", disable=not progress, leave=False)
-    try:
-        for batch in reader.iter_batches(batch_size, start=start, stop=stop):
-            legal = masker(batch) if masker is not None else None
-            keys = dict(move_number=batch["move_number"], player_rank=batch["player_rank"], to_move=batch["to_move"],
-                        **{c: batch[c] for c in M.PROFILE_PARTS.values()})
-            target = batch["target"].astype(np.int64)
-            if as_rank is not None:
-                batch = with_player_rank(batch, as_rank, predictor.feature_set)
-            if predictor.reads_profile:
-                batch = dict(batch, profile=profiles.override_rows(profiles.encode_rows(
-                    batch["player_rank"], batch["opponent_rank"], *(batch[k] for k in profiles.GAME_FIELDS)), fields))
-            if ensemble:
-                passes, values = predictor.predict_symmetries_with_value(batch, pad_to=batch_size)
-                single, value = passes[0], (None if values is None else values[0])
-                ens_value = None if values is None else np.mean(np.stack(values).astype(np.float64), axis=0)
-                acc["ensemble"].update(*M.example_stats(M.ensemble_log_probs(passes, legal), target), **keys,
-                                       **_value_keys(ens_value, batch))
-            else:
-                single, value = predictor.predict_with_value(batch, pad_to=batch_size)
-            acc["single"].update(*M.example_stats(single, target, legal), **keys, **_value_keys(value, batch))
-            bar.update(len(target))
-    finally:
-        bar.close()
-    seconds = time.perf_counter() - t0
+    if predictor.reads_profile:
+        settings = {**settings, "profile": profiles.fields_text(fields)}
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -356,13 +386,7 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
         "dataset": {"path": os.path.abspath(reader.root), "split": reader.split, "rows": len(reader),
                     "evaluated": total, "ranges": [[start, stop]],
                     "spec": dataset_spec(reader.manifest, reader.split)},
-        "settings": {"legal_mask": bool(legal_mask), "legal_source": masker.source if masker else None,
-                     "tie_rule": M.TIE_RULE, "ensemble_rule": ENSEMBLE_RULE if ensemble else None,
-                     **({"value_rule": VALUE_RULE} if predictor.has_value else {}),
-                     "phase_starts": list(acc["single"].phase_starts), "batch_size": int(batch_size),
-                     "limit": None if limit is None else int(limit),
-                     "as_rank": None if as_rank is None else int(as_rank),
-                     **({"profile": profiles.fields_text(fields)} if predictor.reads_profile else {})},
+        "settings": settings,
         "results": {m: a.to_dict() for m, a in acc.items()},
         "seconds": seconds,
         "positions_per_second": total / seconds if seconds > 0 else None,

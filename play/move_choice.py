@@ -66,7 +66,7 @@ from kifunet.data_prep.rules.analysis import is_eye
 from kifunet.data_prep.rules.board import Board, libs_after
 from kifunet.data_prep.game import BLACK, EMPTY
 
-from . import eye_space, life_death, scoring
+from . import eye_space, life_death
 
 DEFAULT_PASS_THRESHOLD = 0.05
 DEFAULT_SETTLED = 0.8
@@ -82,13 +82,6 @@ def own_eyes(board: Board, colour: int) -> np.ndarray:
     for p in np.nonzero(st == EMPTY)[0]:
         out[p] = is_eye(board.B, board.nb, n, int(p), colour)
     return out
-
-
-def dame_points(board: Board) -> np.ndarray:
-    """bool [N*N]: empty points whose empty region is not one colour's area (touches both colours or none),
-    every stone counted alive."""
-    owner = scoring.area_owner(board.stones).reshape(-1)
-    return (board.B[0, :-1] == EMPTY) & (owner == EMPTY)
 
 
 def dead_stone_liberties(board: Board, est: life_death.Estimate, colour: int) -> np.ndarray:

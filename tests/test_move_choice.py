@@ -8,7 +8,7 @@ import pytest
 
 from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
-from kifunet.play import life_death, move_choice
+from kifunet.play import life_death
 from kifunet.play.move_choice import PlaySettings, choose_move
 from go_helpers import BIG_DEAD, DEAD_STONES, SEKI
 
@@ -53,7 +53,6 @@ DEAD_BLACK_LIBERTIES = {59, 61, 69}  # around G3 (flat 60)
 
 def test_after_a_pass_a_region_with_dead_stones_is_not_dame():
     b = Board.from_ascii(DEAD_STONES)
-    assert move_choice.dame_points(b)[A9]  # the old rule saw black's area as dame, for ever
     p = probs_with({A9: 0.6, B9: 0.3})
     c = choose(b, p, opponent_passed=True, moves_played=30)
     assert c.move == 81 and c.reason == "opponent passed"

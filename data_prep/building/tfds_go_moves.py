@@ -63,10 +63,10 @@ from ..datasets import shards as shards_mod
 from . import build_lock
 from . import splits as splits_mod
 from .encode_stage import UNIT_GAMES, encode_inputs, encode_record, read_unit, unit_arrays, unit_config
-from ..datasets.manifest import DEDUPE_RULE, ILLEGAL_MOVE_POLICY, hash_json, summary_lines, tool_version
+from ..datasets.manifest import DEDUPE_RULE, ILLEGAL_MOVE_POLICY, hash_json, tool_version
 from .plan_stage import add_result, plan, reject_line, result_counts
 from .worker_pool import WorkerPool
-from ..datasets.tfds_reader import METADATA, kifunet_metadata
+from ..datasets.tfds_reader import METADATA
 
 NAME = "go_moves"
 VERSION = "1.3.0"  # see GoMoves.RELEASE_NOTES: 1.3.0 the profile features; 1.2.0 outcome; 1.1.0 game_id
@@ -681,10 +681,3 @@ def _check_existing(b: GoMoves, manual_dir: str) -> None:
     if changed:
         raise ValueError(f"{b.data_dir} holds a go_moves dataset built with other {', '.join(changed)}; remove it "
                          "or build under another --name")
-
-
-def summary_text(b: GoMoves) -> str:
-    """The accounting of a built dataset, as ``kifunet build`` prints it
-    (:func:`kifunet.data_prep.datasets.manifest.summary_lines`)."""
-    d = epath.Path(b.data_dir)
-    return "\n".join(summary_lines(os.fspath(d), kifunet_metadata(b), (d / METADATA, d / REJECTS)))
