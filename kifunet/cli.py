@@ -104,12 +104,9 @@ def build_parser(modules=None) -> argparse.ArgumentParser:
 def console_main() -> int:
     """The ``kifunet`` program: :func:`main` on ``sys.argv``, ending quietly when its output pipe closes.
 
-    ``kifunet ... | head`` ends like other Unix tools: when the reader of standard output goes away, the program
-    stops without a traceback (status 0). SIGPIPE itself stays ignored, as Python sets it: with the default action
-    a write to *any* closed pipe would kill the process silently, and ``build`` writes to pipes of its own (the
-    process pool's queue, which ``concurrent.futures`` closes when a worker crashes); there a closed pipe must be
-    an exception that the build handles, never a death by signal. A ``BrokenPipeError`` from a pipe other than
-    standard output keeps its traceback.
+    When the reader of standard output goes away (``kifunet ... | head``) the program stops without a traceback
+    (status 0). SIGPIPE stays ignored (``build``'s own pipes must fail as exceptions, not kill the process), so a
+    ``BrokenPipeError`` from any other pipe keeps its traceback.
     """
     try:
         status = main()

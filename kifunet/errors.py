@@ -13,24 +13,9 @@ What counts as bad input (:func:`is_user_error`):
 * a *fault of the place written to or read from* (:func:`fault_errno`): any ``OSError`` whose errno is one of
   the table below, wherever it was raised (a build's worker process sends its ``OSError`` back whole, errno and
   file name included; h5py's ``OSError`` carries the errno, and its message names the file, ``filename =
-  '...'``). It is printed as ``PATH: REASON; WHAT TO DO`` (:data:`FAULT_HINTS`):
-
-  ==========  ==========================  ===========================================================
-  errno       reason                      what to do
-  ==========  ==========================  ===========================================================
-  ENOSPC      No space left on device     free space there, or write somewhere else
-  EDQUOT      Disk quota exceeded         free space within your quota, or write somewhere else
-  EROFS       Read-only file system       write somewhere else: that file system is read-only
-  EACCES      Permission denied           check its permissions, or write somewhere else
-  EPERM       Operation not permitted     check its permissions and attributes, or write somewhere else
-  EEXIST      File exists                 a file is in the way: remove it, or choose another path
-  ENOTDIR     Not a directory             a file is in the way of a directory: remove it, or choose
-                                          another path
-  EISDIR      Is a directory              name a file, not a directory
-  ==========  ==========================  ===========================================================
-
-  A write to an open file fails with an error that names no file: the writer names it
-  (:func:`kifunet.data_prep.errors.naming`, for instance).
+  '...'``). It is printed as ``PATH: REASON; WHAT TO DO``, the errnos and hints of :data:`FAULT_HINTS` (ENOSPC,
+  EDQUOT, EROFS, EACCES, EPERM, EEXIST, ENOTDIR, EISDIR). An error that names no file is named by its writer
+  (:func:`kifunet.data_prep.errors.naming`).
 
 Anything else is a bug and keeps its traceback. This module imports nothing heavy (the command line answers
 ``--help`` and bad options without loading NumPy or JAX).
@@ -47,7 +32,7 @@ from kifunet.data_prep.errors import UserError
 
 OS_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
 
-#: errno -> what to do: the faults of a place written to or read from (the module docstring's table)
+#: errno -> what to do: the faults of a place written to or read from
 FAULT_HINTS = {
     errno.ENOSPC: "free space there, or write somewhere else",
     errno.EDQUOT: "free space within your quota, or write somewhere else",

@@ -21,20 +21,10 @@ PARENT_POLL_S = 0.2
 def exit_with_parent(parent_pid: int, *_ignored) -> None:
     """End this process as soon as ``parent_pid`` is gone; call it once, early, in the worker.
 
-    ``parent_pid`` need not be the worker's direct parent: a ``forkserver`` worker's parent is the fork server,
-    which lives as long as any worker does, so the worker watches the process that owns the pool. A daemon
-    thread polls every :data:`PARENT_POLL_S` and calls ``os._exit`` when ``parent_pid`` no longer exists or the
-    worker was re-parented (``os.getppid()`` changed). Multiprocessing's helpers then go too: the fork server
-    exits when its last client closes its pipe, the resource tracker when the last holder of its pipe does.
-
-    Not ``prctl(PR_SET_PDEATHSIG)``: on Linux that signal fires when the *thread* that forked the worker ends
-    (grain starts its workers from its own iterator threads), it follows the direct parent only (the fork
-    server, not the pool's owner), and it is Linux-only. The poll works for any signal and any POSIX system.
-
-    The worker also ignores SIGINT and SIGTERM: sent to the whole process group (Ctrl-C in a terminal, systemd,
-    Slurm), they would end it before its parent, which stops in order (closing its workers) or not at all; a
-    worker ended first prints a traceback and leaves its shared memory to the resource tracker. Extra
-    positional arguments (grain passes the worker's index and count) are ignored.
+    ``parent_pid`` need not be the direct parent (a ``forkserver`` worker watches the pool's owner). A daemon
+    thread polls every :data:`PARENT_POLL_S` and calls ``os._exit`` when ``parent_pid`` is gone or the worker was
+    re-parented. The worker also ignores SIGINT and SIGTERM (its parent stops it). Extra positional arguments
+    (grain's worker index and count) are ignored. Why a poll and not ``PR_SET_PDEATHSIG``: docs/training.md.
     """
     for s in (signal.SIGINT, signal.SIGTERM):
         try:

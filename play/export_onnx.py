@@ -22,21 +22,13 @@ check                before writing, onnxruntime and the JAX forward pass run th
                      ``|logit difference|`` is stored (``export_check``) and must stay below
                      :data:`CHECK_TOLERANCE` times the largest ``|logit|`` (pass's -1e9 aside; at least 1),
                      else nothing is written (``ValueError``)
-conversion cost      jax2onnx imports all of its plugins on its first conversion in a process, and some of
-                     them build example models, compiling ~70 small XLA programs: a fixed cost of 5-7 s on
-                     this project's 2 busy CPU cores (0.2-0.3 s per export after it, for kgs_cpu_small). The
-                     plugins are imported with XLA optimisations off (``jax_disable_most_optimizations``: they
-                     only compile their own examples; the net is traced, never compiled, so the file is the
-                     same), which measured 6.6 s against 8.7-12.8 s with them on
+plugins              jax2onnx's plugins are imported with XLA optimisations off (they compile only their own
+                     examples; the net is traced, never compiled, so the file is the same)
 ===================  ========================================================================================
 
-Every registered family converts, and every net shipped under ``pretrained/`` exports and gives JAX's logits
-within the tests' tolerance (``tests/test_export.py``), whether the model's arrays are host NumPy arrays (a
-restored checkpoint) or JAX arrays (a model built in the process). The file has fixed board dimensions
-(``[B, N, N, C]``, N a number): it plays the board it was exported for, and
-:meth:`kifunet.play.onnx_policy.OnnxPolicy.size_problem` refuses any other. The one change the models needed was in
-:func:`kifunet.models.base.board_logits_without_pass`, which made pass's column with ``jnp.full((B, 1))``, a shape
-jax2onnx cannot take with a symbolic ``B`` (now ``jnp.full_like``).
+The file has fixed board dimensions (``[B, N, N, C]``): it plays the board it was exported for
+(:meth:`kifunet.play.onnx_policy.OnnxPolicy.size_problem` refuses any other). Costs and checks:
+``docs/playing.md`` (A portable net: ONNX export).
 """
 
 from __future__ import annotations
@@ -122,7 +114,7 @@ def used_inputs(fn, board_size: int, in_planes: int) -> tuple[str, ...]:
 
 @contextlib.contextmanager
 def _converting():
-    """XLA optimisations off (see the module docstring's "conversion cost") and onnx_ir's warnings about the
+    """XLA optimisations off (the module docstring's "plugins" row) and onnx_ir's warnings about the
     converter's untyped shape constants (notes on its own internals) silenced; both restored after."""
     import logging
 

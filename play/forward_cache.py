@@ -11,8 +11,7 @@ symbolic, so every symmetry batch (1..8) runs the same program -- and writes it 
 (``weights.npz``) into ``ROOT/KEY/``. The key is the sha256 of the checkpoint step's ``kifunet_checksums.json``
 (a step without it is never cached), the JAX and jaxlib versions, the backend, the board size, the feature set
 and the source of ``kifunet.models`` (:func:`entry_key`), plus, for a net with a profile input only
-(``info["profile_input"]``, :mod:`kifunet.play.policy`'s "profile"), the word ``profile``: the keys of nets
-without one are those they had before profiles existed. Such a net's program takes a fifth argument, the
+(``info["profile_input"]``, :mod:`kifunet.play.policy`'s "profile"), the word ``profile``. Such a net's program takes a fifth argument, the
 profile float32 ``[b, 46]``. ``meta.json`` holds the key, the sha256 of both files, the description, the
 net's facts (:class:`kifunet.models.forward.NetFacts`, as a dict) and ``profile_input``. An entry is written into a temporary directory under
 ``ROOT`` and renamed into place, so a reader never sees half of one.

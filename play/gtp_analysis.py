@@ -1,112 +1,10 @@
 """GTP analysis for GUIs: ``lz-analyze``, ``kata-analyze`` and their ``genmove_analyze`` forms (Sabaki, Lizzie).
 
-The engine has no search. An analysis is the net's view of one position: its most probable legal moves with
-their prior, a winrate when the net has a value head, and the line the net would play after each move. This
-module holds the argument grammar, the candidate rules and the writer of the ``info`` lines;
-:class:`kifunet.play.gtp_analyze.AnalysisCommands` answers the commands and
-:class:`kifunet.play.gtp_engine.Engine` streams the blocks (``Engine.serve``).
-
-Sources: KataGo's ``GTP_Extensions.md`` (lightvector/KataGo: the argument grammar, both line formats, the
-stop rule; it documents Leela Zero's ``lz-analyze`` format too), KataGo's ``cpp/command/gtp.cpp``
-(``parseAnalyzeCommand``: what a malformed request is), Sabaki's ``src/modules/enginesyncer.js``
-(``parseAnalysis``) and ``@sabaki/gtp``'s ``stream-controller.js``, and Lizzie's ``Leelaz.java`` and
-``MoveData.java`` (featurecat/lizzie).
-
-Commands and arguments
-----------------------
-``lz-analyze [colour] [interval] [KEY VALUE ...]``, the same for ``kata-analyze``, ``lz-genmove_analyze`` and
-``kata-genmove_analyze``. ``colour`` (``b``/``black``/``w``/``white``, any case) defaults to the side to move
-(after the last move; White first after handicap stones). ``interval`` is in centiseconds.
-
-======================================  ==========================================================================
-what the GUIs send                      meaning here
-======================================  ==========================================================================
-``N lz-analyze 10`` (Lizzie)            Lizzie numbers every command; analyse the side to move, a block every 0.1 s
-``lz-analyze B 50`` (Sabaki)            Sabaki sends colour and ``board.analysis_interval`` (default 50)
-``kata-analyze W interval 50``          the keyword form of the interval
-``kata-analyze B 50 ownership true``    Sabaki asks kata engines for ownership; Lizzie may append it to
-                                        ``lz-analyze`` too: accepted, and answered without it (no ownership head)
-``lz-analyze 10 avoid b D4,E5 1``       Lizzie's "avoid"; newer Sabaki forks send ``allow b V,V 999``
-``kata-genmove_analyze B 50``           Sabaki's engine move when the engine lists a ``genmove_analyze``
-======================================  ==========================================================================
-
-==============================================  ==================================================================
-KEY VALUE                                       handling
-==============================================  ==================================================================
-``interval CS``                                 CS >= 0 (a finite number); below :data:`MIN_INTERVAL_CS` it is
-                                                raised to it (the blocks repeat the same net output), above
-                                                :data:`MAX_INTERVAL_CS` (a day) lowered to it. No interval: one
-                                                block, then nothing until the next command (KataGo's default)
-``minmoves N``                                  at least N candidates where that many moves are allowed
-``maxmoves N``                                  at most N candidates (0: no ``info`` line at all, as KataGo)
-``avoid COLOUR V,V,... DEPTH``                  honoured: those moves of COLOUR are left out of the candidates
-                                                (ply 1) and of the PV at plies <= DEPTH; may repeat
-``allow COLOUR V,V,... DEPTH``                  honoured: only those moves for COLOUR at plies <= DEPTH; once per
-                                                colour and not with ``avoid`` for that colour (KataGo's rule)
-``ownership``, ``ownershipStdev``,              ``true``/``false``, accepted and ignored: the nets predict no
-``movesOwnership``, ``movesOwnershipStdev``,    ownership, there is no search tree (pvVisits) and no root summary
-``pvVisits``, ``pvEdgeVisits``, ``rootInfo``
-==============================================  ==================================================================
-
-Anything else (an unknown key, a key without its value, a bad number, colour or vertex, DEPTH < 1, a count or
-DEPTH above :data:`MAX_COUNT`, a number too large to be finite) is ``? syntax error: ...`` (one line, a long
-token shortened) and no analysis starts.
-
-Responses
----------
-``lz-analyze`` / ``kata-analyze``: ``=`` (or ``=ID``) on a line of its own, then one *block* at once and one
-more every interval: a block is one line holding every candidate, ``info move ... info move ...`` (Lizzie splits
-it on ``" info "``, Sabaki on ``info``). The analysis runs until the next input line of any kind (Sabaki sends
-``protocol_version``, Lizzie ``name``, some GUIs an empty line); that line ends the response with a blank line
-and is then answered as usual (an empty line gets no answer). The ``genmove_analyze`` forms are ordinary
-synchronous commands: ``=ID``, one block for the position before the move, ``play VERTEX`` (or ``play pass`` /
-``play resign``), blank line; the move is played as ``genmove`` would play it.
-
-One candidate (tokens separated by single spaces: Lizzie splits on ``" "``):
-
-===========  ==================  ==================  =========================================================
-key          lz-analyze          kata-analyze        value here
-===========  ==================  ==================  =========================================================
-``move``     vertex or ``pass``  same                one of genmove's candidates for the analysed colour: a
-                                                     legal point that does not fill its own eye, or pass (nets
-                                                     with a pass output)
-``visits``   integer             integer             ``max(1, round(1000 * prior))`` (:func:`visits_for`): no
-                                                     search, so the prior stands in for the visit share, and
-                                                     the GUIs' colouring by visits colours by the prior
-``utility``  (not written)       float in [-1, 1]    ``2 * winrate - 1`` (KataGo's win/loss utility; no score)
-``winrate``  integer 0..10000    float in [0, 1]     value head: ``(1 - v') / 2``, ``v'`` the net's value in
-             (units of 0.01%)                        [-1, 1] of the position after the move, for the opponent
-                                                     then to move (a one-visit search's winrate); else 0.5
-``prior``    integer 0..10000    float in [0, 1]     the net's softmax probability of the move (over all points
-                                                     and pass, legal or not: the priors sum to at most 1)
-``lcb``      integer 0..10000    float in [0, 1]     equal to ``winrate``: one evaluation has no interval
-``order``    0, 1, ...           same                rank by prior (ties: lower flat index), in output order
-``pv``       vertices            same                the move, then the net's replies (below), to the line's end
-                                                     or the next ``info``
-===========  ==================  ==================  =========================================================
-
-All values are for the analysed colour. kata floats are written with six decimals (``0.500000``): always a
-decimal point, since Sabaki reads a winrate without one as lz units (KataGo's Sabaki-only ``analyze`` command
-exists for that reason), and never an exponent. Not written: ``scoreMean``, ``scoreLead``, ``scoreStdev``,
-``scoreSelfplay`` (no net here predicts a score: Sabaki shows no score when ``scoreLead`` is absent and Lizzie
-keeps 0, while a made-up ``0.0`` would read as "even game"), ``utilityLcb``, ``ownership``.
-
-Candidates (:func:`kifunet.eval.legality.top_moves`): ``genmove``'s candidates
-(:func:`kifunet.play.move_choice.choose_move`, rule 1: legal, not filling the mover's own eye, pass only for nets
-with a pass output) that ``avoid``/``allow`` leave, sorted by prior; :data:`DEFAULT_CANDIDATES` of them, raised
-to ``minmoves``, lowered to ``maxmoves``. So the order-0 move is the one ``genmove`` plays unless a pass rule
-applies.
-
-PV: it deepens by one move per block, as a search's would: block 1 shows each candidate alone, block ``b`` up
-to ``b`` moves, up to :data:`DEFAULT_PV_LENGTH`. A reply is ``genmove``'s arg-max choice without its pass rules:
-the most probable of the same candidates for the side then to move, honouring ``avoid``/``allow`` at that ply;
-the PV ends at a pass or when no move is left. Each extension costs
-one net evaluation per candidate (about 1-3 ms for ``pretrained/kgs_cpu_small`` at 19x19 on a CPU).
-
-Winrate without a value head: GTP's analysis formats have no "unknown" value, and both GUIs need a winrate
-(Sabaki's parser fails on a candidate without one, Lizzie would show 0%), so every candidate reads 0.5. The
-engine says it where a user sees it: ``version`` ends with ``no value head: analysis winrate 0.5 is not an
-estimate``, and ``--verbose`` repeats it on stderr at the first analysis.
+The argument grammar (:func:`parse_request`), the candidate rules (:meth:`AnalyzeRequest.count`,
+:meth:`AnalyzeRequest.banned`) and the writer of the ``info`` lines (:func:`format_candidate`,
+:func:`format_block`, :class:`AnalysisRun`). :class:`kifunet.play.gtp_analyze.AnalysisCommands` answers the
+commands. The engine has no search: an analysis is the net's view of one position. Argument tables, line formats,
+values and their sources: ``docs/playing.md`` (The analysis protocol).
 """
 
 from __future__ import annotations
@@ -133,7 +31,7 @@ MAX_INTERVAL_CS = 8_640_000.0
 #: the largest ``minmoves``, ``maxmoves`` and DEPTH read (more is refused)
 MAX_COUNT = 10**6
 VISITS_PER_PRIOR = 1000
-#: keys accepted with true/false and ignored (see the module docstring)
+#: keys accepted with true/false and ignored (docs/playing.md, The analysis protocol)
 IGNORED_BOOLEAN_KEYS = ("ownership", "ownershipStdev", "movesOwnership", "movesOwnershipStdev", "pvVisits",
                         "pvEdgeVisits", "rootInfo")
 COLOUR_WORDS = {"b": BLACK, "black": BLACK, "w": WHITE, "white": WHITE}
@@ -159,7 +57,7 @@ class MoveRule:
 
 @dataclass
 class AnalyzeRequest:
-    """A parsed analysis command (see the module docstring's argument tables)."""
+    """A parsed analysis command (the argument table in ``docs/playing.md``)."""
 
     fmt: str  # LZ or KATA
     colour: int | None = None  # None: the side to move
@@ -268,7 +166,7 @@ def parse_request(fmt: str, args: list[str], size: int) -> AnalyzeRequest:
 
 
 def visits_for(prior: float) -> int:
-    """The visit count written for a move of this prior (see the module docstring)."""
+    """The visit count written for a move of this prior: ``max(1, round(1000 * prior))``."""
     return max(1, int(round(VISITS_PER_PRIOR * prior)))
 
 
@@ -292,7 +190,7 @@ class Candidate:
 
 
 def format_candidate(fmt: str, c: Candidate, order: int, size: int) -> str:
-    """One ``info move ...`` entry in the lz or kata format of the module docstring."""
+    """One ``info move ...`` entry in the lz or kata format (``docs/playing.md``)."""
     vertex = coords.to_gtp(coords.from_flat(c.move, size), size)
     pv = " ".join(coords.to_gtp(coords.from_flat(m, size), size) for m in c.pv)
     visits = visits_for(c.prior)

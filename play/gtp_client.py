@@ -12,40 +12,13 @@ answer within the timeout raises :class:`EngineError` (the first command is give
 Programs are looked for on ``PATH`` and in ``/usr/games`` (Debian's ``gnugo``, :func:`child_env`); ``kifunet
 ...`` runs this Python's CLI when ``kifunet`` is not on ``PATH``.
 
-Pachi (the Go engine, 11.99, built by ``python scripts/build_pachi.py``; Debian's ``pachi`` package is a
-platform game of the same name) is named by a short spec or by a command line whose program is ``pachi``:
-
-==========================  =====================================================================================
-what                        how
-==========================  =====================================================================================
-``pachi[:PLAYOUTS]``        the whole command is this spec: :func:`pachi_command` -- ``PACHI -d 1 -s 1 -r chinese
-                            -t =PLAYOUTS threads=1,pondering=0``: PLAYOUTS playouts a move whatever the clock
-                            says (default :data:`PACHI_DEFAULT_PLAYOUTS`, at least :data:`PACHI_MIN_PLAYOUTS`),
-                            one thread, no thinking on the opponent's time, a fixed random seed (the same moves
-                            in reply to the same moves), Chinese rules, one line of log a move on stderr
-``pachi ARGS...``           a command line of your own: ``pachi`` is replaced by the binary found below, the
-                            arguments are passed as given
-which binary (first found)  ``$KIFUNET_PACHI`` (a path; an error if it is not an executable file); the build
-                            script's ``PACHI_DIR/pachi`` (:func:`pachi_dir`: ``$KIFUNET_PACHI_DIR``, default
-                            ``~/.cache/kifunet/pachi-11.99``); a ``pachi`` on ``PATH`` or in ``/usr/games`` only
-                            if it answers GTP ``name`` with ``Pachi ...`` (:func:`speaks_pachi_gtp`); else
-                            ``FileNotFoundError`` saying to run ``python scripts/build_pachi.py``
-working directory           a program whose file is named ``pachi`` is started in the directory holding it
-                            (:func:`engine_cwd`): Pachi reads its data files from the working directory only
-                            (``joseki19.pdict``, installed beside the binary; ``patterns.spat``,
-                            ``patterns.prob``, ``moggy.patterns`` where present), so relative paths among ARGS
-                            are relative to that directory
-==========================  =====================================================================================
-
-Pachi 11.99 aborts (an assertion in ``uct/search.c``) when told fewer than 500 playouts a move, hence the
-minimum. It resigns when its best move wins under 20% of its playouts (``resign_threshold=0.2``), but only once
-that move has more than 500 playouts or the root more than 1000, and not while dynamic komi is giving points
-away. After an opponent's pass it passes only when it wins counting its own list of dead stones as dead
-(``allow_losing_pass`` is off), so a losing Pachi plays on or resigns; the match referee, GNU Go's
-``final_score``, judges dead stones too (``--referee none`` counts every stone on the board as alive).
-
-Used by the match runner (:mod:`kifunet.play.match`), ``scripts/make_sample_corpus.py`` and
-``scripts/build_pachi.py``.
+Pachi (11.99, built by ``python scripts/build_pachi.py``) is named by the spec ``pachi[:PLAYOUTS]``
+(:func:`pachi_command`: fixed playouts, default :data:`PACHI_DEFAULT_PLAYOUTS`, at least
+:data:`PACHI_MIN_PLAYOUTS`) or by a command line whose program is ``pachi`` (arguments passed as given). The
+binary: ``$KIFUNET_PACHI``, else :func:`pachi_dir`'s, else a ``pachi`` on ``PATH`` or in ``/usr/games`` that
+speaks GTP (:func:`speaks_pachi_gtp`), else ``FileNotFoundError`` (:func:`find_pachi`). Pachi starts in its own
+directory (:func:`engine_cwd`), so relative paths among its arguments are relative to it. Its behaviour in
+matches: ``docs/playing.md`` (Pachi).
 """
 
 from __future__ import annotations
@@ -82,8 +55,7 @@ def launch_argv(argv: list[str]) -> list[str]:
     """The command line that starts ``argv`` so that it cannot outlive this process: on Linux, through a small
     Python start-up (:data:`_WITH_PARENT`) that sets ``PR_SET_PDEATHSIG`` to SIGKILL and then replaces itself
     with the program (``execvp``: the same pid, pipes, working directory and environment); elsewhere ``argv``
-    itself. An engine busy in ``genmove`` reads no more input, so the end of its input alone would leave it
-    running, its search going on for as long as it takes, when the match is killed."""
+    itself (an engine busy in ``genmove`` does not see the end of its input)."""
     if not sys.platform.startswith("linux"):
         return list(argv)
     return [sys.executable, "-I", "-S", "-c", _WITH_PARENT, str(os.getpid()), *argv]

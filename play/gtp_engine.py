@@ -41,18 +41,12 @@ alone: the KataGo format); every response ends with a blank line. A handler that
 :class:`~kifunet.play.gtp_protocol.GtpError` is answered ``? internal error: ...`` and the session goes on.
 
 Streaming: :meth:`Engine.serve` reads stdin on a thread into a queue, so an analysis can wait for the next
-line with a timeout (a block every interval) on every platform; ``select()`` on stdin would not see lines
-already in Python's read buffer and does not work on Windows pipes. :meth:`Engine.handle` stays synchronous:
-outside ``serve`` an analysis command answers ``analysis_blocks`` blocks (default 1) and ends its response.
+line with a timeout (``select()`` would miss lines in Python's read buffer and fails on Windows pipes).
+:meth:`Engine.handle` stays synchronous: an analysis command answers ``analysis_blocks`` blocks (default 1).
 
-The game profile (read only by a net with a profile input, ``reads_profile``): the fields the user set
-(``kifunet gtp --profile TEXT``, the constructor's ``profile``, or ``kifunet-profile TEXT``,
-:func:`kifunet.data_prep.profiles.parse`'s syntax: ``rank=7d,year=2010,source=kgs``). ``kifunet-profile``
-alone answers them in that syntax (empty: none set); with text it replaces them all (bad text: ``? profile:
-...``, one line; nothing changes). The net is given those fields, plus the game's ``komi`` and handicap (the
-black stones set before the first move when no white one is, 2..9; else 0) where the profile sets none; the
-policy then fills unknown ranks with ``--rank`` (:mod:`kifunet.play.policy`). A net without a profile input
-plays exactly as without a profile.
+The game profile (nets with a profile input only): the fields set by ``--profile``, the constructor's ``profile``
+or ``kifunet-profile TEXT`` (which replaces them all; bad text is ``? profile: ...`` and changes nothing; alone it
+answers them), plus the game's komi and handicap where they set none (:meth:`kifunet.play.gtp_policy.Nets.game_profile`).
 """
 
 from __future__ import annotations
@@ -95,10 +89,8 @@ LISTED = ("protocol_version", "name", "version", "known_command", "list_commands
 class Engine:
     """A GTP session over a policy: :meth:`handle` answers one line, :meth:`serve` runs a session.
 
-    The rooms: ``nets`` (:class:`~kifunet.play.gtp_policy.Nets`: the policy per size and profile), ``game``
-    (:class:`~kifunet.play.gtp_game.Game`: size, komi, the game state), ``clock``
-    (:class:`~kifunet.play.gtp_time.TimeCommands`), ``moves`` (:class:`~kifunet.play.gtp_moves.MoveCommands`),
-    and ``commands``, every handler group's commands by name. ``analysis_blocks``: the blocks an analysis
+    Attributes: ``nets``, ``game``, ``clock``, ``moves`` (the rooms of the module docstring) and ``commands``,
+    every handler group's commands by name. ``analysis_blocks``: the blocks an analysis
     command answers in :meth:`handle` (outside :meth:`serve`); ``analysis_pv``: the longest PV an analysis
     shows; ``symmetries``: the board symmetries genmove averages without a time limit (1..8); ``profile``: the
     game profile's fields (:func:`kifunet.data_prep.profiles.parse`'s text or a dict; None: the known fields of

@@ -31,10 +31,8 @@ type            command                       response
                                               with dead stones removed (what ``final_score`` says)
 ==============  ============================  ==============================================================
 
-The list is the table :data:`ANALYZE_COMMANDS`: an entry is its type, label, command and a test of the engine
-(is it offered for this net?); another analysis (the dead-stone estimate, say) is one more entry and its GTP
-command in :class:`GoGuiCommands` (the handler group). :func:`analyze_commands` writes the list;
-:func:`policy_gfx`, :func:`policy_dboard` and :func:`value_line` write the responses from the net's numbers.
+The list is :data:`ANALYZE_COMMANDS` (type, label, command, and whether this engine offers it); the handlers are
+:class:`GoGuiCommands`.
 """
 
 from __future__ import annotations

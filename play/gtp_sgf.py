@@ -19,9 +19,8 @@ The two GTP extensions as GNU Go defines them (its manual, "GTP command referenc
     The game so far (``SZ``, ``KM``, ``RU`` -- a loaded game's rules as the file wrote them, else ``Chinese``:
     area scoring, simple ko, no suicide --, a loaded game's ``PB``, ``PW``, ``BR``, ``WR``, setup stones,
     ``HA`` when White plays first after black setup stones, the moves, a pass as ``B[]``/``W[]`` as FF[4]
-    writes it), written with sgfmill to FILE, or as the response without FILE (or with ``-``). GNU Go prints
-    a static position (setup stones only); the moves are kept here so that ``loadsgf`` of the file replays the
-    same game and ``undo`` still works.
+    writes it), written with sgfmill to FILE, or as the response without FILE (or with ``-``). Unlike GNU Go's
+    static position, the moves are kept, so ``loadsgf`` of the file replays the same game.
 
 GoGui quotes a file name that holds spaces (``%r``/``%w`` wildcards): :func:`file_argument` reads
 ``"a b.sgf"``. :class:`SgfCommands` is the engine's handler group for the two commands.

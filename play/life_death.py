@@ -3,25 +3,17 @@
 :func:`estimate` looks at a position (``stones`` int8 [N, N], :mod:`kifunet.data_prep.game`'s colours, any N from
 2 to 25) and returns an :class:`Estimate`: an ownership map in [-1, 1] (+1 black) and a status per stone
 (:data:`ALIVE`, :data:`DEAD`, :data:`SEKI`), with :meth:`Estimate.score` (area score, dead stones removed). Three
-methods, measured against each other in ``benchmarks/bench_dead_stones.py``:
+methods:
 
 ``"playouts"``
-    Random playouts from the position in numba, on the project's rules engine (:mod:`kifunet.data_prep.rules.board`'s
-    kernels: ``play``, ``is_suicide``, ``libs_after``; :func:`kifunet.data_prep.rules.analysis.is_eye`). Each
-    playout plays uniformly random legal moves, the side to move first, never filling its own eye and never
-    putting a chain of two or more stones into atari unless the move captures (so sekis and living shapes
-    survive), until both sides have no such move (or after ``3*N*N`` moves); then each point is scored by
-    area (a stone for its colour, an empty point for the colour of all its neighbours). The ownership is
-    the mean over the playouts. A chain is dead when its mean ownership, seen from its own colour, is below 0
-    (it was lost in more playouts than not).
+    Random playouts in numba on the rules engine: uniformly random legal moves, the side to move first, never
+    filling an own eye nor putting a chain of two or more stones into atari without capturing, until neither
+    side has such a move (at most ``3*N*N`` moves); each playout scored by area. Ownership is the mean over the
+    playouts; a chain is dead when its mean ownership, seen from its own colour, is below 0.
 ``"benson"``
-    Benson's unconditional life, then a flood fill: a chain is unconditionally alive when it keeps at least
-    two vital regions (regions of non-own points, all of whose empty points are liberties of the chain) under
-    the iteration of Benson (1976). Then the flood fill: the other colour's stones inside a region enclosed by
-    unconditionally alive chains only, whose every empty point touches them, are dead (no eye can ever be made
-    there); everything else is alive. It never uses chance and removes only stones whose death is certain,
-    so it misses the dead stones inside territory bounded by groups that live by a large area rather than by
-    two small eyes (most groups at the end of a real game).
+    Benson's (1976) unconditional life, then a flood fill: the other colour's stones inside a region enclosed
+    only by unconditionally alive chains, whose every empty point touches them, are dead; all else is alive (no
+    chance; only certain deaths).
 ``"combined"`` (the default)
     The playouts, with Benson's verdicts imposed: unconditionally alive chains are alive and stones inside
     areas enclosed by them are dead, whatever the playouts said.
@@ -31,26 +23,22 @@ whose empty region, with the dead stones taken off, touches one colour only gets
 size), if the region covers at most half the board (not an open board), its mean ownership over the playouts
 leans that colour's way, and the stones around it and the dead stones taken off it all belong to that colour
 with a chain-mean playout ownership of at least :data:`CONFIDENT` (0.4) in size (a region next to a group whose
-fate the playouts leave open stays open). Random playouts let the invader of a closed territory live now and
-then (a two-by-five area of a live group reads 0.6-0.7 from 256 playouts); the rule makes such points settled.
+fate the playouts leave open stays open).
 Open regions (touching both colours) and stones keep the playouts' mean. :attr:`Estimate.raw` is the playouts'
 mean everywhere (the resign rule reads it). The rule changes ownership only, never a status or a score.
 
 Scoring (:meth:`Estimate.score`, what the GTP engine's ``final_score`` answers): the dead stones are taken off,
 every other stone counts for its colour, and each empty region counts as follows. A region touching one colour
 only, covering at most half the board, whose mean ownership leans that colour's way, is that colour's territory
-(Tromp-Taylor's count: at the end of a game every territory is such a region). A region touching both colours
-whose every point is next to a stone is dame and counts for nobody (seki liberties are). Any other region is
-still open (the board after a few moves is one region that touches black only): each of its points counts for
-the colour whose ownership is at least :data:`CONFIDENT` in size there, else for nobody. So a finished game
-scores as Chinese counting does, and a game in progress as the estimate sees it, never as if a few stones owned
-the empty board.
+(Tromp-Taylor's count). A region touching both colours whose every point is next to a stone is dame and counts
+for nobody (seki liberties are). Any other region is still open: each of its points counts for the colour whose
+ownership is at least :data:`CONFIDENT` in size there, else for nobody.
 
 Killable eye spaces, for every method (:mod:`kifunet.play.eye_space`): a sealed group whose only eye space is a
 nakade shape (straight or bent three, pyramid four, bulky or cross five, rabbity six) with its vital point empty,
 and whose walls are not dead, lives or dies by who moves: the side to move plays the vital point. Its stones are
-dead when the opponent of their colour is ``to_move``, alive otherwise, whatever the playouts said (random play
-misses the vital point about as often as it finds it); its stones and eye space get the ownership
+dead when the opponent of their colour is ``to_move``, alive otherwise, whatever the playouts said; its stones
+and eye space get the ownership
 :data:`CRITICAL` (0.5) towards ``to_move``: they count for that side in :meth:`Estimate.score` but are never
 settled, so the end-of-game rules of :mod:`kifunet.play.move_choice` keep them open.
 
@@ -60,11 +48,7 @@ nothing captured) or illegally. Non-dead chains touching a shared point (and not
 :data:`SEKI`; shared points are owned by nobody (ownership 0).
 
 Determinism: the playouts use numba's generator seeded with ``seed``; the same position, ``to_move``,
-``playouts`` and ``seed`` give the same estimate.
-
-Speed (one core of the shared 2-core machine, load 2.6): about 4,200 playouts/s on the final positions of KGS
-games (134 moves a playout) and 3,200-3,700 at move 200 of a 19x19 game (180 empty points, 246 moves a
-playout); :func:`estimate` with the default 256 playouts takes 60-95 ms (median) on a finished 19x19 game.
+``playouts`` and ``seed`` give the same estimate. Speed and agreement with KGS: ``docs/playing.md``.
 """
 
 from __future__ import annotations

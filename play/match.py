@@ -15,10 +15,7 @@ moves and asked ``final_score`` (area scoring, GNU Go's dead-stone judgement); `
 Tromp-Taylor (all stones alive, :mod:`kifunet.play.scoring`). When the referee cannot score a game, the
 Tromp-Taylor score is used and the SGF says so. After a game scored by the referee, the engine is asked its
 own ``final_score`` too (:func:`engine_agreement`): the SGF's root comment and the game's line say whether its
-winner is the referee's. GNU Go reads out every unsettled group in ``final_score``:
-quick on a finished game, slow on one stopped by the move cap (a 60-move 19x19 position took 174 s at GNU Go's
-default level 10 and 32 s at ``--level 0`` on a loaded 2-core machine, and the two judged it W+130.5 and
-W+132.5); pass ``--referee "gnugo --mode gtp --chinese-rules --level 0"`` for quick smoke runs.
+winner is the referee's.
 
 Each finished game is written to ``DIR/games/game-NNNN.sgf`` (:mod:`kifunet.play.match_sgf`: atomically, with
 the result in ``RE`` and the ending, referee and timing in the root comment). ``DIR/match.json`` records the

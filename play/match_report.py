@@ -7,8 +7,6 @@ A :class:`GameResult` is one finished game as the engine under test sees it (its
 forfeit counted under ``forfeit``). :func:`format_summary` prints one match as a Markdown table,
 :func:`format_rank_table` one row per rank of the rank experiment. While a match plays: :func:`running_score` for
 the line printed as each game ends, and :class:`LiveMoves`, a terminal's live line of each game's move number.
-
-Games are played by :mod:`kifunet.play.match` and read back from their SGFs by :mod:`kifunet.play.match_sgf`.
 """
 
 from __future__ import annotations

@@ -7,12 +7,7 @@ pass and when to resign (:func:`choose_move`, :class:`PlaySettings`). The rules 
 2. Arg-max, or with ``sample=True`` GoNN's move-number-dependent sampling: with ``m`` moves played, draw
    ``r ~ Beta(1, 1 + sqrt(max(0, m - 20)))`` and take the first candidate, in decreasing probability, at which
    the cumulative probability exceeds ``r``. For the first 20 moves ``r`` is uniform, which is exact
-   sampling from the policy (diverse openings); afterwards ``r`` shrinks (mean 1/(2+sqrt(m-20)): 0.08 at move
-   120, 0.06 at move 250), so the choice is almost always the top move or one of the next few. GoNN's README
-   describes its play against GNU Go and Pachi this way ("sorting the predictions by probability then
-   selecting from a biased distribution ... early on favoring diversity and later becoming more
-   deterministic (see play.py)"); the formula is the one in ``python/play.py`` of KataGo, GoNN's successor
-   repository (GoNN's own ``play.py`` was not available to compare).
+   sampling from the policy; afterwards ``r`` shrinks (mean 1/(2+sqrt(m-20))) towards the top move.
 3. The end of the game rests on the dead-stone estimate (:func:`kifunet.play.life_death.estimate` of the
    position, the mover to play, its ``"playouts"`` method with ``playouts`` playouts (default 64), seed
    ``seed + m``; the caller may pass one in as ``estimate``), computed only when a rule below needs it (after
@@ -36,23 +31,17 @@ pass and when to resign (:func:`choose_move`, :class:`PlaySettings`). The rules 
    d. After an opponent's pass the candidates shrink to the unsettled points that are not liberties of stones
       in seki (playing one would break the seki); the engine passes if none is left or if the net's
       probability of the best one (softmax over all points, not renormalised: a net unsure of every move
-      passes) is below ``pass_threshold`` (default 0.05) ("opponent passed"). Before the estimate, any empty
-      region touching both colours counted as dame, so a region with dead stones in it stayed "dame" for ever
-      and games did not end.
+      passes) is below ``pass_threshold`` (default 0.05) ("opponent passed").
    e. From move ``end_from`` (default ``N*N/2``) on, once at most ``end_unsettled`` (default N) empty points
       are unsettled, the same shrinking applies without an opponent's pass: the engine plays only unsettled
       points and passes ("settled") when none is left, or when the net's best among them is below
       ``pass_threshold`` while the move the net would have played without the rule lies in settled territory
-      (every move the net wants changes nothing). This ends the games of nets without a pass output (they
-      never pass by themselves: self-play of the default net went to 413 moves on average, filling both
-      sides' territory) and keeps both sides from filling their territory.
+      (every move the net wants changes nothing).
    f. The chosen candidate is pass (nets with a pass output): "net passes".
    g. Before any pass of rules d-f, and in rule c after saving its own chains and before removing dead stones:
       while a sealed group has one eye space of a killable shape with its vital point empty
       (:func:`kifunet.play.eye_space.killable_eyes`; the walls not dead by the estimate), the engine plays
       the vital point ("vital point"): to live when the group is its own, to kill when it is the opponent's.
-      Random playouts misread such a group about half the time, and a pass there lets the group's fate, and
-      often the winner, depend on who moves next.
 4. Resign (``resign=True``, the default; the match runner turns it off unless asked): from move ``N*N/2`` on
    (``resign_from`` when set), resign when the estimate is confident (at least ``resign_confidence``, default
    0.8, of the board's points have a playout ownership, :attr:`Estimate.raw`, of size ``settled`` or more)
@@ -61,16 +50,9 @@ pass and when to resign (:func:`choose_move`, :class:`PlaySettings`). The rules 
    far beyond what the open points could change is resigned without that confidence: when, even if the mover
    won every point whose :attr:`Estimate.ownership` (the territory rule applied: dead stones inside a
    territory are settled there) is below ``settled`` in size, the settled points would still leave it behind
-   (:func:`best_case` below 0). Random playouts leave dead groups and the territory around them below the
-   80% confidence for long, and an engine that cannot resign passes on a lost board until the opponent has
-   captured everything.
-   ``resign_margin`` used to be a threshold on the Tromp-Taylor score with every stone alive that also
-   switched resigning on; it is now the threshold on the estimated score, and ``resign`` switches.
+   (:func:`best_case` below 0).
 
-Cost: no estimate before move ``N*N/2`` unless the opponent passed; after it, one estimate per move (64
-playouts). In 10 self-play games of the default net at 19x19 (``benchmarks/bench_selfplay.py``, load 2.8-3.2 on
-the shared 2-core machine) ``choose_move`` took a median 41 ms per move from move 180 on (the net: 7.6 ms);
-the same games end by two passes or a resignation in 287 moves on average instead of 413.
+Why each rule exists, its cost and the measurements: ``docs/playing.md`` (The end of a game).
 """
 
 from __future__ import annotations

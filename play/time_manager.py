@@ -31,13 +31,10 @@ The budget of one move (:func:`move_budget`, seconds; None = unlimited):
 
 then minus :data:`LAG_S` (the GUI, the pipe and the rest of ``genmove``) and times :data:`SAFETY` (0.5).
 
-The symmetries (:func:`choose_symmetries`): the largest k whose measured cost (the seconds of the last call
-with k symmetries: :meth:`TimeManager.measured`) fits the budget; 1 when none does (little time left) or nothing
-is measured, and the ``unlimited`` setting (default 1, today's behaviour) without a time limit. A k that was
-never measured is never chosen under a time limit: its first call may compile the net for a batch of k (2.2 to
-2.6 s for each new k with ``pretrained/kgs_cpu_default`` on the 2-core machine at load 4, against 12 ms for
-k = 1 and 47 ms for k = 8 once compiled), so the engine measures :data:`WARM_SYMMETRIES` itself, twice, in the
-background when time settings arrive (:class:`kifunet.play.gtp_time.TimeCommands`).
+The symmetries (:func:`choose_symmetries`): the largest k whose measured cost (:meth:`TimeManager.measured`)
+fits the budget; 1 when none does or nothing is measured, and the ``unlimited`` setting (default 1) without a
+time limit. A k never measured is never chosen under a time limit (its first call may compile the net; the
+engine measures :data:`WARM_SYMMETRIES` in the background: :class:`kifunet.play.gtp_time.TimeCommands`).
 """
 
 from __future__ import annotations
@@ -238,7 +235,7 @@ def after_move(s: TimeSettings, clock: Clock, seconds: float) -> Clock:
 class TimeManager:
     """The engine's clocks and its measured speed; :meth:`symmetries` is the decision for the next genmove.
 
-    ``unlimited``: the symmetries to average without a time limit (1: today's behaviour)."""
+    ``unlimited``: the symmetries to average without a time limit (default 1)."""
 
     unlimited: int = 1
     settings: TimeSettings = field(default_factory=TimeSettings)

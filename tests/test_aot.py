@@ -1,7 +1,7 @@
 """kifunet.train.aot and `kifunet compile`: the training step compiled for targets whose hardware is not here.
 
 The slow test compiles the tiny config for a TPU v5e 2x2 slice with libtpu from PyPI (installed once into
-``.libtpu/`` beside the checkout, kept out of the project's environment: see the module docstring), so a change
+``.libtpu/`` beside the checkout, kept out of the project's environment: docs/accelerators.md), so a change
 that breaks TPU lowering fails CI.
 """
 

@@ -19,8 +19,7 @@ state on this machine's CPU, describes them (and the global batch and metric win
 
 Targets (:data:`TARGETS`) are Cloud TPU slices, from libtpu's compile-only topologies, and ``cpu`` (this
 machine, one device, no datasheet: no roofline). libtpu is found through ``TPU_LIBRARY_PATH`` or an importable
-``libtpu`` package (:func:`find_libtpu`); it is kept out of the project's environment because with it installed
-every JAX process on a machine without TPUs tries to start the TPU runtime and prints its failure.
+``libtpu`` package (:func:`find_libtpu`), outside the project's environment (docs/accelerators.md).
 """
 
 from __future__ import annotations

@@ -6,10 +6,7 @@ unknown; a dataset built before results were read gives -128 on every row), floa
 padding row) and, for a profiled net's windows, float32 ``profile [B, 46]`` (:mod:`kifunet.data_prep.profiles`); :func:`batch_spec` is its shapes without data. :class:`BatchIterator` yields such batches from a
 grain iterator over windows (:mod:`kifunet.train.windows`) and resumes exactly from its JSON state.
 
-Why uint8 planes: every plane is 0/1, so batches leave the host as ``uint8 [B, N, N, C]`` and the model
-casts them to its compute dtype on the device (``PolicyNet.__call__``). Building float32 planes on the host
-is 4x the memory traffic (52 KB a position for ``maddison``): 40,000 positions/s with two workers instead
-of 145,000 (``host_dtype='float32'``, benchmarks/bench_loader.py).
+Planes leave the host as ``uint8`` (every plane is 0/1); the model casts them on the device (docs/speed.md).
 """
 
 from __future__ import annotations

@@ -1,52 +1,19 @@
-"""Checkpoints with orbax-checkpoint: training state, data-pipeline position, metadata; atomic, keep N.
+"""Checkpoints with orbax-checkpoint: training state, data-pipeline position, metadata; atomic, keep N, verified.
 
 Layout: ``WORKDIR/checkpoints/<step>/`` with three items, written by one ``ocp.CheckpointManager``:
 
-* ``state`` (``ocp.args.StandardSave``): the whole training state -- parameters, BatchNorm statistics and
-  RNG state (``extra``; PRNG keys stored as their ``key_data``), optimizer state and step -- as a flat dict
-  ``{"params/blocks/0/conv/kernel": array, ...}`` (names from the pytree paths, readable with any orbax);
-* ``data`` (``grain.checkpoint.CheckpointSave``): each process's input-pipeline state, one JSON file per
-  process (``process_<i>-of-<n>.json``), so a resumed run continues with the next batch it would have read;
+* ``state`` (``ocp.args.StandardSave``): the training state as a flat dict ``{"params/blocks/0/conv/kernel":
+  array, ...}`` (:func:`flatten_state`; PRNG keys stored as their ``key_data``);
+* ``data`` (``grain.checkpoint.CheckpointSave``): each process's input-pipeline state
+  (``process_<i>-of-<n>.json``);
 * ``meta`` (``ocp.args.JsonSave``): step, positions seen, cumulative training seconds, model, config.
 
-Atomicity is orbax's: a step is written under a temporary name and committed by a rename (or a commit file
-on object stores), so after a crash -- ``kill -9`` included -- only whole checkpoints are listed; unfinished
-temporaries are deleted when the manager opens (``cleanup_tmp_directories``). ``max_to_keep`` keeps the
-newest N. No pickle anywhere: arrays go to tensorstore (OCDBT), the rest is JSON. The directory may be a bucket
-URL (``gs://...``): every file operation of this module goes through :mod:`kifunet.data_prep.fileio.store`.
-
-**Verified checkpoints.** orbax-checkpoint (0.11) has no checksum of the files it writes (OCDBT data files are
-read back unchecked; its "tree verity" hook is not in the open-source package), so a byte flipped on disk loads
-without a word. Each step therefore records the size and sha256 of every file under its directory in a sidecar,
-``<step>/kifunet_checksums.json`` (:func:`write_checksums`; dot-files are left out), and every path that loads a
-step checks it first, before a byte is deserialized (:func:`verify_step`): :meth:`Checkpointer.restore`
-(training resume), :func:`load_weights` (``init_from``, and :mod:`kifunet.train.nets`: eval, gtp, show, export,
-notebooks). A damaged step raises :class:`CheckpointError` naming the file, what was expected and found, and the
-intact steps. The sidecar is written once orbax has *committed* the step (renamed it to its final name), by a
-thread per save that waits for orbax's (possibly asynchronous) save to finish and then hashes the step
-(:class:`_Sealer`); the next save, :meth:`Checkpointer.wait` and :meth:`Checkpointer.close` wait for it. A step
-whose save was killed is never committed and has no sidecar; one committed just before a kill (while its files
-were being hashed) has none either.
-
-A step without a sidecar -- committed just before a kill, or saved before kifunet wrote them -- is *unsealed*:
-nothing can tell a flipped byte in it. Its JSON files must still parse (else it is damaged), and loading it for
-use (:func:`require_loadable`: eval, gtp, show, export, ``init_from``) is refused in one line naming the intact
-steps, unless asked for (``--allow-unsealed``, or :data:`ALLOW_UNSEALED_ENV` ``=1`` for any command: then one
-warning line). Resuming training seals the unsealed step it resumes from, but only after restoring it into the
-run's state and checking it (:meth:`Checkpointer.restore`: the saved shapes are this model's, every array reads
-back and is finite, the metadata names the step); a step that fails the check is set aside as damaged and the
-run resumes from the step before it. (A flip that still reads back as finite numbers before the step is sealed
-cannot be told; once sealed, any flip is.) The pretrained nets under ``pretrained/`` ship their sidecars, so
-they are verified like any run. :func:`verify_checkpoints` reports every step of a run (``kifunet verify``:
-damaged and unsealed steps make it fail). Resuming training (:meth:`Checkpointer.newest_intact_step`) sets a
-damaged newest step aside -- renamed ``<step>.damaged-<time>``, a name orbax does not take for a step -- says
-so, and resumes from the newest intact one.
-
-**A full disk** (or another fault of the place written, :data:`STORAGE_ERRNOS`) while a step is saved is
-raised once, by the save, the wait or the close that meets it, as ``OSError(errno, reason, STEP_DIR)``
-(:func:`_saving`; the command line prints ``STEP_DIR: No space left on device; ...``); orbax's own log records of it
-(with their tracebacks) are dropped while a :class:`Checkpointer` is open. The step is never committed, so the steps
-before it stay whole, and its temporary is deleted when the manager next opens.
+Guarantees: only whole steps are listed after a crash (orbax's commit by rename); no pickle; the directory may be
+a bucket URL (every file operation goes through :mod:`kifunet.data_prep.fileio.store`). Each committed step gets a
+sidecar ``<step>/kifunet_checksums.json`` (size and sha256 of every file, :func:`write_checksums`) and every load
+checks it first (:func:`verify_step`, :func:`require_loadable`); a step without one is *unsealed*. A damaged step
+raises :class:`CheckpointError`; a storage fault while saving (:data:`STORAGE_ERRNOS`) is raised once as
+``OSError(errno, reason, STEP_DIR)``. How and why: ``docs/training.md`` (How checkpoints are stored and verified).
 """
 
 from __future__ import annotations
@@ -174,11 +141,11 @@ class CheckpointError(UserError):
 class StepCheck:
     """One step's verdict (:func:`verify_step`).
 
-    ``status``: :data:`INTACT` (every file as its sidecar records), :data:`DAMAGED` or :data:`UNSEALED` (no
-    sidecar). ``reason``: ``''`` when intact; else one line, the first problem as ``FILE: what`` (``state/d/ab12:
-    sha256 mismatch (expected 3f2a9c01d4e5, found 77b0e1c2a9f3)``, ``... size 1,024 bytes, expected 2,048``,
-    ``... missing``, ``... not in kifunet_checksums.json``, ``meta/metadata: not valid JSON (...)``), followed by
-    ``(and N more)`` when there are more. ``files``, ``bytes``: what the sidecar covers (0 without one)."""
+    ``status``: :data:`INTACT`, :data:`DAMAGED` or :data:`UNSEALED` (no sidecar). ``reason``: ``''`` when intact;
+    else the first problem as one line ``FILE: what`` (``state/d/ab12: sha256 mismatch (expected ..., found ...)``,
+    ``... missing``, ``meta/metadata: not valid JSON (...)``), then ``(and N more)`` when there are more. ``files``,
+    ``bytes``: what the sidecar covers (0 without one).
+    """
 
     step: int | None
     path: str
@@ -207,9 +174,9 @@ def _step_files(step_dir: str) -> list[str]:
 
 
 def write_checksums(step_dir: str) -> str:
-    """Record size and sha256 of every file of a committed step in ``step_dir/kifunet_checksums.json``, written
-    atomically (temporary file, then rename); returns its path. Only for a step known to be whole: the
-    checkpointer calls it once orbax has committed the step (module docstring)."""
+    """Record size and sha256 of every file of a committed step in ``step_dir/kifunet_checksums.json``
+    (written atomically); returns its path. Only for a step known to be whole (committed by orbax).
+    """
     files = {}
     for rel in _step_files(step_dir):
         path = os.path.join(step_dir, rel)
@@ -313,12 +280,12 @@ def _step_dirs(checkpoints_dir: str) -> list[str]:
 
 
 def verify_checkpoints(directory: str) -> list[StepCheck]:
-    """Verify every step of a run: ``directory`` is a run directory (``WORKDIR``), its ``checkpoints`` directory,
-    or one step's directory (then the list has that step only).
+    """Verify every step of a run; ``directory``: a run directory, its ``checkpoints`` directory, or
+    one step's directory (then that step only).
 
-    Returns ``list[StepCheck]``, oldest step first, one per committed step directory (:func:`verify_step`):
-    ``StepCheck(step: int, path: str, status: 'intact' | 'damaged' | 'unsealed', reason: str, files: int,
-    bytes: int)``; empty when there is no step. ``FileNotFoundError`` when ``directory`` does not exist."""
+    Returns ``list[StepCheck]``, oldest first, one per committed step (empty when there is none).
+    ``FileNotFoundError`` when ``directory`` does not exist.
+    """
     directory = store.resolve(directory)
     if not store.isdir(directory):
         raise FileNotFoundError(2, "No such directory", directory)
@@ -519,11 +486,11 @@ def _pipeline_state_class():
 
 
 class _Sealer(threading.Thread):
-    """The sidecar of one save, written in the background as soon as orbax has committed the step: it waits for
-    the save (``wait_until_finished``: orbax's finalize thread, which commits the step by renaming it), then, on
-    process 0 (the step is on a filesystem all processes share), writes :func:`write_checksums` if the step is
-    there under its final name. The checkpointer starts no other save before :meth:`result`, so nothing else
-    touches the manager meanwhile and ``max_to_keep`` cannot delete the step while it is hashed."""
+    """Writes one save's sidecar in a background thread once orbax has committed the step (process 0 only).
+
+    The checkpointer starts no other save before :meth:`result`, so ``max_to_keep`` cannot delete the step while it
+    is hashed.
+    """
 
     def __init__(self, manager, step_dir: str, *, write: bool):
         super().__init__(name="kifunet-checksums", daemon=True)
@@ -603,13 +570,12 @@ class Checkpointer:
             self.manager.wait_until_finished()
 
     def newest_intact_step(self, log: Callable[[str], None] = print) -> int | None:
-        """The step to resume from: the newest one that verifies (:func:`verify_step`), checked newest first.
+        """The step to resume from: the newest one that verifies, checked newest first.
 
-        Each newer damaged step is set aside (renamed ``<step>.damaged-<time>``, never deleted) and reported in
-        one line to ``log``: ``checkpoint step 200 is damaged (FILE: what); set aside as 200.damaged-<time>;
-        resuming from step 150, the newest intact one``; an unsealed step (no sidecar) is taken, said in one line,
-        and checked by :meth:`restore`. ``None``: no checkpoint. :class:`CheckpointError` when there are steps and
-        every one is damaged (nothing is moved then)."""
+        Each newer damaged step is set aside (renamed ``<step>.damaged-<time>``, never deleted) and reported in one line
+        to ``log``; an unsealed step is taken (said in one line) and checked by :meth:`restore`. ``None``: no checkpoint.
+        :class:`CheckpointError` when every step is damaged (nothing is moved then).
+        """
         damaged, chosen = [], None
         for step in sorted(self.all_steps(), reverse=True):
             check = verify_step(self.step_dir(step))
@@ -643,14 +609,13 @@ class Checkpointer:
         return aside
 
     def restore(self, step: int, template, log: Callable[[str], None] = print) -> tuple[Any, dict, dict]:
-        """(state shaped and sharded like ``template``, this process's pipeline state, meta) of ``step``, verified
-        first (:class:`CheckpointError` if damaged).
+        """(state shaped and sharded like ``template``, this process's pipeline state, meta) of ``step``,
+        verified first (:class:`CheckpointError` if damaged).
 
-        An unsealed step (no sidecar) is checked as it is restored and sealed once it passes: its saved arrays must
-        have ``template``'s names and shapes (else a ``ValueError``, as for an intact step of another model:
-        nothing is moved), read back, be finite, and its state and metadata must name ``step``
-        (:func:`_restored_problems`); then process 0 writes its sidecar and says so in one line to ``log``. One
-        that fails raises :class:`UnsealedStepFailed` (the caller sets it aside: :meth:`set_aside_failed`)."""
+        An unsealed step must have ``template``'s names and shapes (else ``ValueError``, nothing moved), read back finite,
+        and name ``step`` in its state and metadata; then process 0 seals it and says so to ``log``. Otherwise
+        :class:`UnsealedStepFailed` (the caller sets it aside: :meth:`set_aside_failed`).
+        """
         import grain
         import orbax.checkpoint as ocp
 
@@ -748,12 +713,13 @@ def _saved_shapes(step_dir: str) -> dict[str, tuple]:
 
 
 def _optimizer_layout(saved: dict, target: dict) -> tuple[dict, dict]:
-    """How the optimizer slots of a step's saved arrays (``saved``: ``{name: shape}``) differ from ``target``'s: the
-    optimizer runs on the parameters concatenated into one vector on CPUs and GPUs (``SLOT``) and on one array per
-    parameter on TPUs (``SLOT/PARAMETER``; :func:`kifunet.train.optim.make_optimizer`), so a run resumed on the
-    other kind of device (or saved before the flat optimizer) holds the other layout. ``(to_flat, to_tree)``:
-    ``{slot: [per-parameter names in optax.flatten's order]}`` for the slots ``target`` holds flat and the step
-    per parameter, and for the reverse."""
+    """How the optimizer slots of a step's saved arrays (``saved``: ``{name: shape}``) differ from
+    ``target``'s: one flat vector per slot (``SLOT``, CPUs and GPUs) or one array per parameter (``SLOT/PARAMETER``,
+    TPUs; :func:`kifunet.train.optim.make_optimizer`).
+
+    Returns ``(to_flat, to_tree)``: ``{slot: [per-parameter names in optax.flatten's order]}`` for the slots
+    ``target`` holds flat and the step per parameter, and for the reverse.
+    """
     params = [k[len("params/"):] for k in target if k.startswith("params/")]
     size = sum(int(np.prod(target[f"params/{p}"].shape)) for p in params)
     to_flat, to_tree = {}, {}
@@ -820,10 +786,10 @@ def _check_saved_shapes(step_dir: str, target: dict) -> None:
 
 
 def _restore_as_numpy(state_dir: str, *, allow_unsealed: bool | None = None) -> dict:
-    """Every array of a saved state as a host ``np.ndarray``, whatever devices saved it: a run trained on two JAX
-    devices (``cpu_devices=2``, or a GPU) loads in a one-device process (``kifunet gtp``, ``export``), where
-    restoring the saved shardings fails with orbax's "topology mismatch". The step (``state_dir``'s parent) is
-    verified first (:func:`require_loadable`)."""
+    """Every array of a saved state as a host ``np.ndarray``, whatever devices saved it (so a run
+    trained on several devices loads in a one-device process). The step (``state_dir``'s parent) is verified first
+    (:func:`require_loadable`).
+    """
     import jax
     import orbax.checkpoint as ocp
 
@@ -839,9 +805,8 @@ def _restore_as_numpy(state_dir: str, *, allow_unsealed: bool | None = None) -> 
 def load_weights(path: str, *, allow_unsealed: bool | None = None) -> tuple[dict[str, np.ndarray], dict]:
     """``params/...`` and ``extra/...`` arrays of a checkpoint, for ``init_from`` (weights only).
 
-    ``path``: a workdir (its newest checkpoint), a ``checkpoints`` directory, or one step's directory. The step
-    is verified before it is read (:func:`require_loadable`: :class:`CheckpointError` if damaged, or unsealed
-    unless ``allow_unsealed`` -- default :data:`ALLOW_UNSEALED_ENV` -- then a warning line).
+    ``path``: a workdir (its newest checkpoint), a ``checkpoints`` directory, or one step's directory. Verified first
+    (:func:`require_loadable`: :class:`CheckpointError` if damaged, or unsealed unless allowed).
     """
     import orbax.checkpoint as ocp
 

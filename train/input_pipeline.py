@@ -18,28 +18,10 @@ Pipeline (training)
 Several datasets (``config.dataset`` = ``"A,B"``): each one's blocks are split between hosts, shuffled and repeated with its own
 seed, then mixed by weight before ``.batch`` (:mod:`kifunet.train.mixture`), so every window holds rows of each.
 
-Why blocks, not rows: grain's textbook path -- ``MapDataset.source(Reader).shuffle().batch()``, one
-``Reader.__getitem__`` per row -- gave 1,197 positions/s here (benchmarks/bench_loader.py, 2 cores): a
-random row costs the gzip decode of its whole 256-row HDF5 chunk. The build already shuffled the rows
-across games and shards, so a block of consecutive rows is a random sample; reading whole chunks and
-shuffling at two levels -- blocks globally per epoch through grain, rows inside a window of W blocks --
-gives a global shuffle at chunk speed: 94,000 device-ready positions/s with no worker process, 119,000
-with one, 145,000 with two (``maddison``, batch 256, KGS 2017-02; the benchmark's numbers). Every row is
-seen once per epoch (the rows of a window that do not fill a last batch are dropped: none when the batch
-divides ``window_blocks * block_rows``, plus short tail blocks of shards).
-
-Modules: :mod:`kifunet.train.windows` (which rows a window holds, symmetries, history dropout),
-:mod:`kifunet.train.batches` (a window's rows as a batch; :class:`~kifunet.train.batches.BatchIterator`),
-:mod:`kifunet.train.workers` (the worker processes' lifecycle), :mod:`kifunet.train.eval_batches` (evaluation
-batches), :mod:`kifunet.train.prefetch` (host -> device prefetch). This module assembles the training pipeline.
-
-Determinism: the block order comes from grain's shuffle (seeded, reseeded per epoch), the window's row
-permutation, symmetries and dropout from the ``np.random.Generator`` grain derives from the seed and the
-window's index. The same seed gives the same batches, with or without worker processes, and
-:meth:`BatchIterator.get_state` / :meth:`BatchIterator.set_state` resume exactly: the state is the index
-of the current window, the batches already taken from it and grain's iterator state at its start (used
-when the resumed run has the same number of workers; otherwise a new grain iterator starts at the
-window, since element ``i`` of the window ``MapDataset`` is a pure function of the seed and ``i``).
+Every row is seen once per epoch, except the rows of a window that do not fill a last batch (none when the batch
+divides ``window_blocks * block_rows``). The same seed gives the same batches with or without worker processes,
+and :class:`~kifunet.train.batches.BatchIterator`'s state resumes exactly. Why blocks and not rows, and the
+determinism argument: ``docs/training.md`` (Input pipeline).
 """
 
 from __future__ import annotations

@@ -15,9 +15,8 @@ the global batch's shapes; the loop's first call reuses that compilation, so the
   :mod:`kifunet.train.windows`).
 
 Not counted: the worker processes' own interpreters and datasets, and the evaluation's batches (``eval_batch_size``).
-benchmarks/bench_preemption.py measures the estimate against the peak resident memory (``VmHWM``) of real runs:
-0.98 of it for ``cpu_default``, 0.91 for ``agz_tiny_value``, 0.82 for ``qiqiao`` (benchmarks/results/preemption.json),
-so the check catches a run that cannot fit by far, not one at the edge.
+The estimate is below the measured peak (docs/training.md), so the check catches a run that cannot fit by far, not
+one at the edge.
 
 :func:`check` (CPU backend only): the estimate less ``resident`` must fit in :func:`available_bytes` (``/proc/meminfo``
 ``MemAvailable``, or the cgroup's limit less its usage when that is lower); otherwise :class:`DoesNotFit`, a one-line

@@ -6,12 +6,9 @@ and board size, its evaluation record keeps the single-dataset keys). ``mix_weig
 is ``""`` (each dataset in proportion to its training rows) or one positive number per dataset, normalised: the
 expected share of the *rows* each dataset contributes (:func:`row_weights`).
 
-How: each dataset's blocks are split between hosts, shuffled and repeated with their own seed
-(:func:`dataset_seed`), tagged with their dataset's position (:class:`TagBlock`: a ``dataset`` column and key,
-so :class:`kifunet.train.windows.WindowBuilder` keeps apart the code tables of equal shard numbers), then
-``grain.MapDataset.mix`` interleaves them with block weights = row weight / mean rows per block. grain's mix is a
-fixed interleaving (element ``i`` = a pure function of ``i`` and the weights), so a window (``window_blocks``
-consecutive mixed blocks) holds rows of every dataset and resume stays exact.
+:func:`mixed_blocks`: each dataset's blocks split between hosts, shuffled and repeated with their own seed
+(:func:`dataset_seed`), tagged (:class:`TagBlock`), interleaved by ``grain.MapDataset.mix`` with block weights =
+row weight / mean rows per block (a fixed interleaving, so resume stays exact).
 
 All datasets must agree on feature set (name and version), board size, plane counts and stored-plane layout
 (:func:`check_compatible`: one line naming both paths and what differs).

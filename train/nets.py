@@ -5,11 +5,9 @@ feature set name, board size and ``info``); :func:`describe_net` (what :func:`lo
 ``config.json`` and the step's JSON metadata only: no JAX or orbax); and the run-directory lookups they share
 (:func:`is_run_dir`, :func:`find_workdir`, :func:`read_config`, :func:`resolve_checkpoint`, :func:`step_dir`).
 
-A run directory (the ``--workdir`` of ``kifunet train``) holds ``config.json`` and the orbax checkpoints
-(``checkpoints/STEP``). The checkpoint is read through :mod:`kifunet.train.checkpointing` and the model rebuilt
-from the run's config with :mod:`kifunet.train.model_config`, as training builds it; the training loop is not
-imported. Below :mod:`kifunet.eval` and :mod:`kifunet.play`, which both load nets through this module. Importing it
-loads neither JAX nor orbax (``kifunet gtp`` answers before they load).
+A run directory (``kifunet train --workdir``) holds ``config.json`` and ``checkpoints/STEP``. The model is rebuilt
+with :mod:`kifunet.train.model_config`, as training builds it; the training loop is not imported. Importing this
+module loads neither JAX nor orbax.
 """
 
 from __future__ import annotations
@@ -174,10 +172,8 @@ def load_net(path: str, *, step: int | None = None, dataset: str | None = None, 
     completed with the defaults), computing in ``dtype`` if given (``'float32'`` for play), with the feature set
     and board size of :func:`_data_shape`; parameters and BatchNorm statistics come from the checkpoint
     (:func:`kifunet.train.checkpointing.load_weights`). A checkpoint of another shape is a ``ValueError``.
-
-    The model is built abstractly (``nnx.eval_shape``: shapes and dtypes, no random initialisation, no XLA
-    compilation) and the checkpoint's arrays are merged into it, so loading costs reading the checkpoint and no
-    more; the model's arrays are the checkpoint's (host NumPy arrays).
+    The model is built abstractly (``nnx.eval_shape``: no initialisation, no compilation); its arrays are the
+    checkpoint's host NumPy arrays.
     """
     from flax import nnx
 

@@ -25,10 +25,9 @@ batch_size``):
   ``every = 4M``, ``offset = 8``, ``power = 2``);
 * ``cosine``: cosine decay from ``lr`` to ``lr * end_fraction`` at ``total_positions``.
 
-On CPUs and GPUs the chain runs on the parameters concatenated into one vector (:func:`optax.flatten`): one
-fused update instead of a few kernels per parameter array; on TPUs on each array (``make_optimizer(flat=...)``,
-chosen by :func:`kifunet.train.train.setup`). A checkpoint of either layout resumes in the other
-(:mod:`kifunet.train.checkpointing`).
+On CPUs and GPUs the chain runs on the parameters concatenated into one vector (:func:`optax.flatten`), on TPUs
+on each array (``make_optimizer(flat=...)``, chosen by :func:`kifunet.train.train.setup`; docs/accelerators.md);
+a checkpoint of either layout resumes in the other (:mod:`kifunet.train.checkpointing`).
 
 ``warmup_positions`` > 0 ramps linearly from 0 over the first positions in every schedule. Boundaries are
 computed on the step count (exact while steps < 2**24).

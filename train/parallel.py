@@ -1,39 +1,15 @@
 """Data parallelism with pmap semantics: a per-device step over the named axis ``'data'``, mapped once.
 
-How this is the design's pmap data parallelism
-----------------------------------------------
-``jax.pmap(step, axis_name='data')`` runs one copy of ``step`` per device on that device's slice of the
-batch, with the parameters replicated, and ``step`` averages gradients with ``lax.pmean(g, 'data')``.
-Current JAX implements ``jax.pmap`` itself as ``jax.jit`` of ``jax.shard_map`` (0.8.0 release notes; the
-old pmap cannot be selected any more). This module writes that form directly:
+* :func:`make_mesh`: a 1-D mesh ``('data',)`` over all devices of all hosts;
+* :func:`data_parallel`: the one place a per-device step (:mod:`kifunet.train.steps`: it sees its local batch
+  shard and the replicated state, and calls ``lax.pmean`` / ``psum`` over ``'data'`` itself) is mapped:
+  ``jax.jit(jax.shard_map(fn, mesh, in_specs=(P(), P('data')), out_specs=P()))`` with ``check_vma`` on, so an
+  output declared replicated that is not is a trace-time error;
+* :func:`shard_batch`, :func:`replicate`: each process's local rows and the state onto the mesh;
+* :func:`initialize_distributed`: ``jax.distributed.initialize()`` when a multi-host launcher set one up.
 
-* a 1-D mesh ``jax.make_mesh((n,), ('data',))`` over all devices of all hosts (:func:`make_mesh`);
-* the per-device steps (:mod:`kifunet.train.steps`: :func:`~kifunet.train.steps.train_step`,
-  :func:`~kifunet.train.steps.eval_step`) see the *local* shard of the batch (``batch_size / n`` rows) and the
-  full replicated state, exactly like a pmapped function, and call ``jax.lax.pmean`` / ``jax.lax.psum`` over
-  ``'data'`` explicitly (gradients, BatchNorm statistics, metrics); each device differentiates with respect to
-  its own copy of the parameters (``jax.lax.pcast(params, 'data', to='varying')``, see that module);
-* :func:`data_parallel` is the single place that maps them over the devices:
-  ``jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=(P(), P('data')), out_specs=P()))`` -- state replicated
-  (``P()``), batch split on its leading axis (``P('data')``), outputs replicated. ``check_vma`` (on)
-  verifies that every output declared replicated really is device-invariant (a forgotten ``pmean`` is a
-  trace-time error, not a silent divergence of the replicas).
-
-Multi-host is the same program: each process feeds its local rows
-(``jax.make_array_from_process_local_data``, :func:`shard_batch`), the mesh spans every process's devices,
-and the collectives run across hosts. :func:`initialize_distributed` calls ``jax.distributed.initialize()``
-when a multi-host launcher set the environment (see its docstring).
-
-JAX versions (the pins admit 0.8.2 to 0.11; CI runs the CPU path on what PyPI offers here): one code path, no
-version branches, using only APIs current in both 0.10 and 0.11 and none of their deprecated ones --
-``jax.shard_map`` (not ``jax.experimental.shard_map``) with ``check_vma`` (not ``check_rep``),
-``jax.lax.pcast(..., to='varying')`` (``pvary`` is deprecated), ``jax.make_mesh`` (its axes are ``Explicit`` by
-default; nothing here depends on the axis type), the mesh passed explicitly (no ``with mesh:``, deprecated in
-0.11 for ``jax.set_mesh``), ``jax.tree`` / ``jax.tree_util`` functions on dicts and tuples only (0.11
-deprecates dict views, generators and iterators as pytree leaves). A run with every ``DeprecationWarning``
-shown prints none (JAX 0.10.2, flax 0.12.8, orbax 0.12.8).
-
-The loss, the per-device steps and their metrics are :mod:`kifunet.train.steps`.
+Why this is pmap, and the JAX APIs chosen to stay free of deprecations: ``docs/training.md`` (Data parallelism
+and multi-host).
 """
 
 from __future__ import annotations

@@ -21,11 +21,8 @@ they exchange their flags (:class:`StopClock`: four numbers gathered from every 
 every 2 s of steps); each saves its share of the collective checkpoint and exits with the same status, and process
 0 prints the line (``on another process`` when the signal was not its own).
 
-Time from the signal to the exit: the steps already dispatched (at most ``max_steps_ahead`` beyond the one in
-progress) must finish before the state can be saved, then the save, the input workers' stop and the interpreter's
-exit. Measured by benchmarks/bench_preemption.py on the project's 2 shared cores at a load average of 6-7
-(benchmarks/results/preemption.json): ``cpu_default`` 9.3 s (its step took 2.18 s under that load), ``agz_tiny_value``
-3.2 s (step 0.32 s), ``qiqiao`` 2.2 s (step 0.22 s).
+Time from the signal to the exit (measured in ``docs/training.md``): the steps already dispatched (at most
+``max_steps_ahead`` beyond the one in progress), the save, the input workers' stop and the interpreter's exit.
 """
 
 from __future__ import annotations
@@ -43,9 +40,8 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def exit_status(signum: int) -> int:
-    """128 + the signal number (SIGTERM 143, SIGINT 130): non-zero, so Slurm (``--requeue``) and Kubernetes
-    (``restartPolicy: OnFailure``, ``podFailurePolicy`` on exit code 143) rerun the job, which resumes; 0 would
-    mark it finished, and 143 / 130 is what a shell reports for a process that the signal ended."""
+    """128 + the signal number (SIGTERM 143, SIGINT 130): non-zero, so a scheduler reruns the job, which
+    resumes (``docs/training.md``)."""
     return 128 + int(signum)
 
 

@@ -17,7 +17,7 @@ class Prefetcher:
 
     Each item carries the iterator's state *after* it was produced, so :attr:`state` (the state after the
     last item handed out) resumes exactly after that item (``None`` for an iterator without ``get_state``, such
-    as :func:`eval_batches`). ``wait_s`` accumulates the time the consumer spent blocked waiting for data.
+    as :func:`~kifunet.train.eval_batches.eval_batches`). ``wait_s`` accumulates the time the consumer spent blocked waiting for data.
     With ``fn`` putting batches on the devices (``parallel.shard_batch``), the host-to-device copies happen in
     this thread, ``depth`` batches ahead of the step that reads them.
     """

@@ -5,14 +5,9 @@ once with :class:`RunInUse` (reported as bad input: ``kifunet train: error: RUN 
 (pid 1234); wait for it or pick another --workdir``, exit 2). The kernel releases an flock when its process dies,
 ``kill -9`` included, so a lock is never stale; the file stays (deleting it would race with a process opening it).
 
-Several processes (``jax.distributed``): each takes its own file, ``train.lock`` for process 0 and
-``train.lock.<i>`` for process i. On one host, or on hosts sharing the workdir on a file system whose flock reaches
-across hosts (NFSv4, Lustre mounted with ``flock``, local disks), each process of a second job finds its
-counterpart's lock taken and stops by itself, rather than leaving the others to wait for it in a collective; and a
-one-process run collides with process 0 of any run. A file system without flock (``ENOLCK``, ``EOPNOTSUPP``) cannot
-lock: the run goes on without the lock, and says so. Neither can an object store: a bucket workdir (``gs://...``) is
-locked on this machine only, by a lock file in the system's temporary folder named after the URL
-(:func:`lock_path`), so a second trainer on this host is refused, one on another host is not.
+Several processes (``jax.distributed``): each takes its own file (:func:`lock_path`), so each process of a
+second job stops by itself. A file system without flock (``ENOLCK``, ``EOPNOTSUPP``): the run goes on without the
+lock and says so. A bucket workdir (``gs://...``) is locked on this machine only (docs/training.md).
 """
 
 from __future__ import annotations

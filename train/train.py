@@ -2,78 +2,23 @@
 
 Order of business, as in big_vision's trainer:
 
-1. **Processes and mesh**: :func:`kifunet.train.parallel.initialize_distributed` (multi-host launchers), a
-   1-D ``('data',)`` mesh over all devices; the global ``batch_size`` must divide by the device count and
-   by the process count (each host feeds ``batch_size / hosts`` rows).
-2. **The run directory and signals**: an exclusive lock on ``WORKDIR`` (:mod:`kifunet.train.run_lock`: a second
-   trainer there is refused at once), then SIGTERM / SIGINT handlers for the rest of the call
-   (:mod:`kifunet.train.preemption`).
-3. **Data**: every dataset and split the run reads, opened and checked once (:class:`kifunet.train.data.TrainData`)
-   and passed along.
-4. **Model, optimizer, memory**: :func:`kifunet.train.model_config.build_model` (the config's ``model`` section
-   and ``seed``) with the dataset's planes and board size; :mod:`kifunet.train.optim`. State = ``{params, extra
-   (BatchNorm statistics, RNG state), opt_state, step}``, replicated on every device. The train step is compiled
-   for the global batch's shapes (the first step reuses it) and the memory of the run estimated from it; on a CPU
-   backend a run that cannot fit is refused before its first step (:mod:`kifunet.train.memory`).
-5. **Resume** (big_vision's priority order): a checkpoint in ``WORKDIR/checkpoints`` (state, optimizer,
-   step, positions, RNG and the input pipeline's position), else ``config.init_from`` (weights only), else
-   from scratch.
-6. **Input**: :func:`kifunet.train.input_pipeline.train_iterator` on this host's share of the data,
-   prefetched and put on the devices in a background thread. ``config.dataset`` may name several datasets
-   (``A,B``): mixed in every batch by ``config.input.mix_weights`` (:mod:`kifunet.train.mixture`), each evaluated
-   on its own ``eval_split``; the evaluation record keeps the first one's metrics under the usual keys and adds
-   ``by_dataset`` (``{path: metrics}``).
-7. **Loop**: the per-device step mapped by :func:`kifunet.train.parallel.data_parallel`, wrapped by
-   :func:`kifunet.train.steps.windowed` so each step also adds its metrics to a *window* that stays on the devices.
-   Nothing goes from device to host per step: batches arrive already on the devices (the prefetch thread), the state
-   is donated, and the host reads the window once per interval (:mod:`kifunet.train.dispatch`), so it can run ahead
-   of the device -- by at most ``max_steps_ahead`` steps (it then waits for the device, without a copy). A non-finite
-   loss stops the run with ``NonFiniteLoss`` naming the first bad step (the window records it; it is checked before
-   every checkpoint, so none holds it). Every ``log_every_steps``: a JSON line and TensorBoard scalars (loss, nats,
-   top-1, top-4, positions/s, fraction of wall time waiting for data, gradient / parameter / update norms, learning
-   rate; a two-headed net adds the value metrics below) and a progress line with ETA on stdout. Every
-   ``eval_every_positions``: sums and counts over the evaluation split (prefetched to the devices, summed there,
-   fetched once). Every ``checkpoint_every_positions``, every ``checkpoint_every_minutes`` of wall time and at the
-   end: a checkpoint (with the input pipeline's position, so any of them resumes bit-identically). ``time_limit_s``
-   ends the run (checkpoint and final evaluation) after that much training time, counted across restarts. SIGTERM or
-   SIGINT ends it after the step in progress: a checkpoint, the metrics flushed, the input workers stopped, no final
-   evaluation, then :class:`kifunet.train.preemption.Preempted` (``kifunet train`` prints one line and exits 143 or
-   130; a second signal kills the process at once). The clock and the signal flag are read on the host after every
-   step (:class:`kifunet.train.preemption.StopClock`), so the run stops within a few step times whatever the logging
-   interval; several processes agree on the step in one small collective every ``sync_s`` seconds (a signal to any of
-   them stops all of them there, each saving its share of the checkpoint).
+1. **Processes and mesh**: :func:`kifunet.train.parallel.initialize_distributed`, a 1-D ``('data',)`` mesh over
+   all devices; the global ``batch_size`` must divide by the device and the process count.
+2. **Run directory and signals**: the lock on ``WORKDIR`` (:mod:`kifunet.train.run_lock`), SIGTERM / SIGINT
+   handlers for the rest of the call (:mod:`kifunet.train.preemption`).
+3. **Data**: every dataset and split opened and checked once (:class:`kifunet.train.data.TrainData`).
+4. **Model, optimizer, memory**: :func:`kifunet.train.model_config.build_model`, :mod:`kifunet.train.optim`; the
+   train step compiled for the global batch and the run refused when it cannot fit (:mod:`kifunet.train.memory`).
+5. **Resume**: a checkpoint in ``WORKDIR/checkpoints``, else ``config.init_from`` (weights only), else scratch.
+6. **Input**: :func:`kifunet.train.input_pipeline.train_iterator`, prefetched onto the devices.
+7. **Loop**: the step of :func:`kifunet.train.steps.windowed` mapped by :func:`kifunet.train.parallel.data_parallel`,
+   metrics read once per log interval (:mod:`kifunet.train.dispatch`), evaluations, checkpoints, and the stops
+   (end, ``time_limit_s``, a signal: :class:`kifunet.train.preemption.StopClock`).
 
-Exit statuses of ``kifunet train`` (``--help`` lists them; :data:`kifunet.commands.train.EXIT_STATUSES`): 0 done
-(``train_positions`` or ``time_limit_s``), 2 bad input (config, dataset, a workdir in use, a batch that cannot fit),
-3 non-finite loss, 143 / 130 stopped by SIGTERM / SIGINT with a checkpoint (rerun the same command to resume; not 0,
-so a scheduler reruns the job: :func:`kifunet.train.preemption.exit_status`), killed by a second signal (-15 / -2 to a
-parent, 143 / 130 in a shell; no new checkpoint).
-
-Value metrics (nets with a value head, ``model.has_value``; the loss is in :mod:`kifunet.train.steps`), in
-the training records (over the log window's rows) and the evaluation records (over the evaluated rows):
-
-======================  ==================================================================================
-field                   meaning
-======================  ==================================================================================
-``loss``                the *policy* loss, as for a policy-only net (the value term is logged apart)
-``value_mse``           mean of ``(value - outcome)^2`` over the rows with a known game result (draws: 0)
-``winner_acc``          fraction of known, non-drawn rows where the value's sign names the winner
-                        (:func:`kifunet.models.base.value_outcome_stats`); draws are left out
-``value_known``         the rows with a known result; ``winner_decided``: those of them not drawn
-``value_baseline_mse``  evaluation only: the MSE of the constant predictor, the evaluated rows' mean outcome
-                        (:func:`kifunet.models.base.constant_predictor_mse`): the head learnt something only
-                        below it
-======================  ==================================================================================
-
-``value_mse`` and ``winner_acc`` are left out of a record with no known (decided) row: a dataset built before
-game results were read trains the policy only.
-
-Files in ``WORKDIR``: ``config.json`` (resolved config; written when the run's first checkpoint is on disk, so a
-run that failed before it leaves none; with ``dataset_history`` beside it once a resume changed datasets: a resume
-on other datasets is refused unless ``allow_dataset_change``, :mod:`kifunet.train.run_dataset`),
-``checkpoints/``, ``metrics_train.jsonl``, ``metrics_eval.jsonl``, ``tensorboard/``, ``train.lock`` (the run lock;
-process i > 0: ``train.lock.<i>``). Only process 0 writes the others (orbax coordinates the checkpoint). A resumed
-run says so on its first line (``kifunet train: resuming from step N ...``).
+Files in ``WORKDIR``: ``config.json`` (written with the first checkpoint), ``checkpoints/``,
+``metrics_train.jsonl``, ``metrics_eval.jsonl``, ``tensorboard/``, ``train.lock``. Exit statuses of ``kifunet
+train``: :data:`kifunet.commands.train.EXIT_STATUSES`. The metrics, value metrics and stop protocol are described
+in ``docs/training.md``.
 """
 
 from __future__ import annotations
@@ -129,18 +74,15 @@ def setup(config, *, board_size: int, in_planes: int, mesh, flat_optimizer: bool
 
 
 def on_tpu(mesh) -> bool:
-    """Whether ``mesh`` is a TPU's. There the compiler fuses per-array work itself, so the logged norms stay one
-    reduction per array and the optimizer one update per array: concatenating them would only add memory traffic
-    (docs/accelerators.md); elsewhere both run on concatenations (fewer kernels)."""
+    """Whether ``mesh`` is a TPU's (then norms and optimizer updates stay per array: docs/accelerators.md)."""
     return mesh.devices.flat[0].platform == "tpu"
 
 
 def train_function(config, model_def, tx, schedule, mesh):
     """The training loop's compiled step ``(state, batch, window) -> (state, window')``: the per-device
-    :func:`~kifunet.train.steps.train_step` inside :func:`~kifunet.train.steps.windowed`, mapped over ``mesh``
-    with the state donated (what :mod:`kifunet.train.aot` compiles for other targets). The logged norms are fused
-    (:func:`~kifunet.train.steps.global_norm`) except on TPUs, where the compiler already fuses the per-array
-    reductions and the concatenation would only add memory traffic (docs/accelerators.md)."""
+    :func:`~kifunet.train.steps.train_step` inside :func:`~kifunet.train.steps.windowed`, mapped over ``mesh`` with the
+    state donated (what :mod:`kifunet.train.aot` compiles for other targets). Logged norms fused except on TPUs.
+    """
     fused_norms = not on_tpu(mesh)
     return parallel.data_parallel(
         windowed(train_step(model_def, tx, schedule, loss=config.loss, value_weight=config.value_weight,
@@ -195,17 +137,14 @@ def _write_config(config, workdir: str, extra: dict | None = None) -> None:
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
-    """Train (resuming from ``workdir`` if it holds a checkpoint), evaluate, checkpoint. Returns the final
-    evaluation metrics (empty without an evaluation split) plus ``step`` and ``positions``.
+    """Train (resuming from ``workdir`` if it holds a checkpoint), evaluate, checkpoint. Returns the
+    final evaluation metrics (empty without an evaluation split) plus ``step`` and ``positions``.
 
-    ``workdir/config.json`` is written once this run's first checkpoint is on disk: a run that fails before
-    it leaves no ``config.json``, so it is not taken for a run (:func:`kifunet.train.nets.is_run_dir`), and a
-    resume that fails (another config) leaves the run's own ``config.json`` as it was.
-
-    Raises :class:`kifunet.train.run_lock.RunInUse` when another trainer holds ``workdir``,
-    :class:`kifunet.train.memory.DoesNotFit` when the batch and model cannot fit in memory (CPU), and
-    :class:`kifunet.train.preemption.Preempted` after SIGTERM or SIGINT stopped the run (its checkpoint on disk;
-    signal handlers are installed for the duration of this call only, in the main thread)."""
+    ``workdir/config.json`` is written once this run's first checkpoint is on disk (a failed start leaves none, a
+    failed resume leaves it as it was). Raises :class:`kifunet.train.run_lock.RunInUse` (``workdir`` in use),
+    :class:`kifunet.train.memory.DoesNotFit` (CPU) and :class:`kifunet.train.preemption.Preempted` (SIGTERM or SIGINT;
+    its checkpoint on disk). Signal handlers are installed in the main thread for this call only.
+    """
     parallel.initialize_distributed()
     mesh = parallel.make_mesh(config.num_devices)
     _check_config(config, mesh)
@@ -535,7 +474,7 @@ def _train_record(run: Run, st: LoopState, m: dict, dt: float) -> dict:
            "top1": float(m["top1_sum"]) / n, "top4": float(m["top4_sum"]) / n,
            **{k: float(m[k]) for k in LAST_METRICS + MAX_METRICS}}
     train_value = evaluation.finite(value_metrics(m))
-    train_value.pop("value_baseline_mse", None)  # the baseline is the evaluation split's (module docstring)
+    train_value.pop("value_baseline_mse", None)  # the baseline is the evaluation split's (docs/training.md: value heads)
     rec.update(train_value)
     if timed > 0 and dt > 0:  # (a window holding only the compiling first step has no rate)
         rec["positions_per_s"] = timed * B / dt

@@ -13,13 +13,9 @@ cuts batches from it.
 With ``shuffle`` the rows are permuted and cut to whole batches; the row permutation, symmetries and dropout
 come from ``rng`` only (the same generator gives the same window).
 
-How a window is encoded: shards of the default ``codes`` layout store one code per point and a table of
-the distinct point patterns. The worker applies the symmetry to the ``[R, N, N]`` codes (one byte a point
-instead of one per stored plane: 27 for ``maddison``), then builds one table ``[V, C]`` of full plane
-vectors, one per (point code, row variant) pair, where a row variant is the row's constant planes (rank,
-colour, ones) and its history-dropout level. The window travels to the main process as ``idx``
-(``uint16`` when V < 65,536) and the table; a batch is one ``np.take(table, idx)``. Other layouts (and
-shards with more than 65,536 codes) use a slower path that decodes the planes in the worker.
+Encoding (``codes`` layout): ``idx`` indexes ``table``, one full plane vector per (point code, row variant), a row
+variant being the row's constant planes and history-dropout level; a batch is one ``np.take(table, idx)``. Other
+layouts, and shards with more than 65,536 codes, give ``planes``. Why: docs/training.md (Input pipeline).
 
 History dropout (``history`` argument, for feature sets with history planes):
 
@@ -28,9 +24,7 @@ History dropout (``history`` argument, for feature sets with history planes):
   (``Feature.history``, :mod:`kifunet.data_prep.planes.features`): GoNN ``previous_moves_5``: the 5 previous-move
   planes; AGZ ``history_8``: the stones at t-1..t-7 of both colours, the stones at t kept.
 * ``'cascade'`` with conditional keep probabilities ``keep_probs``: history depth d is kept only if depth
-  d-1 was, with probability ``keep_probs[d-1]``. GoNN's write.exe (docs/gonn.md section 3) used
-  ``GONN_KEEP_PROBS`` = (0.90, 0.95, 0.95, 0.98, 0.98): 10% of positions show no history, 22% miss at
-  least the 5th move back (cumulative keep 0.90, 0.855, 0.812, 0.796, 0.780).
+  d-1 was, with probability ``keep_probs[d-1]`` (GoNN's: :data:`GONN_KEEP_PROBS`, docs/gonn.md section 3).
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Lifecycle of the input pipeline's grain worker processes: they end with the trainer, whatever ends it.
 
 Contract: :func:`exit_with_parent` (:mod:`kifunet.parent_watch`) is the ``worker_init_fn`` of ``mp_prefetch``
-(:func:`kifunet.train.input_pipeline.train_iterator`): a worker started by ``mp_prefetch`` (``multiprocessing``
-spawn) holds a window buffer and the dataset, about 340 MB, and would otherwise outlive a trainer killed without
-closing its iterator (``kill -9``, the OOM killer, a segfault), re-parented to PID 1, keeping ``multiprocessing``'s
-resource tracker alive too. :func:`mark_absl_flags_parsed` runs in the trainer before the first worker starts.
+(:func:`kifunet.train.input_pipeline.train_iterator`), so no worker outlives a trainer killed without closing its
+iterator. :func:`mark_absl_flags_parsed` runs in the trainer before the first worker starts.
 """
 
 from __future__ import annotations

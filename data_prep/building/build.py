@@ -23,33 +23,22 @@ the stages. Pipeline (every stage deterministic; see the README section "Buildin
 The encode and write stages share one :class:`kifunet.data_prep.building.worker_pool.WorkerPool` (``workers`` >= 1;
 0 runs everything in this process); :mod:`kifunet.data_prep.building.progress` draws the progress bars.
 
-**Resume.** Rerunning the same command on the same ``DIR`` after a crash or ``kill -9`` reuses every finished
-unit and shard (their files exist only once complete; a unit is checked against its ``sha256.json`` first and
-encoded again when damaged, :func:`kifunet.data_prep.building.encode_stage.unit_damage`) and redoes the rest; the result is byte-identical to an
-uninterrupted build. ``DIR/.work/fingerprint.json`` records the options (the declared ``--source`` included, so
-one dataset never mixes declarations), the inputs' sizes and mtimes and the spill version
-(:data:`kifunet.data_prep.building.encode_stage.SPILL_VERSION`); a rerun with different options or changed inputs,
-or by a kifunet whose work units differ, is refused (``--overwrite`` starts over). ``DIR/.work/input_sha256.json``
-holds each input file's sha256 as the build began: an input whose mtime alone changed (copied again, touched,
-restored from a backup) is hashed again, and the build resumes if every such file is the same.
+**Resume.** Rerunning the same command on ``DIR`` reuses every finished unit and shard (a unit checked against
+its ``sha256.json`` first: :func:`kifunet.data_prep.building.encode_stage.unit_damage`); the result is
+byte-identical to an uninterrupted build. ``DIR/.work/fingerprint.json`` records the options, the inputs' sizes and
+mtimes and :data:`kifunet.data_prep.building.encode_stage.SPILL_VERSION`; a rerun that differs is refused
+(``--overwrite`` starts over), except for inputs whose mtime alone changed and whose sha256 still matches
+``DIR/.work/input_sha256.json``.
 
-**Lock.** A build holds ``DIR/.lock`` (an exclusive ``flock``; the file holds its pid) from before it looks at
-``DIR`` until it is done, so a second build of ``DIR`` -- ``--overwrite`` included -- is refused before it touches
-anything (:mod:`kifunet.data_prep.building.build_lock`). The lock file is outside ``DIR/.work``, which ``--overwrite`` clears; the holder
-removes it as it finishes, while still holding it. A ``DIR`` that cannot be written (read-only) takes no lock: a
-finished build of the same settings there is found as usual, anything else is the file system's error.
+**Lock.** ``DIR/.lock`` (``flock``, holding the pid; :mod:`kifunet.data_prep.building.build_lock`) is held from
+before ``DIR`` is read until the build is done; a read-only ``DIR`` takes none.
 
-**Space.** Before the encode stage the build prints its estimated spill and shards and the free space
-(``spill: about X MB needed in DIR/.work and Y MB for the shards (Z MB free in DIR; ...)``) and refuses to start
-when the free space is less than the estimate (less what an interrupted run already wrote); the spill of the
-default storage is 9.7 times the final shards (measured; the figures are in
-:mod:`kifunet.data_prep.building.build_space`). A full disk during the build is reported in one line (``PATH: No space
-left on device; ...``) and leaves the build resumable: rerun it when there is space.
+**Space.** The estimated spill and shards are printed before the encode stage and the build refuses to start
+when the free space is smaller (:mod:`kifunet.data_prep.building.build_space`); a full disk later is one line
+(``PATH: No space left on device; ...``) and the build stays resumable.
 
-**Crashes.** If a worker process dies (a crash in compiled code), the units it had in flight are rerun one
-at a time in *isolation* mode (:func:`kifunet.data_prep.building.worker_pool.run_isolated`), which notes the record in
-progress before each one: a record that kills the worker again is rejected (``worker_crash``) and its unit
-finishes without it.
+**Crashes.** A record that kills a worker process twice (the second time in isolation mode,
+:func:`kifunet.data_prep.building.worker_pool.run_isolated`) is rejected as ``worker_crash``.
 """
 
 from __future__ import annotations

@@ -1,86 +1,41 @@
 """TensorFlow Datasets builder ``go_moves``: the positions of ``kifunet build``, as a TFDS dataset (array_record).
 
-The same SGF inputs, filters, splits, duplicates, rejects and feature planes as ``kifunet build``: the builder
-runs the build's own code (:func:`kifunet.data_prep.building.encode_stage.encode_record` per game record, and on one
-machine the build's encode and plan stages themselves), only the container differs. It needs
-``tensorflow-datasets`` and ``array-record`` (``pip install 'kifunet[tfds]'``), **not TensorFlow**: the files are
-written in the ``array_record`` format (the builder's default) and read back with ``tfds.data_source``, which
-decodes to NumPy.
-
-Configs (``protocol_features``): protocol ``kgs`` = preset ``gonn-kgs``, ``gogod`` = preset ``gonn-gogod``;
-feature sets ``maddison``, ``alphago``, ``agz``, ``gonn`` (``kgs_maddison``, ``gogod_agz``, ...); other options
-make a custom config (:func:`config_from_options`), so a named config's directory always holds that config's
-positions. How to build one (Python, ``kifunet tfds``, Apache Beam runners): the manual's page on building
-datasets, section TFDS.
+The same SGF inputs, filters, splits, duplicates, rejects and feature planes as ``kifunet build`` (the builder runs
+the build's own stages); only the container differs. Needs ``tensorflow-datasets`` and ``array-record``
+(``pip install 'kifunet[tfds]'``), not TensorFlow. Configs: protocol ``kgs`` / ``gogod`` (presets ``gonn-kgs`` /
+``gonn-gogod``) x feature set (``kgs_maddison``, ``gogod_agz``, ...); other options make a custom config
+(:func:`config_from_options`). Usage, Beam, empty splits and interrupted builds: ``docs/tfds.md``.
 
 Example (one position; ``N`` = 19, ``Cs`` = the feature set's stored planes, ``W = ceil(Cs / 8)``):
 
 =================  ===============  ====================================================================
 feature            type             meaning
 =================  ===============  ====================================================================
-``planes``         uint8 [N, N, W]  the stored planes of each point, bit-packed along the channels:
-                                    ``np.packbits(stored, axis=-1)`` (big bit order), the same bytes as
-                                    the build's spill files and ``codes`` table rows, stored as one bytes
-                                    value (Tensor encoding ``BYTES``);
+``planes``         uint8 [N, N, W]  the stored planes bit-packed along the channels
+                                    (``np.packbits(stored, axis=-1)``, big bit order; one bytes value);
                                     ``np.unpackbits(planes, axis=-1, count=Cs)`` gives [N, N, Cs]
 ``target``         int16            flat move index row * N + col (pass = N * N)
 ``to_move``        int8             1 black, 2 white
 ``move_number``    int16            1-based
 ``player_rank``    int8             rank of the player to move (ranks scale, -128 unknown)
 ``opponent_rank``  int8             rank of the opponent
-``outcome``        int8             the game's result for the player to move: +1 won, -1 lost, 0 draw,
-                                    -128 unknown or void (:mod:`kifunet.data_prep.results`; since 1.2.0:
-                                    a dataset of an earlier version lacks it and reads as -128)
-``game``           text             the game's ``game_id`` (:meth:`~kifunet.data_prep.game.GameRecord.game_id`,
-                                    the ``game_id`` column of the build's games tables)
-``days``           int32            the game's profile (:mod:`kifunet.data_prep.profiles`, since 1.3.0),
-``source``         int8             as the games tables' columns of the same names store it: days since
-``time_control``   int8             1970 (-2**31 unknown), the codes of ``SOURCES`` and
-``handicap``       int8             ``TIME_CONTROLS`` (-1 unknown), ``HA`` stones, komi (NaN unknown);
-``komi``           float32          a dataset of an earlier version lacks them and reads as unknown
-                                    (handicap 0)
+``outcome``        int8             result for the player to move: +1 won, -1 lost, 0 draw, -128 unknown
+                                    or void (:mod:`kifunet.data_prep.results`; absent in older datasets)
+``game``           text             the game's ``game_id`` (the games tables' column)
+``days``           int32            the game's profile (:mod:`kifunet.data_prep.profiles`) as the games
+``source``         int8             tables store it: days since 1970 (-2**31 unknown), the codes of
+``time_control``   int8             ``SOURCES`` and ``TIME_CONTROLS`` (-1 unknown), ``HA`` stones, komi
+``handicap``       int8             (NaN unknown); absent in older datasets (read as unknown, handicap 0)
+``komi``           float32
 =================  ===============  ====================================================================
 
-The constant planes (rank, colour to move, ones) are not stored:
-:class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader` (or :func:`kifunet.data_prep.datasets.tfds_reader.decode`)
-makes the full ``uint8 [B, N, N, C]`` planes from ``planes`` and the columns with ``FeatureSet.assemble``, exactly as
-:class:`kifunet.data_prep.datasets.reader.Reader` does for the HDF5 build. Example keys are ``<game_id>-<move number>``
-(unique: two games that share their moves have different ids, and copies of one game are dropped as duplicates): deterministic, so TFDS writes the records in the
-same (hash-of-key) order every time, which also shuffles positions across games.
-
-Reproducible: two builds of the same inputs with the same options write byte-identical files (every file of the
-dataset directory: array_record, ``dataset_info.json``, ``features.json``, ``metadata.json``,
-``rejects.jsonl``; none holds a date or the data directory). Each record is written in its canonical
-serialization (:func:`canonical_record`: the ``tf.Example`` feature map sorted by key), since protobuf's plain
-serialization orders the map by a hash seeded per process.
-
-Accounting: every input is accounted for as in ``kifunet build``. ``builder.info.metadata["kifunet"]``
-(``metadata.json`` in the dataset directory) holds ``counts`` (the manifest's: records ``seen`` = ``used`` +
-``filtered`` + ``rejected`` by reason, positions kept and dropped by move filter, games and positions by result
-kind, example paths), ``splits`` (games, positions, and both by result kind), ``inputs`` (records, ignored files, damaged archives), the filters, split rule and
-feature set, and ``files`` (per split, each array_record file's name, records and sha256, which the reader checks:
-:mod:`kifunet.data_prep.datasets.verify`); ``rejects.jsonl`` beside it has one line per game not used (path, status,
-reason, detail) and per damaged input, like the build's.
-
-A Beam build (``download_and_prepare`` with ``beam_options``) writes the same examples and accounting: one
-element per file of ``manual_dir``, duplicates resolved by a group-by on ``game_id`` (the first copy in input
-order wins); ``benchmarks/bench_tfds_beam.py`` checks it against the single-machine path.
-
-TFDS cannot write an empty split: on one machine a split of the rule that receives no position is left out (the
-metadata lists it with 0 games; :class:`~kifunet.data_prep.datasets.tfds_reader.TfdsReader` opens it with 0 rows); in a
-Beam build the number of positions is only known at the end, so an empty split stops the build with TFDS's
-error (``The total number of generated examples is 0 for split ...``). A build where no split receives a
-position is written (metadata and rejects, no split), and ``kifunet tfds`` then exits 2 with the accounting, as
-``kifunet build`` does, unless ``--allow-empty``.
-
-On one machine (no Beam) the encode stage runs in ``workers`` processes (the ``workers`` builder argument,
-default 0 = this process) and spills packed planes to a temporary directory (``tempfile``,
-``kifunet-tfds-PID-*``, about ``N * N * W`` bytes a position: 1.4 KB for ``maddison``) that is removed afterwards.
-
-Interrupted builds: :func:`build_dataset` holds a lock in ``DATA_DIR/go_moves/CONFIG`` (:data:`LOCK`; a second
-build of that config there is refused, naming the holder's pid) and first removes what a killed build left
-(:func:`clear_interrupted`: TFDS's ``incomplete.*`` folders there, spill directories of builds no longer running),
-in one line on stderr.
+The constant planes are not stored: :class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader` makes the full
+``uint8 [B, N, N, C]`` planes as the HDF5 reader does. Example keys are ``<game_id>-<move number>`` (unique,
+deterministic). Two builds of the same inputs and options write byte-identical files (:func:`canonical_record`).
+``builder.info.metadata["kifunet"]`` (``metadata.json``) holds the build's accounting (``counts``, ``splits``,
+``inputs``), the options and ``files`` (each array_record file's rows and sha256,
+:mod:`kifunet.data_prep.datasets.verify`); ``rejects.jsonl`` beside it lists every game not used and every
+damaged input.
 """
 
 from __future__ import annotations
@@ -195,11 +150,12 @@ def _content(fs: features_mod.FeatureSet, filt: filters_mod.Filters, rule: split
 
 def config_from_options(base: str, opts, name: str | None = None) -> str | GoMovesConfig:
     """The builder config of ``kifunet tfds --config BASE [options]`` (``opts``: the resolved
-    :class:`kifunet.commands.dataset_options.DatasetOptions`, with BASE's preset, feature set and options
-    under the flags). A named config's name when the options give that config's positions (BASE's, or e.g.
-    ``kgs_agz`` for ``--config kgs_maddison --features agz``); otherwise a custom config named ``name``
-    (default ``BASE_`` + 8 hex digits of the resolved options' hash, so different options never share a dataset
-    directory). A named config's name is never given other options."""
+    :class:`kifunet.commands.dataset_options.DatasetOptions`).
+
+    A named config when the options give that config's positions (BASE's, or e.g. ``kgs_agz`` for ``--config
+    kgs_maddison --features agz``); otherwise a custom config named ``name`` (default ``BASE_`` + 8 hex digits of
+    the options' hash). A named config's name is never given other options.
+    """
     named_config(base)  # a known base
     options = {k: v for k, v in opts.options.items() if k != "preset"}
     cfg = GoMovesConfig(name=name or base, features=opts.features, preset=opts.preset, options=options,
@@ -245,19 +201,16 @@ def example_key(game_id: str, move_number: int) -> str:
 
 
 def canonical_record(serialized: bytes) -> bytes:
-    """A serialized ``tf.Example`` in its canonical form: the same bytes in every process.
-
-    TFDS serializes each example with ``SerializeToString()``, which writes the entries of the proto's feature
-    map (``map<string, Feature>``) in the order of protobuf's hash table; the upb runtime seeds that hash per
-    process, so the same example comes out with its features in a different order from one run to the next.
-    ``deterministic=True`` writes the map entries sorted by key."""
+    """A serialized ``tf.Example`` in its canonical form (feature map sorted by key): the same bytes in
+    every process, where ``SerializeToString()`` orders the map by a per-process hash seed.
+    """
     return tf_example_pb2.Example.FromString(serialized).SerializeToString(deterministic=True)
 
 
 class _CanonicalExampleWriter(tfds_writer.ExampleWriter):
-    """TFDS's example writer (the hook ``GeneratorBasedBuilder._example_writer``; both the one-machine and the
-    Beam writers write through it), each record in its :func:`canonical_record` form. The length of a record
-    does not change, so TFDS's split sizes and shard lengths are those of the plain serialization."""
+    """TFDS's example writer (``GeneratorBasedBuilder._example_writer``, used by the one-machine
+    and Beam paths) writing each record as :func:`canonical_record`; record lengths, so split sizes, are unchanged.
+    """
 
     def write(self, path, examples):
         return super().write(path, ((k, canonical_record(v)) for k, v in examples))
@@ -693,11 +646,10 @@ def _pid_alive(pid: int) -> bool:
 
 
 def clear_interrupted(b: GoMoves) -> list[str]:
-    """Remove what an interrupted build (``kill -9``, a lost machine) of ``b``'s config left, saying so in one
-    line on stderr; returns the paths removed. With the build lock held (:func:`build_dataset`), every
-    ``incomplete.*`` folder of the config directory is such a leftover (TFDS renames it when the dataset is
-    complete); so is a spill directory ``kifunet-tfds-PID-*`` in the system's temporary directory whose PID no
-    longer runs (one of a running build is kept)."""
+    """Remove what an interrupted build of ``b``'s config left (its ``incomplete.*`` folders; spill
+    directories ``kifunet-tfds-PID-*`` whose PID no longer runs), saying so in one line on stderr; returns the paths
+    removed. Call with the build lock held (:func:`build_dataset`).
+    """
     folder = _local(b.data_path.parent)
     stale = []
     if folder is not None and os.path.isdir(folder):

@@ -11,8 +11,7 @@ the checkpoint's checksums verified, the ONNX file opened): a training run's net
 ``version``, ``boardsize`` and the rest are answered; the first command that needs the net waits for it. JAX is
 never imported by the main thread. A net that fails to load answers ``? cannot load the net: ...`` on the
 commands that need it; ``quit`` (or the end of input) while it is still loading exits at once
-(``os._exit``: nothing is left running). ``benchmarks/bench_gtp_start.py`` measures spawn -> ``name`` and
-spawn -> first ``genmove`` for every shipped net.
+(``os._exit``: nothing is left running).
 
 ``--profile rank=7d,year=2010,source=kgs`` (checked before anything loads; bad text exits 2 with one line): the
 game profile a net with a profile input plays with, changed mid-game by the GTP command ``kifunet-profile``

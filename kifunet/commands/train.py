@@ -1,8 +1,8 @@
 """``kifunet train --config FILE --workdir DIR [--config.key=value ...]``: train a policy net.
 
 Runs :func:`kifunet.train.train.train_and_evaluate`. The same command runs on one device, on all devices
-of one machine, and on every host of a multi-host job (each host runs it; see ``kifunet.train.parallel``
-for the launchers recognised). Rerunning it on the same ``--workdir`` resumes from the newest checkpoint
+of one machine, and on every host of a multi-host job (each host runs it; launchers:
+:func:`kifunet.train.parallel.initialize_distributed`). Rerunning it on the same ``--workdir`` resumes from the newest checkpoint
 and says so on its first line (``kifunet train: resuming from step N ...``); ``config.json`` is written
 once the run's first checkpoint is on disk, so a run that fails before it leaves no run behind.
 

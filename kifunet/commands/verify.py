@@ -7,15 +7,11 @@ per step (intact, unsealed: no checksums, or damaged with the first problem) and
 else ends with ``kifunet verify: error: N of M checkpoint steps damaged[, K unsealed (...)] in RUN; loadable: ...``
 (exit 2). For a dataset:
 
-The manifest is checked whole first (:func:`kifunet.data_prep.datasets.manifest.check_manifest`: every shard listed
-once and in its split's folder, no shard file of a split's folder unlisted, totals = sums, its content against its
-``manifest_sha256``); a manifest that is not, or a path that is no dataset, is reported as one error line alone
-(exit 2). Then it prints the manifest's line (``manifest.json: checked whole (...); manifest_sha256 intact (...)``,
-or a note that a manifest written before kifunet recorded its checksum has none), one line per split (files ok and
-damaged, rows, MB, seconds), then each problem on its own line (the file, what was expected, what was found), and
-exits 0 when the dataset is intact; otherwise ends with ``kifunet verify: error: N of M files damaged in DATASET``
-on stderr and exits 2. Imports neither JAX nor TensorFlow for an HDF5
-dataset.
+The manifest is checked whole first (:func:`kifunet.data_prep.datasets.manifest.check_manifest`); a manifest that
+fails, or a path that is no dataset, is one error line (exit 2). Then: the manifest's line, one line per split
+(files ok and damaged, rows, MB, seconds), each problem on its own line, and exit 0 when the dataset is intact,
+else ``kifunet verify: error: N of M files damaged in DATASET`` on stderr and exit 2. Imports neither JAX nor
+TensorFlow for an HDF5 dataset.
 """
 
 from __future__ import annotations
