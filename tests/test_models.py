@@ -294,11 +294,14 @@ def test_resnet18_is_maos_baseline_at_maos_parameter_count():
     assert models.count_params(abstract("resnet18", value_head=True)) == 581_761
     m = abstract("resnet18")
     assert isinstance(m, AGZResNet) and len(m.blocks) == 8 and m.in_planes == models.default_in_planes("mao") == 17
-    convs = 1 + 2 * len(m.blocks)  # He et al.'s first conv and 16 block convs; the policy head stands for the fc
-    assert convs == 17 and m.stem.kernel.shape == (3, 3, 17, 39)
+    assert m.stem.kernel.shape == (3, 3, 17, 39)  # He et al.'s first conv; 8 blocks: their 16; the head: their fc
     assert m.policy_dense.kernel.shape == (2 * 361, 362)
+    head = sum(models.count_params(part) for part in (m.policy_conv, m.policy_bn, m.policy_dense))
+    assert (head, net - head) == (261_810, 226_980)  # the policy head is 54% of the net
     assert (m.facts.has_pass, m.facts.resizable, m.facts.has_value) == (True, False, False)
     assert len(abstract("resnet18_tiny").blocks) == 8  # the tiny variant keeps the depth
+    # equal parameters, 0.47 of MAO's forward work (docs/architectures.md)
+    assert (models.count_macs(m), models.count_macs(abstract("mao"))) == (81_511_273, 173_915_360)
 
 
 # ------------------------------------------------------------------------------------------ MACs / FLOPs
