@@ -45,6 +45,9 @@ _SPECS: dict[str, ModelSpec] = {
     "agz_resnet20": ModelSpec(AGZResNet, dict(blocks=19), "stem + 19 blocks x 256 (value head off; "
                               "value_head=True adds it)"),
     "agz_tiny": ModelSpec(AGZResNet, dict(filters=8, blocks=1, value_hidden=8)),
+    "resnet18": ModelSpec(AGZResNet, dict(blocks=8, filters=39), "MAO's ResNet-18 baseline: stem + 8 AlphaGo Zero "
+                          "blocks x 39, MAO's parameter count"),
+    "resnet18_tiny": ModelSpec(AGZResNet, dict(filters=4, blocks=8, value_hidden=8)),
     "gonn_resnet5": ModelSpec(GoNNResNet, dict(blocks=5, dilation_rates=(2, 3)), "README 5 blocks x 192"),
     "gonn_resnet12": ModelSpec(GoNNResNet, dict(blocks=12), "README 12 blocks x 192"),
     "gonn_resnet12_global": ModelSpec(GoNNResNet, dict(blocks=12, global_blocks=(5, 9)),

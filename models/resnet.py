@@ -1,4 +1,5 @@
-"""Post-activation residual policy nets: Cazenave (2017) and AlphaGo Zero (2017).
+"""Post-activation residual policy nets: Cazenave (2017), AlphaGo Zero (2017) and, in its framework, the ResNet-18
+that MAO (2020) was measured against.
 
 ==================  ======  ====================================================================  ==========
 family              planes  structure                                                             params
@@ -11,6 +12,8 @@ AGZResNet 20        17      3x3 conv 17->256 (bias) + BN + ReLU; 19 residual blo
                             with conv biases; policy head 1x1 conv 256->2 (bias) + BN + ReLU +    (with the
                             dense to N*N+1 (pass included); value head 1x1 conv 256->1 + BN +     value head)
                             ReLU + dense N*N->256 + ReLU + dense 256->1 + tanh
+AGZResNet 18        17      ``resnet18``, ResNet-18 in the AlphaGo Zero framework (MAO's          488,790
+                            baseline): the same stem, 8 residual blocks and policy head, 39 wide  (policy only)
 ==================  ======  ====================================================================  ==========
 
 Cazenave: BatchNorm without scale and offset unless ``bn_affine=True``; pass gets

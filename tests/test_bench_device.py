@@ -53,11 +53,11 @@ def test_datasheet_peaks():
 
 def test_tiny_models():
     """The quick run's stand-in for the model of each config it can time (``measure.CONFIGS``, models read from
-    train/configs) is the registered tiny net of that model's family, which stands for itself."""
+    train/configs; and ``resnet18``'s) is the registered tiny net of that model's family, which stands for itself."""
     from kifunet.models import registry
     from kifunet.train import configs
 
-    for c in measure.CONFIGS:
+    for c in [*measure.CONFIGS, "resnet18"]:  # and MAO's baseline, which the quick run does not time
         model = configs.load_file(str(REPO / "train" / "configs" / f"{c}.py")).model.name
         tiny = common.tiny_model(model)
         assert tiny.endswith("_tiny") and registry.spec(tiny).family is registry.spec(model).family, (c, model, tiny)

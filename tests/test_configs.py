@@ -68,6 +68,14 @@ def test_row_models_have_the_published_size(name):
     assert models.count_params(model) == count
 
 
+def test_resnet18_is_trained_exactly_as_mao():
+    """MAO's claim is against a ResNet-18 trained the same way: the two configs differ in the model only."""
+    mao = configs.load_file(str(CONFIG_DIR / "mao.py")).to_dict()
+    resnet = configs.load_file(str(CONFIG_DIR / "resnet18.py")).to_dict()
+    assert (mao["model"].pop("name"), resnet["model"].pop("name")) == ("mao", "resnet18")
+    assert resnet == mao
+
+
 def test_schedules_match_the_papers():
     g = configs.load_file(str(CONFIG_DIR / "gonn5.py"))
     s = optim.make_schedule(g.schedule, g.batch_size, g.train_positions)

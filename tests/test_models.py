@@ -24,7 +24,7 @@ from kifunet.models.gonn import GoNNGlobalBlock
 
 #: every family's small variant, read from the registry (a new ``*_tiny`` net is tested without an edit here)
 TINY = [n for n in models.names() if n.endswith("_tiny")]
-WITH_PASS = {"agz_tiny", "mao_tiny", "garb_tiny", "qiqiao_tiny"}
+WITH_PASS = {"agz_tiny", "resnet18_tiny", "mao_tiny", "garb_tiny", "qiqiao_tiny"}
 # the two-headed nets: (name, overrides); qiqiao always has its value head, the others (every tiny net whose family
 # takes ``value_head``) by the option (GoNN cut to one plain block: its value head and activation are the same, and
 # its compile is 3x shorter)
@@ -279,6 +279,29 @@ def test_batchnorm_running_stats_not_counted():
 def test_mao_size_matches_the_papers_2mb():
     n = models.count_params(abstract("mao"))
     assert n == 483_322 and 1.5e6 < 4 * n < 2.5e6
+
+
+def test_resnet18_is_maos_baseline_at_maos_parameter_count():
+    """MAO's ResNet-18 in the AlphaGo Zero framework (docs/architectures.md): a stem, 8 blocks of two 3x3 convs
+    and AlphaGo Zero's policy head, on MAO's 17 planes; of the widths, 39 gives the count nearest MAO's."""
+    from kifunet.models.resnet import AGZResNet
+
+    mao, net = models.count_params(abstract("mao")), models.count_params(abstract("resnet18"))
+    assert (mao, net) == (483_322, 488_790) and round(100 * (net - mao) / mao, 2) == 1.13
+    near = {w: models.count_params(abstract("resnet18", filters=w)) for w in (38, 40)}
+    assert near == {38: 477_496, 40: 500_372}
+    assert abs(net - mao) < min(abs(n - mao) for n in near.values())  # wider or narrower only moves away
+    assert models.count_params(abstract("resnet18", value_head=True)) == 581_761
+    m = abstract("resnet18")
+    assert isinstance(m, AGZResNet) and len(m.blocks) == 8 and m.in_planes == models.default_in_planes("mao") == 17
+    assert m.stem.kernel.shape == (3, 3, 17, 39)  # He et al.'s first conv; 8 blocks: their 16; the head: their fc
+    assert m.policy_dense.kernel.shape == (2 * 361, 362)
+    head = sum(models.count_params(part) for part in (m.policy_conv, m.policy_bn, m.policy_dense))
+    assert (head, net - head) == (261_810, 226_980)  # the policy head is 54% of the net
+    assert (m.facts.has_pass, m.facts.resizable, m.facts.has_value) == (True, False, False)
+    assert len(abstract("resnet18_tiny").blocks) == 8  # the tiny variant keeps the depth
+    # equal parameters, 0.47 of MAO's forward work (docs/architectures.md)
+    assert (models.count_macs(m), models.count_macs(abstract("mao"))) == (81_511_273, 173_915_360)
 
 
 # ------------------------------------------------------------------------------------------ MACs / FLOPs

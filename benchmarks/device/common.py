@@ -54,7 +54,7 @@ DATASHEET = [
 # the family's *_tiny model in the registry, for quick (CPU) runs
 TINY = {"qiqiao": "qiqiao_tiny", "maddison": "maddison_tiny", "alphago": "alphago_tiny", "cazenave": "cazenave_tiny",
         "gonn": "gonn_tiny", "agz": "agz_tiny", "mao": "mao_tiny", "garb": "garb_tiny", "clark": "clark_storkey_tiny",
-        "darkforest": "darkforest_tiny"}
+        "darkforest": "darkforest_tiny", "resnet": "resnet18_tiny"}
 
 
 def tiny_model(name: str) -> str:
