@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 LIBRARY = ("data_prep", "models", "train", "eval", "play", "kifunet")
