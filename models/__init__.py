@@ -27,8 +27,8 @@ logits      float32 ``[B, N*N + 1]``    move logits; index ``N*N`` is pass. Nets
                                         (Clark & Storkey, Maddison, AlphaGo SL, Darkforest, Cazenave,
                                         GoNN) give pass the constant -1e9; AGZ, GARB, MAO and Qiqiao
                                         learn it
-value       float32 ``[B]`` or ``None``  None unless ``model.has_value``: in [-1, 1], the expected result
-                                        for the side to move (+1 win); :mod:`kifunet.models.base`
+value       float32 ``[B]`` or          None unless ``model.has_value``: in [-1, 1], the expected result
+            ``None``                    for the side to move (+1 win); :mod:`kifunet.models.base`
 ==========  ==========================  ===============================================================
 
 Modes: ``model.train()`` (BatchNorm uses and updates batch statistics, MAO masks input channels) and
