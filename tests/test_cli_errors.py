@@ -87,7 +87,7 @@ CASES = [
     # appended (the rows above are numbered by test_the_program_itself_reports_bad_input)
     ("train", ["--config", "nosuch_config", "--workdir", "{tmp}/w"], "no such config file, nor a config name"),
     ("eval", ["--data", "/no/such/dataset"], "/no/such/dataset"),  # the default net, then the missing dataset
-    ("train", ["--config", TINY, "--workdir", "gs://bucket/run"], "a gs:// workdir is not supported"),
+    ("train", ["--config", TINY, "--workdir", "s3://bucket/run"], "a s3:// workdir is not supported (gs:// is)"),
     ("compile", ["--config", "tiny", "--target", "v9z-8"], "unknown target 'v9z-8'"),
     ("compile", ["--config", "tiny", "--target", "cpu", "--batch", "0"], "--batch must be at least 1"),
     ("build", ["{game}", "--out", "{tmp}/b", "--bogus"], "unrecognized arguments: --bogus"),
