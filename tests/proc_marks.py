@@ -43,13 +43,18 @@ def marked(mark: str) -> dict[int, str]:
     return out
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_marked(argv: list[str], *, log, cwd=None, env: dict | None = None) -> tuple[subprocess.Popen, str]:
     """``argv`` started with a fresh marker in its environment (stdout and stderr to the file ``log``), in a
-    session of its own (a signal sent to it reaches that process only); returns (process, marker)."""
+    session of its own (a signal sent to it reaches that process only), with SIGINT's default action whatever the
+    suite inherited (a shell starts a background job with SIGINT ignored); returns (process, marker)."""
     mark = uuid.uuid4().hex
     full = {**os.environ, "JAX_PLATFORMS": "cpu", **(env or {}), VAR: mark}
     p = subprocess.Popen(argv, cwd=cwd, env=full, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=_default_sigint)
     return p, mark
 
 
