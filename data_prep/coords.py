@@ -1,19 +1,9 @@
 """Board coordinates: every coordinate system kifunet uses.
 
 Board size ``N``: 2 <= N <= :data:`MAX_SIZE` (19) for records, datasets and the rules engine; the conversions go
-up to :data:`GTP_MAX_SIZE` (25). Rows count from the **top**, columns from the **left**.
-
-======================  =====================  ==================  ===========  ==========
-system                  top-left corner        bottom-right        example      pass
-======================  =====================  ==================  ===========  ==========
-(row, col)              (0, 0)                 (N-1, N-1)          (3, 15)      ``None``
-flat index              0                      N*N - 1             row*N + col  ``N*N``
-SGF ``xy`` (x=col)      ``aa``                 ``ss`` (N=19)       ``pd``       ``""``/``tt``
-GTP (no letter ``I``)   ``A19`` (N=19)         ``T1`` (N=19)       ``Q16``      ``pass``
-sgfmill (row, col)      (N-1, 0)               (0, N-1)            (15, 15)     ``None``
-======================  =====================  ==================  ===========  ==========
-
-Plane arrays are ``(N, N, C)``: ``planes[row, col]`` and ``planes.reshape(N*N, C)[flat]`` are the same point.
+up to :data:`GTP_MAX_SIZE` (25). Rows count from the top, columns from the left; flat index ``row*N + col``, pass
+``N*N`` (``None`` as a (row, col)). SGF, GTP (no letter ``I``) and sgfmill (rows from the bottom) are converted at
+the boundary: the table is in docs/positions.md ("Coordinates").
 """
 
 from __future__ import annotations

@@ -1,30 +1,11 @@
 """A game record as the rules engine consumes it: board size, a flat list of events, and metadata.
 
-Colours: ``EMPTY = 0``, ``BLACK = 1``, ``WHITE = 2``; the other colour of ``c`` is ``3 - c``.
-
-Events replay the record's main line in order. Setup properties (``AB``/``AW``/``AE``, any node) become one
-``SETUP`` event per point (colour ``EMPTY`` for ``AE``), before the node's move. ``B``/``W`` become one ``MOVE``
-event at a flat index (:mod:`kifunet.data_prep.coords`; pass = ``N*N``). Move numbers are 1-based over ``MOVE``
-events only.
-
-**Identity of a game** (:meth:`GameRecord.game_id`, what ``--dedupe`` compares). Two records are the same game
-when they agree on:
-
-===============  =====================================================================================
-field            how it is compared
-===============  =====================================================================================
-board size,      :meth:`GameRecord.moves_hash`: setup events then moves, in order (handicap is setup)
-setup, moves
-black, white     ``PB``, ``PW``: NFKC, case-folded, runs of white space as one space
-date             ``DT``: NFKC, case-folded, white space removed
-result           ``RE``: as the date, ``Resign``/``Time``/``Forfeit`` -> ``R``/``T``/``F``, a number as a
-                 number (``B+3.50`` = ``b+3.5``); a missing ``RE`` differs from any ``RE``
-time settings    ``TM`` (as a number) and ``OT`` (as the date)
-===============  =====================================================================================
-
-Everything else is ignored (file name, bytes, encoding, comments, markup, variations, property order, ranks,
-komi, ``HA``, rules, place, event, application). :meth:`GameRecord.moves_hash` (the moves only) is what the hash
-splits use (:mod:`kifunet.data_prep.building.splits`), so games sharing their moves fall on one side of a split.
+Colours: ``EMPTY = 0``, ``BLACK = 1``, ``WHITE = 2``; the other colour of ``c`` is ``3 - c``. Events replay the
+record's main line in order: setup properties (``AB``/``AW``/``AE``, any node) become one ``SETUP`` event per point
+(colour ``EMPTY`` for ``AE``) before the node's move; ``B``/``W`` become one ``MOVE`` event at a flat index (pass =
+``N*N``). Move numbers are 1-based over ``MOVE`` events only. :meth:`GameRecord.game_id` is a game's identity (what
+``--dedupe`` compares), :meth:`GameRecord.moves_hash` its moves only; which fields each compares, and how they are
+normalised: docs/positions.md ("Identity of a game").
 """
 
 from __future__ import annotations

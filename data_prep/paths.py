@@ -1,18 +1,9 @@
 """Where the installed package finds files: the sample corpus it ships, and the user's run directories.
 
-=================  ==========================================================================================
-what               where
-=================  ==========================================================================================
-sample corpus      package data ``kifunet.samples`` (``samples/`` of the source tree: ``README.md``,
-                   ``gnugo/*.sgf``), found with :mod:`importlib.resources`, so a wheel install has it too
-runs               ``runs/`` of the current working directory, else of the nearest parent directory that
-                   has one (a notebook's kernel starts in ``notebooks/`` and finds the checkout's ``runs/``);
-                   ``./runs`` when none does. Never the source tree's location.
-default net        package data ``kifunet.pretrained`` (``pretrained/`` of the source tree), run
-                   ``DEFAULT_NET``: its ``config.json``, final checkpoint, metrics and ``eval/*.json`` ship in
-                   the wheel; ``kifunet gtp`` and ``kifunet show`` play/draw it when no net is named, and the
-                   notebooks read it when ``KIFUNET_RUN`` names none (:func:`default_net`)
-=================  ==========================================================================================
+The sample corpus and the default net (:data:`DEFAULT_NET`, :func:`default_net`) are package data
+(``kifunet.samples``, ``kifunet.pretrained``) found with :mod:`importlib.resources`, so a wheel install has them
+too. Runs live in ``runs/`` of the current working directory, else of the nearest parent directory that has one (a
+notebook started in ``notebooks/`` finds the checkout's), else ``./runs``; never the source tree's location.
 """
 
 from __future__ import annotations

@@ -1,52 +1,8 @@
 """Game profiles: who played a move, when, where and how, and their encoding as one float vector.
 
-A :class:`Profile` holds what a record says about the position's game, each field optional (``None`` = unknown):
-
-=================  ===============================================  =============================================
-field              values                                           read from
-=================  ===============================================  =============================================
-``rank``           the mover's rank, on the scale of                ``BR``/``WR`` of the colour to move
-                   :mod:`kifunet.data_prep.ranks` (30k = -30 ..
-                   1d = 0 .. 9d = 8, 1p = 9 .. 9p = 17)
-``opponent_rank``  the other player's, same scale                   the other colour's ``BR``/``WR``
-``date``           days since 1970-01-01 (int)                      ``DT`` (its first date), else the middle of
-                                                                    the year it names
-``source``         one of :data:`SOURCES`                           the build's ``--source``, else
-                                                                    :func:`source_of` (``PC``, ``AP``, path)
-``time_control``   one of :data:`TIME_CONTROLS`                     :func:`time_control_of` (``TM``, ``OT``;
-                                                                    Fox's ``TC``/``TT``)
-``handicap``       stones, 0..9 (0 when ``HA`` is absent, 9 for     ``HA``
-                   more)
-``komi``           points (float)                                   ``KM`` (as :mod:`kifunet.data_prep.sgf` reads
-                                                                    it; unknown when absent or absurd)
-=================  ===============================================  =============================================
-
-The vector (:func:`encode`, float32, :data:`SIZE` = 46 numbers; every unknown field is all zeros but its flag):
-
-======  =====  ===============================================================================================
-offset  count  meaning
-======  =====  ===============================================================================================
-0       7      mover's rank: strength ``s / 10`` where ``s`` = kyu-dan axis (30k = -29 .. 1k = 0, 1d = 1 ..
-               9d = 9, 1p = 9.25 .. 9p = 11.25: pros a little above 9d, 0.25 per pro dan); one-hot band
-               (kyu 10k and weaker, 9k-1k, 1d-4d, 5d-9d, pro: 5); unknown flag (1)
-7       7      the opponent's rank, likewise
-14      14     date: ``sin`` and ``cos`` of ``2 pi t / P`` for periods P = 2, 4, 8, 16, 32, 64 years (12), the
-               linear ``(year - 2000) / 20`` with fractional years (1), unknown flag (1); ``t`` in years since
-               1970 (365.25 days)
-28      8      source: one-hot of :data:`SOURCES` (7), unknown flag (1)
-36      6      time control: one-hot of :data:`TIME_CONTROLS` (5), unknown flag (1)
-42      2      handicap: ``stones / 9`` (1), ``1`` when a handicap game (1)
-44      2      komi: ``(komi - 6.5) / 10`` (1), unknown flag (1)
-======  =====  ===============================================================================================
-
-So an all-unknown profile (:data:`UNKNOWN_PROFILE`) encodes as its six unknown flags and zeros elsewhere
-(handicap 0 counts as known: a record without ``HA`` is an even game).
-
-Time control classes, by the seconds a player has for a 100-move game (``TM`` main time plus, per move
-beyond what main time covers, the overtime's seconds per move: byo-yomi ``N x S`` gives ``S`` a move, Canadian
-``M/S`` gives ``S / M``; absolute time only ``TM``): ``blitz`` under 10 minutes, ``fast`` under 30, ``normal``
-under 90, ``slow`` under a day, ``correspondence`` a day or more. Main time alone counts as covering the
-100 moves. No ``TM`` and no ``OT`` (or text neither reads) is unknown.
+A :class:`Profile` holds what a record says about the position's game, each field optional (``None`` = unknown);
+:func:`encode` turns it into :data:`SIZE` = 46 float32 numbers, every unknown field all zeros but its own flag. The
+fields, where they are read from and the vector's layout are tabled in docs/profiles.md ("The encoding").
 """
 
 from __future__ import annotations

@@ -1,38 +1,10 @@
 """Player ranks: every spelling kifunet reads, mapped onto one integer scale.
 
-The scale (``int``; higher is stronger; ``UNKNOWN`` sorts below every real rank):
-
-===============  =================  ============  ==================================================
-rank             value              text          spellings read (case-insensitive, after NFKC)
-===============  =================  ============  ==================================================
-30 kyu .. 1 kyu  -30 .. -1 (= -k)   30k .. 1k     ``3k``, ``3 kyu``, ``3-kyu``, ``3級``/``3级``/``3급``
-1 dan .. 9 dan   0 .. 8 (= d - 1)   1d .. 9d      ``6d``, ``6 dan``, ``6段``, ``六段``, ``初段`` (1d), ``6단``,
-                                                  ``6d ama``, ``ama 6d``, ``アマ6段``, ``业余6段``
-1 pro .. 9 pro   9 .. 17 (= 8 + p)  1p .. 9p      ``9p``, ``9 pro``, ``9d pro``, ``pro 9d``, ``9 dan pro``,
-                                                  ``职业九段``/``職業九段``, ``プロ9段``, ``프로9단``, ``P9段``,
-                                                  ``P9``, ``P9D``; titles (below)
-unknown          UNKNOWN = -128     ``?``         ``None``, ``""``, ``?``, ``-``, anything else
-===============  =================  ============  ==================================================
-
-"text" is what :func:`rank_to_text` writes. ``MIN = -30``, ``MAX = 17``. ``31k`` .. ``99k`` clamp to ``-30``;
-``0d``, ``10d``, ``0k``, ``10p`` are ``UNKNOWN``.
-
-**Servers.** The spellings KGS, Fox, Tygem, OGS and IGS write are all read (docs/positions.md has them by server).
-
-**Source.** With ``source='kgs'`` (the default) a bare dan (``9d``, ``9段``) is amateur; with ``source='gogod'`` it
-is professional (``9d`` -> 17). An explicit marker wins over the source: ``p``/``pro``/``职业``/``プロ``/``프로`` or
-a leading ``P`` (``P9段``) mean professional, ``ama``/``amateur``/``业余``/``アマ``/``아마`` amateur. Kyu ranks are
-amateur under both.
-
-**Titles.** A title with no explicit rank (``Meijin``, ``Honinbo``, ``Kisei``, ``Judan``, ``Tengen``, ``Oza``,
-``Gosei``, ``Mingren``, ``Kuksu``, ``名人``, ``本因坊``, ``棋聖``/``棋圣``, ``十段``, ``天元``, ``王座``, ``碁聖``,
-``国手``/``國手``, ``명인``, ``국수``; also prefixed, ``Honorary``/``名誉``) is 9p (17); ``Jun-Meijin``/``準名人`` is
-8p (16). A title next to an explicit rank uses the rank, as professional (``Kisei 7d`` -> 7p).
-
-**Uncertain ranks.** :func:`parse_rank` keeps KGS's ``9d?`` as 8; :func:`parse_rank_info` also sets
-``uncertain``. IGS's ``*`` leaves the rank certain. Any other text is ``UNKNOWN``, never a strong rank.
-
-Round trip: ``parse_rank(rank_to_text(v)) == v`` for every ``v`` in ``MIN..MAX`` and ``UNKNOWN``.
+The scale (``int``, higher is stronger): 30k..1k = -30..-1, 1d..9d = 0..8, 1p..9p = 9..17 (``MIN = -30``,
+``MAX = 17``); :data:`UNKNOWN` = -128 sorts below every real rank, and any text not read as a rank is ``UNKNOWN``,
+never a strong rank. ``parse_rank(rank_to_text(v)) == v`` for every ``v`` in ``MIN..MAX`` and ``UNKNOWN``. The
+spellings by server, the ``source`` rule (a bare dan is professional for ``'gogod'``) and the titles:
+docs/positions.md ("Ranks").
 """
 
 from __future__ import annotations

@@ -1,34 +1,10 @@
 """Game results: the SGF ``RE`` text -> (kind, winner, margin), and each position's outcome for the player to move.
 
-:func:`parse_result` reads ``RE`` (stripped) into a :class:`Result`, case-insensitively and forgiving nothing
-else. Winners are :mod:`kifunet.data_prep.game` colours (``EMPTY`` = none); ``margin`` is the score for kind
-``score`` and NaN otherwise.
-
-=======================================  ========  ======  ==================================================
-``RE`` text (any case)                   kind      winner  rule
-=======================================  ========  ======  ==================================================
-``B+R``, ``B+Resign``                    resign    B       likewise ``W+...`` with winner W
-``B+12.5``, ``W+0.5``, ``W+7``,          score     B/W     a real number > 0: digits and one decimal point
-``B+.5``                                                   only; margin = that number
-``B+T``, ``B+Time``                      time      B/W
-``B+F``, ``B+Forfeit``                   forfeit   B/W
-``B+``, ``B+0``, ``W+0.0``               win       B/W     a winner is named, so it is no draw
-``0``, ``0.0``, ``Draw``, ``Jigo``,      draw      none
-``D``
-``Void``                                 void      none
-``?``, missing or empty ``RE``           unknown   none
-anything else (``0.5``, ``B+R.``,        unknown   none    a winner is never guessed; a score float32 cannot
-``B+ 3``, ``B+1e3``, ``W+inf``,                            hold is no score
-``Black resigns``, ``白胜``)
-=======================================  ========  ======  ==================================================
-
-:data:`KINDS` gives each kind its code (``result_kind`` int8 column of the games tables, which also carry the list
-as their ``result_kinds`` attribute): 0 ``unknown``, 1 ``resign``, 2 ``score``, 3 ``time``, 4 ``forfeit``,
-5 ``win``, 6 ``draw``, 7 ``void``.
-
-:func:`outcome` (the per-row ``outcome`` int8 column) is the result from the side of the player to move: +1 won
-(kinds resign, score, time, forfeit, win), -1 lost, 0 drawn, :data:`OUTCOME_UNKNOWN` (-128) unknown or void: no
-value target; readers give -128 to every row of a dataset built without the column.
+:func:`parse_result` reads ``RE`` (stripped, any case) into a :class:`Result`: a kind of :data:`KINDS` (whose index is
+the ``result_kind`` code), a :mod:`kifunet.data_prep.game` colour as winner (``EMPTY`` = none), and ``margin``, the
+score for kind ``score`` and NaN otherwise; text it does not read is ``unknown``, a winner never guessed.
+:func:`outcome` is +1 won, -1 lost, 0 drawn, :data:`OUTCOME_UNKNOWN` (-128) unknown or void. Every spelling:
+docs/building.md ("Game results and value targets").
 """
 
 from __future__ import annotations

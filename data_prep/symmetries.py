@@ -1,22 +1,7 @@
 """The 8 symmetries of the square board (the dihedral group D4), on planes and on move indices.
 
 A symmetry ``s`` (0..7) is a 3-bit code applied in order: bit 0 reverses the rows, bit 1 the columns, bit 2
-transposes. A stone at ``(r, c)`` moves to ``(N-1-r if s & 1 else r, N-1-c if s & 2 else c)``, swapped if ``s & 4``.
-
-==  ======  ==================  ======================================  =======
-s   bits    name                plane ``x`` (N, N) becomes              inverse
-    T C R
-==  ======  ==================  ======================================  =======
-0   0 0 0   ``identity``        ``x``                                   0
-1   0 0 1   ``flip_ud``         ``x[::-1, :]``                          1
-2   0 1 0   ``flip_lr``         ``x[:, ::-1]``                          2
-3   0 1 1   ``rot180``          ``np.rot90(x, 2)``                      3
-4   1 0 0   ``transpose``       ``x.T``                                 4
-5   1 0 1   ``rot270``          ``np.rot90(x, -1)`` (a clockwise turn)  6
-6   1 1 0   ``rot90``           ``np.rot90(x, 1)`` (anticlockwise)      5
-7   1 1 1   ``anti_transpose``  ``x[::-1, ::-1].T``                     7
-==  ======  ==================  ======================================  =======
-
+transposes; :data:`NAMES` names them (docs/positions.md, "Symmetries", has each as a NumPy operation).
 ``apply_planes(apply_planes(x, b), a) == apply_planes(x, COMPOSE[a, b])``; ``COMPOSE[INVERSE[s], s] == 0``.
 Planes are ``(..., N, N, C)``; moves are flat indices with pass ``N*N`` fixed, and
 ``apply_planes(onehot(p), s) == onehot(apply_index(p, s, N))``. :func:`apply_policy` satisfies

@@ -1,5 +1,8 @@
 """Feature planes hand-checked on small positions, and the feature-set contracts."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -47,9 +50,14 @@ BOARD = """
 
 
 def test_plane_counts_and_registry():
+    built = (Path(__file__).resolve().parents[1] / "docs" / "features.md").read_text().split(
+        "## The sets as built")[1]
+    tabled = {name: int(n) for name, n in re.findall(r"^\| `(\w+)` \| (\d+) \|", built, re.M)}
+    tabled.update({name: int(n) for name, n in re.findall(r"`(\w+)` \((\d+) planes", built)})
+    tabled.update({name: int(n) for name, n in re.findall(r"`(\w+)` \(Maddison's (\d+) constant", built)})
+    assert tabled == features.PLANE_COUNTS
     for name, count in features.PLANE_COUNTS.items():
         assert features.get(name).num_planes == count
-        assert name in features.__doc__
     assert features.get("agz+nogo_liberties").num_planes == 21
     assert features.get("maddison").num_stored == 27  # the 9 rank planes are constant
     assert features.get("alphago").num_stored == 46  # ones and zeros are constant

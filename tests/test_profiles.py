@@ -1,10 +1,11 @@
 """data_prep/profiles.py: the profile's fields, how they are read from a record's text, and the vector's layout
-(the module docstring's table, checked here entry by entry)."""
+(the table of docs/profiles.md, "The encoding", checked here entry by entry)."""
 
 from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +17,8 @@ from kifunet.data_prep import ranks
 
 
 def test_the_layout_table_is_the_code():
-    doc = P.__doc__
-    rows = re.findall(r"^(\d+)\s+(\d+)\s+(\S.*)$", doc.split("The vector")[1], re.M)
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "profiles.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\d+) \| (\d+) \| (\S.*)$", doc.split("## The encoding")[1].split("\n## ")[0], re.M)
     offsets = [int(o) for o, _, _ in rows]
     counts = [int(c) for _, c, _ in rows]
     assert offsets == sorted(P.OFFSETS.values()) and sum(counts) == P.SIZE == 46

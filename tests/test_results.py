@@ -1,4 +1,4 @@
-"""Game results (data_prep/results.py): every RE spelling of the module's table, the outcome of a position, the
+"""Game results (data_prep/results.py): every RE spelling of docs/building.md's table, the outcome of a position, the
 result filters; and the result kinds of a real KGS archive."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from kifunet.data_prep.results import OUTCOME_UNKNOWN, parse_result
 B, W, N = BLACK, WHITE, EMPTY
 NAN = math.nan
 
-# every form of the module docstring's table: RE text -> (kind, winner, margin)
+# every form of docs/building.md's table (Game results and value targets): RE text -> (kind, winner, margin)
 TABLE = [
     # resignation
     ("B+R", "resign", B, NAN), ("W+R", "resign", W, NAN), ("B+Resign", "resign", B, NAN),
@@ -146,7 +146,7 @@ def test_the_command_line_options_name_every_choice_and_kind():
 
 @pytest.mark.slow
 def test_kgs_2017_01_result_kinds():
-    """The result kinds of one real archive (the module docstring gives all nine KGS archives and Fox's)."""
+    """The result kinds of one real archive (docs/building.md gives all nine KGS archives and Fox's)."""
     from kifunet.data_prep.sgf import inputs
 
     require_path(KGS_2017_01, "the KGS 2017-01 archive")

@@ -7,7 +7,7 @@
 * `kifunet tfds` from the command line with `kifunet build`'s options (`--split train:rest --val-fraction 0.1`
   over the named config) gives the HDF5 build's positions, options and summary, and two runs (in two processes,
   workers 0 and 2) write byte-identical files; an empty result exits 2 with the accounting as `kifunet build`
-  does; `kifunet train` fails alike on both containers without train rows; the module docstring's `workers=2`
+  does; `kifunet train` fails alike on both containers without train rows; docs/tfds.md's `workers=2`
   example runs as a script without a main guard (issue 19);
 * the Apache Beam path (DirectRunner, two processes) on the small archive and real KGS games writes the same
   records, metadata and rejects as the one-machine build and the HDF5 build's positions and accounting. It needs

@@ -1,44 +1,9 @@
 """``kifunet build``: SGF inputs -> filtered, encoded, shuffled, sharded HDF5 with a manifest.
 
-This module is the command's orchestration: the options (:class:`BuildConfig`), the fingerprint and lock of the
-output directory, the disk space check (:mod:`kifunet.data_prep.building.build_space`), and :func:`build`, which runs
-the stages. Pipeline (every stage deterministic; see the README section "Building a dataset"):
-
-1. **Encode** (parallel, :mod:`kifunet.data_prep.building.encode_stage`). The game records of the inputs are cut into
-   fixed *work units* of ``unit_games`` records; a worker process filters, splits and replays each record
-   (an illegal move rejects the whole game) and appends the kept positions (each point's planes packed into
-   bytes) to the unit's spill files in ``DIR/.work/units/unit-NNNNN/`` (written to a temporary name, then
-   renamed). A unit's output depends only on its records and the options, never on the worker or timing.
-2. **Plan** (main process, :mod:`kifunet.data_prep.building.plan_stage`). Units are read in order: duplicates (the same
-   game, ``GameRecord.game_id``; the first copy that passed every filter wins) are dropped, each split gets its games table, and the
-   split's positions are put in a random order drawn from ``seed`` (a full permutation of all the split's
-   positions: shuffled across games and across shards) and cut into shards of at most ``shard_rows`` rows
-   (sizes differ by at most one).
-3. **Write** (parallel, :mod:`kifunet.data_prep.building.write_stage`). Each shard gathers its rows from the spill files
-   (memory-mapped one unit at a time, so a worker holds one shard's rows whatever the dataset size) and is
-   written to ``shard-NNNNN.h5.tmp``, then renamed.
-4. **Finish** (here): ``games.h5`` per split, ``rejects.jsonl`` (one line per game not used, and per damaged
-   input), ``manifest.json`` (atomic, :mod:`kifunet.data_prep.datasets.manifest`), then ``.work`` is removed.
-
-The encode and write stages share one :class:`kifunet.data_prep.building.worker_pool.WorkerPool` (``workers`` >= 1;
-0 runs everything in this process); :mod:`kifunet.data_prep.building.progress` draws the progress bars.
-
-**Resume.** Rerunning the same command on ``DIR`` reuses every finished unit and shard (a unit checked against
-its ``sha256.json`` first: :func:`kifunet.data_prep.building.encode_stage.unit_damage`); the result is
-byte-identical to an uninterrupted build. ``DIR/.work/fingerprint.json`` records the options, the inputs' sizes and
-mtimes and :data:`kifunet.data_prep.building.encode_stage.SPILL_VERSION`; a rerun that differs is refused
-(``--overwrite`` starts over), except for inputs whose mtime alone changed and whose sha256 still matches
-``DIR/.work/input_sha256.json``.
-
-**Lock.** ``DIR/.lock`` (``flock``, holding the pid; :mod:`kifunet.data_prep.building.build_lock`) is held from
-before ``DIR`` is read until the build is done; a read-only ``DIR`` takes none.
-
-**Space.** The estimated spill and shards are printed before the encode stage and the build refuses to start
-when the free space is smaller (:mod:`kifunet.data_prep.building.build_space`); a full disk later is one line
-(``PATH: No space left on device; ...``) and the build stays resumable.
-
-**Crashes.** A record that kills a worker process twice (the second time in isolation mode,
-:func:`kifunet.data_prep.building.worker_pool.run_isolated`) is rejected as ``worker_crash``.
+The command's orchestration: the options (:class:`BuildConfig`), the output directory's fingerprint and lock, the
+disk space check, and :func:`build`, which runs the encode, plan, write and finish stages. A rerun of the same
+command resumes and gives byte-identical files; a rerun with other options is refused unless ``overwrite``. The
+stages, resume, lock and space rules: docs/building.md ("Output, resuming, verification and space").
 """
 
 from __future__ import annotations

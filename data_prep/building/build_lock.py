@@ -1,14 +1,11 @@
 """The lock of a folder being built, shared by ``kifunet build`` and ``kifunet tfds``.
 
-A build holds a lock file in the folder it writes (an exclusive ``flock``; the file holds the holder's pid) from
-before it looks at the folder until it is done; a second build of the same folder is refused at once
-(:class:`Busy`, naming the holder's pid). The holder removes the file as it finishes, while still holding it: a
-build that opened the file just before it was removed finds it gone after locking it, and locks the new file
-instead, so two builds never both hold a lock.
-
-Contract: :func:`acquire` returns the lock's file descriptor, or raises :class:`Busy` (another process holds
-it), :class:`NoFlock` (the file system cannot lock: the caller decides whether to build unlocked), or the
-``OSError`` of opening the file; :func:`release` removes the file and releases the lock.
+A build holds an exclusive ``flock`` on a lock file in the folder it writes (holding its pid) from before it looks
+at the folder until it is done; the holder removes the file while still holding it, and a build that locked a
+file since removed locks the new one instead, so two builds never both hold a lock. :func:`acquire` returns the
+lock's file descriptor, or raises :class:`Busy` (naming the holder's pid), :class:`NoFlock` (the file system cannot
+lock: the caller decides whether to build unlocked), or the ``OSError`` of opening the file; :func:`release`
+removes the file and releases the lock.
 """
 
 from __future__ import annotations

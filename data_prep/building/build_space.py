@@ -1,16 +1,10 @@
 """The disk space a build needs: an estimate made before it starts, and checks before each HDF5 write.
 
-**Estimate** (:func:`estimate`): every record's moves (:func:`count_moves`) times the share of moves kept as
-positions, measured on at most :data:`SAMPLE` records spread evenly
-(:func:`kifunet.data_prep.building.encode_stage.sample_kept`), times a position's spill row
-(:func:`~kifunet.data_prep.building.encode_stage.spill_row_bytes`; eight with ``--symmetries all``), plus
-:data:`GAME_BYTES` a record. Shards: :data:`SHARD_RATIO_GZIP_CODES` of the spill for gzip ``codes``, else the
-rows' uncompressed size (a bound), plus :data:`RECORD_BYTES` a record. The peak is spill plus shards. The sampled
-share is a measurement, not a bound (calibration: docs/building.md).
-
-**Checks.** :func:`shortfall` says why the free space of ``DIR``'s file system is less than the estimated peak
-(less what an interrupted run left in ``DIR``). :func:`ensure_free` raises a plain ``OSError(ENOSPC)`` naming the
-file before an HDF5 write that may not fit (HDF5 can crash the process on a full disk).
+:func:`estimate` gives the spill, the shards and the peak (their sum) from every record's moves, the share kept as
+positions on at most :data:`SAMPLE` sampled records, and per-row and per-record sizes; the sampled share is a
+measurement, not a bound (calibration: docs/building.md). :func:`shortfall` says why the free space of ``DIR``'s
+file system is less than the estimated peak (less what an interrupted run left); :func:`ensure_free` raises a plain
+``OSError(ENOSPC)`` naming the file before an HDF5 write that may not fit.
 """
 
 from __future__ import annotations

@@ -1,32 +1,12 @@
 """Build stage 1, encode: game records -> work units of encoded positions spilled to ``WORK/units/``.
 
-The records (in input order) are cut into work units of ``unit_games`` records (:func:`encode_inputs`). A worker
-encodes each unit (:func:`encode_unit`); per record (:func:`encode_record`): load, check the column limits, game
-filters and split rule, replay (an illegal move rejects the game, ``illegal_move:<why>``), move filters, packed
-points of the kept positions. A unit's output depends only on its records and the options.
-
-The spill of unit ``u`` is the directory :func:`unit_dir` (written under a temporary name, then renamed):
-
-=================  ==========================================================================================
-``planes.bin``     the kept positions' packed points, uint8 [rows, N * N * W] (``W = ceil(Cs / 8)``)
-``cols.npy``       one :data:`SPILL_DTYPE` row per position (``game``: the record's index in the unit; a
-                   game's rows are consecutive)
-``games.json``     one dict per record: its metadata and ``status`` (``ok``, ``filtered``, ``rejected``) with
-                   ``reason``, ``split``, ``moves_hash``, ``game_id`` and position counts
-``summary.json``   ``unit``, ``records``, ``rows``, ``positions``, ``width``
-``sha256.json``    the sha256 of each of the four files above (:data:`UNIT_CHECKSUMS`), written last, atomically
-=================  ==========================================================================================
-
-A rerun reuses a unit only when :func:`unit_damage` finds every file matching ``sha256.json``; a damaged unit is
-encoded again (one line naming it), byte-identically. :data:`SPILL_VERSION` is part of the build's fingerprint.
-
-**Narrow columns.** A record with a value its stored column cannot hold is rejected here, before the game
-filters (:data:`COLUMN_LIMITS`, :func:`limit_reason`; the table of columns and reasons is in docs/building.md);
-per-row columns are never narrower than the games-table values they come from.
-
-With a :class:`~kifunet.data_prep.building.worker_pool.WorkerPool`, a unit whose worker died is rerun alone
-(:func:`~kifunet.data_prep.building.worker_pool.run_isolated`); a record that kills the worker again is rejected
-(``worker_crash``).
+The records (in input order) are cut into work units of ``unit_games`` records (:func:`encode_inputs`); a worker
+encodes each unit (:func:`encode_unit`), and per record (:func:`encode_record`): load, check the column limits
+(:data:`COLUMN_LIMITS`), game filters and split rule, replay (an illegal move rejects the game,
+``illegal_move:<why>``), move filters, packed points of the kept positions. A unit's output depends only on its
+records and the options. A rerun reuses a unit only when :func:`unit_damage` finds every file matching its
+``sha256.json``; a damaged unit is encoded again, byte-identically. A record that kills a worker twice is rejected
+as ``worker_crash``. The spill files: docs/building.md ("File formats").
 """
 
 from __future__ import annotations

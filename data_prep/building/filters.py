@@ -1,37 +1,9 @@
 """Which games and which positions a build keeps: game filters, move filters, presets and config files.
 
-Game filters, checked in this order; the first that fails is the game's reason in ``filtered``:
-
-==================  ===================================================================================
-reason              a game is filtered when
-==================  ===================================================================================
-``board_size``      its board size is not ``board_size`` (default 19)
-``handicap``        ``no_handicap`` and ``HA`` >= 2
-``game_rank``       with ``min_both_rank`` and ``min_either_rank``: neither both players >= the first nor
-                    one >= the second; with one of them set, that condition fails (unknown never passes)
-``no_date``         a date filter or date split is set and the game has no readable ``DT``
-``date_range``      its date is before ``date_from`` or after ``date_to`` (inclusive bounds)
-``too_short``       fewer than ``min_moves`` moves (passes included)
-``result_unknown``  ``result`` is ``known`` and the result kind is ``unknown`` or ``void``
-``ended_other``     ``ended`` is set and the result kind (:data:`kifunet.data_prep.results.KINDS`) is not in it
-``no_split``        no split rule takes it (:mod:`kifunet.data_prep.building.splits`)
-``no_positions``    the move filters dropped every position
-``duplicate``       ``dedupe`` and an earlier game that passed every filter has its ``GameRecord.game_id``
-                    (:mod:`kifunet.data_prep.game`); the first copy is kept
-==================  ===================================================================================
-
-Move filters count each position (the board before a move) in ``positions.filtered`` under the first reason
-that applies: ``pass`` (unless ``include_passes``), ``skip_first`` (move number <= ``skip_first``), ``min_rank``
-(the player to move is below it), ``min_opponent_rank``. Unknown ranks are below every threshold. Ranks are
-written as on KGS (``6d``) and read with :func:`kifunet.data_prep.ranks.parse_rank`.
-
-Presets (:data:`PRESETS`): ``gonn-kgs`` (source ``kgs``) and ``gonn-gogod`` (``gogod``) are the GoNN protocols;
-``fox-pro`` (source ``fox``), the Fox professional test domain, sets ``board_size`` 19, ``no_handicap``,
-``min_either_rank`` and ``min_rank`` ``1p`` (a game needs a professional, and only professionals' moves are
-kept) and ``splits`` ``test:rest`` (docs/evaluation.md has what it keeps of the archive). A declared source is
-the games' profile source whatever a record says. A config file (``.json``, ``.toml``) holds the keys of
-:class:`Filters` plus ``preset``, ``splits``, ``val_fraction`` and ``source``; precedence is preset < config file
-< command-line flags.
+:class:`Filters` holds the options; a game gets the first failing game filter as its reason in ``filtered``, a
+position the first failing move filter in ``positions.filtered``, and unknown ranks fail every rank threshold.
+Precedence is preset (:data:`PRESETS`) < config file < command-line flags. The reasons in order, the presets and
+the config keys: docs/building.md ("Inputs, filters and splits").
 """
 
 from __future__ import annotations

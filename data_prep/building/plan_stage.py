@@ -1,13 +1,10 @@
 """Build stage 2, plan (main process): the encoded units -> accounting, games tables and each shard's rows.
 
-:func:`plan` reads the units' game dicts in order: duplicates (``game_id``; the first copy that passed every
-filter wins) are dropped, every record is counted (``seen = used + filtered{reason} + rejected{reason}``,
-positions by move filter, used games and positions by result kind), each game not used gets a line in
-``WORK/rejects.jsonl.part``, and each split gets its games table and per-unit spill rows.
-
-:func:`shard_tasks` permutes a split's positions with :func:`split_rng` (across games and shards) and cuts them
-into shards of at most ``shard_rows`` rows (:func:`shard_sizes`) for
-:func:`kifunet.data_prep.building.write_stage.write_one_shard`.
+:func:`plan` reads the units' game dicts in order, drops duplicates (``game_id``; the first copy that passed every
+filter wins), counts every record (``seen = used + filtered{reason} + rejected{reason}``), writes a line per game
+not used to ``WORK/rejects.jsonl.part``, and gives each split its games table and per-unit spill rows.
+:func:`shard_tasks` permutes a split's positions with :func:`split_rng` and cuts them into shards of at most
+``shard_rows`` rows (:func:`shard_sizes`) for :func:`kifunet.data_prep.building.write_stage.write_one_shard`.
 """
 
 from __future__ import annotations

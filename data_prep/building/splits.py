@@ -1,14 +1,11 @@
 """Which split a game lands in: date ranges and deterministic game-hash fractions. One split per game.
 
-Date rules (``--split NAME:RANGES``, repeatable): RANGES is a comma-separated list of ``YYYY`` / ``YYYY-YYYY`` /
-``FROM..TO`` (bounds ``YYYY``, ``YYYY-MM`` or ``YYYY-MM-DD``, inclusive; a partial upper bound covers its whole
-period), or ``rest`` (every game no other date rule takes); e.g. ``train:2001-2003,2006 test:2015-01..2015-06``.
-Ranges of different splits may not overlap. A game no rule covers is filtered ``no_split``, one without a date
-``no_date``; with no date rule every game goes to ``train``.
-
-Hash rules (``--val-fraction F``, ``--hash-split NAME:F[:FROM]``): a game of split FROM (default ``train``) moves
-to NAME when ``sha256("kifunet-split\\0" + moves_hash)`` falls in NAME's slice of [0, 1): the moves alone decide,
-not the seed, file name or metadata. Several hash rules take consecutive slices, in order.
+Date rules (``--split NAME:RANGES``): ``YYYY``, ``YYYY-YYYY`` or ``FROM..TO`` ranges (inclusive; a partial upper
+bound covers its whole period), or ``rest``; ranges of different splits may not overlap. A game no rule covers is
+filtered ``no_split``, one without a date ``no_date``; with no date rule every game goes to ``train``. Hash rules
+(``--val-fraction F``, ``--hash-split NAME:F[:FROM]``) move a game of split FROM (default ``train``) to NAME when
+``sha256("kifunet-split\\0" + moves_hash)`` falls in NAME's slice of [0, 1): the moves alone decide. Several hash
+rules take consecutive slices, in order.
 """
 
 from __future__ import annotations

@@ -2,40 +2,10 @@
 
 The same SGF inputs, filters, splits, duplicates, rejects and feature planes as ``kifunet build`` (the builder runs
 the build's own stages); only the container differs. Needs ``tensorflow-datasets`` and ``array-record``
-(``pip install 'kifunet[tfds]'``), not TensorFlow. Configs: protocol ``kgs`` / ``gogod`` (presets ``gonn-kgs`` /
-``gonn-gogod``) x feature set (``kgs_maddison``, ``gogod_agz``, ...); other options make a custom config
-(:func:`config_from_options`). Usage, Beam, empty splits and interrupted builds: ``docs/tfds.md``.
-
-Example (one position; ``N`` = 19, ``Cs`` = the feature set's stored planes, ``W = ceil(Cs / 8)``):
-
-=================  ===============  ====================================================================
-feature            type             meaning
-=================  ===============  ====================================================================
-``planes``         uint8 [N, N, W]  the stored planes bit-packed along the channels
-                                    (``np.packbits(stored, axis=-1)``, big bit order; one bytes value);
-                                    ``np.unpackbits(planes, axis=-1, count=Cs)`` gives [N, N, Cs]
-``target``         int16            flat move index row * N + col (pass = N * N)
-``to_move``        int8             1 black, 2 white
-``move_number``    int16            1-based
-``player_rank``    int8             rank of the player to move (ranks scale, -128 unknown)
-``opponent_rank``  int8             rank of the opponent
-``outcome``        int8             result for the player to move: +1 won, -1 lost, 0 draw, -128 unknown
-                                    or void (:mod:`kifunet.data_prep.results`; absent in older datasets)
-``game``           text             the game's ``game_id`` (the games tables' column)
-``days``           int32            the game's profile (:mod:`kifunet.data_prep.profiles`) as the games
-``source``         int8             tables store it: days since 1970 (-2**31 unknown), the codes of
-``time_control``   int8             ``SOURCES`` and ``TIME_CONTROLS`` (-1 unknown), ``HA`` stones, komi
-``handicap``       int8             (NaN unknown); absent in older datasets (read as unknown, handicap 0)
-``komi``           float32
-=================  ===============  ====================================================================
-
-The constant planes are not stored: :class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader` makes the full
-``uint8 [B, N, N, C]`` planes as the HDF5 reader does. Example keys are ``<game_id>-<move number>`` (unique,
-deterministic). Two builds of the same inputs and options write byte-identical files (:func:`canonical_record`).
-``builder.info.metadata["kifunet"]`` (``metadata.json``) holds the build's accounting (``counts``, ``splits``,
-``inputs``), the options and ``files`` (each array_record file's rows and sha256,
-:mod:`kifunet.data_prep.datasets.verify`); ``rejects.jsonl`` beside it lists every game not used and every
-damaged input.
+(``pip install 'kifunet[tfds]'``), not TensorFlow. Named configs are protocol x feature set (``kgs_maddison``,
+``gogod_agz``, ...); other options make a custom config (:func:`config_from_options`). Two builds of the same inputs
+and options write byte-identical files (:func:`canonical_record`). The example's features, usage, Beam, empty
+splits and interrupted builds: docs/tfds.md.
 """
 
 from __future__ import annotations
@@ -149,13 +119,11 @@ def _content(fs: features_mod.FeatureSet, filt: filters_mod.Filters, rule: split
 
 
 def config_from_options(base: str, opts, name: str | None = None) -> str | GoMovesConfig:
-    """The builder config of ``kifunet tfds --config BASE [options]`` (``opts``: the resolved
-    :class:`kifunet.commands.dataset_options.DatasetOptions`).
+    """The builder config of ``kifunet tfds --config BASE [options]`` (``opts``: the resolved dataset options).
 
     A named config when the options give that config's positions (BASE's, or e.g. ``kgs_agz`` for ``--config
     kgs_maddison --features agz``); otherwise a custom config named ``name`` (default ``BASE_`` + 8 hex digits of
-    the options' hash). A named config's name is never given other options.
-    """
+    the options' hash)."""
     named_config(base)  # a known base
     options = {k: v for k, v in opts.options.items() if k != "preset"}
     cfg = GoMovesConfig(name=name or base, features=opts.features, preset=opts.preset, options=options,

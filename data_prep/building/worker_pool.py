@@ -2,16 +2,11 @@
 
 :class:`WorkerPool` is the ``forkserver`` pool (stage modules preloaded) the encode and write stages share. When a
 worker dies, every task in flight fails with ``BrokenProcessPool``; the caller collects them and
-:meth:`WorkerPool.restart`\\ s the pool.
-
-:func:`run_isolated` reruns one such task alone, one fresh single-process pool per attempt. The task is called as
-``fn(*args, True, skip)``; it writes each item's index to ``marker`` before the item and does not process (records
-as rejected) the indices in ``skip``. After a crash the marker's item joins ``skip`` and the task runs again.
-:func:`kifunet.data_prep.building.encode_stage.encode_unit` is such a task.
-
-Workers do not re-run the caller's ``__main__`` (so a script without a ``__main__`` guard can build with workers)
-and so do not see what it defines. Each worker runs :func:`kifunet.parent_watch.exit_with_parent` first, so none
-outlives the owning process, and ignores SIGINT and SIGTERM (the build closes the pool after the tasks in progress).
+:meth:`WorkerPool.restart`\\ s the pool. :func:`run_isolated` reruns one such task alone, calling it as
+``fn(*args, True, skip)``: the task writes each item's index to ``marker`` before the item and rejects, without
+processing, the indices in ``skip``; after a crash the marker's item joins ``skip`` and the task runs again.
+Workers do not re-run the caller's ``__main__``, exit with their parent (:func:`kifunet.parent_watch.exit_with_parent`)
+and ignore SIGINT and SIGTERM.
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """Open a split of a built dataset, whatever its container: :func:`open_split` (the one entry point).
 
->>> from kifunet.data_prep.datasets.dataset import open_split
->>> r = open_split("data/kgs", "train")                               # doctest: +SKIP
->>> r = open_split("tfds:DATA_DIR/go_moves/kgs_maddison/1.2.0", "train")
->>> len(r), r.batch([0, 5])["planes"].shape, r.blocks()               # rows, (2, 19, 19, C), grain source
-
-Dataset specs:
-
-===========================================  =============================================================
-``DIR``                                      a ``kifunet build`` output (``DIR/manifest.json``): HDF5,
-                                             :class:`kifunet.data_prep.datasets.reader.Reader`
-``tfds:DIR`` (or a ``DIR`` holding           a prepared TFDS ``go_moves`` dataset directory:
-``dataset_info.json``)                       :class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader`
-``tfds:go_moves/CONFIG[:VERSION]@DATA_DIR``  a prepared TFDS dataset by name under ``DATA_DIR``
-``tfds:go_moves/CONFIG``                     the same under ``$TFDS_DATA_DIR`` (else ``~/tensorflow_datasets``)
-===========================================  =============================================================
-
-Both readers implement :class:`kifunet.data_prep.datasets.dataset_base.DatasetSplit` (rows and blocks) and raise its
-errors, re-exported here: :class:`NotADatasetError`, :class:`UnknownSplitError`, :class:`EmptySplitError`,
-:class:`CorruptDatasetError`. :func:`verify_dataset` checks every file of a dataset (``kifunet verify``).
-TFDS is imported only for a TFDS spec.
+Specs: ``DIR`` (a ``kifunet build`` output, HDF5: :class:`kifunet.data_prep.datasets.reader.Reader`); ``tfds:DIR``
+or a ``DIR`` holding ``dataset_info.json`` (a prepared TFDS ``go_moves`` directory:
+:class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader`); ``tfds:go_moves/CONFIG[:VERSION]@DATA_DIR``; and
+``tfds:go_moves/CONFIG`` under ``$TFDS_DATA_DIR`` (else ``~/tensorflow_datasets``). TFDS is imported only for a
+TFDS spec. Both readers implement :class:`kifunet.data_prep.datasets.dataset_base.DatasetSplit` and raise its
+errors, re-exported here. :func:`verify_dataset` checks every file of a dataset (``kifunet verify``).
 """
 
 from __future__ import annotations
@@ -59,7 +45,7 @@ def parse_tfds(spec: str) -> tuple[str, str | None]:
 
 def open_split(spec, split: str = "train", *, assemble: bool = True, require_rows: bool = False,
                add_planes: str = "", profile: bool = False) -> DatasetSplit:
-    """The split ``split`` of the dataset ``spec`` (the module docstring's specs), files not yet open.
+    """The split ``split`` of the dataset ``spec`` (the specs of the module docstring), files not yet open.
 
     ``add_planes``: constant-only feature sets added to its own (:meth:`DatasetSplit.add_constant_planes`).
     ``profile``: batches carry the rows' game fields (:meth:`DatasetSplit.with_profile`). ``assemble=False``:

@@ -1,32 +1,14 @@
 """The contract of a dataset container: what one split of a built dataset offers, whatever holds it.
 
 The HDF5 shards (:class:`kifunet.data_prep.datasets.reader.Reader`) and the TFDS ``go_moves`` files
-(:class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader`) subclass :class:`DatasetSplit`. A split is read:
-
-* **by rows**: ``len(split)``, ``split[i]``, ``split.batch(indices, symmetries=None)``,
-  ``split.read_range(start, stop)``, ``split.iter_batches(batch_size)``. A batch is a dict of NumPy arrays:
-  ``planes`` uint8 ``[B, N, N, C]`` (constant planes made by ``FeatureSet.assemble``) or, with
-  ``assemble=False``, ``stored`` ``[B, N, N, Cs]``; every column of :attr:`DatasetSplit.columns` (dtypes of
-  :data:`kifunet.data_prep.datasets.shards.COLUMN_DTYPES`); ``index`` (int64 row index); a container's own keys
-  (TFDS: ``game``); with :meth:`DatasetSplit.with_profile`, the game fields. ``outcome`` is the value target
-  (:mod:`kifunet.data_prep.results`; -128 on every row of a dataset built without it). ``symmetries`` (0..7 per
-  row) transform planes and targets together.
-* **by blocks**: ``split.block_spans(block_rows)`` gives ``[K, 2]`` global start/stop (a block never straddles an
-  HDF5 shard); ``split.read_blocks(start, stop)`` returns a list of *pieces*, one per storage unit::
-
-      {"shard": int,                      # storage unit the piece's code table belongs to
-       "columns": {column: [r], ..., "index": int64 [r]},
-       "codes": [r, N, N], "table": uint8 [K, Cs]       # HDF5 ``codes`` layout: point codes + their planes
-       or "stored": uint8 [r, N, N, Cs]}                # any other layout, and TFDS
-
-  Pieces hold stored planes, never assembled nor transformed. :class:`Blocks` is a grain
-  ``RandomAccessDataSource`` whose element ``i`` is block ``i``.
-
-A split opens its files lazily in each process and pickles as its description only.
-
-Errors, raised alike by both containers: :class:`NotADatasetError` (a ``FileNotFoundError``),
-:class:`UnknownSplitError` (``KeyError``), :class:`EmptySplitError` (``ValueError``), :class:`CorruptDatasetError`
-(a file differs from what its manifest recorded, cannot be read, or the manifest is damaged).
+(:class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader`) subclass :class:`DatasetSplit`, read by rows
+(``len``, ``[i]``, ``batch``, ``read_range``, ``iter_batches``: dicts of NumPy arrays) or by blocks
+(``block_spans``, ``read_blocks``: stored planes, never assembled nor transformed; :class:`Blocks` is a grain
+``RandomAccessDataSource`` of them). ``outcome`` is -128 on every row of a dataset built without it. A split opens
+its files lazily in each process and pickles as its description only. Both containers raise
+:class:`NotADatasetError` (a ``FileNotFoundError``), :class:`UnknownSplitError` (``KeyError``),
+:class:`EmptySplitError` (``ValueError``) and :class:`CorruptDatasetError`. The batch and piece layouts:
+docs/building.md ("Reading a dataset").
 """
 
 from __future__ import annotations

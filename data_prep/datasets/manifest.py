@@ -1,34 +1,10 @@
 """The dataset manifest: ``DIR/manifest.json``, written last (atomically), says what a built dataset holds.
 
-===================  =========================================================================================
-``format``           ``"kifunet-dataset"`` (:data:`FORMAT`); ``format_version``: :data:`FORMAT_VERSION`
-``tool``             ``{"name": "kifunet", "version": ...}`` of the build
-``fingerprint``      sha256 of the options and inputs the build depended on (:func:`hash_json`)
-``features``         name, version, ``num_planes``, ``num_stored``, the per-row ``columns`` the constant planes
-                     are made from, and ``plane_names``
-``board_size``       N
-``columns``          the per-row columns of every shard: :data:`BASE_COLUMNS` (+ ``symmetry``)
-``storage``          :class:`kifunet.data_prep.datasets.shards.Storage`
-``splits``           per split: ``games``, ``positions``, ``rows``, ``results`` (games and positions by result
-                     kind), ``games_table``, ``games_table_sha256`` (optional) and ``shards`` (file, rows,
-                     layout, sha256)
-``counts``           ``seen = used + filtered{reason} + rejected{reason}``, positions, and ``results`` (used
-                     games and their positions by every kind of :data:`kifunet.data_prep.results.KINDS`)
-``inputs``           every input with its hash, record count and damage
-``source``           the games' declared source (one of :data:`kifunet.data_prep.profiles.SOURCES`) or None
-other keys           ``preset``, ``options``, ``filters``, ``split_rule``, ``seed``, ``shuffle``,
-                     ``symmetries``, ``shard_rows``, ``unit_games``, ``illegal_moves``, ``dedupe``
-``manifest_sha256``  (:data:`SEAL`) :func:`content_sha256`, written last by :func:`write_manifest`; optional
-===================  =========================================================================================
-
-``rejects.jsonl`` (:data:`REJECTS`) holds one JSON line per record not used.
-
-:func:`read_manifest` and :func:`check_manifest` raise
-:class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` (one line naming ``manifest.json``) for a
-manifest that is not JSON or not whole: a key the readers need missing or mistyped; a shard outside its split's
-folder, listed twice, or a ``SPLIT/shard-NNNNN.h5`` not listed; a total that is not its sum (``rows``,
-``positions``, ``results``, ``counts``; each where recorded); content that differs from ``manifest_sha256``. A
-manifest without ``manifest_sha256`` loads with one warning line per dataset and process.
+:func:`write_manifest` seals it with ``manifest_sha256`` (:func:`content_sha256`). :func:`read_manifest` and
+:func:`check_manifest` raise :class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` (one line naming
+``manifest.json``) for a manifest that is not JSON or not whole: a needed key missing or mistyped, a shard outside
+its split's folder, listed twice, or unlisted, a total that is not its sum, content that differs from its seal.
+A manifest without a seal loads with one warning line per dataset and process. Its keys: docs/building.md.
 """
 
 from __future__ import annotations

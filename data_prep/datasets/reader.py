@@ -1,22 +1,12 @@
 """The HDF5 container of a split: read ``kifunet build``'s shards by rows and by blocks (:class:`Reader`).
 
->>> from kifunet.data_prep.datasets.reader import Reader
->>> r = Reader("data/kgs", "train")                     # doctest: +SKIP
->>> len(r)                                               # rows of the split
->>> b = r.batch([0, 5, 17])                              # dict of NumPy arrays, B = 3
->>> b["planes"].shape, b["planes"].dtype                 # (3, 19, 19, C) uint8: every plane of the feature set
->>> b["target"]                                          # int16 flat move index (pass = N*N)
->>> for b in r.iter_batches(256): ...                    # sequential, chunk-friendly (rows are pre-shuffled)
->>> src = r.blocks()                                     # grain source of chunk-sized blocks (training)
-
 The HDF5 :class:`~kifunet.data_prep.datasets.dataset_base.DatasetSplit` (batches, pieces and errors are described
 there). Keys: ``planes``, every shard column (``game_index`` and ``symmetry`` included) and ``index``. Random
-access works on any row (what ``grain.RandomAccessDataSource`` needs), decoding whole ``chunk_rows`` chunks;
-reading in order is the fast path. Blocks are ``chunk_rows`` consecutive rows of one shard, as point codes plus
-the shard's code table. Profile fields come from the games table through ``game_index``
-(:mod:`kifunet.data_prep.datasets.profile_columns`). Files open lazily in each process (again after a fork); each
-shard is checked against the manifest when it first opens (:mod:`kifunet.data_prep.datasets.verify`), and a
-pickled Reader carries those checks to workers.
+access works on any row, decoding whole ``chunk_rows`` chunks; reading in order is the fast path. Blocks are
+``chunk_rows`` consecutive rows of one shard, as point codes plus the shard's code table. Profile fields come from
+the games table through ``game_index``. Files open lazily in each process (again after a fork); each shard is
+checked against the manifest when it first opens (:mod:`kifunet.data_prep.datasets.verify`), and a pickled Reader
+carries those checks to workers.
 """
 
 from __future__ import annotations

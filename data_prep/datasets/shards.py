@@ -1,33 +1,10 @@
 """HDF5 shard files: layout, writer (atomic, byte-reproducible) and low-level reader.
 
-A shard ``DIR/<split>/shard-00000.h5`` holds R rows, already shuffled. A row's stored planes are uint8
-``[N, N, Cs]`` of 0/1 (``Cs = FeatureSet.num_stored``), in one of three layouts (``Storage.planes``; the file
-attribute ``planes_layout``):
-
-==============  =================================  =========================================================
-layout          datasets                           meaning
-==============  =================================  =========================================================
-``codes``       ``planes`` (R, N, N) uint8 or      *default*. Each point's Cs bits packed into W = ceil(Cs/8)
-(default)       uint16, ``plane_codes`` (K, W)     bytes; the shard's K distinct packed points form the
-                uint8                              table ``plane_codes`` (first-appearance order) and
-                                                   ``planes`` indexes it (uint8 when K <= 256). Unpack:
-                                                   ``np.unpackbits(plane_codes, axis=-1, count=Cs)[planes]``.
-                                                   Over 65,536 distinct points: ``packbits``.
-``packbits``    ``planes`` (R, ceil(N*N*Cs/8))     the row flattened (C order), ``np.packbits`` (big bit order)
-                uint8
-``uint8``       ``planes`` (R, N, N, Cs) uint8     as is
-==============  =================================  =========================================================
-
-Columns (:data:`COLUMN_DTYPES`), one value per row: ``target`` int16 (pass = N*N), ``to_move`` int8,
-``move_number`` int16 (1-based), ``player_rank`` / ``opponent_rank`` int8, ``game_index`` int32 (row of
-``games.h5``), ``outcome`` int8 (:mod:`kifunet.data_prep.results`), with ``--symmetries all`` ``symmetry`` int8.
-A column the file lacks reads as :data:`COLUMN_DEFAULTS` says. Values that would not fit are rejected before any
-writer sees them (:mod:`kifunet.data_prep.building.encode_stage`).
-
-File attributes: ``format`` (``kifunet-shard``), ``format_version``, ``planes_layout``, ``feature_set``,
-``feature_version``, ``board_size``, ``num_stored``, ``split``, ``shard``, ``rows``. Every dataset is chunked by
-``chunk_rows`` rows and compressed with the build's codec, with ``track_times=False``: equal content gives equal
-bytes. A shard is written to ``NAME.h5.tmp`` and renamed once complete.
+A shard ``DIR/<split>/shard-00000.h5`` holds R shuffled rows: the stored planes in one of the layouts of
+``Storage.planes`` (``codes``, ``packbits``, ``uint8``) and one value per row of each column of
+:data:`COLUMN_DTYPES`; a column the file lacks reads as :data:`COLUMN_DEFAULTS`. Equal content gives equal bytes;
+a shard is written to ``NAME.h5.tmp`` and renamed once complete. The layouts and attributes: docs/building.md
+("File formats").
 """
 
 from __future__ import annotations
@@ -287,11 +264,9 @@ def shard_layout(path: str) -> str:
 
 
 class ShardFile:
-    """Read access to one shard; the HDF5 file opens on first use, and again after a fork.
-
-    Opening reads the per-row columns whole (a missing column of :data:`COLUMN_DEFAULTS` is its default).
-    ``expect`` (the manifest entry: ``sha256``, ``rows``): the file is checked against it before it first opens
-    in a process (:func:`kifunet.data_prep.datasets.verify.check_shard`). A damaged, cut or missing file raises
+    """Read access to one shard; the HDF5 file opens on first use, and again after a fork, reading the per-row
+    columns whole. ``expect`` (the manifest entry: ``sha256``, ``rows``): the file is checked against it before it
+    first opens in a process; a damaged, cut or missing file raises
     :class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` naming it."""
 
     def __init__(self, path: str, *, cache_bytes: int = 16 << 20, expect: dict | None = None):

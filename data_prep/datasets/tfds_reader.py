@@ -1,20 +1,12 @@
 """The TFDS container of a split: read a prepared ``go_moves`` dataset by rows and by blocks (:class:`TfdsReader`).
 
-Reads with ``tensorflow-datasets`` and ``array-record`` (``pip install 'kifunet[tfds]'``), not TensorFlow; the
-builder is :mod:`kifunet.data_prep.building.tfds_go_moves` and is not registered by importing this module.
-
->>> from kifunet.data_prep.datasets.tfds_reader import TfdsReader
->>> r = TfdsReader("go_moves/kgs_maddison", "train", data_dir="~/tfds")      # doctest: +SKIP
->>> r = TfdsReader("DATA_DIR/go_moves/kgs_maddison/1.3.0", "train")          # or a dataset directory
->>> len(r), r.batch([0, 5])["planes"].shape                                 # (B, 19, 19, C) uint8
-
-A batch is the one :class:`~kifunet.data_prep.datasets.reader.Reader` gives for the HDF5 build of the same
-positions, plus ``game`` (the ``game_id``; no ``game_index`` nor games table). Datasets before ``go_moves`` 1.2.0
-read with ``outcome`` -128, before 1.3.0 with every profile field unknown (:data:`PROFILE_DEFAULTS`). ``manifest``
-is the builder's ``kifunet`` metadata. A block is ``block_rows`` (256) consecutive records; a split TFDS left out
-(empty) opens with 0 rows. Each array_record file is checked when the split's source first opens in a process:
-records against ``dataset_info.json``'s shard lengths and, where the metadata's ``files`` records one, its
-sha256 (:mod:`kifunet.data_prep.datasets.verify`).
+Needs ``tensorflow-datasets`` and ``array-record`` (``pip install 'kifunet[tfds]'``), not TensorFlow; importing this
+module does not register the builder. A batch is the one :class:`~kifunet.data_prep.datasets.reader.Reader` gives
+for the HDF5 build of the same positions, plus ``game`` (no ``game_index`` nor games table); older datasets read
+with ``outcome`` -128 and the profile fields unknown (:data:`PROFILE_DEFAULTS`). ``manifest`` is the builder's
+``kifunet`` metadata. A block is ``block_rows`` (256) consecutive records; a split TFDS left out (empty) opens with
+0 rows. Each array_record file is checked (:mod:`kifunet.data_prep.datasets.verify`) when the split's source first
+opens in a process.
 """
 
 from __future__ import annotations

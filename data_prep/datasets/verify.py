@@ -2,16 +2,11 @@
 before any of its rows is used; a difference raises
 :class:`~kifunet.data_prep.datasets.dataset_base.CorruptDatasetError` with a one-line message.
 
-* an HDF5 shard (:func:`check_shard`): its sha256, then its rows (the ``rows`` attribute, the length of
-  ``planes`` and of every column, which must agree); a file HDF5 cannot open or that is missing likewise;
-* a split's ``games.h5``: its sha256 where the manifest records ``games_table_sha256``;
-* a TFDS array_record file (:func:`check_tfds_file`): its sha256 where the metadata's ``files`` records one, and
-  its records against ``dataset_info.json``'s shard lengths;
-* whole splits up front (:meth:`~kifunet.data_prep.datasets.dataset_base.DatasetSplit.verify`): the trainer before
-  the model is built and before grain starts workers, ``kifunet eval``, ``stats``, ``verify``.
-
-A file's bytes are hashed at most once per process: :data:`_FOUND` maps (realpath, size, mtime_ns) to what was
-found, and a pickled split carries its entries to workers (:func:`found_entries`, :func:`adopt`).
+:func:`check_shard` checks an HDF5 shard (sha256, then its rows: the ``rows`` attribute and the length of every
+dataset agree; a missing or unreadable file likewise), a split's ``games.h5`` is checked where the manifest records
+its sha256, and :func:`check_tfds_file` checks an array_record file (its sha256 where the metadata records one, its
+records against ``dataset_info.json``). A file's bytes are hashed at most once per process, keyed by (realpath,
+size, mtime_ns); a pickled split carries what was found to workers (:func:`found_entries`, :func:`adopt`).
 """
 
 from __future__ import annotations

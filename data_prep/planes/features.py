@@ -1,62 +1,8 @@
 """Feature planes: a registry of small functions that declare their plane counts, and the named sets.
 
-Every plane is 0/1, relative to the player to move ("pla"; "opp" the other colour; ``qiqiao`` keeps black and
-white absolute), laid out ``(N, N, C)``. Buckets ``a..b, >=c`` mean one plane per value and a last plane for
-``c`` and up; "exactly" buckets have no catch-all. *Stored* planes are written to the dataset; *constant* planes
-(ones, zeros, colour to move, rank) are made at load time from one stored number per row. The papers'
-definitions are in docs/features.md.
-
-=========  ======  =============================================================================
-set (v1)   planes  planes in order (count), meaning and bucket edges
-=========  ======  =============================================================================
-maddison   36      stone colour (3: pla, opp, empty) | liberties of the chain (4: 1, 2, 3, >=4) |
-                   liberties after move (6: 1..5, >=6; legal moves) | legal (1) | turns since (5: 1..4,
-                   >=5) | capture size (7: 1..6, >=7 opp stones) | ladder capture (1) | *rank* (9:
-                   one-hot 1d..9d of the player; pros count as 9d; kyu and unknown: all 0)
-alphago    48      stone colour (3) | *ones* (1) | turns since (8: 1..7, >=8) | liberties (8: 1..7,
-                   >=8) | capture size (8: 0..6, >=7; legal moves) | self-atari size (8: 1..7, >=8) |
-                   liberties after move (8: 1..7, >=8) | ladder capture (1) | ladder escape (1) |
-                   sensibleness (1: legal and not pla's own eye) | *zeros* (1)
-agz        17      pla stones at t, t-1, .., t-7 (8) | opp stones likewise (8) | *black to move* (1)
-gonn       26      *on board* (1) | pla stone, opp stone (2) | pla stones in chains of exactly 1..4
-                   liberties (4) | opp likewise (4) | liberties after a pla move here exactly 1..3 (3;
-                   ko not checked, suicide none) | after an opp move (3) | ko ban point for pla (1) |
-                   location of the move 1..5 back (5; only while colours alternate; pass sets none;
-                   history dropout at load time) | ladder: stones of 1-lib chains captured even moving
-                   first, stones of 2-lib chains the attacker captures, the attacker's working first
-                   moves (3)
-qiqiao     10      black stones as they stood after each of black's last 4 moves, oldest first (4) | white
-                   likewise (4) | *white to move* (1: the opposite of agz's plane) | previous move (1: its
-                   point, whichever colour played it; none after a pass or before the first move)
-=========  ======  =============================================================================
-
-Addable groups, combined with ``+``: ``nogo_liberties`` (4 planes, NoGoZero+: liberty points of pla chains with 1
-and 2 liberties, then opp's; ``get("agz+nogo_liberties")`` has 21) and ``rank_planes`` (Maddison's 9 constant
-rank planes: a dataset built with ``S`` reads as ``S+rank_planes``, :func:`constant_extension`).
-
-``qiqiao``: after every move, a pass included, the mover's 4 planes shift one back and the newest is the mover's
-stones after the move; the other colour's planes stay. The initial board (setup stones included) is each colour's
-state before its first move; later setup stones show from that colour's next move; two moves of one colour in a
-row shift only its planes. No legality plane.
-
-"Turns since" counts moves (passes included); setup stones count as played long ago. Liberties after move and
-capture size count a legal pla move, captures included. Ladders: :mod:`kifunet.data_prep.rules.ladders`.
-
-Besides its planes a feature declares (the input pipeline and eval read these fields, never names):
-
-==========  ==================================================================================================
-field       meaning, and the features that declare it
-==========  ==================================================================================================
-history     its planes of history depth 1, 2, ... (:meth:`FeatureSet.history_channels`); history dropout
-            (:mod:`kifunet.train.windows`) zeroes whole groups, keeping depth d only with depths 1..d-1.
-            ``previous_moves_5``: depth d = plane d-1; ``history_8``: depth d = planes d and 8+d (planes 0
-            and 8 are never dropped); ``colour_history_4``: depth d = planes 3-d and 7-d.
-legality    how its planes give legality for pla (:meth:`FeatureSet.legal_channels`, eval's mask):
-            ``'plane'``: its one plane is legality (``legal``); ``'buckets'``: one-hot buckets set exactly
-            once on each legal point, so their union is legality (``liberties_after_6``,
-            ``liberties_after_8``). A set uses its first ``'plane'`` feature, else its first ``'buckets'``
-            feature, else none (agz, gonn, qiqiao: eval replays the game).
-==========  ==================================================================================================
+:func:`get` turns a set name (``"agz"``, ``"agz+nogo_liberties"``) into a :class:`FeatureSet`; every plane is 0/1,
+laid out ``(N, N, C)``. The sets' planes, bucket edges, ``history`` and ``legality`` fields are tabled in
+docs/features.md ("The sets as built").
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Game records to positions: replay a record under the rules and return each position's feature planes.
 
->>> from kifunet.data_prep.planes import replay
->>> for pos in replay.iter_positions("game.sgf", "maddison"):       # doctest: +SKIP
-...     pos.planes      # uint8 (N, N, 36): every plane of the set, constant planes included
-...     pos.target      # flat index of the move played (pass = N*N)
-...     pos.move_number, pos.to_move, pos.player_rank, pos.opponent_rank
-
-:func:`encode_game` returns a whole game at once (stored planes plus the per-row columns constant planes are made
-from), for the build and the GTP engine. Both rest on :func:`analyse_game`, which raises
-:class:`IllegalMoveError` naming the file, move number, move and reason for any illegal move.
+:func:`iter_positions` yields one position per move (every plane of the set, constant planes included; the move's
+flat index, pass = N*N, and the per-row columns); :func:`encode_game` returns a whole game at once (stored planes
+plus the per-row columns constant planes are made from), for the build and the GTP engine. Both rest on
+:func:`analyse_game`, which raises :class:`IllegalMoveError` naming the file, move number, move and reason.
 """
 
 from __future__ import annotations

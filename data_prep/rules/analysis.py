@@ -1,31 +1,9 @@
 """Board analysis: for every position of a game, the per-point facts that feature planes are made from.
 
-:func:`replay_game` (compiled) plays a game's events in one call and fills the arrays below;
-:class:`GameAnalysis` holds them (``replay.analyse_game`` makes one, :mod:`kifunet.data_prep.planes.features`
-reads it). Nothing here reads records or raises errors. One position per ``MOVE`` event: the board *before* the
-move, "pla" to move, "opp" the other colour. Arrays are ``[T, N*N]``; ``flags`` chooses which are filled.
-
-==================  ======  =====================================================================
-array               dtype   meaning per point (sentinel where it does not apply)
-==================  ======  =====================================================================
-stones              int8    colour before the move (0 empty, 1 black, 2 white)
-libs                int8    liberties of the chain there (0 on empty points; capped at 127)
-placed              int16   move number that put the stone there (-1000 setup stones; 0 empty)
-legal               uint8   1 if the move is legal for pla (ko and suicide rules)
-libs_after_pla      int8    liberties of pla's chain after pla plays here, captures included,
-                            ko not checked, capped at ``libs_cap``; 0 for suicide or occupied
-capture_pla         int16   opponent stones pla would capture here; -1 where not legal
-self_atari_pla      int16   stones in pla's new chain if it has exactly 1 liberty after the move, else 0
-libs_after_opp      int8    as ``libs_after_pla`` for an opp stone played here
-eye_pla             uint8   pla's eye: all neighbours pla; diagonals: no opp stone on the edge, at most
-                            one otherwise
-ladder_capture      uint8   a legal pla move here ataris an opp 2-liberty chain that is then ladder-captured
-ladder_escape       uint8   a legal pla move here extends a pla chain in atari out of the ladder
-ladder_atari_dead   uint8   stones of 1-liberty chains (either colour) ladder-captured even with their owner
-                            to move (GoNN plane 23)
-ladder_2lib_dead    uint8   stones of 2-liberty chains the attacker, moving first, ladder-captures (plane 24)
-ladder_2lib_move    uint8   liberties of such chains where the attacker's first move works (plane 25)
-==================  ======  =====================================================================
+:func:`replay_game` (compiled) plays a game's events in one call and fills :class:`GameAnalysis`'s arrays,
+``[T, N*N]``, one row per ``MOVE`` event: the board *before* the move, "pla" to move; ``flags`` chooses which are
+filled. ``replay.analyse_game`` makes one, :mod:`kifunet.data_prep.planes.features` reads it; nothing here reads
+records or raises errors. The arrays, dtypes and sentinels: docs/positions.md ("Rules engine").
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """The Go rules engine: a board as one small int32 array, and numba kernels that play on it.
 
-Board state ``B`` is ``int32[ROWS, N*N + 1]``; column ``p < N*N`` is the point with flat index ``p``, the last
-column holds scalars:
-
-=======  ====================================  =========================================
-row      per point ``p``                        last column ``[row, N*N]``
-=======  ====================================  =========================================
-``S``    colour: 0 empty, 1 black, 2 white     simple-ko point (-1: none)
-``H``    head (representative) of p's chain    colour that may not play at the ko point
-``X``    next stone of the chain (a ring)      board size N
-``L``    liberties of the chain (at its head)  number of moves played so far
-``Z``    stones in the chain (at its head)     stones captured by black
-``M``    scratch marks for counting            the current mark stamp
-``T``    move number that put the stone here   stones captured by white
-=======  ====================================  =========================================
-
-Every chain's liberty count is current after each move. ``nb`` is the ``(N*N, 4)`` neighbour table (-1 off
-board) from :func:`neighbours`. Rules: simple ko (after a single-stone capture by a single stone left with one
-liberty); suicide is illegal unless ``allow_suicide``, which removes the suicided chain; pass clears the ko.
-Positional superko is the replay kernel's job (:mod:`kifunet.data_prep.planes.replay`).
+Board state ``B`` is ``int32[ROWS, N*N + 1]``: rows ``S, H, X, L, Z, M, T`` (colour, chain head, next stone of the
+chain's ring, liberties, stones, scratch marks, move number) per point ``p < N*N``, scalars (ko point and colour,
+size, moves, captures, mark stamp) in the last column; the layout is tabled in docs/positions.md ("Rules engine").
+Every chain's liberty count is current after each move. ``nb`` is the ``(N*N, 4)`` neighbour table (-1 off board)
+from :func:`neighbours`. Rules: simple ko; suicide is illegal unless ``allow_suicide``, which removes the suicided
+chain; pass clears the ko. Positional superko is the replay kernel's job (:mod:`kifunet.data_prep.planes.replay`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Archives read in place as streams: tar (any compression), zip (with or without its central directory), and
 archives inside archives, with bounded memory and time whatever a member inflates to.
 
-:func:`iter_archive_file` yields the :class:`~.sources.Source` records of one archive file; the rules it keeps
-(member paths ``ARCHIVE!MEMBER``, the size caps, truncated and corrupt archives) are the 'paths', 'size caps' and
-'damage' rows of :mod:`kifunet.data_prep.sgf.inputs`' table. :func:`read_capped` reads a stream up to a cap.
+:func:`iter_archive_file` yields the :class:`~.sources.Source` records of one archive file (member paths
+``ARCHIVE!MEMBER``, the size caps, truncated and corrupt archives: docs/building.md, "Inputs, filters and
+splits"). :func:`read_capped` reads a stream up to a cap.
 """
 
 from __future__ import annotations

@@ -1,27 +1,12 @@
 """Decode an SGF file's bytes to text, choosing the codec: :func:`decode_sgf`.
 
 The bytes are decoded before sgfmill tokenises them (then handed over as UTF-8). A decoding is right only if it
-keeps the ASCII structure: every ``[``, ``]`` and ``\\`` byte still that character. The codec:
-
-1. a UTF-8 or UTF-16 byte-order mark decides (UTF-16 that fails: ``'encoding'`` error);
-2. the first ``CA[]``, widened (GB2312/GBK -> ``gb18030``, Shift_JIS -> ``cp932``, EUC-KR -> ``cp949``), if the
-   whole file decodes under it and keeps the structure; non-ASCII-compatible or unknown ``CA`` is ignored;
-3. else, with no usable ``CA``, UTF-8 if the whole file decodes under it;
-4. else the readings compete: the declared codec and each of ``FALLBACK_ENCODINGS`` (utf-8, gb18030, cp932,
-   cp949, iso8859-1), each run of undecodable bytes as one ``U+FFFD``; a codec that swallowed a structure byte
-   also gets *anchored* readings, decoding the stretches between ``]`` bytes (then between all three) separately.
-   The winner has the most property values an SGF tokeniser reads, then the fewest bad characters (decoding
-   errors plus *suspect* characters), then comes first in the order declared (plain, anchored), utf-8, gb18030,
-   cp932, cp949, iso8859-1.
-
-Suspect: a control, private-use, unassigned or surrogate code point, ``U+FFFD``, or (except for the declared
-codec) a character outside the codec's common core: GB2312 for gb18030; JIS level-1 kanji, kana and symbols for
-cp932; KS X 1001 Hangul and symbols for cp949; for iso8859-1 a C1 control, a sign ``U+00A1..U+00BF`` or ``×``/``÷``
-next to another non-ASCII character, or a run of three or more non-ASCII characters. iso8859-1 decodes any bytes,
-so a reading always exists.
-
-The codec's Python name goes to ``GameInfo.encoding``, the count of bytes it could not decode to
-``GameInfo.encoding_replaced`` (limits: docs/building.md).
+keeps the ASCII structure: every ``[``, ``]`` and ``\\`` byte still that character. A byte-order mark decides; else
+the first ``CA[]`` (widened: GB2312/GBK -> ``gb18030``, Shift_JIS -> ``cp932``, EUC-KR -> ``cp949``) if the whole
+file decodes under it and keeps the structure; else UTF-8 if the whole file decodes; else the readings of the
+declared codec and ``FALLBACK_ENCODINGS`` compete (docs/positions.md, "SGF reading"). A reading always exists. The
+codec's name goes to ``GameInfo.encoding``, the count of bytes it could not decode to
+``GameInfo.encoding_replaced``.
 """
 
 from __future__ import annotations

@@ -57,11 +57,10 @@ def _tree_spans(s: str | bytes) -> list[tuple[int, int]]:
 def split_game_trees(raw: bytes) -> list[bytes]:
     """The bytes of each game tree of an SGF file, in order: ``[raw]`` itself when it holds at most one tree.
 
-    Trees are found as sgfmill's ``parse_sgf_collection`` finds them, on the text decoded as
-    :func:`decode_sgf_bytes` decodes it (a trail byte equal to ``]`` cannot move a boundary). The first piece runs
-    from the file's start to the end of the first tree; a later piece is its tree's bytes behind the file's
-    byte-order mark. Bytes between and after trees are dropped; a tree that never closes runs to the end. Never
-    raises: anything unexpected gives ``[raw]``."""
+    Trees are found as sgfmill's ``parse_sgf_collection`` finds them, on the text as :func:`decode_sgf_bytes`
+    decodes it. The first piece runs from the file's start to the end of the first tree; a later piece is its tree's
+    bytes behind the file's byte-order mark; a tree that never closes runs to the end. Never raises: anything
+    unexpected gives ``[raw]``."""
     try:
         return _split_game_trees(bytes(raw))
     except Exception:  # noqa: BLE001 - splitting must never lose the record: load it whole as before

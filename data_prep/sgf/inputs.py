@@ -1,33 +1,12 @@
 """Enumerate the SGF records of a build's inputs: files, directories and archives, read in place.
 
-Inputs: ``.sgf`` files, directories (recursive), ``.zip``, ``.tar``, ``.tar.gz``/``.tgz``, ``.tar.bz2``,
-``.tar.xz``. Nothing is extracted to disk; archive members are read into memory one at a time.
-
-=====================  ==================================================================================
-convention             rule
-=====================  ==================================================================================
-order                  top-level inputs sorted by path; in a directory its files by name, then its
-                       subdirectories by name, depth first; archive members in stored order; a file's game
-                       trees in file order. The order decides which copy of a duplicate game wins.
-paths                  ``ARCHIVE!MEMBER``, nesting alike (``a.zip!inner.tar.gz!x.sgf``); a file in a directory
-                       is its path under the directory as given (links not resolved).
-game record            a file or member named ``*.sgf`` (any case); a top-level file is SGF whatever its name
-                       unless it is an archive. Other files are counted per input as ``ignored``.
-collections            one record per game tree: the first keeps the file's name, tree *k* >= 2 is ``NAME#k``
-                       (:func:`source_file` maps back); a one-tree file is one record with the file's bytes.
-                       A damaged tree rejects only itself.
-symbolic links         followed. A directory reached again is read once and recorded in
-                       :attr:`InputInfo.errors` as ``symlink_loop`` or ``duplicate_directory``. A dangling
-                       link, a special file or a tar link member named ``.sgf`` is a record rejected as
-                       ``unreadable``; a directory that cannot be listed is an ``unreadable`` error.
-size caps              a record over ``MAX_MEMBER_BYTES`` is rejected as ``too_large`` (by its stated size and
-                       again while decompressing); a zip inside an archive over ``MAX_NESTED_ZIP_BYTES`` is an
-                       error ``too_large``; an ``.xz`` stream may use ``MAX_XZ_MEMORY``.
-damage                 a truncated or corrupt archive is an error (``truncated_archive``,
-                       ``corrupt_archive``, with ``members_read``); members read before the damage are kept,
-                       and a member cut off or unreadable is a :class:`Source` with ``error`` (a rejected
-                       game). A zip without its central directory is read from its local headers.
-=====================  ==================================================================================
+Inputs: ``.sgf`` files, directories (recursive, links followed), ``.zip``, ``.tar``, ``.tar.gz``/``.tgz``,
+``.tar.bz2``, ``.tar.xz``, nested alike (``a.zip!inner.tar.gz!x.sgf``). Nothing is extracted; members are read
+into memory one at a time, capped by ``MAX_MEMBER_BYTES``, ``MAX_NESTED_ZIP_BYTES`` and ``MAX_XZ_MEMORY``. The order
+is deterministic; a collection gives one record per game tree (``NAME#k`` for k >= 2, :func:`source_file` maps
+back). A damaged record is a :class:`Source` with ``error``; a damaged input is an entry of
+:attr:`InputInfo.errors`, and the members before the damage are kept. The rules: docs/building.md ("Inputs,
+filters and splits", "File formats").
 """
 
 from __future__ import annotations

@@ -1,55 +1,9 @@
 """Read one SGF game record (a path or bytes) into a :class:`~kifunet.data_prep.game.GameRecord`.
 
-:func:`load_game` keeps the **main line** (the first variation at every node); a collection yields its first
-game. Per node: ``AE`` (``SETUP`` ``EMPTY``), ``AB``, ``AW`` points (each sorted by flat index, compressed lists
-expanded), then the ``B``/``W`` move (pass ``N*N``: ``B[]`` or, up to 19x19, ``B[tt]``). The bytes are decoded by
-:func:`kifunet.data_prep.sgf.charsets.decode_sgf` first. ``SZ`` defaults to 19; ``SZ[19:19]`` is accepted.
-
-=================  ======================================================================================
-GameInfo field     from
-=================  ======================================================================================
-black, white       ``PB``, ``PW`` text, stripped ("" if missing); likewise every text field below
-``*_rank_text``    ``BR``, ``WR``
-``*_rank``         :func:`~kifunet.data_prep.ranks.parse_rank` of that text, ``source='gogod'`` when the root's
-                   ``CP``, ``SO``, ``GC``, ``US`` or ``AN`` contains ``GoGoD`` (any case), else ``'kgs'``
-komi               :func:`komi_points` of ``KM``; ``None`` if missing or not finite
-handicap           ``HA`` as an int, 0 if missing or not in ``0..N*N``
-result, date,      ``RE``, ``DT``, ``RU``
-rules
-result_kind,       :func:`~kifunet.data_prep.results.parse_result` of ``RE``
-winner, margin
-year               the first 4-digit number in ``DT``, else ``None``
-size, path         board size; ``path=``, else the source path, else ``'<bytes>'``
-encoding,          the codec and the bytes it could not decode (:mod:`~kifunet.data_prep.sgf.charsets`)
-encoding_replaced
-time_limit,        ``TM``, ``OT`` (part of the game's identity)
-overtime
-place,             ``PC``, ``AP`` (read by :func:`kifunet.data_prep.profiles.source_of`)
-application
-periods,           Fox's ``TC``, ``TT`` (byo-yomi periods, seconds a period), "" elsewhere
-period_time
-content_hash       sha256 hex digest of the file's raw bytes
-=================  ======================================================================================
-
-**Errors.** Every failure is an :class:`~kifunet.data_prep.errors.SgfError` with ``.path`` (the display name)
-and ``.reason``, one of ``REASONS``:
-
-==================  ====================================================================================
-reason              when
-==================  ====================================================================================
-``unreadable``      reading the path raises ``OSError``
-``empty``           no bytes, or only whitespace
-``encoding``        a UTF-16 byte-order mark but the text does not decode as UTF-16
-``parse_error``     no ``(;`` game, unbalanced brackets, a truncated file, a property outside a node
-``board_size``      ``SZ`` not an integer in 2..19, or non-square
-``bad_point``       a malformed or off-board point (the message names move number, colour and value, or the
-                    node for setup points)
-``bad_node``        a node with both ``B`` and ``W``
-``too_many_setup``  more setup points than ``MAX_SETUP_BOARDS`` (16) whole boards over the main line
-``internal_error``  any other exception while reading (chained as ``__cause__``)
-==================  ====================================================================================
-
-A game with no moves loads with zero ``MOVE`` events.
+:func:`load_game` keeps the main line (the first variation at every node) of the first game, decoded by
+:func:`kifunet.data_prep.sgf.charsets.decode_sgf`; ``SZ`` defaults to 19, a pass is ``B[]`` or (up to 19x19)
+``B[tt]``. Every failure is an :class:`~kifunet.data_prep.errors.SgfError` with ``.path`` and ``.reason``, one of
+``REASONS``. The GameInfo fields and the reasons are tabled in docs/positions.md ("SGF reading").
 """
 
 from __future__ import annotations
