@@ -1,22 +1,11 @@
 """Who played this: a profiled net's likelihood of whole games' moves under candidate profiles, and how often the
 likeliest candidate is the true one given the moves of 1, 5 or 10 games.
 
-==================  ===========================================================================================
-term                meaning
-==================  ===========================================================================================
-candidates          profile field values to choose between, each a :func:`kifunet.data_prep.profiles.parse_fields`
-                    dict: ``[{"source": "kgs"}, {"source": "fox"}]`` or years ``[{"date": ...}, ...]``
-hidden fields       set to *unknown* on every row before a candidate is forced
-game NLL            the sum over a game's positions in the split of ``-log p(played move)`` under a candidate
-                    (:func:`game_nll`); the other fields keep each row's own values
-label               the index of the candidate a game truly has (:func:`source_labels`, :func:`year_labels`);
-                    -1: none (left out)
-guess from n games  n distinct games of one label, drawn at random; the guess is the candidate with the least
-                    summed NLL (:func:`accuracy`); ties go to the first candidate
-==================  ===========================================================================================
-
-A game's rows are found through the split's ``game_index`` column (HDF5 builds); each candidate costs one forward
-pass of every row.
+:func:`game_nll` sums ``-log p(played move)`` over each game's rows under each candidate (hidden fields set to
+unknown, the others kept); :func:`source_labels` and :func:`year_labels` give each game's true candidate (-1: none);
+:func:`accuracy` guesses the candidate with the least summed NLL over n games of one label, ties to the first.
+Games are found through the split's ``game_index`` column (HDF5 builds). The terms: docs/profiles.md ("The joint
+experiment").
 """
 
 from __future__ import annotations

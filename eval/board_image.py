@@ -1,14 +1,9 @@
 """A Go board as a matplotlib figure: stones, coordinates, the policy as a heatmap over legal points, top-k labels.
 
->>> from kifunet.eval import board_image
->>> pos = board_image.load_position("game.sgf", 30, "maddison")      # the board before move 30   # doctest: +SKIP
->>> fig = board_image.draw_board(pos.stones, probs=p, legal=pos.legal, top_k=5, played=pos.target)  # doctest: +SKIP
->>> fig.savefig("board.png")        # or .svg: the format follows the extension                     # doctest: +SKIP
-
-Rows from the top; GTP column letters above and below, row numbers left and right. Only legal points (empty, no
-ko retake, no suicide) are shaded, by the policy renormalised over the legal moves (pass included). The top-k
-legal moves carry their rank; the side panel lists them with their probabilities, the pass probability and the
-move played (outlined in red).
+:func:`load_position` gives the board before a move of an SGF game, :func:`draw_board` the figure (rows from the
+top, GTP letters above and below). Only legal points are shaded, by the policy renormalised over the legal moves
+(pass included); the top-k legal moves carry their rank, and the side panel lists them with the pass probability
+and the move played (outlined in red).
 """
 
 from __future__ import annotations
@@ -215,7 +210,7 @@ def _side_text(fig, n: int, top, probs, played: int | None) -> None:
 
 def draw_board(stones, *, probs=None, legal=None, top_k: int = 5, played: int | None = None,
                last_move: int | None = None, title: str = "", ax=None, side_panel: bool = True):
-    """Draw a board; returns the matplotlib Figure. See the module docstring for the conventions.
+    """Draw a board; returns the matplotlib Figure (the module docstring's conventions).
 
     ``stones`` int (N, N) with 0/1/2; ``probs`` float ``[N*N + 1]`` (pass last) or None; ``legal`` bool
     ``[N*N + 1]`` or ``[N*N]`` (required with ``probs``); ``played`` / ``last_move`` flat indices."""

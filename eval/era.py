@@ -1,24 +1,10 @@
 """The era: the same positions predicted by a profiled net under each row's own date and under a date forced to
 another year, every other profile field kept.
 
-===================  ==========================================================================================
-term                 meaning
-===================  ==========================================================================================
-rows                 rows of a split whose game's calendar year is in a range, the first ``limit`` in row order
-                     (:func:`rows_of_years`)
-own                  the row's own profile (:func:`kifunet.eval.attribution.row_profiles`)
-forced               the same vector with the date replaced by ``forced_days`` (days since 1970)
-nll, correct         ``-log p(played move)`` in nats and top-1 of :func:`kifunet.eval.metrics.example_stats` (no
-                     legality mask)
-shift                total-variation distance ``0.5 * sum_m |p_own(m) - p_forced(m)|`` over all ``N*N + 1`` moves
-p33                  the probability on the four 3-3 points (rows and columns 2 and ``N - 3``, 0-based),
-                     occupied or not
-summary              top-1 (%) and nats under own and forced dates; ``d_top1``, ``d_nats``: forced minus own
-openings             the share of the ``top_share`` most shifted rows (at least one) within the first
-                     ``first_moves`` moves, beside that share among all the rows (:func:`openings`)
-===================  ==========================================================================================
-
-Each row costs two forward passes. A net without a profile input is refused.
+:func:`rows_of_years` picks the rows, and the comparison gives per row the nats and top-1 under both dates, the
+total-variation *shift* between the two move distributions and the probability on the 3-3 points; :func:`openings`
+says where the most shifted rows fall. A net without a profile input is refused. The terms: docs/profiles.md
+("The era").
 """
 
 from __future__ import annotations

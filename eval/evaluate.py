@@ -1,39 +1,11 @@
 """Evaluate a policy net on a dataset split: single pass and 8-symmetry ensemble, JSON and a printed table.
 
->>> from kifunet.eval.evaluate import Predictor, evaluate, format_result
->>> pred = Predictor(model, "maddison")                                   # doctest: +SKIP
->>> res = evaluate(pred, open_split("data/kgs", "test"), ensemble=True)   # doctest: +SKIP
->>> print(format_result(res))                                             # doctest: +SKIP
-
-A :class:`Predictor` is a model plus the feature set its input planes come from; ``predict(batch)`` turns a
-reader batch (``planes`` uint8 ``[B, N, N, C]``, ``player_rank``, ``to_move``) into float32 logits
-``[B, N*N + 1]``, and ``predict_with_value(batch)`` into ``(logits, value)``: the value ``[B]`` of a net with a
-value head (``Predictor.has_value``; the contract is in :mod:`kifunet.models.base`), None for a policy-only net.
-It does not know how the model was trained; :func:`kifunet.eval.runs.load_run` builds one from a training run
-directory.
-
-:func:`evaluate` reads the split once, in order. With ``ensemble=True`` every batch is predicted in the 8
-orientations; the identity pass *is* the single-pass result, so one run of ``kifunet eval --ensemble`` reports
-both, each from its own accumulators. The metric rules (ranks, ties, masking, sums) are in
-:mod:`kifunet.eval.metrics`.
-
-Result JSON (``format = "kifunet-eval"``, ``format_version = 3``): ``run`` (what was evaluated), ``dataset``
-(path, split, fingerprint and the dataset spec printed next to every number), ``settings`` (legal mask and its
-source, tie rule, ensemble rule, value rules, phase buckets, batch size, limit), ``results.single`` and, with the
-ensemble, ``results.ensemble``: each a :meth:`kifunet.eval.metrics.Breakdown.to_dict` block (``count``,
-``nll_sum``, ``topk_correct``, ``accuracy``, ``cross_entropy_nats``, ``perplexity``, ``rank_histogram``,
-``by_phase``, ``by_rank``, ``by_colour``, ``by_year``, ``by_source``, ``by_time_control``).
-
-Versions: 2 adds, for a net with a value head, a ``value`` block (:class:`kifunet.eval.metrics.ValueSums`:
-``known``, ``sq_sum``, ``decided``, ``winner_correct``, ``outcome_sum``, ``mse``, ``winner_accuracy``,
-``baseline_mse``) to the whole split and to every group of the breakdowns, and ``settings.value_rule``; a
-policy-only net's result has neither, and is otherwise what version 1 was. 3 adds the profile breakdowns
-``by_year``, ``by_source`` and ``by_time_control`` (:class:`kifunet.eval.metrics.Breakdown`: the game's calendar
-year, source and time-control class, ``unknown`` where the split does not know it) to ``results.single`` and
-``results.ensemble``: every evaluation reads the split's game fields for them, whether or not the net has a
-profile input. Version 1 and 2 files load and print as before, without those tables (:func:`load_result` accepts
-every version up to :data:`FORMAT_VERSION`; :func:`merge_results` of parts of mixed versions drops the profile
-breakdowns).
+A :class:`Predictor` is a model plus the feature set its input planes come from: ``predict(batch)`` gives float32
+logits ``[B, N*N + 1]``, ``predict_with_value(batch)`` ``(logits, value)`` with value None for a policy-only net;
+:func:`kifunet.eval.runs.load_run` builds one from a training run directory. :func:`evaluate` reads the split once,
+in order, and returns the result dict (``format = "kifunet-eval"``, version :data:`FORMAT_VERSION`);
+:func:`load_result` accepts every version up to it and :func:`merge_results` adds parts up. The metric rules are in
+:mod:`kifunet.eval.metrics`; the result file in docs/evaluation.md ("The metrics and the result file").
 """
 
 from __future__ import annotations
@@ -67,14 +39,9 @@ VALUE_RULE = ("value MSE over the positions whose game result is known (draws: t
 class Predictor:
     """A policy net and the feature set of its inputs: ``predict(batch) -> float32 logits [B, N*N + 1]``
     (``predict_with_value``: and the value of a two-headed net); ``net`` is its
-    :class:`kifunet.models.forward.Forward` and ``facts`` the model's.
-
-    Batches are split over all local devices (weights replicated): on a CPU, ``kifunet eval`` makes one JAX
-    device per core (``jax_num_cpu_devices``), which doubled the forward passes per second on 2 cores.
-
-    ``info`` describes what is evaluated (model name, parameters, checkpoint, step, samples seen...) and is
-    copied into the result JSON. The forward pass is jitted once per padded batch shape: batches are padded up
-    to ``pad_to`` rows (the last, ragged batch of a split reuses the compiled shape).
+    :class:`kifunet.models.forward.Forward` and ``facts`` the model's. Batches are split over all local devices
+    (weights replicated) and padded up to ``pad_to`` rows, so a split's last, ragged batch reuses the compiled
+    shape. ``info`` (model name, parameters, checkpoint, step...) is copied into the result JSON.
     """
 
     def __init__(self, model, feature_set: str, *, info: dict | None = None):
@@ -282,17 +249,12 @@ def spec_text(spec: dict) -> str:
 def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: bool = False,
              legal_mask: bool = False, limit: int | None = None, start: int = 0, phase_starts=M.PHASE_STARTS,
              progress: bool = True, as_rank: int | None = None, profile: str | None = None) -> dict:
-    """Metrics of ``predictor`` on every row of ``reader`` (a dataset split:
-    :func:`kifunet.data_prep.datasets.dataset.open_split`), or on rows ``start`` to ``start + limit - 1`` (a part of the
-    split: parts evaluated apart, on one machine or several, add up with :func:`merge_results`); see the module
-    docstring. A net trained with constant planes added to the dataset's set (``input.add_planes``) reads them
-    added here too. ``as_rank`` (the :mod:`kifunet.data_prep.ranks` scale) tells the net that every mover has that
-    rank (:func:`with_player_rank`); the breakdown by rank still groups rows by the mover's real rank.
-
-    A net with a profile input (:attr:`Predictor.reads_profile`) reads each row's profile from the dataset (a
-    dataset built before profiles: source and time control unknown); ``profile`` (``"year=2005,source=kgs"``,
-    :func:`kifunet.data_prep.profiles.parse_fields`) forces those fields on every row and keeps the others. A
-    ``profile`` for a net without a profile input is a ``ValueError`` (it would change nothing)."""
+    """The result dict of ``predictor`` on every row of ``reader`` (a dataset split), or on rows ``start`` to
+    ``start + limit - 1`` (parts add up with :func:`merge_results`). Constant planes the net was trained with
+    (``input.add_planes``) are added here too. ``as_rank`` tells the net that every mover has that rank
+    (:func:`with_player_rank`); the breakdown by rank still groups rows by the real rank. ``profile``
+    (``"year=2005,source=kgs"``) forces those fields on every row for a net with a profile input, and is a
+    ``ValueError`` for a net without one."""
     from tqdm.auto import tqdm
 
     from kifunet.eval.legality import LegalMasker
@@ -371,7 +333,7 @@ def _score_batch(predictor: Predictor, batch: dict, acc: dict, *, legal, ensembl
 
 def _result(predictor: Predictor, reader, acc: dict, settings: dict, fields: dict, rows: tuple, seconds: float
             ) -> dict:
-    """The result record of an evaluation of ``rows`` = ``(start, stop)`` (module docstring)."""
+    """The result record of an evaluation of ``rows`` = ``(start, stop)`` (docs/evaluation.md)."""
     from kifunet.data_prep import profiles
 
     start, stop = rows

@@ -1,56 +1,12 @@
 """Move-prediction metrics as sums and counts: top-k accuracy, cross-entropy in nats, perplexity; and, for nets with
 a value head, the value MSE and winner prediction.
 
-Every number is accumulated over the whole split and divided once at the end, so the batch size never changes a
-result:
-
-==================  ==========================================================================================
-field               meaning
-==================  ==========================================================================================
-``count``           positions seen
-``nll_sum``         sum of ``-log p(played move)`` in nats (float64, exact: Shewchuk partials)
-``rank_hist``       int64 ``[M]``, ``M = N*N + 1``: ``rank_hist[r]`` = positions whose played move has rank ``r``
-==================  ==========================================================================================
-
-Derived: ``accuracy(k) = rank_hist[:k].sum() / count``, ``cross_entropy = nll_sum / count``,
-``perplexity = exp(cross_entropy)``.
-
-**Rank and ties.** ``rank = #{j != t : z[j] >= z[t]}`` for the played move ``t``; it is top ``k`` when ``rank < k``,
-so ties count against the prediction (a constant output scores 0% top-1). The one definition is
-:func:`~kifunet.models.base.played_move_rank` (re-exported here), which training uses too. Cross-entropy is
-``logsumexp(z) - z[t]`` in float64.
-
-**Non-finite logits** never raise. NaN reads as ``-inf`` (a NaN played move ranks last); ``+inf`` moves share all
-the probability; all ``-inf`` gives ``nll = inf``; a sum with an infinite term is ``inf`` (:class:`ExactSum`), a
-cross-entropy beyond ``exp``'s range has perplexity ``inf`` (:func:`exp`). A non-finite value makes ``mse`` NaN or
-``inf`` and is never a correct winner.
-
-**Legality mask** (``bool [B, N*N + 1]``, pass legal): illegal moves get ``-inf`` before the rank and the softmax. A
-played move the mask calls illegal raises ``ValueError``.
-
-**Ensemble**: :func:`ensemble_log_probs` is ``log(mean_s softmax(z_s))`` over the 8 passes mapped back (float64
-log-mean-exp; with a mask each pass renormalised first), scored like logits.
-
-**Value** (:class:`ValueSums`, scored by :func:`~kifunet.models.base.value_outcome_stats`):
-
-==================  ==========================================================================================
-field               meaning
-==================  ==========================================================================================
-``known``           positions with a known outcome (draws included)
-``sq_sum``          sum of ``(value - outcome)^2`` over them (exact)
-``decided``         known positions of games with a winner
-``winner_correct``  decided positions where the value's sign names the winner (0: wrong)
-``outcome_sum``     sum of the known outcomes
-==================  ==========================================================================================
-
-Derived: ``mse = sq_sum / known``, ``winner_accuracy = winner_correct / decided``, ``baseline_mse``
-(:func:`~kifunet.models.base.constant_predictor_mse`); NaN for a zero denominator. The ensemble's value is the
-mean of the 8 passes'.
-
-**Breakdowns** (:class:`Breakdown`): the whole split and groups by game phase (``PHASE_STARTS``), mover's rank
-(``?`` unknown), colour to move, and :data:`PROFILE_PARTS` ``by_year``, ``by_source``, ``by_time_control`` (from
-the ``game_*`` columns; ``unknown`` last, also for a batch without the column). Each partition's groups add up to
-the whole.
+Every number is accumulated over the whole split (exact float64 sums, :class:`ExactSum`) and divided once at the
+end, so the batch size never changes a result. A played move's rank counts ties against it
+(:func:`~kifunet.models.base.played_move_rank`, re-exported here); non-finite logits never raise; a legality mask
+that calls the played move illegal raises ``ValueError``. :class:`ValueSums` scores a value head, :class:`Breakdown`
+splits everything by phase, rank, colour and :data:`PROFILE_PARTS`, and :func:`ensemble_log_probs` averages the 8
+passes. The fields and rules: docs/evaluation.md ("The metrics and the result file").
 """
 
 from __future__ import annotations
@@ -67,7 +23,7 @@ MAX_K = 10
 #: default move-number buckets for the game-phase breakdown: first move number of each bucket (1-based)
 PHASE_STARTS = (1, 21, 51, 101, 151, 201, 251)
 COLOUR_LABELS = {1: "black", 2: "white"}
-#: the profile breakdowns (module docstring), each with the batch column it groups by
+#: the profile breakdowns, each with the batch column it groups by
 PROFILE_PARTS = {"by_year": "game_days", "by_source": "game_source", "by_time_control": "game_time_control"}
 UNKNOWN_LABEL = "unknown"
 _UNKNOWN_KEY = -(2 ** 31)  # the group key of an unknown field (sorts first as a key, printed last)
@@ -77,7 +33,7 @@ TIE_RULE = ("pessimistic: rank = number of other moves with logit >= the played 
 
 # ------------------------------------------------------------------------------------------------ per position
 def _as_logits(logits, legal=None) -> np.ndarray:
-    """float64 logits, NaN read as ``-inf`` (no probability: module docstring, non-finite logits), illegal moves
+    """float64 logits, NaN read as ``-inf`` (no probability: docs/evaluation.md, non-finite logits), illegal moves
     ``-inf`` under ``legal``."""
     z = np.asarray(logits, dtype=np.float64)
     if z.ndim != 2:
@@ -93,7 +49,7 @@ def _as_logits(logits, legal=None) -> np.ndarray:
 
 def log_softmax(logits, legal=None) -> np.ndarray:
     """float64 ``log softmax`` over the last axis; with ``legal``, over the legal moves only (others -inf). Any
-    logits give a result, never an exception nor a NaN (module docstring, non-finite logits)."""
+    logits give a result, never an exception nor a NaN (docs/evaluation.md, non-finite logits)."""
     z = _as_logits(logits, legal)
     if z.shape[-1] == 0:
         return z
@@ -124,7 +80,7 @@ def target_ranks(logits, target, legal=None) -> np.ndarray:
 
 
 def example_stats(logits, target, legal=None) -> tuple[np.ndarray, np.ndarray]:
-    """``(rank int64 [B], nll float64 [B])`` for each position; see the module docstring for both rules."""
+    """``(rank int64 [B], nll float64 [B])`` for each position; the rules are in docs/evaluation.md."""
     ranks = target_ranks(logits, target, legal)
     lp = log_softmax(logits, legal)
     t = np.asarray(target, dtype=np.int64).reshape(-1)
@@ -221,7 +177,7 @@ def exp(x: float) -> float:
 
 # ------------------------------------------------------------------------------------------------ accumulators
 class ValueSums:
-    """Value-head sums over a set of positions (the module docstring's table)."""
+    """Value-head sums over a set of positions (docs/evaluation.md, "The metrics and the result file")."""
 
     def __init__(self):
         self.known = 0
@@ -236,7 +192,7 @@ class ValueSums:
         o = np.asarray(outcome, dtype=np.int64).reshape(-1)
         if v.shape != o.shape:
             raise ValueError("value and outcome must have one entry per position")
-        with np.errstate(over="ignore", invalid="ignore"):  # a NaN or infinite value: module docstring
+        with np.errstate(over="ignore", invalid="ignore"):  # a NaN or infinite value: docs/evaluation.md
             known, sq, decided, correct = value_outcome_stats(v, o)
         self.known += int(known.sum())
         self._sq.add(sq[known])
@@ -283,8 +239,8 @@ def merge_value_dicts(blocks: Sequence[dict]) -> dict:
 
 
 class MetricSums:
-    """Sums and counts for one set of positions (and its :class:`ValueSums`, ``value``, once a value was given);
-    see the module docstring."""
+    """Sums and counts for one set of positions (and its :class:`ValueSums`, ``value``, once a value was given):
+    ``count``, ``nll_sum`` and ``rank_hist`` (docs/evaluation.md, "The metrics and the result file")."""
 
     def __init__(self, num_moves: int):
         self.num_moves = int(num_moves)

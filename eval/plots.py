@@ -2,17 +2,9 @@
 
 Every function draws into ``ax`` when given one, else into a new :class:`matplotlib.figure.Figure` (no pyplot
 state), and returns the figure. Inputs are ``metrics_*.jsonl`` files and eval result dicts; nothing here trains or
-evaluates.
-
-* :func:`learning_curves`: every numeric field against the training positions seen (the first of ``samples``,
-  ``examples``, ``positions``, ``step``); fields with equal values are one line named after both; losses
-  (``*loss*``, ``*nll*``, ``*nats*``, ``*cross_entropy*``) left, accuracies (``*acc*``, ``*top*``) middle, squared
-  errors (``*mse*``) on a third panel for a value head.
-* :func:`topn_curve`: top-n accuracy from rank histograms, as Maddison et al.'s Figure 1.
-* :func:`accuracy_vs_nats`: top-1 against cross-entropy beside GoNN's published points.
-* :func:`value_by_phase`: value MSE and winner accuracy by game phase.
-* :func:`learning_vs_published`: test top-1 against training positions seen (log axis), beside each published
-  row's final top-1 at the positions it saw (``steps`` in ``eval/published.toml``, in samples).
+evaluates. :func:`learning_curves` draws every numeric field against the training positions seen (losses left,
+accuracies middle, squared errors on a third panel); :func:`topn_curve`, :func:`accuracy_vs_nats`,
+:func:`value_by_phase` and :func:`learning_vs_published` draw what their names say.
 """
 
 from __future__ import annotations
@@ -113,8 +105,11 @@ def _is(words, key):
 
 
 def learning_curves(metrics: dict[str, list[dict]], *, title: str = "", axes=None):
-    """Loss and accuracy (and a value head's squared errors) against training positions, train and eval records;
-    see the module docstring. ``axes``: two (or, for the value panel, three) axes to draw into."""
+    """Loss and accuracy (and a value head's squared errors) against training positions, train and eval records.
+
+    x is the first of ``samples``, ``examples``, ``positions``, ``step``; fields with equal values are one line named
+    after both; losses (``*loss*``, ``*nll*``, ``*nats*``, ``*cross_entropy*``) left, accuracies (``*acc*``,
+    ``*top*``) middle, squared errors (``*mse*``) on a third panel. ``axes``: two or three axes to draw into."""
     series = {kind: _series(metrics.get(kind, [])) for kind in ("train", "eval")}
     valued = any(_is(VALUE_WORDS, k) for _, ser in series.values() for k in ser)
     if axes is None:

@@ -1,17 +1,11 @@
 """The probe set: Go positions that test long-distance understanding, and how often a net finds their answers.
 
->>> from kifunet.eval.probes import load_probes, score
->>> probes = load_probes()                      # eval/probes.sgf, shipped in the wheel
->>> res = score(predictor, probes)              # doctest: +SKIP
->>> res["overall"]["top1"], res["categories"]["ladder"]["top5"]   # doctest: +SKIP
-
-One SGF game per probe (``scripts/make_probes.py`` writes them), its final move a correct answer; the root's ``XC``
-is the category, ``XA`` every accepted answer, ``XT`` the key stones. Each probe is replayed with the predictor's
-feature set and the position before the final move predicted, with the record's rank (``UNKNOWN``) unless
-``as_rank``; legal moves are the rules engine's plus pass. Per category and overall: ``top1``, ``top5`` (an
-accepted answer among the most probable legal moves, :func:`kifunet.eval.legality.top_moves`), and
-``uniform_top1`` / ``uniform_top5``, a uniform legal choice's: ``A / L`` and ``1 - C(L - A, 5) / C(L, 5)`` per probe
-(``A`` answers, ``L`` legal moves), averaged.
+:func:`load_probes` reads ``eval/probes.sgf`` (shipped in the wheel): one SGF game per probe, its final move a
+correct answer, the root's ``XC`` the category, ``XA`` every accepted answer, ``XT`` the key stones. :func:`score`
+replays each with the predictor's feature set and predicts the position before the final move (rank ``UNKNOWN``
+unless ``as_rank``; legal moves are the rules engine's plus pass), giving per category and overall ``top1``,
+``top5`` and a uniform legal choice's ``uniform_top1`` / ``uniform_top5`` (``A / L`` and ``1 - C(L - A, 5) / C(L,
+5)`` per probe, ``A`` answers among ``L`` legal moves, averaged).
 """
 
 from __future__ import annotations

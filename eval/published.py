@@ -1,16 +1,9 @@
 """The published results we report against, as data: ``eval/published.toml`` (every row of docs/published.md).
 
->>> from kifunet.eval import published
->>> rows = published.move_prediction()           # list[Result], one per net and number
->>> rows[0].source, rows[0].top1, rows[0].dataset.spec
-('Clark & Storkey 2015', 44.4, 'KGS (Clark & Storkey 2015)')
-
-Schema (percentages as printed; a range ``57.1-57.6%`` is ``[57.1, 57.6]``): ``[datasets.<id>]`` (``name``,
-``spec``, optional ``kifunet_preset``); ``[[move_prediction]]`` (``id``, ``source``, ``dataset``, ``inputs``,
-``net``, optional ``params`` / ``params_approx`` / ``params_secondary``, ``top1`` / ``top4`` / ``top10``, ``ce``,
-``steps`` in training positions / ``steps_secondary``, ``eval`` ``single`` or ``ensemble``, ``approx``,
-``secondary``, ``note``); ``[[strength]]`` and ``[strength_notes]``; ``[[rank_conditioning]]`` and
-``[rank_conditioning_notes]``; ``[[accuracy_nats]]``; ``[[conventions]]``.
+:func:`move_prediction` gives one :class:`Result` per net and number, each with its dataset and spec. Percentages
+are as printed, a range ``57.1-57.6%`` as ``[57.1, 57.6]``; tables: ``[datasets.<id>]``, ``[[move_prediction]]``
+(``steps`` in training positions), ``[[strength]]``, ``[[rank_conditioning]]``, ``[[accuracy_nats]]``,
+``[[conventions]]`` and their ``*_notes``.
 """
 
 from __future__ import annotations

@@ -3,21 +3,10 @@ one run as a :class:`kifunet.eval.evaluate.Predictor` (:func:`load_run`).
 
 A run directory (the ``--workdir`` of ``kifunet train``) holds ``config.json``, orbax checkpoints, and the
 JSON-lines metrics ``metrics_train.jsonl`` / ``metrics_eval.jsonl``; ``kifunet eval`` adds ``eval/*.json``.
-Loading a run's net is :mod:`kifunet.train.nets` (below eval and play, which both use it).
-
-Notebook settings (environment variables, read by :func:`run_dirs_from_env`):
-
-=====================  =================================================================================
-``KIFUNET_RUN``        run directories separated by ``:`` (``os.pathsep``); unset or empty: every run
-                       directory under ``runs/`` at any depth (``runs/x``, the quickstart's
-                       ``runs/quickstart/run``, ``runs/a/b/c``; :func:`find_run_dirs`), newest first, ``runs/``
-                       being that of the current directory or of its nearest parent with one
-                       (:func:`kifunet.data_prep.paths.runs_dir`), then the default net
-                       (:func:`kifunet.data_prep.paths.default_net`); the net one studies (:func:`net_from_env`) is
-                       the first run it names, else the first of these with a checkpoint
-``KIFUNET_FIGURES``    where notebooks write their PNGs; default ``figures/`` in the first run directory,
-                       ``runs/figures`` when that is the default net (its folder is package data)
-=====================  =================================================================================
+:func:`run_dirs_from_env` reads ``KIFUNET_RUN`` (``os.pathsep``-separated; unset or empty: every run under
+``runs/`` at any depth, newest first (:func:`find_run_dirs`), then the default net); :func:`net_from_env` is the
+first run it names, else the first of these with a checkpoint; ``KIFUNET_FIGURES`` is where notebooks write their
+PNGs. The defaults: docs/evaluation.md ("Notebooks").
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Our eval results beside the published rows, as Markdown or HTML tables.
 
 :func:`comparison_rows` gives one row per published number (:mod:`kifunet.eval.published`) and one per evaluation
-mode of each of our results (single pass, ensemble), each of ours naming its data in a short cell with a note
-number (:func:`dataset_notes` gives the full spec once). Results are eval JSON files or run directories
-(:func:`find_results`).
-
-**Two domains** (:func:`two_domain_rows`): top-1 on KGS beside top-1 on professional games. A result's domain is
-its build preset's (``gonn-kgs``: ``kgs``; ``fox-pro``, ``gonn-gogod``: ``pro``), a published row's its dataset's
-name (``KGS``, ``professional games``). A published pair is two rows of one source, net and mode; ours, one row
-per run and mode with results in both domains (the one with most positions per domain). Printed when one of ours
-has both.
-
-:func:`value_rows`: per result with a ``value`` block (eval JSON version 2), the MSE beside the constant
-predictor's and the winner accuracy. :func:`render_profiles` (``kifunet tables --by``): one row per group of a
-profile breakdown (eval JSON version 3; an older result gets one line naming its file).
+mode of each of our results (eval JSON files or run directories, :func:`find_results`), each of ours naming its
+data in a short cell with a note number (:func:`dataset_notes` gives the full spec once).
+:func:`two_domain_rows` puts top-1 on KGS beside top-1 on professional games (a result's domain is its build
+preset's, a published row's its dataset's name). :func:`value_rows` tables value blocks (eval JSON version 2);
+:func:`render_profiles` (``kifunet tables --by``) one row per group of a profile breakdown (version 3; an older
+result gets one line naming its file).
 """
 
 from __future__ import annotations
@@ -193,7 +186,8 @@ def _gap(kgs, pro) -> str:
 
 
 def two_domain_rows(results: list[tuple[str, dict]]) -> list[dict]:
-    """Published pairs, then ours: top-1 on KGS and on professional games side by side (module docstring)."""
+    """Published pairs, then ours: top-1 on KGS and on professional games side by side. A result's domain is its
+    build preset's; a published pair is two rows of one source, net and mode, ours one row per run and mode."""
     rows = []
     by_key: dict = {}
     for r in P.move_prediction():
