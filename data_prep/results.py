@@ -52,7 +52,7 @@ UNKNOWN_RESULT = Result("unknown", EMPTY, math.nan)
 
 
 def parse_result(text: str | None) -> Result:
-    """``RE`` text -> :class:`Result` (the module docstring's table); never raises."""
+    """``RE`` text -> :class:`Result` (every spelling: docs/building.md); never raises."""
     t = (text or "").strip().casefold()
     if t in _DRAW or (_NUMBER.fullmatch(t) and float(t) == 0):
         return Result("draw", EMPTY, math.nan)

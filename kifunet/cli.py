@@ -2,15 +2,11 @@
 
 Each subcommand lives in ``kifunet/commands/<name>.py`` and defines ``HELP`` (one line),
 ``add_arguments(parser)`` and ``run(args) -> int``; a module that sets ``ACCEPTS_EXTRA_ARGS = True`` receives
-arguments argparse does not know (such as ``--config.key=value``) in ``args.extra``. Modules are imported only when their command runs,
-so ``kifunet --help`` stays fast and ``kifunet build`` never imports JAX.
-
-Errors: a command reports bad input by raising (:class:`kifunet.errors.CommandError`, a missing file, the
-project's input errors; :mod:`kifunet.errors` lists them); :func:`main` prints ``kifunet CMD: error: MESSAGE`` on
-stderr and returns 2, without a traceback; so does a value an option's converter refuses while the command line
-is read (:mod:`kifunet.commands.option_types`). argparse's own errors also exit 2 (with the usage line). A command run
-by another one (``kifunet quickstart`` runs ``build``, ``train`` and ``eval`` through :func:`main`) lets the error
-through, so it is reported once, under the command the user typed.
+arguments argparse does not know (such as ``--config.key=value``) in ``args.extra``. Modules are imported only
+when their command runs. :func:`main` prints bad input (:mod:`kifunet.errors`), raised by a command or by an
+option's converter, as ``kifunet CMD: error: MESSAGE`` on stderr and returns 2; a command run by another one
+(``quickstart`` runs ``build``, ``train`` and ``eval`` through :func:`main`) lets the error through, so it is
+reported once, under the command the user typed.
 """
 
 from __future__ import annotations

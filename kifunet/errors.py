@@ -1,24 +1,11 @@
 """The command line's one error style: ``kifunet CMD: error: MESSAGE`` on stderr, exit status 2, no traceback.
 
 A command reports bad input by raising; :func:`kifunet.cli.main` catches it and prints it (:func:`report`).
-What counts as bad input (:func:`is_user_error`):
-
-* :class:`~kifunet.data_prep.errors.UserError` (:mod:`kifunet.data_prep.errors`, the bottom layer): the base of
-  every bad-input exception of the library (an SGF that cannot be read, a dataset or split that is missing or
-  damaged, a build directory in use, a damaged checkpoint, a workdir another trainer holds, a match that cannot
-  start, ...), and of :class:`CommandError`, what a command itself finds wrong (a bad option value, a combination
-  of options, a number out of range): ``raise CommandError("--games must be at least 1")``;
-* ``FileNotFoundError``, ``NotADirectoryError``, ``IsADirectoryError``, ``PermissionError``: a path the user
-  named (an ``OSError`` that carries a file name is printed as ``PATH: reason``);
-* a *fault of the place written to or read from* (:func:`fault_errno`): any ``OSError`` whose errno is one of
-  the table below, wherever it was raised (a build's worker process sends its ``OSError`` back whole, errno and
-  file name included; h5py's ``OSError`` carries the errno, and its message names the file, ``filename =
-  '...'``). It is printed as ``PATH: REASON; WHAT TO DO``, the errnos and hints of :data:`FAULT_HINTS` (ENOSPC,
-  EDQUOT, EROFS, EACCES, EPERM, EEXIST, ENOTDIR, EISDIR). An error that names no file is named by its writer
-  (:func:`kifunet.data_prep.errors.naming`).
-
-Anything else is a bug and keeps its traceback. This module imports nothing heavy (the command line answers
-``--help`` and bad options without loading NumPy or JAX).
+:func:`is_user_error` says what counts as bad input: a :class:`~kifunet.data_prep.errors.UserError` (of which
+:class:`CommandError` is what a command itself finds wrong), an ``OSError`` about a path the user named, and a
+fault of the place written to or read from (:func:`fault_errno`: the errnos and hints of :data:`FAULT_HINTS`),
+printed as ``PATH: REASON; WHAT TO DO``. Anything else is a bug and keeps its traceback (docs/getting_started.md).
+This module imports nothing heavy, so ``--help`` and bad options answer without loading NumPy or JAX.
 """
 
 from __future__ import annotations

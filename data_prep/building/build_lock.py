@@ -1,11 +1,8 @@
 """The lock of a folder being built, shared by ``kifunet build`` and ``kifunet tfds``.
 
 A build holds an exclusive ``flock`` on a lock file in the folder it writes (holding its pid) from before it looks
-at the folder until it is done; the holder removes the file while still holding it, and a build that locked a
-file since removed locks the new one instead, so two builds never both hold a lock. :func:`acquire` returns the
-lock's file descriptor, or raises :class:`Busy` (naming the holder's pid), :class:`NoFlock` (the file system cannot
-lock: the caller decides whether to build unlocked), or the ``OSError`` of opening the file; :func:`release`
-removes the file and releases the lock.
+at the folder until it is done (:func:`acquire`, :func:`release`). The holder removes the file while still holding
+it, and a build that locked a file since removed locks the new one instead, so two builds never both hold a lock.
 """
 
 from __future__ import annotations

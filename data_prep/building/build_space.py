@@ -94,7 +94,9 @@ def shard_row_bytes(storage, n: int, num_stored: int, spill_row: int) -> float:
 
 def estimate(cfg, fs, seen: Scan, spill_row: int) -> Estimate:
     """The disk needs of the build ``cfg`` with feature set ``fs``, from ``seen`` and ``spill_row`` (the bytes of a
-    position in the spill), as the module docstring says."""
+    position in the spill). Rows: the moves times the share kept (eight each with ``--symmetries all``); spill:
+    rows times ``spill_row`` plus :data:`GAME_BYTES` a record; shards: rows times :data:`SHARD_RATIO_GZIP_CODES` of
+    ``spill_row`` for gzip ``codes``, else a row's uncompressed size, plus :data:`RECORD_BYTES` a record."""
     kept = 1.0 if seen.kept is None else seen.kept
     rows = round(seen.moves * kept) * (8 if cfg.symmetries == "all" else 1)
     spill = rows * spill_row + seen.records * GAME_BYTES

@@ -48,7 +48,7 @@ SPILL_DTYPE = np.dtype([("target", np.int16), ("to_move", np.int8), ("move_numbe
 
 
 # Games-table integer columns -> the reason a record whose value does not fit the column's dtype is rejected
-# with (see the module docstring). Checked before the record is replayed.
+# with (docs/building.md tables them). Checked before the record is replayed.
 COLUMN_LIMITS = {"num_moves": "too_many_moves", "positions": "too_many_moves", "handicap": "bad_handicap",
                  "black_rank": "bad_rank", "white_rank": "bad_rank", "year": "bad_year", "size": "board_size",
                  "result_kind": "bad_result", "winner": "bad_result", "days": "bad_year", "source": "bad_source",
@@ -92,7 +92,7 @@ def spill_row_bytes(n: int, num_stored: int) -> int:
     return n * n * shards_mod.point_width(num_stored) + SPILL_DTYPE.itemsize
 
 
-#: the file of a unit's spill that records the sha256 of the others; written last (see the module docstring)
+#: the file of a unit's spill that records the sha256 of the others; written last (docs/building.md, "File formats")
 UNIT_CHECKSUMS = "sha256.json"
 #: the files of a unit's spill that :data:`UNIT_CHECKSUMS` covers
 UNIT_FILES = ("planes.bin", "cols.npy", "games.json", "summary.json")

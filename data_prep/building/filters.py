@@ -189,7 +189,7 @@ PRESETS: dict[str, dict] = {
         "splits": ["train:1900-2014", "test:2015-2016"],
         "source": "gogod",
     },
-    # Fox professional games as a test domain (the table in the module docstring says why each key).
+    # Fox professional games as a test domain (docs/building.md says why each key).
     "fox-pro": {
         "board_size": 19,
         "no_handicap": True,

@@ -1,16 +1,9 @@
 """``kifunet build INPUT... --out DIR``: SGF files, directories and archives -> sharded HDF5 + manifest.json.
 
-Exit status: 0 when the dataset holds positions; 2 for a bad option or an unusable output directory, and 2 when
-no split received a position (an empty input directory, every record filtered or rejected): the accounting is
-printed, then ``kifunet build: error: no positions written (...)`` on stderr. The manifest, the empty games
-tables and ``rejects.jsonl`` are still written, so the accounting can be inspected (``kifunet stats DIR``);
-a rerun finds the finished build and fails the same way. ``--allow-empty`` accepts an empty result (exit 0).
-A split left empty while another has positions is not an error.
-
-Faults of the output directory are one line, exit 2 (:mod:`kifunet.errors`): a file or a read-only file system
-at ``--out``, a full disk (the line adds that a rerun resumes the build), another build running on ``--out``
-(``DIR is being built by another kifunet build (pid N); ...``), and an estimated need of space above what the
-disk has free (``--no-space-check`` builds anyway; :mod:`kifunet.data_prep.building.build_space`).
+Exit status: 0 when the dataset holds positions; 2 for a bad option, an unusable output directory (one line,
+:mod:`kifunet.errors`), too little free space (``--no-space-check`` builds anyway), or no position in any split
+(the accounting printed, then ``kifunet build: error: no positions written (...)``; the manifest and
+``rejects.jsonl`` are still written; ``--allow-empty`` accepts it). docs/building.md has the rest.
 """
 
 from __future__ import annotations

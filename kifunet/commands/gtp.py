@@ -1,23 +1,11 @@
 """``kifunet gtp``: a GTP engine playing a policy net's raw moves (see :mod:`kifunet.play.gtp_engine`).
 
-The net: a training run (``--checkpoint RUN``, JAX), a registered model with random weights (``--model NAME``,
-JAX), or an exported file (``--model FILE.onnx``, from ``kifunet export``): onnxruntime plays it and JAX is never
-imported (:mod:`kifunet.play.onnx_policy`). Naming none plays the default net (:func:`kifunet.data_prep.paths.default_net`,
-shipped with the package).
-
-Start-up: the engine answers as soon as the inputs are checked (the run's config and checkpoint metadata read,
-the checkpoint's checksums verified, the ONNX file opened): a training run's net is a
-:class:`kifunet.play.lazy_policy.LazyPolicy`, loaded and compiled in a background thread while ``name``,
-``version``, ``boardsize`` and the rest are answered; the first command that needs the net waits for it. JAX is
-never imported by the main thread. A net that fails to load answers ``? cannot load the net: ...`` on the
-commands that need it; ``quit`` (or the end of input) while it is still loading exits at once
-(``os._exit``: nothing is left running).
-
-``--profile rank=7d,year=2010,source=kgs`` (checked before anything loads; bad text exits 2 with one line): the
-game profile a net with a profile input plays with, changed mid-game by the GTP command ``kifunet-profile``
-(:mod:`kifunet.play.gtp_engine`: komi and handicap come from the game, unknown ranks from ``--rank``). A net
-without a profile input ignores it, and a note on stderr says so. An ONNX file plays with the profile it was
-exported with (``kifunet export --profile``) unless ``--profile`` names another."""
+The net: a training run (``--checkpoint RUN``, JAX), a registered model with random weights (``--model NAME``), an
+exported file (``--model FILE.onnx``: onnxruntime plays it and JAX is never imported), or by default the default
+net. The engine answers as soon as the inputs are checked; a training run's net loads in a background thread
+(:class:`kifunet.play.lazy_policy.LazyPolicy`) and the first command that needs it waits (docs/playing.md,
+"Start-up"). ``--profile`` (checked before anything loads) is the game profile a profiled net plays with; an ONNX
+file plays with the profile it was exported with unless ``--profile`` names another (docs/profiles.md)."""
 
 from __future__ import annotations
 

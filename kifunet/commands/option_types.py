@@ -1,21 +1,10 @@
 """The options several commands share, checked as argparse converters (``add_argument(..., type=...)``).
 
-=====================  ==========================================================  ============================
-converter              accepts (returns the text as given)                         used by
-=====================  ==========================================================  ============================
-:func:`profile`        ``KEY=VALUE,...`` that :func:`~kifunet.data_prep.profiles.  show, export, gtp, eval
-                       parse_fields` reads
-:func:`known_rank`     a rank (``1d``, ``9d``, ``3k``, ``9p``, ...)                show ``--rank``
-:func:`rank`           a rank, or unknown (``unknown``, ``?``, ``-``, empty)       gtp ``--rank``
-:func:`as_rank`        a rank, or ``unknown`` / ``?``                              eval ``--as-rank``
-:func:`board_size`     an integer in 2..19 (returns the int)                       export, gtp ``--board-size``
-:func:`new_file`       a path whose folder exists                                  export ``--out``
-:func:`image_file`     a ``.png`` or ``.svg`` path whose folder exists             show ``--out``
-=====================  ==========================================================  ============================
-
-A value a converter refuses raises :class:`kifunet.errors.CommandError` while the command line is parsed:
-:func:`kifunet.cli.main` prints ``kifunet COMMAND: error: MESSAGE`` (one line, no usage) and exits 2, before
-the command runs. A text that is no integer (``--board-size x``) is argparse's own error, as for ``type=int``.
+Each converter returns the text as given (:func:`board_size`: the int) or raises
+:class:`kifunet.errors.CommandError` while the command line is parsed, so :func:`kifunet.cli.main` prints one line
+and exits 2 before the command runs: :func:`profile` (show, export, gtp, eval), :func:`known_rank` (show),
+:func:`rank` (gtp), :func:`as_rank` (eval), :func:`board_size` (export, gtp), :func:`new_file` (export) and
+:func:`image_file` (show). A text that is no integer (``--board-size x``) is argparse's own error.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """``kifunet quickstart``: the whole path on a CPU in a few minutes: build → train ``cpu_small`` → eval.
 
-Each stage is the ordinary command, printed before it runs, so the output shows what to type to do the same
-by hand, and its time after (the build's says when it included the one-time compile of the rules engine). The
-last lines give the eval figures beside the training steps and positions they came from (:func:`summary`):
-training stops at a time limit, so the figures depend on the machine's speed.
-
-By default it uses the project's sample corpus (``samples/gnugo``, GNU Go self-play, test split: the 2015 games;
-installed with the package, :func:`kifunet.data_prep.paths.sample_games`); ``--sgf PATH...`` runs it on real archives (a
-deterministic 5% of games by hash is the test split). Output goes under ``--out``, relative to the
-current directory.
-
-Rerunning it continues the run in ``OUT/run`` (``kifunet train`` resumes a workdir), with ``--minutes`` (the train
-stage's ``--config.time_limit_s``) counting all of the run's training, and says so on its first line: a larger
-``--minutes`` trains further, the same one only evaluates again. ``--fresh`` deletes ``OUT/run`` first and trains a
-new net (the dataset in ``OUT/data`` is reused: the same inputs give the same dataset).
+Each stage is the ordinary command, printed before it runs and timed after; :func:`summary` gives the eval figures
+beside the training steps and positions they came from. The input is the shipped sample corpus, or ``--sgf
+PATH...`` (a deterministic 5% of games by hash as the test split); output goes under ``--out``. A rerun continues
+the run in ``OUT/run``, ``--minutes`` counting all of its training; ``--fresh`` deletes ``OUT/run`` first and
+reuses the dataset (docs/getting_started.md).
 """
 
 from __future__ import annotations

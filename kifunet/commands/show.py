@@ -1,20 +1,11 @@
 """``kifunet show GAME.sgf --move N [--checkpoint RUN] --out board.png``: a position with the net's policy.
 
-Without ``--checkpoint`` the default net draws the policy (:func:`kifunet.data_prep.paths.default_net`); ``--no-net`` draws
-the board alone.
-
-Every input is checked before the net loads (which takes seconds): the SGF exists and replays to move N, the
-output's folder exists, ``--rank`` is a rank, ``--checkpoint`` is a run directory. The stones are drawn from the
-game's replay, whatever the net's feature set (9x9 ``qiqiao`` nets included). The title names the rank the net
-predicts for only when the net reads one (:attr:`~kifunet.eval.evaluate.Predictor.reads_rank`); a net with a value head adds its
-value of the position for the side to move (in [-1, 1], +1 a win; with ``--ensemble`` the mean of the 8 passes')
-to the title.
-
-``--profile KEY=VALUE,...`` (a net with a profile input, ``model.profile_embedding``): the net is given the
-position's own profile as the SGF gives it (:func:`kifunet.data_prep.profiles.profile_of`: ranks, date, source,
-time control, handicap, komi), with the fields ``--profile`` names replaced (and the mover's rank by ``--rank``
-when ``--profile`` sets none); the title then shows the fields forced. A net without a profile input draws the
-same policy whatever the profile (a note on stderr says so)."""
+Without ``--checkpoint`` the default net draws the policy; ``--no-net`` draws the board alone. Every input is
+checked before the net loads: the SGF replays to move N, the output's folder exists, ``--rank`` is a rank,
+``--checkpoint`` is a run directory. The stones come from the game's replay, whatever the net's feature set. The
+title names the rank only when the net reads one, and adds a value head's value for the side to move.
+``--profile KEY=VALUE,...`` replaces those fields of the SGF's own profile for a profiled net (docs/profiles.md);
+a net without a profile input draws the same policy, and a note on stderr says so."""
 
 from __future__ import annotations
 

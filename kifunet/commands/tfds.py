@@ -1,17 +1,11 @@
 """``kifunet tfds --config kgs_maddison --manual-dir ARCHIVES --data-dir DIR [options] [--beam BEAM_OPTIONS...]``:
 build the TFDS ``go_moves`` dataset (array_record; :mod:`kifunet.data_prep.building.tfds_go_moves`).
 
-The options are ``kifunet build``'s (:mod:`kifunet.commands.dataset_options`: the same definitions, resolution
-and summary): ``--features``, ``--preset``, ``--source``, ``--options-file``, the game and move filters, ``--split``,
-``--val-fraction``, ``--hash-split`` and ``--allow-empty``. A named config (``--config``) is a preset and a
-feature set under them. When the options change what the named config's positions depend on, the dataset is a
-custom config named ``--name`` (default ``CONFIG_`` + 8 hex digits of the options' hash), never the named
-config's directory. The resolved options are in the dataset's ``metadata.json``, as in the HDF5 manifest.
-
-Exit status as ``kifunet build``: 2 for a bad option, and 2 when no split received a position (the accounting
-printed, then ``kifunet tfds: error: no positions written (...)``; ``--allow-empty`` accepts it). The empty
-dataset is still written (``metadata.json``, ``rejects.jsonl``), so a rerun fails the same way. An empty
-``--manual-dir`` is an error even with ``--allow-empty``: TFDS does not prepare a dataset from one.
+The options, their resolution and the summary are ``kifunet build``'s (:mod:`kifunet.commands.dataset_options`);
+options that change a named config's positions make a custom config (``--name``, default ``CONFIG_`` + 8 hex
+digits of the options' hash). Exit status as ``kifunet build``'s: 2 for a bad option, and 2 when no split
+received a position unless ``--allow-empty`` (the empty dataset is still written). An empty ``--manual-dir`` is
+an error even with ``--allow-empty``. docs/tfds.md has the rest.
 """
 
 from __future__ import annotations

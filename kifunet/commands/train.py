@@ -1,12 +1,8 @@
 """``kifunet train --config FILE --workdir DIR [--config.key=value ...]``: train a policy net.
 
-Runs :func:`kifunet.train.train.train_and_evaluate`. The same command runs on one device, on all devices
-of one machine, and on every host of a multi-host job (each host runs it; launchers:
-:func:`kifunet.train.parallel.initialize_distributed`). Rerunning it on the same ``--workdir`` resumes from the newest checkpoint
-and says so on its first line (``kifunet train: resuming from step N ...``); ``config.json`` is written
-once the run's first checkpoint is on disk, so a run that fails before it leaves no run behind.
-
-Exit statuses (also in ``--help``): :data:`EXIT_STATUSES`.
+Runs :func:`kifunet.train.train.train_and_evaluate`, on one device, all devices of one machine, or every host of a
+multi-host job. Rerunning it on the same ``--workdir`` resumes from the newest checkpoint and says so on its first
+line; ``config.json`` is written once the first checkpoint is on disk. Exit statuses: :data:`EXIT_STATUSES`.
 """
 
 from __future__ import annotations

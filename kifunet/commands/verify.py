@@ -2,16 +2,10 @@
 recorded (:func:`kifunet.data_prep.datasets.dataset.verify_dataset`), or every checkpoint step of a training run against
 the checksums recorded when it was saved (:func:`kifunet.train.checkpointing.verify_checkpoints`).
 
-A run (a directory with ``checkpoints/``, its ``checkpoints`` directory, or one step's directory) prints one line
-per step (intact, unsealed: no checksums, or damaged with the first problem) and exits 0 when every step is intact,
-else ends with ``kifunet verify: error: N of M checkpoint steps damaged[, K unsealed (...)] in RUN; loadable: ...``
-(exit 2). For a dataset:
-
-The manifest is checked whole first (:func:`kifunet.data_prep.datasets.manifest.check_manifest`); a manifest that
-fails, or a path that is no dataset, is one error line (exit 2). Then: the manifest's line, one line per split
-(files ok and damaged, rows, MB, seconds), each problem on its own line, and exit 0 when the dataset is intact,
-else ``kifunet verify: error: N of M files damaged in DATASET`` on stderr and exit 2. Imports neither JAX nor
-TensorFlow for an HDF5 dataset.
+Prints a line per step (intact, unsealed or damaged), or the manifest's line and one per split, then each problem
+on its own line; exits 0 when everything is intact, else 2 with ``kifunet verify: error: N of M ... damaged``. A
+damaged manifest or a path that is no dataset is one error line (exit 2). An HDF5 dataset needs neither JAX nor
+TensorFlow.
 """
 
 from __future__ import annotations
