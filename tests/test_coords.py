@@ -1,3 +1,6 @@
+import re
+from pathlib import Path
+
 import pytest
 
 from kifunet.data_prep import coords
@@ -13,8 +16,23 @@ def test_round_trips_every_point(n):
         assert coords.from_sgfmill(coords.to_sgfmill(rc, n), n) == rc
 
 
-def test_docstring_table_19():
+def _page_table() -> dict[str, list[str]]:
+    """docs/positions.md's coordinate table: system -> its cells (top-left, bottom-right, example, pass)."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "positions.md").read_text(encoding="utf-8")
+    section = page.split("**Coordinates**")[1].split("\n**")[0]
+    rows = re.findall(r"^\| (.+?) \| (.+?) \| (.+?) \| (.+?) \| (.+?) \|$", section, re.M)
+    return {r[0]: [re.sub(r" \(N = 19\)$", "", c) for c in r[1:]] for r in rows if not r[0].startswith("-")}
+
+
+def test_coordinate_table_19():
     n = 19
+    table = _page_table()
+    points = [(0, 0), (18, 18), (3, 15)]
+    assert [eval(c, {"N": n}) for c in table["(row, col)"][:3]] == points  # (N-1, N-1) at N = 19
+    assert [coords.from_sgf(c.strip("`"), n) for c in table["SGF `xy` (x = col)"][:3]] == points
+    assert [coords.from_gtp(c.strip("`"), n) for c in table["GTP (no letter `I`)"][:3]] == points
+    assert [eval(c, {"N": n}) for c in table["sgfmill (row, col)"][:3]] == [
+        coords.to_sgfmill(rc, n) for rc in points]
     assert coords.from_sgf("aa", n) == (0, 0) == coords.from_gtp("A19", n)
     assert coords.from_sgf("ss", n) == (18, 18) == coords.from_gtp("T1", n)
     assert coords.from_sgf("pd", n) == (3, 15) == coords.from_gtp("Q16", n)

@@ -30,7 +30,7 @@ def which(images, y) -> int:
     return hits[0]
 
 
-def test_names_match_the_numpy_operations_of_the_docstring_table():
+def test_names_match_the_numpy_operations_of_the_table():
     x = generic(5)[..., 0]
     expected = {
         "identity": x, "flip_ud": x[::-1, :], "flip_lr": x[:, ::-1], "rot180": np.rot90(x, 2), "transpose": x.T,
