@@ -104,8 +104,8 @@ def iter_file(path: str, info: InputInfo, dir_hash=None) -> Iterator[Source]:
 
 
 def walk(root: str, info: InputInfo | None = None) -> Iterator[str]:
-    """Every non-directory entry under ``root`` in build order (docs/building.md, "File formats"); with ``info``, loops, directories met twice and directories that cannot be listed are recorded
-    in ``info.errors``."""
+    """Every non-directory entry under ``root`` in build order (docs/building.md, "File formats"); with ``info``,
+    loops, directories met twice and directories that cannot be listed are recorded in ``info.errors``."""
 
     def key(st):
         return st.st_dev, st.st_ino

@@ -1,8 +1,9 @@
 """The option surface of a dataset build, shared by ``kifunet build`` and ``kifunet tfds``: one set of argparse
 definitions (:func:`add_dataset_options`), one resolution (:func:`dataset_options`) and one console report
 (:func:`report`). Precedence, lowest first: the preset's values < a named base's options < the options file < the
-flags; ``--features`` replaces the base's feature set, ``--split`` the preset's splits and ``--hash-split`` the
-base's hash splits. Imports nothing heavy (``kifunet --help`` builds every command's parser).
+flags. The preset is ``--preset``, else the options file's, else the base's; ``--features`` replaces the base's
+feature set, ``--split`` the preset's splits and ``--hash-split`` the base's hash splits. Imports nothing heavy
+(``kifunet --help`` builds every command's parser).
 """
 
 from __future__ import annotations
