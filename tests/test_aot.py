@@ -76,6 +76,7 @@ def test_a_missing_libtpu_is_one_line_with_the_install_command(tmp_path, monkeyp
         aot.find_libtpu(str(tmp_path))
 
 
+@pytest.mark.slow
 def test_the_cpu_row_of_a_tiny_config():
     row = aot.compile_step(str(ROOT / "train" / "configs" / "tiny.py"), aot.TARGETS["cpu"], batch=8)
     assert row["config"] == "tiny" and row["devices"] == 1 and row["board"] == 19
@@ -136,6 +137,7 @@ def test_the_training_step_stays_within_its_op_budget(name):
 UNEXPLAINED_FLOPS = {"ingredients"}
 
 
+@pytest.mark.slow
 def test_xla_counts_the_models_flops_less_the_padding_and_the_planes_gradient():
     """Every CPU row of the kept table: XLA's FLOPs / ``train_flops`` (0.62 for `tiny` to 0.94) is what
     ``counted_train_flops`` predicts (the model's count less the padding taps and the first layer's input

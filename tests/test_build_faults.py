@@ -163,6 +163,7 @@ def test_full_disk_is_one_line_and_the_rerun_resumes_byte_identical(corpus, refe
     assert h5_hashes(out) == reference["hashes"]
 
 
+@pytest.mark.slow
 def test_space_estimate_refuses_a_build_that_cannot_fit(corpus, reference, tmpfs):
     fs = tmpfs.mount(4 * MB)
     out = fs / "ds"

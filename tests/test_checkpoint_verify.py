@@ -96,6 +96,7 @@ def _one_line(text: str) -> str:
 # writing
 
 
+@pytest.mark.slow
 def test_every_step_records_the_checksums_of_all_its_files_once_committed(ds_maddison, run, tmp_path,
                                                                             monkeypatch):
     for step in STEPS:
@@ -209,6 +210,7 @@ def test_an_unsealed_step_is_refused_unless_allowed_and_then_loads_with_one_warn
     assert unsealed.ENV == checkpointing.ALLOW_UNSEALED_ENV
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["eval", "gtp", "show", "export"])
 def test_commands_refuse_an_unsealed_step_unless_allowed(command, ds_maddison, run, tmp_path, capsys, monkeypatch):
     """eval, gtp, show and export on an unsealed step: exit 2 with one line; with --allow-unsealed they load it
@@ -338,6 +340,7 @@ def test_resume_checks_and_seals_an_unsealed_step(ds_maddison, run, tmp_path, ca
         [(10, "intact"), (20, "intact"), (30, "intact")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["nan", "flip-first-byte"])
 def test_resume_sets_aside_an_unsealed_step_that_fails_its_check(fault, ds_maddison, run, tmp_path, capsys):
     """An unsealed newest step with a NaN in its parameters, or one that does not read back: set aside as damaged
@@ -388,6 +391,7 @@ def _kifunet(*argv, cwd):
                           cwd=cwd, env=_env(), timeout=300, stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["eval", "gtp", "export"])
 def test_commands_refuse_a_damaged_step_in_one_line(command, ds_maddison, run, tmp_path, capsys):
     wd = _copy(run, tmp_path)

@@ -31,6 +31,7 @@ def _equal(a, b) -> bool:
     return fa.keys() == fb.keys() and all(np.array_equal(np.asarray(fa[k]), np.asarray(fb[k])) for k in fa)
 
 
+@pytest.mark.slow
 def test_flatten_round_trip_keeps_prng_keys():
     s = _state()
     flat = checkpointing.flatten_state(s)

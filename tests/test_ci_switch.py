@@ -64,6 +64,7 @@ def _outcomes(tmp_path: Path, ci: str | None, probe: str = PROBE) -> dict[str, s
     return out
 
 
+@pytest.mark.slow
 def test_locally_missing_tools_skip(tmp_path):
     got = _outcomes(tmp_path, None)
     assert got["test_ok"] == "passed"
@@ -72,6 +73,7 @@ def test_locally_missing_tools_skip(tmp_path):
     assert list(_outcomes(tmp_path, None, PROBE_MODULE).values()) == ["skipped"]  # the whole module
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ci", ["true", "1"])
 def test_in_ci_every_skip_but_manual_fails(tmp_path, ci):
     got = _outcomes(tmp_path, ci)

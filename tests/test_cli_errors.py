@@ -117,6 +117,7 @@ def test_bad_input_is_one_line_on_stderr_with_exit_2(command, args, says, datase
     assert all(line.startswith("$ kifunet ") for line in out.splitlines() if line.strip()), out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("row", [0, 9, 14, 20, 27])
 def test_the_program_itself_reports_bad_input(row, dataset, tmp_path):
     command, args, says = CASES[row]
@@ -266,6 +267,7 @@ def test_train_help_lists_every_config_there_is():
     assert sorted(n.strip(" ,\n") for n in listed.split("\n", 1)[1].split(",")) == names, listed
 
 
+@pytest.mark.slow
 def test_a_failed_train_leaves_no_empty_checkpoints_folder(tmp_path):
     work = tmp_path / "w"
     proc = kifunet("train", "--config", "tiny", "--workdir", work, "--config.dataset", tmp_path / "no_such_ds",

@@ -102,6 +102,7 @@ def test_schedules_match_the_papers():
     assert float(s(c.train_positions // c.batch_size)) == pytest.approx(0.01, rel=1e-3)
 
 
+@pytest.mark.slow
 def test_maddison12_keeps_the_papers_init_and_clip_is_ours_one_override_away():
     import numpy as np
 

@@ -313,6 +313,7 @@ def test_the_program_verifies_without_importing_jax(dataset, tmp_path):
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["plane-codes", "rows-lowered", "manifest-lists-a-shard-twice"])
 def test_eval_reports_the_damaged_file(fault, dataset, tmp_path):
     """Before: 16 flipped bytes of ``plane_codes`` gave wrong numbers with exit 0; a lowered row count skipped

@@ -118,6 +118,7 @@ def test_show_command_without_checkpoint(tmp_path, ko_sgf, capsys):
     assert main(["show", ko_sgf, "--move", "1", "--out", str(tmp_path / "x.jpg")]) == 2
 
 
+@pytest.mark.slow
 def test_show_draws_the_default_net_s_policy_when_none_is_named(tmp_path, monkeypatch):
     from kifunet.data_prep import paths
     from kifunet.cli import main

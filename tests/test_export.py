@@ -103,6 +103,7 @@ def jax_outputs(net, planes, rank, to_move):
     return np.asarray(logits), (None if value is None else np.asarray(value))
 
 
+@pytest.mark.slow
 def test_export_command_writes_a_file_that_says_what_it_is(tiny):
     from kifunet.play.onnx_policy import OnnxNet, read_metadata
 

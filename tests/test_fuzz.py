@@ -529,6 +529,7 @@ def test_reader_returns_a_record_or_raises_sgf_error(raw, warm):
         load_or_sgf_error(piece, path=f"fuzz.sgf#{k + 1}")
 
 
+@pytest.mark.slow
 @settings(max_examples=scaled(5), deadline=None, suppress_health_check=SUPPRESS)
 @given(raw=big_inputs())
 def test_reader_memory_and_time_on_100_kb_inputs(raw, warm):
@@ -855,6 +856,7 @@ def _few_moves(files: dict) -> bool:
     return True
 
 
+@pytest.mark.slow
 @settings(max_examples=scaled(25), deadline=60_000, suppress_health_check=SUPPRESS)
 @given(tree=input_trees(), feature_set=st.sampled_from(["maddison", "agz"]),
        board_size=st.sampled_from([19, 19, 9]), unit_games=st.integers(1, 4),

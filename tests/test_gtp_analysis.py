@@ -463,6 +463,7 @@ def test_policy_reads_a_value_head_from_a_tuple_output():
 
 
 # --- the real program ---------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_kifunet_gtp_process_analysis_session():
     """``kifunet gtp`` as Sabaki and Lizzie run it: streamed analysis stopped by the next command, genmove_analyze,
     undo, cleanup, ids echoed, plain GTP around it; stdout carries GTP responses only (every line read here

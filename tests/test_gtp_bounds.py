@@ -73,6 +73,7 @@ def test_loadsgf_refuses_a_device_a_sparse_giant_and_a_fifo_at_once(tmp_path):
     assert max(r["rss_mb"] for r in rows) < 1024
 
 
+@pytest.mark.slow
 def test_loadsgf_of_a_file_at_the_cap_answers_in_bounded_time(tmp_path):
     """The largest file read, all passes (the most nodes per byte): loaded whole, within the 1 GiB limit."""
     head = b"(;SZ[9]KM[7]"
@@ -177,6 +178,7 @@ def test_undo_log_memory_per_move_does_not_grow_with_the_game():
     assert stones < 2000 and passes < 100, (stones, passes)
 
 
+@pytest.mark.slow
 def test_a_game_of_100000_moves_in_bounded_time_and_memory(tmp_path):
     """100,000 moves by ``play`` (stones, then passes), 1,000 undos and replays, ``printsgf`` of the game and
     ``loadsgf`` of it, on 19x19 in the 1 GiB child: each ``play``/``undo`` within 2 s, ``printsgf`` and

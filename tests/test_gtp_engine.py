@@ -347,6 +347,7 @@ def test_sampling_follows_the_policy_early_and_the_top_move_late():
 # the analysis commands, so that the suite starts the program and its net once.
 
 
+@pytest.mark.slow
 def test_kifunet_gtp_reports_a_bad_model_name():
     proc = subprocess.run([sys.executable, "-m", "kifunet.cli", "gtp", "--model", "no_such_net"], input="quit\n",
                           capture_output=True, text=True, timeout=300)

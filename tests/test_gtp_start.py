@@ -155,6 +155,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_kifunet_gtp_loads_jax_in_the_background_and_quits_at_once(tiny_run, tmp_path):
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "KIFUNET_JAX_CACHE": str(tmp_path / "jax-cache")}
     argv = [sys.executable, "-c", _WATCH, "gtp", "--checkpoint", str(tiny_run)]
@@ -199,6 +200,7 @@ def warm_cache(tiny_run, tmp_path_factory):
     return cache, pol
 
 
+@pytest.mark.slow
 def test_a_warm_start_runs_the_cached_program_without_flax_or_orbax(tiny_run, warm_cache):
     cache, normal = warm_cache
     from kifunet.play.forward_cache import ExportedPolicy, cache_root

@@ -10,6 +10,8 @@ import ast
 import tomllib
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -146,6 +148,7 @@ def test_the_data_prep_layers_are_checked():
     assert _layer("kifunet.data_prep.rules.board") < _layer("kifunet.data_prep.building.build")
 
 
+@pytest.mark.slow
 def test_no_import_cycles():
     edges, _ = _graph()
     assert _cycles(edges) == []
@@ -155,6 +158,7 @@ def test_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+@pytest.mark.slow
 def test_no_module_uses_another_modules_private_names():
     _, private = _graph()
     assert private == []
@@ -175,6 +179,7 @@ def _layer(module: str) -> int:
     return LAYERS.index(best)
 
 
+@pytest.mark.slow
 def test_packages_depend_downwards_only():
     edges, _ = _graph()
     upward = sorted(f"{a} -> {b}" for a, bs in edges.items() for b in bs

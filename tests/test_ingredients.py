@@ -54,6 +54,7 @@ def test_every_row_is_listed_here():
     assert set(ing.ROWS) == set(CHANGED)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CHANGED))
 def test_each_row_changes_exactly_its_keys_and_builds(name):
     from kifunet.data_prep.planes import features

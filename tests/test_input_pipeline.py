@@ -47,6 +47,7 @@ def test_same_seed_same_batches_and_worker_processes_agree(ds_maddison):
     assert ba[0]["target"].dtype == np.int32 and ba[0]["weight"].dtype == np.float32
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("save_workers,load_workers", [(0, 0), (1, 1), (0, 1)])
 def test_state_resumes_exactly(ds_maddison, save_workers, load_workers):
     kw = dict(batch_size=32, seed=3)

@@ -134,6 +134,7 @@ def test_readme_parameter_counts_exact(name, planes, expected, kw):
         assert round(expected / step) * step == pytest.approx(value), (expected, digits + unit)
 
 
+@pytest.mark.slow
 def test_readme_speed_table_parameter_counts_exact():
     rows = readme_table("| model | params |")
     assert len(rows) >= 8
@@ -177,6 +178,7 @@ def test_gonn_wide_low_rank_block_counts_macs_and_placement():
             abstract("gonn_resnet5", **bad)
 
 
+@pytest.mark.slow
 def test_gonn_wide_block_is_symmetric_under_transposition():
     """The two paths share their kernels transposed and one BN: block(x^T) = block(x)^T, in training and eval."""
     from kifunet.models.gonn import GoNNWideBlock
@@ -214,6 +216,7 @@ def test_gonn_chain_block_counts_and_placement():
         abstract("gonn_resnet5", chain_blocks=(1,), chain_stone_planes=(1, 26))
 
 
+@pytest.mark.slow
 def test_gonn_chain_block_carries_information_along_a_chain():
     """A change of the input at one end of a long chain reaches the other end through one chain block, 12 points
     away (two 3x3 convolutions reach 2); cut the chain in the middle and it no longer does."""
@@ -318,6 +321,7 @@ def test_macs_match_published_figures(name, gmacs):
 
 # --------------------------------------------------------------------------------------------- registry
 
+@pytest.mark.slow
 def test_registry_names_and_default_planes():
     required = {"clark_storkey8", "maddison3", "maddison6", "maddison10", "maddison12", "alphago13_128",
                 "alphago13_192", "alphago13_256", "cazenave_resnet10", "cazenave_resnet14", "agz_resnet20",
@@ -370,6 +374,7 @@ def _logits(out):
     return np.asarray(out.logits)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", TINY)
 def test_tiny_forward_19_and_9_and_bf16_close_to_f32(name):
     """19x19 forward in training mode; 9x9 forward in eval mode in float32 and in bfloat16 compute."""
@@ -480,6 +485,7 @@ def _value_loss_and_grad(model, x):
     return nnx.value_and_grad(loss, has_aux=True)(model)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,kw", TWO_HEADED, ids=[n for n, _ in TWO_HEADED])
 def test_value_heads_follow_the_contract(name, kw):
     """A two-headed net returns ``(logits [B, N*N+1], value [B])``, float32, the value a tanh in [-1, 1] that

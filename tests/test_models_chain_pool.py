@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from kifunet.models.chain_pool import chain_labels, chain_max
 
@@ -42,6 +43,7 @@ def _snake(n: int) -> np.ndarray:
     return colour
 
 
+@pytest.mark.slow
 def test_labels_equal_a_flood_fill_on_random_boards_and_a_snake():
     boards = [*_boards(12, 9, 0), _snake(9), *_boards(4, 19, 1), _snake(19), np.zeros((9, 9), np.int64)]
     for colour in boards:
@@ -66,6 +68,7 @@ def test_chain_max_pools_each_channel_over_its_chain_and_keeps_empty_points():
     assert not np.array_equal(got, x)  # the boards have chains of more than one stone
 
 
+@pytest.mark.slow
 def test_the_gradient_reaches_the_stone_that_holds_the_maximum():
     colour = np.zeros((1, 5, 5), np.int64)
     colour[0, 2, :] = 1  # one black chain along the middle row

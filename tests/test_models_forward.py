@@ -27,6 +27,7 @@ def _abstract_logits_shape(model, n: int):
         return None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", models.names())
 def test_declared_board_sizes_are_what_the_net_can_trace(name):
     model = nnx.eval_shape(lambda: models.create(name))
@@ -50,6 +51,7 @@ def _traced_facts(model, x) -> tuple[bool, bool, bool]:
     return len(jaxpr.outvars) == 2, taken[1], taken[2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", TINY)
 def test_declared_facts_are_what_the_net_does(name):
     import inspect
@@ -92,6 +94,7 @@ def test_a_policy_refuses_a_board_its_net_declares_it_cannot_play(monkeypatch):
     assert "its weights are shaped for 9x9" in fixed.size_problem(13)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,extra", [("qiqiao_tiny", {"profile_embedding": 4}),
                                         ("agz_tiny", {"rank_embedding": True})])
 def test_every_wrapper_gives_the_models_own_outputs(name, extra):

@@ -122,6 +122,7 @@ def test_train_leaves_no_input_worker_when_stopped(dataset, tmp_path, sig):
             reap(p, mark)
 
 
+@pytest.mark.slow
 def test_eval_leaves_no_process_when_killed(tmp_path):
     """``kifunet eval`` reads its batches in its own process (no input workers): killed by SIGKILL while it
     evaluates, nothing of it is left."""

@@ -63,6 +63,7 @@ def test_notebook_is_committed_without_outputs(name):
             assert cell.outputs == [] and cell.execution_count is None, f"{name}: outputs not stripped"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_executes(name, evaluated_run, value_run, tmp_path, monkeypatch):
     figures = tmp_path / "figures"
@@ -92,6 +93,7 @@ def test_notebook_executes(name, evaluated_run, value_run, tmp_path, monkeypatch
         assert "| 1d |" in text and "| 9d |" in text and "total variation distance" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_reaches_for_the_default_net(name, tmp_path, monkeypatch):
     """KIFUNET_RUN unset and no runs/ here: explore_predictions studies the default net that ships with the
@@ -119,6 +121,7 @@ def test_notebook_reaches_for_the_default_net(name, tmp_path, monkeypatch):
     assert sorted(p.name for p in (net / "figures").glob("*.png")) == before
 
 
+@pytest.mark.slow
 def test_explore_predictions_studies_the_quickstart_run(evaluated_run, tmp_path, monkeypatch):
     """KIFUNET_RUN unset after `kifunet quickstart`: the notebook studies runs/quickstart/run (found as
     reproduce_tables finds runs), not the default net, and writes its figures into that run."""

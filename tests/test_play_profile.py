@@ -69,6 +69,7 @@ def _net_probs(net, pol, moves, colour, vector):
 
 
 # --- the policy -------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_profiled_net_is_given_the_profile_with_the_ranks_filled_in(runs):
     pol = policy_mod.load_policy(runs["profiled"], rank="7d")
     assert pol.reads_profile and pol.profile == profiles.UNKNOWN_PROFILE
@@ -182,6 +183,7 @@ def test_a_net_without_profile_input_plays_the_same_whatever_the_profile(runs):
         gtp_engine.Engine(plain.policy, profile="speed=fast")
 
 
+@pytest.mark.slow
 def test_kifunet_gtp_profile_option(runs, tmp_path, capsys):
     assert main(["gtp", "--checkpoint", str(runs["profiled"]), "--profile", "rank=7d,year=20x5"]) == 2
     err = capsys.readouterr().err.strip()
@@ -203,6 +205,7 @@ def test_kifunet_gtp_profile_option(runs, tmp_path, capsys):
 SGF = "(;GM[1]FF[4]SZ[9]KM[6.5]DT[2016-03-09]PC[KGS]BR[5d]WR[6d];B[ee];W[cc];B[gc];W[eg];B[cf])"
 
 
+@pytest.mark.slow
 def test_kifunet_show_profile(runs, tmp_path, capsys, monkeypatch):
     from kifunet.commands import show
     from kifunet.data_prep.planes.replay import load

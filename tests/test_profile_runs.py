@@ -131,6 +131,7 @@ def test_run_adds_up_the_seconds_of_a_stopped_training(tmp_path, monkeypatch):
     assert json.loads((kept / "arm.json").read_text())["train_wall_s"] == 80.0 and trains[0] == trains[1]
 
 
+@pytest.mark.slow
 def test_who_scores_a_profiled_arm_on_both_test_splits(tmp_path, monkeypatch):
     """`who ARM --field source` end to end on two tiny builds of the sample games, declared kgs and fox."""
     from kifunet.cli import main
@@ -223,6 +224,7 @@ def era_run(tmp_path_factory):
     return root, json.loads((root / "kept" / "joint_profile" / "era.json").read_text())
 
 
+@pytest.mark.slow
 def test_era_compares_true_and_forced_dates_on_both_test_splits(era_run):
     root, res = era_run
     assert res["arm"] == "joint_profile" and res["rows_limit"] == 40

@@ -157,6 +157,7 @@ def test_level_parsing():
         script.parse_levels("0,11")
 
 
+@pytest.mark.slow
 def test_script_plays_a_short_game(tmp_path):
     """End to end on a 9x9 board at level 0, capped at a few moves (about a second of CPU)."""
     GNUGO = require_gnugo()

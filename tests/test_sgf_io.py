@@ -263,6 +263,7 @@ def test_mutated_records_load_or_raise_sgf_error():
 # ------------------------------------------------------------------------------------------ real data
 
 
+@pytest.mark.slow
 def test_every_game_of_the_kgs_2017_01_archive_loads(kgs_2017_01):
     """733 games; moves and setup equal what sgfmill itself reads; 153,800 non-pass moves (issue 2)."""
     games = moves = non_pass = 0

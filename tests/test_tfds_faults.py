@@ -60,6 +60,7 @@ def _one_line(p: subprocess.CompletedProcess, command: str) -> str:
     return last
 
 
+@pytest.mark.slow
 def test_every_flipped_byte_of_the_tfds_metadata_is_caught_or_harmless(dataset, tmp_path):
     """One byte flipped (xor 1) at every 7th offset of ``features.json`` and ``dataset_info.json``: the reader
     either refuses with a :class:`CorruptDatasetError` naming that file or reads the same rows (a flip in free
@@ -89,6 +90,7 @@ def test_every_flipped_byte_of_the_tfds_metadata_is_caught_or_harmless(dataset, 
     assert all(n > 50 for n in caught.values()), caught
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,pos", [("features.json", 0), ("features.json", 40), ("dataset_info.json", 0)])
 def test_verify_and_eval_name_the_damaged_tfds_metadata_file_in_one_line(dataset, tmp_path, name, pos):
     _, src = dataset
@@ -105,6 +107,7 @@ def test_verify_and_eval_name_the_damaged_tfds_metadata_file_in_one_line(dataset
         assert f"error: {d / name}: " in _one_line(p, command)
 
 
+@pytest.mark.slow
 def test_kill_9_of_kifunet_tfds_is_cleared_by_the_rerun_in_one_line(dataset, tmp_path):
     """``kill -9`` once TFDS's ``incomplete.*`` folder and the spill directory exist; the rerun removes both (one
     line naming them) and writes the same dataset as an uninterrupted build."""

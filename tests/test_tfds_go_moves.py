@@ -149,6 +149,7 @@ def _sorted_rows(batch: dict, games: np.ndarray) -> dict:
     return {k: v[order] for k, v in batch.items()} | {"game": games[order]}
 
 
+@pytest.mark.slow
 def test_same_positions_splits_and_accounting_as_the_hdf5_build(built):
     h5, res, out = built
     manifest = json.loads((h5 / "manifest.json").read_text())
@@ -468,6 +469,7 @@ def cli_built(tmp_path_factory):
     return h5, out.getvalue(), runs
 
 
+@pytest.mark.slow
 def test_command_line_options_give_the_hdf5_builds_positions(cli_built):
     from kifunet.data_prep.datasets.dataset import open_split
 
@@ -638,6 +640,7 @@ def test_train_without_train_rows_fails_alike_on_both_containers(tmp_path, capsy
 DOC_SCRIPT_PATTERN = r"## From Python\n.*?```python\n(.*?)```"
 
 
+@pytest.mark.slow
 def test_manual_workers_example_runs_as_a_script_without_main_guard(built, tmp_path):
     """docs/tfds.md's `workers=2` example, pasted into a script as is (no `if __name__ == "__main__":`)."""
     import re

@@ -72,6 +72,7 @@ def _cli(args, env=None, **kw):
 # ------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_one_device_learns_and_writes_its_files(ds_maddison, tmp_path):
     cfg = tiny(ds_maddison, train_positions=32 * 100, log_every_steps=20, eval_every_positions=32 * 50,
                checkpoint_every_positions=32 * 40, keep_checkpoints=2, eval_positions=0, final_eval_positions=0)
@@ -121,6 +122,7 @@ def test_nan_loss_stops_and_names_the_first_bad_step(ds_maddison, tmp_path):
     assert saved and max(saved) < k
 
 
+@pytest.mark.slow
 def test_init_from_takes_weights_only(ds_maddison, tmp_path):
     a = tmp_path / "a"
     train.train_and_evaluate(tiny(ds_maddison, train_positions=32 * 8, eval_split=""), str(a))
@@ -357,6 +359,7 @@ def test_kill_9_then_restart_equals_uninterrupted(ds_maddison, tmp_path):
     assert [r["loss"] for r in tb] == [r["loss"] for r in ta]
 
 
+@pytest.mark.slow
 def test_a_two_headed_run_logs_value_metrics(qiqiao_run):
     run, ds, final, log = qiqiao_run
     assert "value head: weight 1" in log and "value mse" in log

@@ -52,6 +52,7 @@ def test_reader_with_rank_planes(ds_gonn):  # noqa: F811
         open_split(ds_gonn, "train", add_planes="nogo_liberties")
 
 
+@pytest.mark.slow
 def test_train_and_eval_a_net_with_rank_planes_on_gonn(ds_gonn, tmp_path, capsys):  # noqa: F811
     from kifunet.train.nets import load_net
 

@@ -50,6 +50,7 @@ def _run(cfg, dtype: str) -> dict:
     return jax.device_get(window)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_maddison12_recipe_diverges_unclipped_and_stays_finite_with_clip_norm(dtype):
     cfg = configs.load_file(str(CONFIG))

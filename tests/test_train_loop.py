@@ -56,6 +56,7 @@ def _group(pgid: int) -> dict[int, str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc (Linux)")
 def test_kill_9_of_the_trainer_ends_its_loader_workers(ds_maddison, tmp_path):
     wd = tmp_path / "wd"
@@ -101,6 +102,7 @@ def _meta(wd) -> dict:
     return json.loads((ck / str(step) / "meta" / "metadata").read_text())
 
 
+@pytest.mark.slow
 def test_time_limit_is_honoured_within_seconds_whatever_the_log_interval(ds_maddison, tmp_path):
     limit, steps = 8.0, 20_000  # well above the first step's compilation, which counts as training time
     cfg = tiny(ds_maddison, train_positions=32 * steps, log_every_steps=10 * steps, eval_split="",

@@ -83,6 +83,7 @@ def _same(xs, ys) -> bool:
     return all(np.array_equal(x[k], y[k]) for x, y in zip(xs, ys) for k in x)
 
 
+@pytest.mark.slow
 def test_same_seed_same_batches_and_exact_resume(ds_maddison, ds_other):
     spec = f"{ds_maddison},{ds_other}"
     kw = dict(batch_size=32, seed=7)
@@ -167,6 +168,7 @@ def test_one_dataset_is_the_pipeline_of_before(ds_maddison):
     assert "dataset" not in new[0]
 
 
+@pytest.mark.slow
 def test_training_on_two_datasets_evaluates_each(ds_maddison, ds_other, tmp_path, capsys):
     spec = f"{ds_maddison},{ds_other}"
     run = tmp_path / "run"
@@ -199,6 +201,7 @@ def test_training_on_two_datasets_evaluates_each(ds_maddison, ds_other, tmp_path
     assert single["cross_entropy_nats"] == pytest.approx(res["by_dataset"][ds_other]["nats"], rel=1e-4)
 
 
+@pytest.mark.slow
 def test_a_run_opens_each_split_once(ds_maddison, ds_other, tmp_path, monkeypatch):
     """A run on a mixture with evaluations on the way opens each dataset's training and evaluation split once
     (kifunet.train.data.TrainData) and checks the datasets' compatibility once: the trainer, the memory estimate,
@@ -230,6 +233,7 @@ def test_a_dataset_without_the_eval_split_is_refused_at_the_start(ds_maddison, d
 
 
 
+@pytest.mark.slow
 def test_one_dataset_eval_record_has_no_by_dataset(ds_maddison, tmp_path):
     cfg = tiny(ds_maddison, train_positions=32 * 2, eval_every_positions=0, eval_positions=64,
                final_eval_positions=64)

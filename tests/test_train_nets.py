@@ -86,6 +86,7 @@ def test_load_net_from_a_step_directory(run):
     assert not np.allclose(_logits(early), _logits(late))
 
 
+@pytest.mark.slow
 def test_load_net_builds_the_model_without_the_training_loop(run):
     """The net is rebuilt with kifunet.train.model_config (the function training uses), not kifunet.train.train."""
     code = ("import sys; from kifunet.train.nets import load_net; net = load_net(sys.argv[1]); "

@@ -38,6 +38,7 @@ def _flat(tree):
             for k, v in jax.tree_util.tree_flatten_with_path(tree)[0]}
 
 
+@pytest.mark.slow
 def test_lr_multipliers_scale_the_update():
     model, md = _gonn()
     tx = optim.make_optimizer(_opt(), optim.make_schedule(_sched(), 1, 1), params=md.params, model=model,
@@ -78,6 +79,7 @@ def test_weight_decay_masks():
         assert np.allclose(upd[k], -0.5 * params[k] if flat_mask[k] else 0.0), k
 
 
+@pytest.mark.slow
 def test_clipping_and_adam_and_momentum():
     model, md = _gonn()
     big = jax.tree.map(lambda p: jnp.full_like(p, 100.0), md.params)

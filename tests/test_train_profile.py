@@ -78,6 +78,7 @@ def test_profile_dropout_makes_fields_unknown_in_training_only(ds_maddison):  # 
         WindowBuilder(split.feature_name, 9, 32, profile=True).build([plain[0]], np.random.default_rng(0))
 
 
+@pytest.mark.slow
 def test_train_eval_and_load_a_profiled_net(ds_maddison, tmp_path):  # noqa: F811
     from kifunet.eval.evaluate import Predictor, evaluate
     from kifunet.train.nets import load_net

@@ -166,6 +166,7 @@ def _learn(value_weight: float, n_steps: int) -> tuple[dict, list, list]:
     return steps.value_metrics(jax.device_get(evaluate(state, test))), before, head(state)
 
 
+@pytest.mark.slow
 def test_the_step_learns_the_value_on_a_toy_problem():
     """The denser colour wins (:func:`_toy_batch`): 100 steps of batch 64 bring the held-out value MSE well below
     the constant predictor's (about 1: the classes are balanced) and the winner right on most rows; with
