@@ -1,49 +1,11 @@
-"""Policy networks in Flax NNX: the paper architectures and the GoNN experiments, and value heads.
+"""Policy networks in Flax NNX: the paper architectures, the GoNN experiments, and value heads.
 
-Call contract (every model; training, evaluation and GTP rely on it)
---------------------------------------------------------------------
-``logits, value = model(planes, rank=None, to_move=None, profile=None)``: an :class:`Outputs` whose ``value`` is None
-unless ``model.has_value`` (the value contract: :mod:`kifunet.models.base`); ``model.facts`` (:class:`NetFacts`) says
-what the net is without running it, and :func:`forward` / :class:`Forward` run a split model
-(:mod:`kifunet.models.forward`: the one way every wrapper runs a net)
-
-==========  ==========================  ===============================================================
-argument    type                        meaning
-==========  ==========================  ===============================================================
-planes      float ``[B, N, N, C]``      NHWC, channels last, rows from the top (data_prep/coords.py);
-                                        N = ``model.board_size``, C = ``model.in_planes``
-rank        int32 ``[B]`` or ``None``   1d..9d = 0..8, k kyu = -k, 1p..9p = 9..17, unknown = -128; used
-                                        by models built with ``rank_embedding=True`` (clipped to
-                                        [-30, 17]; -128 and ``None`` use a dedicated 'unknown' row),
-                                        ignored otherwise (Maddison's rank comes in as input planes)
-to_move     int32 ``[B]`` or ``None``   1 = black, 2 = white; selects Maddison's black/white output
-                                        plane (``None`` = black); ignored by the other families
-profile     float32 ``[B, 46]`` or      the game profile (:mod:`kifunet.data_prep.profiles`: ranks,
-            ``None``                    date, source, time control, handicap, komi); used by models
-                                        built with ``profile_embedding=H`` (an MLP with H hidden units
-                                        added where the rank vector is), ``None`` = all unknown;
-                                        ignored otherwise
-logits      float32 ``[B, N*N + 1]``    move logits; index ``N*N`` is pass. Nets without a pass output
-                                        (Clark & Storkey, Maddison, AlphaGo SL, Darkforest, Cazenave,
-                                        GoNN) give pass the constant -1e9; AGZ, GARB, MAO and Qiqiao
-                                        learn it
-value       float32 ``[B]`` or          None unless ``model.has_value``: in [-1, 1], the expected result
-            ``None``                    for the side to move (+1 win); :mod:`kifunet.models.base`
-==========  ==========================  ===============================================================
-
-Modes: ``model.train()`` (BatchNorm uses and updates batch statistics, MAO masks input channels) and
-``model.eval()`` (running statistics, no masks, deterministic). Models are built in training mode.
-
-Constructors: ``Family(*, board_size=19 (QiqiaoNet: 9), in_planes=<family default>, rngs: nnx.Rngs,
-dtype=jnp.float32 (compute), param_dtype=jnp.float32, rank_embedding=False, profile_embedding=0, ...)``. Parameters stay in
-``param_dtype``; ``dtype=jnp.bfloat16`` computes in bfloat16; logits and values are always float32. MAO draws its
-masks from the ``dropout`` stream of the ``rngs`` given at construction (the default stream if absent).
-
-Named sizes: :func:`create`, :func:`names`, :func:`default_in_planes` and :func:`default_board_size`
-(:mod:`kifunet.models.registry`). Accounting:
-:func:`count_params` (trainable only), :func:`count_macs` (analytic forward MACs per position),
-:func:`lr_multipliers` + :func:`scale_by_lr_multipliers` (GoNN's per-parameter gradient multipliers).
-"""
+Every model: ``model(planes, rank=None, to_move=None, profile=None) ->`` :class:`Outputs` ``(logits, value)``,
+``value`` None unless ``model.has_value``; ``model.facts`` (:class:`NetFacts`) says what the net is without
+running it; :func:`forward` / :class:`Forward` run a split model. The arguments, modes and constructor options
+are tabled in docs/models.md. Names: :func:`create`, :func:`names`, :func:`default_in_planes`,
+:func:`default_board_size`; accounting: :func:`count_params`, :func:`count_macs`, :func:`lr_multipliers`,
+:func:`scale_by_lr_multipliers`."""
 
 import importlib
 

@@ -1,27 +1,9 @@
-"""The call contract shared by every policy network (arguments: :mod:`kifunet.models`), the value head's part of
-it, the tie rule for reading the policy output (:func:`played_move_rank`: the one definition of top-k, used by
-training and by eval) and the rule for scoring the value output against a game's result
-(:func:`value_outcome_stats`: the one definition of the value error and of winner prediction, likewise shared).
+"""The call contract every policy net shares (:class:`PolicyNet`; arguments: docs/models.md), the value head's
+part of it, and the two shared scoring rules: :func:`played_move_rank` (top-k with ties, for training and eval)
+and :func:`value_outcome_stats` (value error and winner prediction).
 
-The value contract: a net is *two-headed* when ``model.has_value`` is True, and then its output's ``value`` is set.
-
-=========================  ==============================================================================
-item                       contract
-=========================  ==============================================================================
-``model.has_value``        bool, fixed at construction: True when the net was built with a value head
-``model(planes, ...)``     :class:`~kifunet.models.forward.Outputs` ``(logits, value)``, ``value`` None
-                           when has_value is False
-``logits``                 float32 ``[B, N*N + 1]`` move logits, index ``N*N`` = pass (as for every net)
-``value``                  float32 ``[B]`` in [-1, 1] (a tanh): the expected result of the game for the side
-                           to move (``to_move``): +1 a win, -1 a loss, 0 a draw (or an even game)
-``model.facts``            :class:`~kifunet.models.forward.NetFacts`: ``has_value`` and the family's declared
-                           ``has_pass`` and ``resizable``, ``reads_rank``, ``reads_profile``, board size
-=========================  ==============================================================================
-
-Value heads: ``qiqiao`` / ``qiqiao_tiny`` always; ``agz_*``, ``gonn_*`` and ``garb*`` with ``value_head=True``
-(off by default); the CNNs and MAO never. Families implement :meth:`PolicyNet.logits` (policy only) or
-:meth:`PolicyNet.heads` (one trunk for both outputs).
-"""
+Value contract: ``model.has_value`` is fixed at construction; when True the output's ``value`` is float32 ``[B]``
+in [-1, 1], the expected result for the side to move (+1 a win, -1 a loss, 0 a draw); otherwise it is None."""
 
 from __future__ import annotations
 
@@ -41,13 +23,11 @@ BLACK, WHITE = 1, 2
 
 
 class PolicyNet(nnx.Module):
-    """Base class: input checks, compute-dtype cast, float32 outputs (the module docstring's contract).
+    """Base class: input checks, compute-dtype cast, float32 outputs.
 
     Subclasses call :meth:`_setup` in their constructor and implement :meth:`logits`
-    ``(x [B, N, N, C] in the compute dtype, rank, to_move) -> [B, N*N + 1]``, or, if they may have a value
-    head, :meth:`heads` ``-> (logits, value [B] or None)``. Each family declares ``has_pass`` (it learns a pass
-    logit) and ``resizable`` (its weights fit any board size); :attr:`facts` reports them.
-    """
+    ``(x [B, N, N, C] in the compute dtype, rank, to_move) -> [B, N*N + 1]`` or :meth:`heads`
+    ``-> (logits, value [B] or None)``, and declare ``has_pass`` and ``resizable`` (reported by :attr:`facts`)."""
 
     board_size: int
     in_planes: int
@@ -128,10 +108,8 @@ def board_logits_without_pass(board: jax.Array) -> jax.Array:
 def value_outcome_stats(value, outcome):
     """Per row, a value output against the row's ``outcome`` (+1 the mover won, -1 lost, 0 draw,
     :data:`kifunet.data_prep.results.OUTCOME_UNKNOWN`): ``(known, squared_error, decided, correct)``.
-
     ``squared_error`` is ``(value - outcome)^2`` where known, else 0; ``decided``: known and not a draw;
-    ``correct``: decided and ``value * outcome > 0`` (a value of 0 is wrong). NumPy or JAX arrays, traced ones
-    included."""
+    ``correct``: decided and ``value * outcome > 0``. NumPy or JAX arrays, traced ones included."""
     from kifunet.data_prep.results import OUTCOME_UNKNOWN
 
     xp = value.__array_namespace__() if hasattr(value, "__array_namespace__") else np
@@ -153,11 +131,9 @@ def constant_predictor_mse(known, decided, outcome_sum) -> float:
 
 
 def played_move_rank(logits, target):
-    """``[B]``: the number of *other* moves whose logit is >= the played move's; the move is in the top ``k`` when
-    this is ``< k`` (ties count against it).
-
-    ``logits [B, M]``, ``target [B]``: NumPy or JAX arrays (traced ones included); unchecked
-    (:func:`kifunet.eval.metrics.target_ranks` checks)."""
+    """``[B]``: the number of *other* moves whose logit is >= the played move's (ties count against it);
+    the move is in the top ``k`` when this is ``< k``. ``logits [B, M]``, ``target [B]``: NumPy or JAX arrays,
+    unchecked (:func:`kifunet.eval.metrics.target_ranks` checks)."""
     xp = logits.__array_namespace__() if hasattr(logits, "__array_namespace__") else np
     played = xp.take_along_axis(logits, target[:, None], axis=-1)
     return xp.sum(logits >= played, axis=-1) - 1

@@ -1,10 +1,5 @@
-"""Chain pooling (docs/gonn.md section 7): each channel max-pooled over a chain of stones.
-
-:func:`chain_labels` labels each stone with the smallest flat index of its chain (4-connected, one colour) and each
-empty point ``N*N``, from the stones alone (no gradient); :func:`pool_chains` (or :func:`chain_max`, which labels
-first) gives every stone the maximum of each channel over its chain and every empty point its own values.
-Gradients reach the stones that hold each maximum.
-"""
+"""Chain pooling (docs/gonn.md section 7): each channel max-pooled over a chain of stones; gradients reach
+the stones that hold each maximum."""
 
 from __future__ import annotations
 

@@ -1,28 +1,5 @@
-"""Plain convolutional policy nets: Clark & Storkey, Maddison, AlphaGo SL, Darkforest.
-
-Same-padded stride-1 convolutions with ReLU, no pooling, ending in a small conv whose points are the move
-logits; pass gets :data:`~kifunet.models.base.NO_PASS_LOGIT`. Counts at 19x19 (tests/test_models.py):
-
-==================  ======  =====================================================================  ===========
-family              planes  structure                                                              params
-==================  ======  =====================================================================  ===========
-ClarkStorkey        48      7x7x64, 5x5x64, 5x5x64, 5x5x48, 5x5x48, 5x5x32, 5x5x32 convs with       555,241
-                            bias and ReLU, then a 5x5 conv 32->1 plus a bias per point; every
-                            kernel symmetric under the 8 board symmetries (tied weights)
-Maddison 12         36      5x5 then 11 3x3 convs of 128, a bias per point and channel in every     2,294,738
-                            layer instead of a channel bias; output 3x3 conv to 2 planes + point
-                            biases: plane 0 for black to move, plane 1 for white
-AlphaGo SL 13, 192  48      5x5 conv 48->k, 11 3x3 convs k->k, ReLU, 1x1 conv k->1, no conv         3,880,489
-                            biases, one bias per point before the softmax
-AlphaGo SL 13, 256  48      same with k=256                                                         6,795,881
-Darkforest 12       25      5x5 25->92, 3x3 92->384, 9x 3x3 384->384, 3x3 384->3, no biases;        12,329,756
-                            three next-move heads, the logits are head 0
-==================  ======  =====================================================================  ===========
-
-``maddison`` with ``layers`` 3/6/10/12 gives his depth table; its ``init`` is a :data:`MADDISON_INITS` name
-(``"uniform"`` [-0.05, 0.05], the paper's, by default). ``rank_embedding=True`` adds a rank vector to the first
-layer's pre-activation. Readings where the papers are silent: docs/architectures.md.
-"""
+"""Plain convolutional policy nets: Clark & Storkey, Maddison, AlphaGo SL, Darkforest (structures and parameter
+counts: docs/architectures.md). Pass gets :data:`~kifunet.models.base.NO_PASS_LOGIT`."""
 
 from __future__ import annotations
 
@@ -39,10 +16,8 @@ CLARK_STORKEY_LAYERS = ((7, 64), (5, 64), (5, 64), (5, 48), (5, 48), (5, 32), (5
 
 
 class ConvNet(PolicyNet):
-    """Generic plain CNN: ``hidden`` is a list of ``(kernel_size, filters)`` conv+ReLU layers.
-
-    ``select``: ``"first"`` takes output plane 0; ``"to_move"`` takes plane 0 for black and plane 1 for
-    white (``to_move`` 1/2; ``None`` means black)."""
+    """Generic plain CNN: ``hidden`` is a list of ``(kernel_size, filters)`` conv+ReLU layers. ``select``:
+    ``"first"`` takes output plane 0; ``"to_move"`` plane 0 for black, 1 for white (``None`` means black)."""
 
     def __init__(self, *, board_size: int, in_planes: int, hidden: Sequence[tuple[int, int]], out_kernel: int,
                  out_planes: int = 1, conv_bias: bool = False, hidden_position_bias: bool = False,
@@ -92,7 +67,7 @@ class ConvNet(PolicyNet):
 
 
 class ClarkStorkey(ConvNet):
-    """Clark & Storkey (2015) 8-layer CNN with symmetric (tied) kernels; see the module table."""
+    """Clark & Storkey (2015) 8-layer CNN with symmetric (tied) kernels."""
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 48,
                  layers: Sequence[tuple[int, int]] = CLARK_STORKEY_LAYERS, out_kernel: int = 5,

@@ -1,10 +1,6 @@
-"""Analytical forward cost per position: multiply-accumulates of the convolutions and dense layers.
-
-A same-padded conv costs ``N*N * k*k * C_in * C_out`` MACs (padding taps counted, as GoNN counted: docs/gonn.md
-section 4.2); a :class:`~kifunet.models.layers.LinePairConv` twice ``N*N * length * C_in * C_out``; a dense layer
-``in * out``. BatchNorm, activations, pooling and the folded centre weight are not counted. 2 FLOPs per MAC; a
-training step is 3 forwards.
-"""
+"""Analytical forward cost per position: multiply-accumulates of the convolutions and dense layers (padding
+taps counted, as GoNN counted; BatchNorm, activations and pooling not); 2 FLOPs per MAC, a training step 3
+forwards."""
 
 from __future__ import annotations
 

@@ -1,28 +1,8 @@
-"""The one way to run a net: its output (:class:`Outputs`), its facts (:class:`NetFacts`) and the pure forward
-function (:func:`forward`) that every wrapper -- training's ``ModelDef``, eval's ``Predictor``, play's ``Policy``
-and the exported and ONNX policies -- runs or mirrors.
+"""The one way to run a net: its output (:class:`Outputs`), its facts (:class:`NetFacts`) and the pure
+:func:`forward` that every wrapper (training, eval, play, the exported and ONNX policies) runs or mirrors.
 
-==================  =============================================================================================
-name                contract
-==================  =============================================================================================
-:class:`Outputs`    what a model's call returns (every family): ``logits`` float32 ``[B, N*N + 1]`` (index
-                    ``N*N`` = pass), ``value`` float32 ``[B]`` in [-1, 1] or None (a net without a value head).
-                    A NamedTuple, so a pytree that ``jax.jit`` returns; further heads are further fields that
-                    default to None
-:class:`NetFacts`   what a net is, known without running it: board size, input planes, ``has_value``,
-                    ``has_pass``, ``reads_rank``, ``reads_profile`` and ``resizable`` (plays other board sizes
-                    with the same weights); ``model.facts`` (:class:`kifunet.models.base.PolicyNet`) gives them
-                    from the family's declarations and the constructor's arguments
-:func:`forward`     ``(graphdef, state, planes, rank, to_move, profile) -> Outputs``: the model merged from its
-                    split and called; pure, so it is what ``jax.jit`` and ``jax.export`` take
-:class:`Forward`    a model split once, its weights on the devices (``state_sharding``) and :func:`forward`
-                    jitted: ``Forward(model)(planes, rank, to_move, profile) -> Outputs``
-==================  =============================================================================================
-
-A model here is any ``nnx.Module`` with ``facts`` and a call ``(planes, rank=, to_move=, profile=) -> Outputs``:
-every :class:`kifunet.models.base.PolicyNet`, and the small stand-ins tests build. Importing this module loads
-neither JAX nor flax (they load at first use), so a policy over an exported program keeps flax unloaded.
-"""
+A model here is any ``nnx.Module`` with ``facts`` and a call ``(planes, rank=, to_move=, profile=) -> Outputs``.
+Importing this module loads neither JAX nor flax (they load at first use)."""
 
 from __future__ import annotations
 
@@ -34,7 +14,8 @@ if TYPE_CHECKING:
 
 
 class Outputs(NamedTuple):
-    """A net's outputs for a batch of B positions (module table)."""
+    """A net's outputs for B positions: ``logits`` float32 ``[B, N*N + 1]`` (index ``N*N`` = pass), ``value``
+    float32 ``[B]`` in [-1, 1] or None; a pytree that ``jax.jit`` returns."""
 
     logits: jax.Array
     value: jax.Array | None = None
@@ -42,13 +23,9 @@ class Outputs(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class NetFacts:
-    """What a net is, declared by its family and fixed at construction (module table).
-
-    ``has_pass``: the net has a pass output (else pass is :data:`kifunet.models.base.NO_PASS_LOGIT`);
-    ``reads_rank``: a rank embedding reads the ``rank`` argument; ``reads_profile``: a profile embedding reads
-    ``profile``; ``resizable``: the same weights play any board size (no per-point weights or dense layers over
-    the board).
-    """
+    """What a net is, declared by its family and fixed at construction. ``has_pass``: a pass output (else
+    :data:`kifunet.models.base.NO_PASS_LOGIT`); ``reads_rank`` / ``reads_profile``: an embedding reads that
+    argument; ``resizable``: the same weights play any board size."""
 
     board_size: int
     in_planes: int
@@ -71,13 +48,9 @@ def forward(graphdef, state, planes, rank=None, to_move=None, profile=None) -> O
 
 
 class Forward:
-    """``model`` in eval mode, split once, as a jitted :func:`forward` over its weights.
-
-    ``state_sharding``: where the weights live (default: the default device); ``facts``, ``graphdef`` and
-    ``state`` are public for wrappers that resize or export the net. ``profile`` is given to the net only when it
-    reads one (``facts.reads_profile``), so a net without a profile input compiles one program whatever the
-    caller passes.
-    """
+    """``model`` in eval mode, split once, as a jitted :func:`forward` over its weights (on ``state_sharding``,
+    default: the default device); ``facts``, ``graphdef`` and ``state`` are public. ``profile`` reaches the net
+    only when ``facts.reads_profile``."""
 
     def __init__(self, model, *, state_sharding=None):
         import jax

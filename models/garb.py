@@ -1,17 +1,6 @@
-"""NoGoZero+ residual net with global attention residual blocks (Gao & Wu 2021, 3.2.1).
-
-* Pre-activation tower of ``blocks`` blocks of ``channels``, alternating a standard block
-  (BN-ReLU-conv3x3-BN-ReLU-conv3x3 + skip) and a GARB, starting with a standard one.
-* GARB: BN-ReLU on the input, two 3x3 convs give X (2*C3 channels) and G (C3 = ``channels // 2``);
-  :class:`~kifunet.models.layers.GPS` ``(X, G)``; BN-ReLU-conv3x3 back to ``channels``; residual add.
-* stem: 3x3 conv ``in_planes -> channels``; end of trunk BN-ReLU; AlphaGo Zero policy head (1x1 conv to 2 planes
-  with bias, BN, ReLU, dense to N*N + 1, pass included). No conv bias elsewhere.
-* ``value_head=True`` (ours): :class:`~kifunet.models.layers.PooledValueHead` after the final BN-ReLU
-  (``value_channels`` 32, ``value_hidden`` 64); the net returns ``(logits, value)``.
-
-``garb5`` 32 channels, ``garb10`` 64, ``garb20`` 128. Default planes: 21 (AlphaGo Zero's 17 + ``nogo_liberties``).
-Any board size. ``rank_embedding=True`` adds a rank vector to the stem output.
-"""
+"""NoGoZero+ residual net with global attention residual blocks (Gao & Wu 2021, 3.2.1; structure:
+docs/architectures.md). ``value_head=True`` (ours) adds a
+:class:`~kifunet.models.layers.PooledValueHead`. Any board size."""
 
 from __future__ import annotations
 

@@ -1,18 +1,5 @@
-"""GoNN sandbox (2018) pre-activation ResNet, with each of its ideas switchable for ablations.
-
-The structure is GoNN's at a201e46 as docs/gonn.md section 4 gives it, C = ``channels`` (192): a 5x5 stem with a
-folded 1x1 centre weight; an ordinary block, then dilated blocks (``dilated_channels`` from rate
-``dilation_rates[i % len]``) and ``global_blocks``; BN -> act at the end of the trunk; the globally biased policy
-head to N*N logits (pass gets :data:`~kifunet.models.base.NO_PASS_LOGIT`); PReLU (init 0), BN momentum 0.99 and
-eps 1e-3, no conv bias; ``center_emphasis`` as GoNN's learning-rate multipliers (1.5 on residual centre taps, 0.25
-on the policy head's BN and last conv). Not in GoNN's nets: ``wide_blocks`` (:class:`GoNNWideBlock`),
-``chain_blocks`` (:class:`GoNNChainBlock`; chains from ``chain_stone_planes``, labelled once per forward pass),
-``value_head`` (:class:`~kifunet.models.layers.PooledValueHead`, ``value_channels`` 32, ``value_hidden`` 64; the
-net returns ``(logits, value)``) and ``rank_embedding`` (a rank vector added to the stem output).
-
-Registry names (26 planes, 19x19; counts in docs/gonn.md section 4.2, checked by tests/test_models.py):
-``gonn_resnet5`` (dilation 2, 3, 2, 3), ``gonn_resnet12``, ``gonn_resnet12_global`` (global blocks 6 and 10).
-"""
+"""GoNN sandbox (2018) pre-activation ResNet with each of its ideas switchable for ablations (structure and
+counts: docs/gonn.md section 4), plus our wide low-rank, chain-pooling and value-head blocks (section 7)."""
 
 from __future__ import annotations
 
@@ -88,12 +75,9 @@ class GoNNGlobalBlock(nnx.Module):
 
 
 class GoNNWideBlock(nnx.Module):
-    """Wide low-rank pre-activation residual block, symmetric under transposition.
-
-    BN -> act -> path A a 1 x ``length`` conv to ``mid`` channels, path B the same kernel transposed
-    (:class:`~kifunet.models.layers.LinePairConv`) -> one BN over both paths as one batch -> act -> path A a
-    ``length`` x 1 conv back to C, path B transposed; the sum is added to the trunk.
-    ``block(transpose(x)) == transpose(block(x))``; ``2 * length * C * mid + 3 * C + 3 * mid`` parameters (PReLU)."""
+    """Wide low-rank pre-activation residual block (1 x ``length`` and ``length`` x 1 convs through
+    ``mid`` channels, paths A and B transposed: :class:`~kifunet.models.layers.LinePairConv`);
+    ``block(transpose(x)) == transpose(block(x))``."""
 
     def __init__(self, features: int, *, mid: int, length: int, act: dict, dtype, param_dtype, rngs):
         bn = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
@@ -115,9 +99,9 @@ class GoNNWideBlock(nnx.Module):
 
 
 class GoNNChainBlock(nnx.Module):
-    """Chain-pooling pre-activation residual block: BN -> act -> conv3x3 C->``pooled`` -> max over each chain
-    (:func:`~kifunet.models.chain_pool.pool_chains`, labels given per call) -> BN -> act -> conv3x3 ``pooled``->C,
-    added to the trunk; ``18 C P + 3 C + 3 P`` parameters (PReLU). Equivariant under the 8 symmetries."""
+    """Chain-pooling pre-activation residual block: conv3x3 C->``pooled``, max over each chain
+    (:func:`~kifunet.models.chain_pool.pool_chains`, labels given per call), conv3x3 back to C; equivariant under the 8
+    symmetries."""
 
     def __init__(self, features: int, *, pooled: int, act: dict, conv: dict, bn: dict, rngs):
         self.bn1 = batch_norm(features, rngs=rngs, **bn)
@@ -177,12 +161,9 @@ def _block_kinds(blocks: int, global_blocks, wide_blocks, chain_blocks) -> tuple
 
 
 class GoNNResNet(PolicyNet):
-    """GoNN pre-activation ResNet; every GoNN feature has a switch (see the module docstring).
-
-    ``dilated_channels=0``, ``global_blocks=()``, ``head_global_pool=False``, ``activation="relu"``,
-    ``center_emphasis=False`` turn features off; ``pool_stdev``, ``pool_board_scaling`` extend every pooling;
-    ``value_head`` (``value_channels``, ``value_hidden``); ``wide_blocks`` (``wide_channels``, 0 = C;
-    ``wide_length``); ``chain_blocks`` (``chain_channels``, 0 = C; ``chain_stone_planes``, either colour order)."""
+    """GoNN pre-activation ResNet; every GoNN feature has a switch (``dilated_channels=0``, ``global_blocks=()``,
+    ``head_global_pool=False``, ``activation="relu"``, ``center_emphasis=False`` turn them off); ``value_head``,
+    ``wide_blocks`` and ``chain_blocks`` add ours."""
 
     resizable = True
 

@@ -1,14 +1,7 @@
-"""Building blocks shared by the policy-network families (Flax NNX, NHWC, channels last).
-
-Parameters are kept in ``param_dtype`` (float32 by default); ``dtype`` (float32 or bfloat16) is the compute dtype
-and the output's. A parameter broadcast over batch and board (biases, :class:`PositionBias`, PReLU slopes,
-BatchNorm scale and offset, :class:`GlobalPoolBias`) is combined with a lower-precision activation in float32 and
-the result cast to ``dtype`` (:func:`add_param`, :func:`batch_norm`), so its gradient sums in float32.
-
-Learning-rate multipliers are parameter metadata read by :func:`kifunet.models.params.lr_multipliers`:
-``lr_multiplier`` (the whole array) and ``center_lr_multiplier`` (the centre tap ``[k//2, k//2]`` of a kernel, on
-top of ``lr_multiplier``).
-"""
+"""Building blocks shared by the policy-net families (Flax NNX, NHWC). Parameters stay in ``param_dtype``;
+``dtype`` is the compute and output dtype; a broadcast parameter meets a lower-precision activation in float32
+(:func:`add_param`, :func:`batch_norm`). Learning-rate multipliers are parameter metadata
+(``lr_multiplier``, ``center_lr_multiplier``) read by :func:`kifunet.models.params.lr_multipliers`."""
 
 from __future__ import annotations
 
@@ -57,13 +50,9 @@ def symmetrize(kernel: jax.Array) -> jax.Array:
 
 
 class Conv(nnx.Module):
-    """Same-padded, stride-1 convolution ``[B, H, W, C_in] -> [B, H, W, C_out]``.
-
-    ``dilation``: atrous rate. ``symmetric``: convolve :func:`symmetrize` of the stored kernel (full shape kept).
-    ``center_emphasis`` > 0: add ``center_emphasis * He(fan_in=C_in)`` to the centre tap at init and mark it with
-    ``center_lr_multiplier=center_lr``; with ``center_param``, keep that as a separate ``[C_in, C_out]`` weight
-    added into the centre tap at every call (multiplier ``lr_multiplier * center_lr``). ``lr_multiplier``: the
-    kernel's."""
+    """Same-padded, stride-1 convolution ``[B, H, W, C_in] -> [B, H, W, C_out]``. ``dilation``: atrous rate;
+    ``symmetric``: convolve :func:`symmetrize` of the kernel; ``center_emphasis`` > 0: a He-scaled boost of the centre
+    tap at init, marked ``center_lr_multiplier=center_lr`` (a separate weight with ``center_param``)."""
 
     def __init__(
         self,
@@ -144,11 +133,8 @@ class Conv(nnx.Module):
 
 
 class LinePairConv(nnx.Module):
-    """One line-shaped kernel convolved two ways: ``(a, b) -> (conv(a, K), conv(b, K^T))``, same-padded, stride 1.
-
-    ``K`` is ``[1, length, C_in, C_out]`` when ``horizontal``, else ``[length, 1, C_in, C_out]``; ``K^T`` swaps
-    its spatial axes, so with ``b`` the transpose of ``a`` the second output is the transpose of the first. He
-    init (fan-in ``length * C_in``), no bias."""
+    """One line-shaped kernel ``K`` convolved two ways: ``(a, b) -> (conv(a, K), conv(b, K^T))``, same-padded,
+    stride 1, no bias; with ``b`` the transpose of ``a`` the second output is the transpose of the first."""
 
     def __init__(self, in_features: int, out_features: int, length: int, *, horizontal: bool,
                  kernel_init=he_normal, dtype: Dtype = jnp.float32, param_dtype: Dtype = jnp.float32,
@@ -287,11 +273,8 @@ class GPS(nnx.Module):
 
 
 class PooledValueHead(nnx.Module):
-    """``tanh(dense(relu(dense(global_pool(act(BN(conv1x1(h))))))))``: trunk ``[B, N, N, C]`` -> value ``[B]``.
-
-    1x1 conv to ``channels`` without bias, BN with scale and offset, ``act`` (ReLU when None),
-    :func:`global_pool` (``stdev``, ``board_scaling`` if asked), dense with bias to ``hidden``, ReLU, dense to 1,
-    tanh; the same size on every board."""
+    """``tanh(dense(relu(dense(global_pool(act(BN(conv1x1(h))))))))``: trunk ``[B, N, N, C]`` -> value
+    ``[B]``; the same size on every board."""
 
     def __init__(self, features: int, *, channels: int, hidden: int, act: nnx.Module | None = None,
                  stdev: bool = False, board_scaling: bool = False, dtype: Dtype = jnp.float32,
@@ -322,11 +305,8 @@ def select_by_mean(maps: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 class MAOLayer(nnx.Module):
     """Maximum-average-out layer: ``units`` outputs, each the best of ``candidates`` convs (:func:`select_by_mean`).
-
-    One conv with ``units * candidates`` outputs (candidate ``j`` of unit ``u`` is channel ``u * candidates + j``),
-    no activation. In training (``model.train()``) each candidate sees its own Bernoulli(``1 - mask_rate``)
-    input-channel mask, scaled by ``1 / (1 - mask_rate)``, drawn per call from the ``dropout`` stream; at
-    inference all channels pass."""
+    In training mode each candidate sees its own Bernoulli(``1 - mask_rate``) input-channel mask from the
+    ``dropout`` stream; at inference all channels pass."""
 
     def __init__(self, in_features: int, units: int, candidates: int, *, kernel_size: int = 3,
                  mask_rate: float = 0.5, deterministic: bool = False, dtype: Dtype = jnp.float32,
@@ -379,9 +359,8 @@ class RankEmbedding(nnx.Module):
 
 
 class ProfileEmbedding(nnx.Module):
-    """An MLP of a game profile (:mod:`kifunet.data_prep.profiles`, 46 numbers) as a ``[B, 1, 1, F]`` bias:
-    ``Linear(46, hidden)``, ReLU, ``Linear(hidden, F)``. ``profile=None`` is all-unknown for the whole batch. The
-    output layer starts at zero (the net starts as the same net without the profile)."""
+    """An MLP of a game profile (46 numbers) as a ``[B, 1, 1, F]`` bias; ``profile=None`` is all-unknown.
+    The output layer starts at zero."""
 
     def __init__(self, features: int, hidden: int, *, dtype: Dtype = jnp.float32, param_dtype: Dtype = jnp.float32,
                  rngs: nnx.Rngs):

@@ -1,14 +1,5 @@
-"""Maximum-average-out (MAO) network (Li et al. 2020), fully convolutional, read from the paper's prose
-(docs/architectures.md).
-
-* MAO layer: :class:`~kifunet.models.layers.MAOLayer`.
-* mlpconv: a 3x3 conv then 1x1 convs, each with bias and ReLU.
-* MAO block: a MAO layer (``width`` units of ``candidates``) + 2 mlpconv layers (3x3 + 1x1 each).
-* net, 19 conv layers: an mlpconv block of width 80 (3 layers) -> ``blocks`` = 3 MAO blocks (5 layers each) ->
-  output MAO layer of N*N + 1 units (``out_candidates`` each; pass included) -> global average pooling -> logits.
-
-No value head. Default planes: 17 (AlphaGo Zero). ``rank_embedding=True`` adds a rank vector to the stem output.
-"""
+"""Maximum-average-out (MAO) network (Li et al. 2020), fully convolutional, 19 conv layers, read from the
+paper's prose (docs/architectures.md). No value head."""
 
 from __future__ import annotations
 
@@ -54,7 +45,7 @@ class MAOBlock(nnx.Module):
 
 
 class MAONet(PolicyNet):
-    """The MAO policy network; see the module docstring."""
+    """The MAO policy network."""
 
     has_pass = True
 

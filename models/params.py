@@ -1,11 +1,5 @@
-"""Parameter accounting and per-parameter learning-rate multipliers.
-
-:func:`count_params` counts ``nnx.Param`` only (not BatchNorm statistics nor RNG state: the published counts'
-definition); it works on ``nnx.eval_shape`` models. :func:`lr_multipliers` gives a float32 leaf per parameter,
-broadcastable to it (``lr_multiplier`` metadata, a ``[k, k, 1, 1]`` array for a ``center_lr_multiplier``);
-:func:`scale_by_lr_multipliers` applies them, first in the optax chain:
-``optax.chain(scale_by_lr_multipliers(lr_multipliers(model)), optax.sgd(lr))``.
-"""
+"""Parameter accounting (:func:`count_params`: ``nnx.Param`` only, the published counts' definition) and
+per-parameter learning-rate multipliers, applied first in the optax chain by :func:`scale_by_lr_multipliers`."""
 
 from __future__ import annotations
 

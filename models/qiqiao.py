@@ -1,24 +1,5 @@
-"""Qiqiao (CleverGo) policy-value net: AlphaGo Zero's one-body, two-head layout, shrunk for the 9x9 board.
-
-The reference code's ``PolicyValueNet`` layer for layer, on the 10 ``qiqiao`` planes
-(:mod:`kifunet.data_prep.planes.features`):
-
-===========  ==============================================================================  ===========
-part         layers (convs: stride 1, same padding, with biases)                             params, 9x9
-===========  ==============================================================================  ===========
-body         3x3 conv 10->32, ReLU; 3x3 conv 32->64, ReLU; 3x3 conv 64->128, ReLU            95,264
-policy head  1x1 conv 128->8, ReLU; flatten; dense 8*N*N->256, ReLU; dense 256->N*N+1        188,250
-value head   1x1 conv 128->4, ReLU; flatten; dense 4*N*N->128, ReLU; dense 128->64, ReLU;    50,437
-             dense 64->1, tanh
-total                                                                                        333,951
-===========  ==============================================================================  ===========
-
-The body's arithmetic: 10*9*32 + 32 = 2,912; 32*9*64 + 64 = 18,496; 64*9*128 + 128 = 73,856. Policy 128*8 + 8 =
-1,032; 648*256 + 256 = 166,144; 256*82 + 82 = 21,074. Value 128*4 + 4 = 516; 324*128 + 128 = 41,600; 128*64 + 64
-= 8,256; 64 + 1 = 65. The dense layers grow with the board, so the registry builds ``qiqiao`` on 9x9 unless told
-otherwise. The net always returns ``(logits, value)``. ``rank_embedding=True`` adds a rank vector to the first
-conv's output; ``qiqiao_tiny`` has 8-wide layers. Readings: docs/architectures.md.
-"""
+"""Qiqiao (CleverGo) policy-value net for 9x9, the reference code's ``PolicyValueNet`` layer for layer
+(layers and the hand count of its 333,951 parameters: docs/architectures.md). Always returns a value."""
 
 from __future__ import annotations
 
@@ -33,7 +14,7 @@ from kifunet.models.layers import Conv
 
 
 class QiqiaoNet(PolicyNet):
-    """Three 3x3 conv layers, then a policy head and a value head (see the module table)."""
+    """Three 3x3 conv layers, then a policy head and a value head."""
 
     has_pass = True
 

@@ -1,8 +1,5 @@
-"""Named model sizes: ``create(name, ...)`` builds one, ``names()`` lists them.
-
-A name fixes a family and its size; :func:`default_in_planes` and :func:`default_board_size` (19; 9 for
-``qiqiao``) give its inputs. ``*_tiny`` names are small variants for tests. Value heads: :mod:`kifunet.models.base`.
-"""
+"""Named model sizes: ``create(name, ...)`` builds one, ``names()`` lists them; ``*_tiny`` names are
+small variants for tests."""
 
 from __future__ import annotations
 

@@ -1,27 +1,5 @@
-"""Post-activation residual policy nets: Cazenave (2017), AlphaGo Zero (2017) and, in its framework, the ResNet-18
-that MAO (2020) was measured against.
-
-==================  ======  ====================================================================  ==========
-family              planes  structure                                                             params
-==================  ======  ====================================================================  ==========
-CazenaveResNet 10   45      input = 5x5 conv + 1x1 conv 45->256 (summed), BN, ReLU; 10 residual   12,098,304
-                            blocks conv3x3-BN-ReLU-conv3x3-BN + skip, ReLU; output 3x3 conv
-                            256->1; no conv biases
-CazenaveResNet 14   45      same with 14 blocks                                                   16,816,896
-AGZResNet 20        17      3x3 conv 17->256 (bias) + BN + ReLU; 19 residual blocks as above      22,837,864
-                            with conv biases; policy head 1x1 conv 256->2 (bias) + BN + ReLU +    (with the
-                            dense to N*N+1 (pass included); value head 1x1 conv 256->1 + BN +     value head)
-                            ReLU + dense N*N->256 + ReLU + dense 256->1 + tanh
-AGZResNet 18        17      ``resnet18``, ResNet-18 in the AlphaGo Zero framework (MAO's          488,790
-                            baseline): the same stem, 8 residual blocks and policy head, 39 wide  (policy only)
-==================  ======  ====================================================================  ==========
-
-Cazenave: BatchNorm without scale and offset unless ``bn_affine=True``; pass gets
-:data:`~kifunet.models.base.NO_PASS_LOGIT`. AlphaGo Zero: ``blocks=19`` after the stem; the value head only with
-``value_head=True`` (``value_hidden`` wide, 256; without it 22,744,676 parameters), then the net returns
-``(logits, value)``. BatchNorm: momentum 0.99, epsilon 1e-3. ``rank_embedding=True`` adds a rank vector after
-the stem. Readings: docs/architectures.md.
-"""
+"""Post-activation residual policy nets: Cazenave (2017), AlphaGo Zero (2017) and the ResNet-18 MAO (2020)
+was measured against (structures and counts: docs/architectures.md, docs/models.md)."""
 
 from __future__ import annotations
 
@@ -50,7 +28,7 @@ class PostActBlock(nnx.Module):
 
 
 class CazenaveResNet(PolicyNet):
-    """Cazenave's residual policy net; see the module table."""
+    """Cazenave's residual policy net; BatchNorm without scale and offset unless ``bn_affine=True``."""
 
     resizable = True
 
@@ -77,7 +55,7 @@ class CazenaveResNet(PolicyNet):
 
 
 class AGZResNet(PolicyNet):
-    """AlphaGo Zero residual net; policy logits over N*N points + pass; optional value head."""
+    """AlphaGo Zero residual net; policy logits over N*N points + pass; a value head with ``value_head=True``."""
 
     has_pass = True
 

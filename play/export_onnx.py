@@ -1,35 +1,9 @@
-"""Export a trained net to one portable ONNX file that says what it is (``kifunet export RUN --out net.onnx``).
+"""Export a trained net to one ONNX file that says what it is (``kifunet export RUN --out net.onnx``).
 
-The converter is jax2onnx (``to_onnx``): it traces the net's forward pass to a jaxpr and writes ONNX operators,
-with a dynamic batch dimension ``B``. The file's inputs, outputs and metadata are defined once, in
-:mod:`kifunet.play.onnx_policy` (which plays such a file without JAX). What the exporter decides:
-
-===================  ========================================================================================
-step                 rule
-===================  ========================================================================================
-the net              :func:`kifunet.train.nets.load_net` (as ``kifunet gtp --checkpoint`` and ``eval`` load it),
-                     computing in float32 whatever dtype it was trained in, BatchNorm in eval mode
-inputs               ``planes``, plus ``rank``, ``to_move`` and ``profile`` only if the forward pass reads them:
-                     an input is kept when an equation of the traced jaxpr takes it (:func:`used_inputs`), so a
-                     net without a rank embedding has no ``rank`` input, only Maddison's nets have ``to_move``
-                     and only nets with a profile input (``profile_embedding``) have ``profile``
-outputs              ``logits``; ``value`` too when the net has a value head (``model.facts.has_value``; the
-                     :class:`~kifunet.models.forward.Outputs` of :func:`kifunet.models.forward.forward`,
-                     handled generically, not by family)
-check                before writing, onnxruntime and the JAX forward pass run the same
-                     :data:`CHECK_POSITIONS` random 0/1 positions (with ranks, both colours and a few
-                     profiles); the largest
-                     ``|logit difference|`` is stored (``export_check``) and must stay below
-                     :data:`CHECK_TOLERANCE` times the largest ``|logit|`` (pass's -1e9 aside; at least 1),
-                     else nothing is written (``ValueError``)
-plugins              jax2onnx's plugins are imported with XLA optimisations off (they compile only their own
-                     examples; the net is traced, never compiled, so the file is the same)
-===================  ========================================================================================
-
-The file has fixed board dimensions (``[B, N, N, C]``): it plays the board it was exported for
-(:meth:`kifunet.play.onnx_policy.OnnxPolicy.size_problem` refuses any other). Costs and checks:
-``docs/playing.md`` (A portable net: ONNX export).
-"""
+jax2onnx traces the net's forward pass (float32, eval mode) with a dynamic batch; inputs the jaxpr does not read
+are dropped (:func:`used_inputs`), a value output is kept when the net has one, and the file is written only if
+onnxruntime and JAX agree on :data:`CHECK_POSITIONS` random positions within :data:`CHECK_TOLERANCE`
+(``ValueError`` otherwise). The format: docs/playing.md (The ONNX file)."""
 
 from __future__ import annotations
 
@@ -101,10 +75,7 @@ def _specs(batch, board_size: int, in_planes: int) -> dict:
 
 def used_inputs(fn, board_size: int, in_planes: int) -> tuple[str, ...]:
     """The names of ``fn``'s inputs (``planes``, ``rank``, ``to_move``, ``profile``) that an equation of its
-    jaxpr reads.
-
-    ``planes`` always counts. A nested jaxpr (a ``jit`` inside the net) that receives an input counts as
-    reading it, so the answer can only keep an input it did not need, never drop one it needs."""
+    jaxpr reads; ``planes`` always counts, and an input a nested jaxpr receives counts as read."""
     import jax
 
     jaxpr = jax.make_jaxpr(fn)(*_specs(1, board_size, in_planes).values()).jaxpr
@@ -114,8 +85,7 @@ def used_inputs(fn, board_size: int, in_planes: int) -> tuple[str, ...]:
 
 @contextlib.contextmanager
 def _converting():
-    """XLA optimisations off (the module docstring's "plugins" row) and onnx_ir's warnings about the
-    converter's untyped shape constants (notes on its own internals) silenced; both restored after."""
+    """XLA optimisations off and onnx_ir's shape-constant warnings silenced; both restored after."""
     import logging
 
     import jax
@@ -161,10 +131,9 @@ def check_positions(board_size: int, in_planes: int, n: int = CHECK_POSITIONS, s
 
 
 def profile_metadata(model, profile: str | None) -> dict:
-    """The profile keys of an export's metadata (:mod:`kifunet.play.onnx_policy`'s table): ``profile_input``
-    and ``profile_encoding`` always; with ``profile`` (:func:`kifunet.data_prep.profiles.parse`'s text),
-    ``profile`` (normalised) and ``profile_vector``. A ``profile`` for a net without a profile input, or text
-    that is no profile, is a ``ValueError`` naming it."""
+    """The profile keys of an export's metadata: ``profile_input`` and ``profile_encoding`` always; with
+    ``profile`` (:func:`kifunet.data_prep.profiles.parse`'s text), ``profile`` and ``profile_vector``. ``ValueError``
+    naming it for a net without a profile input or text that is no profile."""
     from kifunet.data_prep import profiles
 
     reads = model.facts.reads_profile
@@ -184,12 +153,9 @@ def profile_metadata(model, profile: str | None) -> dict:
 
 def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict | None = None,
                  profile: str | None = None) -> ExportResult:
-    """Write ``model`` (a :class:`kifunet.models.PolicyNet`; its feature set named) to ``out`` as ONNX.
-
-    ``info`` adds metadata (strings, or JSON-able values written as JSON), such as :func:`run_metadata` gives;
-    the keys are those of :mod:`kifunet.play.onnx_policy` without the ``kifunet.`` prefix. ``profile``: the
-    default profile recorded (:func:`profile_metadata`; checked before anything is converted).
-    """
+    """Write ``model`` (a :class:`kifunet.models.PolicyNet`; its feature set named) to ``out`` as ONNX. ``info``:
+    further metadata (strings, or JSON-able values); ``profile``: the default profile recorded
+    (:func:`profile_metadata`, checked before anything is converted)."""
     import jax
 
     from kifunet import __version__
@@ -319,10 +285,8 @@ def run_metadata(net, raw_config: dict) -> dict:
 def export_run(path: str | os.PathLike, out: str | os.PathLike, *, step: int | None = None,
                feature_set: str | None = None, board_size: int | None = None,
                profile: str | None = None) -> ExportResult:
-    """Export the net of a training run (its newest checkpoint, or ``step``) to ``out``.
-
-    ``feature_set`` / ``board_size``: only for a run that records neither (as for ``kifunet gtp``);
-    ``profile``: the default profile to record (:func:`profile_metadata`)."""
+    """Export the net of a training run (its newest checkpoint, or ``step``) to ``out``; ``feature_set`` /
+    ``board_size`` only for a run that records neither; ``profile``: as :func:`export_model`."""
     from kifunet.train.nets import load_net, read_config
 
     net = load_net(os.fspath(path), step=step, feature_set=feature_set, board_size=board_size, dtype="float32")

@@ -1,28 +1,6 @@
-"""Killable eye spaces: a group whose only eye space is a nakade shape with an empty vital point.
-
-A group (the chains of one colour that border the same eye spaces) lives by its eye spaces: the empty regions
-whose every neighbour is a stone of its colour. With one eye space only, the shape decides: the side to move
-at the shape's *vital point* decides whether it makes two eyes (the owner plays there) or one (the opponent
-plays there, and later fills the eye). :func:`killable_eyes` finds the groups with exactly one eye space, of
-one of these shapes (cells counted within the eye space, as in Pachi's ``nakade.c``):
-
-========================  ======  =============================================
-shape                     points  vital point
-========================  ======  =============================================
-straight or bent three    3       the point with two neighbours in the space
-pyramid four (T)          4       the point with three neighbours
-bulky five                5       the point with three neighbours (the shape holds a 2x2 square)
-cross five                5       the centre (four neighbours)
-rabbity six               6       the point with four neighbours (the shape holds a 2x2 square)
-========================  ======  =============================================
-
-Straight and bent fours, the other fives and sixes make two eyes whoever moves; a square four (one eye
-whoever moves) and eye spaces that hold stones are left to the playouts of :mod:`kifunet.play.life_death`.
-Only sealed groups count: every empty region next to the group outside its eye space is small (dame, at most
-:data:`OUTER_ROOM` points) and touches no other stone of its colour, so the group can neither connect out nor
-widen its eye space. Whether the walls around the group can be captured is not read here: the caller checks
-that they live.
-"""
+"""Killable eye spaces: a sealed group whose only eye space is a nakade shape with an empty vital point (the
+shapes and vital points: docs/playing.md, The rules of the end of a game). Whether the walls can be captured is
+the caller's to check."""
 
 from __future__ import annotations
 
@@ -89,8 +67,7 @@ def components(mask: np.ndarray, nb: np.ndarray) -> list[list[int]]:
 
 
 def vital_point(space: list[int], nb: np.ndarray) -> int | None:
-    """The vital point of a nakade-shaped eye space (module docstring's table), or ``None`` for any other
-    shape."""
+    """The vital point of a nakade-shaped eye space, or ``None`` for any other shape."""
     cells = set(space)
     degree = {p: sum(1 for q in nb[p] if q >= 0 and int(q) in cells) for p in space}
     by_degree = {d: p for p, d in sorted(degree.items())}

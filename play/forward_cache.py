@@ -1,29 +1,9 @@
 """The forward pass of a trained net kept on disk, so that a warm ``kifunet gtp`` start imports JAX only.
 
->>> root = cache_root("cache/kifunet/jax")          # doctest: +SKIP
-'cache/kifunet/jax-forward'
->>> save_entry(root, info, policy)                            # doctest: +SKIP  (after a normal load)
->>> pol = load_entry(root, info, rank="9d", full=load_full)   # doctest: +SKIP  (no flax, no orbax)
-
-After a normal load (flax builds the model, orbax restores the checkpoint), :func:`save_entry` exports the
-policy's forward pass with :func:`jax.export.export` -- the weights a list of arguments, the batch dimension
-symbolic, so every symmetry batch (1..8) runs the same program -- and writes it with the weights
-(``weights.npz``) into ``ROOT/KEY/``. The key is the sha256 of the checkpoint step's ``kifunet_checksums.json``
-(a step without it is never cached), the JAX and jaxlib versions, the backend, the board size, the feature set
-and the source of ``kifunet.models`` (:func:`entry_key`), plus, for a net with a profile input only
-(``info["profile_input"]``, :mod:`kifunet.play.policy`'s "profile"), the word ``profile``. Such a net's program takes a fifth argument, the
-profile float32 ``[b, 46]``. ``meta.json`` holds the key, the sha256 of both files, the description, the
-net's facts (:class:`kifunet.models.forward.NetFacts`, as a dict) and ``profile_input``. An entry is written into a temporary directory under
-``ROOT`` and renamed into place, so a reader never sees half of one.
-
-:func:`load_entry` checks all of that and returns an :class:`ExportedPolicy`: :class:`kifunet.play.policy.Policy`
-with the deserialized program as its forward pass. Any problem -- no entry, another key, a file whose checksum
-differs, a program JAX cannot read -- is a :class:`CacheProblem` (one line), after which the caller loads the
-net normally and writes the entry again. Boards other than the trained one (``size_problem(n)``,
-``resized(n)``) go through the normal load (``full``), done at most once.
-
-``ROOT`` is :func:`cache_root` of the compilation cache directory (``KIFUNET_JAX_CACHE`` off: no cache at all).
-"""
+:func:`save_entry` writes ``ROOT/KEY/`` atomically (the ``jax.export`` program with a symbolic batch, the
+weights, ``meta.json`` with checksums and the net's facts); :func:`load_entry` checks it all and returns an
+:class:`ExportedPolicy`, or raises :class:`CacheProblem` (one line), after which the caller loads the net
+normally. The key: :func:`entry_key`. ``ROOT``: :func:`cache_root` (``KIFUNET_JAX_CACHE=off``: no cache)."""
 
 from __future__ import annotations
 
@@ -89,8 +69,9 @@ def _models_source_digest() -> str:
 
 
 def entry_key(info: dict) -> str:
-    """The key of the entry for :func:`kifunet.train.nets.describe_net`'s ``info`` (module docstring); imports
-    JAX. ``CacheProblem`` when the step has no checksum sidecar."""
+    """The sha256 key of the entry for :func:`kifunet.train.nets.describe_net`'s ``info``: the checkpoint
+    step's checksums, JAX and jaxlib versions, backend, board size, feature set, the models' source, and
+    ``profile`` for a net with a profile input; imports JAX. ``CacheProblem`` when the step has no checksum sidecar."""
     import jax
     import jaxlib
 
@@ -111,10 +92,9 @@ def entry_key(info: dict) -> str:
 
 # --- writing ---------------------------------------------------------------------------------------------------
 def export_forward(policy: Policy):
-    """``(Exported, weights)``: the policy's forward pass ``f(weights, planes[b,N,N,C], rank[b], to_move[b])``
-    (and ``profile[b, 46]`` for a net with a profile input) with a symbolic batch ``b`` and the weights as a flat
-    list of arrays; it returns the :class:`~kifunet.models.forward.Outputs` fields that are set, as a dict (a
-    plain pytree, which ``jax.export`` serializes). Needs flax: the model is merged in."""
+    """``(Exported, weights)``: the policy's forward pass ``f(weights, planes[b,N,N,C], rank[b], to_move[b]
+    [, profile[b, 46]])`` with a symbolic batch, returning the set :class:`~kifunet.models.forward.Outputs` fields as a
+    dict. Needs flax."""
     import jax
 
     from kifunet.data_prep import profiles
@@ -270,9 +250,8 @@ class _ExportedForward:
 
 
 class ExportedPolicy(Policy):
-    """:class:`kifunet.play.policy.Policy` whose forward pass (``net``) is a deserialized
-    :class:`jax.export.Exported` and whose facts are the entry's (``meta``: its ``meta.json``); the trained board
-    only -- another size is the full policy's."""
+    """:class:`kifunet.play.policy.Policy` whose ``net`` is a deserialized :class:`jax.export.Exported` and whose
+    facts are the entry's; the trained board only (another size is the full policy's)."""
 
     def __init__(self, exported, weights, meta: dict, *, rank=None, full: Callable[[], Policy], profile=None):
         from kifunet.data_prep.planes import features as features_mod

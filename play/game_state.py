@@ -1,17 +1,5 @@
-"""The game a GTP engine plays: the position, the setup, the moves, and an undo log of O(1) memory per move.
-
-:class:`GameState` holds one game on one board (:class:`kifunet.data_prep.rules.board.Board`): the setup stones
-(handicap, or a loaded game's setup), who plays first after them, the moves played (``[(colour, flat)]``, pass
-= ``N*N``), and for each move the board cells it changed. :meth:`GameState.play` records those cells (the
-rules engine's state array before and after the move, compared); :meth:`GameState.undo` writes them back, so
-the board after an undo is bit-identical to the board before the move. A pass leaves the board as it is (the
-engine's passes do not touch the rules engine's ko or move counter) and logs nothing but the move, so a game
-of passes costs the move list only; a stone costs the cells it changed (its chain, the liberties counted,
-the stones it captured): bounded by the board, not by the length of the game.
-
-The SGF properties a loaded game brings that the engine keeps for ``printsgf`` (players, ranks, rules) sit in
-:attr:`GameState.info`; :func:`chains_in` groups stones into chains with the rules engine's chains.
-"""
+"""The game a GTP engine plays: position, setup, moves, and an undo log of O(1) memory per move (each move
+logs the board cells it changed, so an undo restores the board bit-identically)."""
 
 from __future__ import annotations
 
@@ -28,12 +16,9 @@ _NO_CHANGE = b""  # the undo record of a pass (one shared object)
 
 
 class GameState:
-    """One game on an ``size`` x ``size`` board (module docstring).
-
-    ``setup``: ``[(colour, flat)]`` stones set before the first move; ``first``: who plays first after them
-    (None: White after setup stones, else Black); ``info``: SGF root properties to write back
-    (:data:`KEPT_PROPERTIES`, text).
-    """
+    """One game on an ``size`` x ``size`` board. ``setup``: ``[(colour, flat)]`` stones set before the first
+    move; ``first``: who plays first after them (None: White after setup stones, else Black); ``info``: SGF root
+    properties to write back (:data:`KEPT_PROPERTIES`)."""
 
     def __init__(self, size: int, setup=(), first: int | None = None, info: dict | None = None):
         self.board = Board(size)

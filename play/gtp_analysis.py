@@ -1,11 +1,6 @@
-"""GTP analysis for GUIs: ``lz-analyze``, ``kata-analyze`` and their ``genmove_analyze`` forms (Sabaki, Lizzie).
-
-The argument grammar (:func:`parse_request`), the candidate rules (:meth:`AnalyzeRequest.count`,
-:meth:`AnalyzeRequest.banned`) and the writer of the ``info`` lines (:func:`format_candidate`,
-:func:`format_block`, :class:`AnalysisRun`). :class:`kifunet.play.gtp_analyze.AnalysisCommands` answers the
-commands. The engine has no search: an analysis is the net's view of one position. Argument tables, line formats,
-values and their sources: ``docs/playing.md`` (The analysis protocol).
-"""
+"""GTP analysis for GUIs (``lz-analyze``, ``kata-analyze``, ``*-genmove_analyze``): the argument grammar
+(:func:`parse_request`), the candidate rules and the ``info`` lines. Tables and formats: docs/playing.md
+(The analysis protocol)."""
 
 from __future__ import annotations
 
@@ -210,10 +205,8 @@ def format_block(fmt: str, candidates: list[Candidate], size: int) -> str:
 
 
 class AnalysisRun:
-    """The blocks of one analysis: :meth:`block` writes the next, first extending each PV by one move.
-
-    ``extend(candidate)`` is the engine's: it appends the next PV move to ``candidate.pv`` or sets ``done``.
-    """
+    """The blocks of one analysis: :meth:`block` writes the next, first extending each PV by one move with
+    ``extend(candidate)`` (the engine's: it appends to ``candidate.pv`` or sets ``done``)."""
 
     def __init__(self, request: AnalyzeRequest, size: int, candidates: list[Candidate],
                  extend: Callable[[Candidate], None], pv_length: int = DEFAULT_PV_LENGTH):

@@ -1,11 +1,5 @@
-"""The analysis commands of Sabaki and Lizzie: ``lz-analyze``, ``kata-analyze`` and their ``genmove_analyze`` forms.
-
-Arguments, formats and what "visits" and "winrate" mean without a search: :mod:`kifunet.play.gtp_analysis`.
-A command answers an :class:`Analysis` (the run, and for ``genmove_analyze`` its first block and the move
-played); :class:`kifunet.play.gtp_engine.Engine` writes it, streaming further blocks inside ``serve``.
-A candidate is one of genmove's candidates (a legal point that does not fill the mover's own eye, or pass for
-a net with a pass output); its PV is extended one move a block with the net's most probable reply.
-"""
+"""The analysis handler group: ``lz-analyze``, ``kata-analyze`` and their ``genmove_analyze`` forms answer an
+:class:`Analysis`, which :class:`kifunet.play.gtp_engine.Engine` writes (streaming in ``serve``)."""
 
 from __future__ import annotations
 

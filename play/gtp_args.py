@@ -1,13 +1,4 @@
-"""Whole-number arguments of GTP commands, read without ``int()`` of an unbounded string.
-
-A GTP line may hold a token of any length (``boardsize`` followed by 50 MB of digits). Python's ``int()``
-refuses strings of more than 4,300 digits with a ``ValueError`` that names an interpreter setting, and
-``str.isdigit`` accepts digits that ``int()`` does not read (``'²'``). :func:`is_digits` says whether a token
-is ASCII digits (a regular expression: one pass, no copy), and :func:`bounded_int` reads such a token as an
-``int`` only when its value is at most a limit, looking at no more than the limit's number of significant
-digits; the commands answer a token beyond the limit with their own one-line error, quoting it with
-:func:`shown` (shortened).
-"""
+"""Whole-number GTP arguments read without ``int()`` of an unbounded string (a token may be any length)."""
 
 from __future__ import annotations
 

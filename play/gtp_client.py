@@ -1,25 +1,5 @@
-"""Talking to a GTP program over pipes: start it, send one command, read one response.
-
-:class:`GtpProcess` runs a command line (split like a shell does, :func:`resolve_command`) with its stdin and
-stdout on pipes and its stderr to a file or nowhere. :meth:`GtpProcess.command` sends one command and returns
-``(ok, text)``: ``ok`` is False for a ``?`` answer; the text has the ``=``/``?``, any id and surrounding
-whitespace removed (an empty success, ``= `` or ``=12 `` as the spec writes it, or ``=`` alone, is ``""``),
-multi-line responses kept whole. Blank lines before a response are skipped; a response ends
-at its blank line. A process that dies, closes its input, answers anything but a GTP response, or does not
-answer within the timeout raises :class:`EngineError` (the first command is given at least
-:data:`STARTUP_TIMEOUT`, since loading JAX and a net is slow).
-
-Programs are looked for on ``PATH`` and in ``/usr/games`` (Debian's ``gnugo``, :func:`child_env`); ``kifunet
-...`` runs this Python's CLI when ``kifunet`` is not on ``PATH``.
-
-Pachi (11.99, built by ``python scripts/build_pachi.py``) is named by the spec ``pachi[:PLAYOUTS]``
-(:func:`pachi_command`: fixed playouts, default :data:`PACHI_DEFAULT_PLAYOUTS`, at least
-:data:`PACHI_MIN_PLAYOUTS`) or by a command line whose program is ``pachi`` (arguments passed as given). The
-binary: ``$KIFUNET_PACHI``, else :func:`pachi_dir`'s, else a ``pachi`` on ``PATH`` or in ``/usr/games`` that
-speaks GTP (:func:`speaks_pachi_gtp`), else ``FileNotFoundError`` (:func:`find_pachi`). Pachi starts in its own
-directory (:func:`engine_cwd`), so relative paths among its arguments are relative to it. Its behaviour in
-matches: ``docs/playing.md`` (Pachi).
-"""
+"""Talking to a GTP program over pipes (:class:`GtpProcess`), and finding and starting Pachi
+(``pachi[:PLAYOUTS]``: docs/playing.md, Pachi)."""
 
 from __future__ import annotations
 
@@ -52,10 +32,9 @@ _WITH_PARENT = (
 
 
 def launch_argv(argv: list[str]) -> list[str]:
-    """The command line that starts ``argv`` so that it cannot outlive this process: on Linux, through a small
-    Python start-up (:data:`_WITH_PARENT`) that sets ``PR_SET_PDEATHSIG`` to SIGKILL and then replaces itself
-    with the program (``execvp``: the same pid, pipes, working directory and environment); elsewhere ``argv``
-    itself (an engine busy in ``genmove`` does not see the end of its input)."""
+    """The command line that starts ``argv`` so that it cannot outlive this process (Linux: through
+    :data:`_WITH_PARENT`, which sets ``PR_SET_PDEATHSIG`` to SIGKILL and ``execvp``'s the program); elsewhere
+    ``argv``."""
     if not sys.platform.startswith("linux"):
         return list(argv)
     return [sys.executable, "-I", "-S", "-c", _WITH_PARENT, str(os.getpid()), *argv]
@@ -75,11 +54,9 @@ def child_env() -> dict:
 
 
 def resolve_command(cmd: str | list[str]) -> list[str]:
-    """Split a command line like a shell; ``kifunet ...`` runs this Python's CLI when ``kifunet`` is not on
-    PATH; programs are also looked for in ``/usr/games`` (see :func:`child_env`); ``pachi[:PLAYOUTS]`` and
-    ``pachi ARGS...`` run the Pachi that :func:`find_pachi` finds (module docstring). Raises
-    ``FileNotFoundError`` for a program that cannot be found, ``ValueError`` for an empty command or a bad
-    Pachi spec."""
+    """Split a command line like a shell (``kifunet`` runs this Python's CLI when not on PATH; ``/usr/games``
+    searched; ``pachi[:PLAYOUTS]`` and ``pachi ARGS...`` run :func:`find_pachi`'s binary). ``FileNotFoundError`` for a
+    program not found, ``ValueError`` for an empty command or a bad Pachi spec."""
     if isinstance(cmd, str):
         playouts = parse_pachi_spec(cmd)
         if playouts is not None:
@@ -133,8 +110,8 @@ def parse_pachi_spec(cmd: str) -> int | None:
 
 
 def pachi_command(playouts: int, binary: str | os.PathLike) -> list[str]:
-    """The command line of ``pachi:PLAYOUTS`` (module docstring): fixed playouts, one thread, no pondering,
-    a fixed seed, Chinese rules, ``-d 1`` (one stderr line a move)."""
+    """The command line of ``pachi:PLAYOUTS``: fixed playouts, one thread, no pondering, a fixed seed, Chinese
+    rules, ``-d 1``."""
     if playouts < PACHI_MIN_PLAYOUTS:
         raise ValueError(f"Pachi needs at least {PACHI_MIN_PLAYOUTS} playouts a move, not {playouts}")
     return [os.fspath(binary), "-d", "1", "-s", str(PACHI_SEED), "-r", "chinese", "-t", f"={playouts}",
@@ -142,9 +119,8 @@ def pachi_command(playouts: int, binary: str | os.PathLike) -> list[str]:
 
 
 def speaks_pachi_gtp(path: str | os.PathLike, timeout: float = 10.0) -> bool:
-    """Whether ``path`` answers GTP ``name`` with ``Pachi ...`` (Debian's ``pachi``, a platform game, does
-    not): it is run in its own directory with ``name`` and ``quit`` on its input, and killed after
-    ``timeout`` seconds."""
+    """Whether ``path`` answers GTP ``name`` with ``Pachi ...`` (run in its own directory, killed after
+    ``timeout`` seconds)."""
     path = os.path.abspath(path)
     try:
         proc = subprocess.run([path], input=b"name\nquit\n", stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -156,8 +132,8 @@ def speaks_pachi_gtp(path: str | os.PathLike, timeout: float = 10.0) -> bool:
 
 
 def find_pachi() -> str:
-    """The Pachi binary, in the order of the module docstring's table; ``FileNotFoundError`` (one line, saying
-    to run the build script) when there is none."""
+    """The Pachi binary: ``$KIFUNET_PACHI``, else :func:`pachi_dir`'s, else a GTP-speaking ``pachi`` on PATH or
+    in ``/usr/games``; ``FileNotFoundError`` (one line, naming the build script) when there is none."""
     env = os.environ.get("KIFUNET_PACHI", "").strip()
     if env:
         path = os.path.abspath(os.path.expanduser(env))
@@ -184,11 +160,8 @@ def engine_cwd(argv: list[str]) -> str | None:
 
 
 class GtpProcess:
-    """A GTP program on pipes: :meth:`command` sends one command and returns its response text.
-
-    The program ends with the thread that started it (:func:`launch_argv`, Linux): killed, whatever ends the
-    thread or this process (SIGKILL included), if it has not quit by then. So create a ``GtpProcess`` in the
-    thread that uses and closes it (the match's workers do), not in a thread that ends before it is closed."""
+    """A GTP program on pipes: :meth:`command` sends one command and returns ``(ok, text)``. The program is
+    killed when the thread that started it ends (:func:`launch_argv`), so create it in the thread that uses it."""
 
     def __init__(self, cmd: str | list[str], *, stderr_path: str | os.PathLike | None = None,
                  label: str = "engine"):
@@ -203,8 +176,9 @@ class GtpProcess:
         self.first = True
 
     def command(self, cmd: str, timeout: float = 600.0) -> tuple[bool, str]:
-        """(ok, text): ok is False for a ``?`` answer. Raises :class:`EngineError` on death or timeout
-        (``timeout`` in seconds; ``math.inf`` waits as long as it takes)."""
+        """(ok, text): ok is False for a ``?`` answer; text without the ``=``/``?``, id and surrounding white space,
+        multi-line responses whole. Raises :class:`EngineError` on death, nonsense or timeout (``timeout`` in
+        seconds; ``math.inf`` waits as long as it takes)."""
         if self.proc.poll() is not None:
             raise EngineError(f"{self.label} exited with code {self.proc.returncode} before {cmd!r}")
         try:

@@ -1,11 +1,5 @@
-"""GTP's core commands: the protocol, the board, moves, undo, handicap and the end of the game.
-
-``protocol_version name version known_command list_commands quit boardsize clear_board komi play undo
-showboard final_score final_status_list fixed_handicap place_free_handicap set_free_handicap``, as the GTP
-version 2 spec has them (the errors: :mod:`kifunet.play.gtp_engine`'s docstring). ``final_score`` is the area
-score with the dead-stone estimate's dead stones removed (Chinese counting, komi to white: ``B+3.5``,
-``W+0.5`` or ``0``); ``final_status_list alive|dead|seki`` lists those stones, one chain a line.
-"""
+"""GTP's core commands: the protocol, the board, moves, undo, handicap, ``final_score`` (area score with the
+estimate's dead stones removed) and ``final_status_list``."""
 
 from __future__ import annotations
 

@@ -1,53 +1,10 @@
-"""A GTP version 2 engine that plays a policy net's raw moves (no search): the protocol, and the rooms it joins.
+"""A GTP version 2 engine that plays a policy net's raw moves (no search): the protocol layer over its rooms.
 
-``kifunet gtp`` (the default net, ``--checkpoint RUN``, ``--model NAME`` or ``--model net.onnx``) speaks GTP on
-stdin/stdout for GoGui, Sabaki, ``gogui-twogtp`` or ``kifunet match``. :class:`Engine` reads a line, finds its
-handler by name in ``commands`` and writes the response; the handlers live in groups by concern:
-
-=================================================  ==============================================================
-room                                               holds
-=================================================  ==============================================================
-:mod:`~kifunet.play.gtp_policy` ``Nets``           the policy (:class:`~kifunet.play.gtp_policy.GtpPolicy`) per
-                                                   board size and game profile; ``version``'s text
-:mod:`~kifunet.play.gtp_game` ``Game``             size, komi, the :class:`~kifunet.play.game_state.GameState`
-                                                   (board, setup, moves, O(1) undo), SGF in and out, the
-                                                   dead-stone estimate
-:mod:`~kifunet.play.gtp_core` ``CoreCommands``     the spec's core commands, handicap, ``final_score``,
-                                                   ``final_status_list``
-:mod:`~kifunet.play.gtp_moves` ``MoveCommands``    ``genmove`` and its forms, ``kifunet-policy``,
-                                                   ``set_random_seed``, ``kifunet-resign``, ``kifunet-profile``
-:mod:`~kifunet.play.gtp_time` ``TimeCommands``     ``time_settings``, ``time_left``, ``kgs-time_settings``,
-                                                   ``cputime``; the clock, and how many symmetries genmove averages
-:mod:`~kifunet.play.gtp_sgf` ``SgfCommands``       ``loadsgf``, ``printsgf``
-:mod:`~kifunet.play.gtp_gogui` ``GoGuiCommands``   ``gogui-analyze_commands`` and the commands it lists
-:mod:`~kifunet.play.gtp_analyze`                   ``lz-analyze``, ``kata-analyze``, ``*-genmove_analyze``
-``AnalysisCommands``                               (formats: :mod:`kifunet.play.gtp_analysis`)
-=================================================  ==============================================================
-
-A handler is a method marked with :func:`kifunet.play.gtp_protocol.command`; ``list_commands`` answers them in
-the order of :data:`LISTED`. How a move is chosen, when the engine passes and when it resigns:
-:mod:`kifunet.play.move_choice`. Rules: simple ko, suicide illegal (:class:`kifunet.data_prep.rules.board.Board`),
-area scoring.
-
-``boardsize N`` (GTP's 2..25) is accepted when the rules engine and the net can play N x N (the reason for a
-refusal goes to the log; the answer is the spec's ``? unacceptable size``); ``version`` then adds the size the
-net was trained on. Errors follow the spec: ``? unknown command``, ``? illegal move``, ``? unacceptable size``,
-``? syntax error`` (also for ``undo`` with arguments and a ``komi`` that is not one finite number), ``? cannot
-undo``, and ``? komi ... is out of range`` for ``|komi| > N*N`` (:func:`kifunet.play.scoring.komi_problem`). A
-number argument is read only when it is ASCII digits of bounded length (:mod:`kifunet.play.gtp_args`). Ids are
-echoed; a success is ``=[id]``, a space and the text, with the space even when the text is empty
-(``'= \\n\\n'``), as GNU Go and the spec's examples write it (an analysis response's first line is ``=[id]``
-alone: the KataGo format); every response ends with a blank line. A handler that raises anything but
-:class:`~kifunet.play.gtp_protocol.GtpError` is answered ``? internal error: ...`` and the session goes on.
-
-Streaming: :meth:`Engine.serve` reads stdin on a thread into a queue, so an analysis can wait for the next
-line with a timeout (``select()`` would miss lines in Python's read buffer and fails on Windows pipes).
-:meth:`Engine.handle` stays synchronous: an analysis command answers ``analysis_blocks`` blocks (default 1).
-
-The game profile (nets with a profile input only): the fields set by ``--profile``, the constructor's ``profile``
-or ``kifunet-profile TEXT`` (which replaces them all; bad text is ``? profile: ...`` and changes nothing; alone it
-answers them), plus the game's komi and handicap where they set none (:meth:`kifunet.play.gtp_policy.Nets.game_profile`).
-"""
+:class:`Engine` reads a line, finds its handler by name in ``commands`` (methods marked with
+:func:`kifunet.play.gtp_protocol.command` in the handler groups) and writes the response; ``list_commands``
+answers in the order of :data:`LISTED`. A handler raising anything but
+:class:`~kifunet.play.gtp_protocol.GtpError` is answered ``? internal error: ...`` and the session goes on. The
+rooms, error texts and response format: docs/playing.md (The engine's protocol)."""
 
 from __future__ import annotations
 
@@ -87,15 +44,10 @@ LISTED = ("protocol_version", "name", "version", "known_command", "list_commands
 
 
 class Engine:
-    """A GTP session over a policy: :meth:`handle` answers one line, :meth:`serve` runs a session.
-
-    Attributes: ``nets``, ``game``, ``clock``, ``moves`` (the rooms of the module docstring) and ``commands``,
-    every handler group's commands by name. ``analysis_blocks``: the blocks an analysis
-    command answers in :meth:`handle` (outside :meth:`serve`); ``analysis_pv``: the longest PV an analysis
-    shows; ``symmetries``: the board symmetries genmove averages without a time limit (1..8); ``profile``: the
-    game profile's fields (:func:`kifunet.data_prep.profiles.parse`'s text or a dict; None: the known fields of
-    the policy's own ``profile``).
-    """
+    """A GTP session over a policy: :meth:`handle` answers one line, :meth:`serve` runs a session. Rooms:
+    ``nets``, ``game``, ``clock``, ``moves``; ``commands``: every handler by name; ``analysis_blocks`` (blocks an
+    analysis answers in :meth:`handle`), ``analysis_pv`` (longest PV), ``symmetries`` (averaged without a time
+    limit), ``profile`` (the game profile's fields; None: the policy's own known ones)."""
 
     def __init__(self, policy: GtpPolicy, *, settings: PlaySettings | None = None, komi: float = 7.5,
                  name: str = "kifunet", version: str = "", log: TextIO | None = None, analysis_blocks: int = 1,
@@ -131,7 +83,7 @@ class Engine:
         return self.nets.policy(self.game.komi, self.game.state.handicap_stones())
 
     def game_profile(self) -> profiles.Profile:
-        """The profile the net is given before the policy's rank rule (module docstring)."""
+        """The profile the net is given before the policy's rank rule."""
         return self.nets.game_profile(self.game.komi, self.game.state.handicap_stones())
 
     @property
@@ -206,7 +158,8 @@ class Engine:
         return head + body + "\n" if body else f"={cid} \n\n"  # no info line: an empty response
 
     def serve(self, stdin: TextIO, stdout: TextIO) -> int:
-        """Answer stdin's lines on stdout until ``quit`` or end of input, streaming analyses (module docstring)."""
+        """Answer stdin's lines on stdout until ``quit`` or end of input, streaming analyses (stdin read on a
+        thread into a queue)."""
         lines: queue.Queue = queue.Queue()
 
         def read() -> None:

@@ -1,12 +1,6 @@
-"""The game a GTP engine plays, as its commands see it: the board size, komi, the game state, SGF in and out.
-
-:class:`Game` holds ``size``, ``komi`` (kept by ``clear_board`` and ``boardsize``; ``komi`` and ``loadsgf`` set
-it) and ``state``, a :class:`kifunet.play.game_state.GameState` (board, setup, moves, O(1) undo). It reads and
-writes vertices (GTP's ``D4``, ``pass``), places the GTP spec's fixed handicap, draws ``showboard``, loads a
-:class:`kifunet.play.gtp_sgf.LoadedGame` and writes the game as SGF, and keeps the dead-stone estimate of the
-position (:mod:`kifunet.play.life_death`, fixed seed) until the position changes, so that ``final_score``,
-``final_status_list`` and ``kifunet-dead_gfx`` agree.
-"""
+"""The game a GTP engine plays as its commands see it: size, komi, the
+:class:`~kifunet.play.game_state.GameState`, vertices, SGF in and out, and the dead-stone estimate kept until the
+position changes."""
 
 from __future__ import annotations
 
@@ -23,7 +17,7 @@ _HANDICAP_ORDER = {2: (0, 1), 3: (0, 1, 2), 4: (0, 1, 2, 3), 5: (0, 1, 2, 3, 4),
 
 
 class Game:
-    """One game on ``size`` x ``size`` with ``komi`` (module docstring)."""
+    """One game on ``size`` x ``size`` with ``komi``."""
 
     def __init__(self, size: int, komi: float):
         self.size = size

@@ -1,39 +1,5 @@
-"""GoGui's analyze commands: the list ``gogui-analyze_commands`` answers, and the responses it draws.
-
-GoGui asks ``gogui-analyze_commands`` when it attaches an engine and offers each line of the answer in its
-*Analyze* menu. The format (GoGui manual, chapter "Analyze Commands"; ``AnalyzeDefinition.java``): one
-command a line, ``type/label/command``, the label unique and without ``/``; GoGui replaces ``%m`` by the colour
-to move and ``%c`` by a colour the user picks (default: the colour to move). The types used here:
-
-==============  ============================  ==============================================================
-type            command                       response
-==============  ============================  ==============================================================
-``gfx``         ``kifunet-policy_gfx %m``     the policy as a heat map: ``INFLUENCE`` (point, number pairs:
-                                              the move's probability over the largest one, positive for
-                                              Black to move and negative for White, so GoGui draws black or
-                                              white squares in proportion), ``LABEL`` (the 10 most
-                                              probable moves with their percentage), ``TEXT`` (the status
-                                              line: the best move, and pass where the net has a pass output)
-``dboard``      ``kifunet-policy_dboard %m``  the same numbers as a board: N lines of N numbers in [-1, 1],
-                                              the top row first (0 on points where the move is illegal)
-``pspairs``     ``kifunet-policy_percent``    (sent as ``kifunet-policy_percent %m 10``) the 10 most probable
-                                              legal points, ``VERTEX PERCENT`` pairs (``D4 23 Q16 9.5``:
-                                              GoGui writes each string on its point and cuts one longer than
-                                              3 or 4 characters, ``0.1960`` to ``0.19...``;
-                                              :func:`percent_label`)
-``string``      ``kifunet-value %m``          the value head's estimate for the side to move (one line);
-                                              listed only for a net with a value head
-``string``      ``kifunet-profile``           the game profile set (``key=value,...``; empty: none), listed
-                                              only for a net with a profile input
-``gfx``         ``kifunet-dead_gfx``          the dead-stone estimate (:mod:`kifunet.play.life_death`):
-                                              ``MARK`` dead stones, ``TRIANGLE`` seki stones, ``BLACK`` /
-                                              ``WHITE`` the empty points each side owns, ``TEXT`` the score
-                                              with dead stones removed (what ``final_score`` says)
-==============  ============================  ==============================================================
-
-The list is :data:`ANALYZE_COMMANDS` (type, label, command, and whether this engine offers it); the handlers are
-:class:`GoGuiCommands`.
-"""
+"""GoGui's analyze commands: the list ``gogui-analyze_commands`` answers (:data:`ANALYZE_COMMANDS`) and the
+responses GoGui draws (:class:`GoGuiCommands`); the table of commands and formats: docs/playing.md."""
 
 from __future__ import annotations
 
@@ -124,7 +90,8 @@ def _vertex(flat: int, n: int) -> str:
 
 
 def policy_gfx(probs: np.ndarray, legal: np.ndarray, n: int, colour: int, *, has_pass: bool = False) -> str:
-    """The ``gfx`` response (module docstring) for the policy ``probs`` [N*N+1] of ``colour`` to move."""
+    """The ``gfx`` response for the policy ``probs`` [N*N+1] of ``colour`` to move: ``INFLUENCE`` (:func:`heat`),
+    ``LABEL`` (the 10 most probable moves in percent), ``TEXT`` (the best move)."""
     h = heat(probs, legal, colour)
     nn = n * n
     pts = [i for i in range(nn) if abs(h[i]) >= MIN_INFLUENCE]
@@ -166,7 +133,7 @@ def value_line(value: float, colour: int) -> str:
 
 
 class GoGuiCommands:
-    """The GoGui handler group over ``engine`` (its ``game`` and ``policy``): the commands of the table above."""
+    """The GoGui handler group over ``engine`` (its ``game`` and ``policy``)."""
 
     def __init__(self, engine):
         self.engine = engine

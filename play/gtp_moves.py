@@ -1,13 +1,6 @@
-"""GTP commands that choose moves or say what the net thinks: ``genmove`` and its forms, the policy, the seed,
-resigning and the game profile.
-
-``genmove COLOUR`` plays the move :func:`kifunet.play.move_choice.choose_move` picks from the policy (averaged
-over as many board symmetries as the clock affords: :mod:`kifunet.play.gtp_time`); ``reg_genmove`` chooses
-without playing; ``kgs-genmove_cleanup`` removes dead stones before it passes. ``kifunet-policy COLOUR [K]``:
-the K most probable legal moves with their probabilities. ``set_random_seed N``: the sampling seed.
-``kifunet-resign on|off``: may the engine resign. ``kifunet-profile [TEXT]``: the game profile's fields
-(:mod:`kifunet.play.gtp_engine`'s docstring).
-"""
+"""GTP commands that choose moves or say what the net thinks: ``genmove`` and its forms
+(:func:`kifunet.play.move_choice.choose_move`), ``kifunet-policy``, ``set_random_seed``, ``kifunet-resign``,
+``kifunet-profile``."""
 
 from __future__ import annotations
 

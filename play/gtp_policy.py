@@ -1,15 +1,5 @@
-"""The policy a GTP engine plays: what it needs of a net (:class:`GtpPolicy`), and one copy per board size and profile.
-
-:class:`GtpPolicy` is the part of :mod:`kifunet.play.policy`'s interface the engine uses;
-:class:`~kifunet.play.policy.Policy`, :class:`~kifunet.play.forward_cache.ExportedPolicy`,
-:class:`~kifunet.play.onnx_policy.OnnxPolicy` and :class:`~kifunet.play.lazy_policy.LazyPolicy` satisfy it.
-
-:class:`Nets` holds the policy as given (its size, description, and what it resizes from), ``policy.resized(N)``
-made once per size, and, for a net that reads a profile, ``with_profile(p)`` made once per (size, profile).
-``boardsize N`` is accepted when GTP, the rules engine (:class:`kifunet.data_prep.rules.board.Board`) and the
-net (``size_problem(N)`` is None) can play N x N. The profile the net is given is the fields the user set, plus
-the game's komi and handicap where they set none (:meth:`Nets.game_profile`).
-"""
+"""The policy a GTP engine plays: what it needs of a net (:class:`GtpPolicy`) and one copy per board size and
+game profile (:class:`Nets`)."""
 
 from __future__ import annotations
 
@@ -29,7 +19,7 @@ Moves = Sequence[tuple[int, int]]
 
 @runtime_checkable
 class GtpPolicy(Protocol):
-    """A net as the GTP engine plays it (:mod:`kifunet.play.policy`'s table says what each member means)."""
+    """A net as the GTP engine plays it (each member: docs/playing.md, The policy interface)."""
 
     board_size: int
     trained_size: int
@@ -63,8 +53,8 @@ def known_fields(profile: profiles.Profile) -> dict:
 
 
 class Nets:
-    """The policy per board size and profile (module docstring). ``profile``: the user's fields
-    (:func:`~kifunet.data_prep.profiles.parse`'s text or a dict; None: the known fields of ``policy.profile``)."""
+    """The policy per board size and profile: ``policy.resized(N)`` once per size, ``with_profile(p)`` once per
+    (size, profile). ``profile``: the user's fields (text or dict; None: the known fields of ``policy.profile``)."""
 
     def __init__(self, policy: GtpPolicy, profile=None):
         if profile is None:
@@ -118,8 +108,8 @@ class Nets:
         return changed
 
     def version(self, size: int) -> str:
-        """``0.1.0 (DESCRIPTION; value head)`` (or ``; no value head: ...``), and ``; trained on NxN`` inside the
-        parenthesis off the trained size: the first word stays the package version (Lizzie reads it)."""
+        """``0.1.0 (DESCRIPTION; value head)`` (or ``; no value head: ...``), plus ``; trained on NxN`` off the
+        trained size; the first word stays the package version (Lizzie reads it)."""
         if self._default_version is None:
             value = "value head" if self.base.has_value else gtp_analysis.NO_VALUE_NOTE
             self._default_version = f"{package_version()} ({self.base.description}; {value})"

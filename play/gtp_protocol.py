@@ -1,9 +1,5 @@
-"""What every GTP command handler shares: the error a command answers, colour words, and registration by name.
-
-A handler group is a class whose command methods carry :func:`command`'s names; :func:`handlers` collects them
-from an instance as ``{name: bound method}``. A handler takes the command's arguments (``list[str]``) and
-returns the response text, or raises :class:`GtpError` whose message is the error text (``? message``).
-"""
+"""What every GTP command handler shares: :class:`GtpError`, colour words, and registration by name
+(:func:`command`, :func:`handlers`). A handler takes the arguments (``list[str]``) and returns the response text."""
 
 from __future__ import annotations
 

@@ -1,30 +1,6 @@
-"""``loadsgf`` and ``printsgf``: a game from an SGF file into the engine, and the engine's game out as SGF.
-
-The two GTP extensions as GNU Go defines them (its manual, "GTP command reference") and GoGui sends them:
-
-``loadsgf FILE [MOVE_NUMBER | VERTEX]``
-    Replays the main line of FILE (read by :func:`kifunet.data_prep.sgf.sgf_io.load_game`: ``SZ``, ``KM``, setup
-    ``AB``/``AW``/``AE``, moves) up to but not including move MOVE_NUMBER (the first move is 1; 0 and 1 load
-    only the setup) or the first move at VERTEX (the whole game when no move is there), and answers the colour
-    to play: that of the move where loading stopped, else the other colour than the last move's, else White
-    after a handicap (``HA`` > 0 with black setup stones only), else Black. Setup in a later node (a position
-    edited mid-game) turns the board so far into setup stones. The engine takes the file's size as ``boardsize``
-    would (refused when the net cannot play it) and its komi (kept when ``KM`` is missing). Failures are one
-    line and change nothing: ``cannot open file 'F': REASON`` (missing, unreadable) and ``cannot load file 'F':
-    REASON`` (not SGF, a bad point, an illegal move, a size or komi the engine refuses). Only a regular file
-    of at most :data:`MAX_SGF_BYTES` is read: a device (``/dev/zero``), a FIFO, a directory or a larger file is
-    refused at once (``cannot open file 'F': not a regular file``, ``cannot load file 'F': N bytes, more
-    than ...``), so ``loadsgf`` answers in bounded time and memory whatever FILE names.
-``printsgf [FILE]``
-    The game so far (``SZ``, ``KM``, ``RU`` -- a loaded game's rules as the file wrote them, else ``Chinese``:
-    area scoring, simple ko, no suicide --, a loaded game's ``PB``, ``PW``, ``BR``, ``WR``, setup stones,
-    ``HA`` when White plays first after black setup stones, the moves, a pass as ``B[]``/``W[]`` as FF[4]
-    writes it), written with sgfmill to FILE, or as the response without FILE (or with ``-``). Unlike GNU Go's
-    static position, the moves are kept, so ``loadsgf`` of the file replays the same game.
-
-GoGui quotes a file name that holds spaces (``%r``/``%w`` wildcards): :func:`file_argument` reads
-``"a b.sgf"``. :class:`SgfCommands` is the engine's handler group for the two commands.
-"""
+"""``loadsgf FILE [MOVE_NUMBER | VERTEX]`` and ``printsgf [FILE]`` as GNU Go defines them (the rules:
+docs/playing.md, The engine's protocol). Failures are one line and change nothing; only a regular file of at
+most :data:`MAX_SGF_BYTES` is read."""
 
 from __future__ import annotations
 
@@ -97,9 +73,8 @@ def _stop_rule(arg: str | None, n: int) -> tuple[int | None, int | None]:
 
 
 def read_file(path: str) -> bytes:
-    """The bytes of the regular file at ``path``, at most :data:`MAX_SGF_BYTES`; anything else (a device, a
-    FIFO, a directory, a larger file) is a :class:`LoadError` at once, without reading it. The file is opened
-    without blocking (a FIFO with no writer would block ``open``)."""
+    """The bytes of the regular file at ``path``, at most :data:`MAX_SGF_BYTES`, opened without blocking; anything
+    else is a :class:`LoadError` at once."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
         fd = os.open(path, flags)
@@ -139,8 +114,8 @@ def _read_record(path: str):
 
 
 def read_game(path: str, until: str | None = None) -> LoadedGame:
-    """The main line of the SGF file at ``path`` (:func:`read_file`) up to ``until`` (a move number or a GTP
-    vertex; module docstring). Raises :class:`LoadError` with the GTP error text."""
+    """The main line of the SGF file at ``path`` up to ``until`` (a move number or a GTP vertex, not included).
+    Raises :class:`LoadError` with the GTP error text."""
     record = _read_record(path)
     n = record.size
     stop_number, stop_vertex = _stop_rule(until, n)
@@ -198,9 +173,8 @@ def read_game(path: str, until: str | None = None) -> LoadedGame:
 
 def game_sgf(size: int, komi: float, setup, moves, first: int, *, app: tuple[str, str] = ("kifunet", ""),
              info: dict | None = None) -> str:
-    """The game as SGF text (module docstring): ``setup`` and ``moves`` are ``[(colour, flat)]``, ``first``
-    the colour to play first after the setup; ``app``: the ``AP`` property (name, version); ``info``: root
-    text properties of a loaded game to write back (``PB``, ``PW``, ``BR``, ``WR``, ``RU``)."""
+    """The game as SGF text: ``setup`` and ``moves`` ``[(colour, flat)]``, ``first`` the colour to play after the
+    setup, ``app`` the ``AP`` property, ``info`` root properties of a loaded game to write back."""
     game = sgf.Sgf_game(size)
     root = game.get_root()
     root.set("KM", float(komi))

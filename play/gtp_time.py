@@ -1,11 +1,5 @@
-"""GTP's time commands and the clock they set: ``time_settings``, ``time_left``, ``kgs-time_settings``, ``cputime``.
-
-The clock and the per-move budget are :class:`kifunet.play.time_manager.TimeManager`'s; the budget decides how
-many board symmetries genmove's policy averages (without a time limit: the engine's ``symmetries``). Under a
-time limit, :class:`TimeCommands` measures :data:`~kifunet.play.time_manager.WARM_SYMMETRIES` in a background
-thread (``kifunet-symmetries``) unless known, so the engine answers at once and a genmove before the
-measurement is done uses what is measured. Another board size is another cost: measured again.
-"""
+"""GTP's time commands and the clock they set (:class:`kifunet.play.time_manager.TimeManager`); under a time
+limit the symmetry costs are measured in a background thread so the engine answers at once."""
 
 from __future__ import annotations
 

@@ -1,46 +1,8 @@
 """A policy that answers at once and loads its net in a background thread: how ``kifunet gtp`` starts fast.
 
->>> pol = lazy_run_policy("pretrained/kgs_cpu_default", rank="9d")   # doctest: +SKIP
->>> pol.board_size, pol.has_value, pol.loading                        # doctest: +SKIP
-(19, False, True)
->>> pol.probabilities([], 1).shape                                    # doctest: +SKIP
-(362,)
-
-:class:`LazyPolicy` has the policy interface (:mod:`kifunet.play.policy`'s table). What a GTP controller asks
-first (``name``, ``version``, ``boardsize`` at the trained size, ``komi``...) needs only its cheap attributes,
-which come from the run's ``config.json`` and checkpoint metadata (:func:`kifunet.train.nets.describe_net`) or
-from an ONNX file's metadata, without running the net:
-
-====================  ======================================================================================
-attribute             from
-====================  ======================================================================================
-``board_size``        the run's board (the dataset manifest or the checkpoint's metadata); the file's
-``trained_size``      the same
-``fs``, ``rank``      the run's feature set; the rank asked for
-``description``       ``MODEL from RUN step S`` (as :func:`kifunet.play.policy.load_policy` names it)
-``has_value``         the model's config: :func:`config_has_value` (``qiqiao*`` always; others with
-                      ``value_head=True``), checked against every registered model by the tests
-``reads_profile``     the model's config: :func:`config_reads_profile` (``model.profile_embedding`` or
-                      ``model.kwargs.profile_embedding`` above 0); the file's ``profile_input``
-``profile``           the profile asked for (:mod:`kifunet.play.policy`'s "profile")
-====================  ======================================================================================
-
-Meanwhile a daemon thread (``kifunet-net-loader``) imports JAX, restores the checkpoint into an abstractly
-built model (:func:`kifunet.train.nets.load_net`) and warms the net up (one pass on the empty board: XLA
-compiles the forward pass, or loads it from the persistent cache, :func:`enable_compile_cache`), while a second
-one (``kifunet-net-loader-features``) builds the empty board's feature planes, so that numba has loaded the
-feature code by then. With a compilation cache, a net loaded before starts from its exported forward pass
-instead (:mod:`kifunet.play.forward_cache`, written after the first normal load): the thread imports JAX but
-neither flax nor orbax, which brings the first ``genmove`` of every shipped net under 2.6 s (median of 3, load
-average 2.5-3; ``benchmarks/bench_gtp_start.py``). Whatever needs the net -- ``probabilities``,
-``evaluate``, ``logits``, ``planes``, ``has_pass`` -- waits for it; ``size_problem(n)`` and ``resized(n)`` for
-another board wait only for the model (not the warm-up). The main thread never imports JAX.
-
-A load that fails (a checkpoint that does not fit its config, an unknown model) is kept as one line and raised
-as ``error(...)`` (``kifunet gtp`` passes its ``GtpError``, so the command that needed the net answers
-``? cannot load the net: ...`` and the session goes on); :attr:`LazyPolicy.loading` says whether the thread is
-still at work (``kifunet gtp`` ends with ``os._exit`` then, so a ``quit`` during loading is immediate).
-"""
+:class:`LazyPolicy` gives the cheap facts (board size, description, ``has_value``, ``reads_profile``) from the
+run's config and checkpoint metadata or the ONNX file's, without running the net; what needs the net waits for
+it. A failed load is kept as one line and raised as ``error(...)``. The main thread never imports JAX."""
 
 from __future__ import annotations
 
@@ -74,13 +36,8 @@ _CACHE_SETTINGS = {"jax_persistent_cache_min_compile_time_secs": 0.0, "jax_persi
 
 
 def enable_compile_cache(directory: str) -> Callable[[], None]:
-    """JAX's persistent compilation cache in ``directory``, for every program however quickly it compiled, unless
-    one is configured already; returns what puts the settings back. The loader thread turns it on around the
-    net's load and first pass only (in a process that calls ``kifunet gtp`` in-process, other compilations
-    are left alone), so the second start of a net loads its compiled forward pass instead of compiling it
-    (0.3-0.4 s for the default net, against 1.7-2.1 s; load average 3.4). Entries are keyed by the program, JAX
-    version and device, so a stale one is never used. JAX decides whether to use a cache at its first
-    compilation in a process: where something compiled before, nothing is cached."""
+    """JAX's persistent compilation cache in ``directory``, for every program, unless one is configured
+    already; returns what puts the settings back. It only takes effect before a process's first compilation."""
     import jax
 
     if jax.config.jax_compilation_cache_dir:
@@ -122,14 +79,10 @@ def _one_line(e: BaseException) -> str:
 
 
 class LazyPolicy:
-    """The policy interface over a policy built by ``load()`` in a background thread (module docstring).
-
-    ``board_size``, ``feature_set``, ``description``, ``has_value``: the cheap facts (``trained_size``: the
-    board the weights were trained on, default ``board_size``); ``error``: the exception class a failed load is
-    raised as; ``warm_up``: run the net once on the empty board in the background once loaded; ``start``:
-    start the thread now (else :meth:`start`); ``reads_profile``, ``profile``: whether the net has a profile
-    input, and the profile ``load()``'s policy was given.
-    """
+    """The policy interface over a policy built by ``load()`` in a background thread. ``board_size``,
+    ``feature_set``, ``description``, ``has_value``, ``trained_size``, ``reads_profile``, ``profile``: the cheap facts;
+    ``error``: the class a failed load is raised as; ``warm_up``: run the net once when loaded; ``start``: start
+    now (else :meth:`start`)."""
 
     def __init__(self, load: Callable[[], object], *, board_size: int, feature_set: str, description: str,
                  has_value: bool, rank=None, trained_size: int | None = None,
@@ -283,14 +236,10 @@ def lazy_run_policy(path: str, rank=None, *, step: int | None = None, feature_se
                     board_size: int | None = None, error: type[Exception] = RuntimeError,
                     start: bool = True, compile_cache: str | None = None,
                     log: Callable[[str], None] | None = None, profile=None) -> LazyPolicy:
-    """A training run's net (:func:`kifunet.play.policy.load_policy`) as a :class:`LazyPolicy`: the cheap facts
-    from :func:`kifunet.train.nets.describe_net` now (``FileNotFoundError`` / ``ValueError`` for a run that
-    cannot be described), the net in the background (from now, or from :meth:`LazyPolicy.start`);
-    ``compile_cache``: a directory for JAX's persistent compilation cache (:func:`enable_compile_cache`), with
-    the exported forward pass next to it (:mod:`kifunet.play.forward_cache`: a warm start imports JAX only, no
-    flax or orbax; a missing or damaged entry means a normal load, after which the entry is written, 0.05-0.2 s
-    for the shipped nets); ``log``: where cache misses and writes are told (``kifunet gtp --verbose``: stderr);
-    ``profile``: the game profile (:mod:`kifunet.play.policy`)."""
+    """A training run's net as a :class:`LazyPolicy`: the facts from
+    :func:`kifunet.train.nets.describe_net` now (``FileNotFoundError`` / ``ValueError`` for a run that cannot be
+    described), the net in the background; ``compile_cache``: JAX's cache directory, with the exported forward pass
+    (:mod:`kifunet.play.forward_cache`) next to it; ``log``: where cache misses and writes are told."""
     from kifunet.train.nets import describe_net
 
     info = describe_net(path, step=step, feature_set=feature_set, board_size=board_size)

@@ -1,55 +1,9 @@
-"""Life and death at the end of a game: which stones are dead, which are in seki, and the score without them.
+"""Life and death: which stones are dead or in seki, and the score without the dead ones.
 
-:func:`estimate` looks at a position (``stones`` int8 [N, N], :mod:`kifunet.data_prep.game`'s colours, any N from
-2 to 25) and returns an :class:`Estimate`: an ownership map in [-1, 1] (+1 black) and a status per stone
-(:data:`ALIVE`, :data:`DEAD`, :data:`SEKI`), with :meth:`Estimate.score` (area score, dead stones removed). Three
-methods:
-
-``"playouts"``
-    Random playouts in numba on the rules engine: uniformly random legal moves, the side to move first, never
-    filling an own eye nor putting a chain of two or more stones into atari without capturing, until neither
-    side has such a move (at most ``3*N*N`` moves); each playout scored by area. Ownership is the mean over the
-    playouts; a chain is dead when its mean ownership, seen from its own colour, is below 0.
-``"benson"``
-    Benson's (1976) unconditional life, then a flood fill: the other colour's stones inside a region enclosed
-    only by unconditionally alive chains, whose every empty point touches them, are dead; all else is alive (no
-    chance; only certain deaths).
-``"combined"`` (the default)
-    The playouts, with Benson's verdicts imposed: unconditionally alive chains are alive and stones inside
-    areas enclosed by them are dead, whatever the playouts said.
-
-The territory rule (``"playouts"`` and ``"combined"``): once the dead stones are decided, every empty point
-whose empty region, with the dead stones taken off, touches one colour only gets that colour's ownership (1 in
-size), if the region covers at most half the board (not an open board), its mean ownership over the playouts
-leans that colour's way, and the stones around it and the dead stones taken off it all belong to that colour
-with a chain-mean playout ownership of at least :data:`CONFIDENT` (0.4) in size (a region next to a group whose
-fate the playouts leave open stays open).
-Open regions (touching both colours) and stones keep the playouts' mean. :attr:`Estimate.raw` is the playouts'
-mean everywhere (the resign rule reads it). The rule changes ownership only, never a status or a score.
-
-Scoring (:meth:`Estimate.score`, what the GTP engine's ``final_score`` answers): the dead stones are taken off,
-every other stone counts for its colour, and each empty region counts as follows. A region touching one colour
-only, covering at most half the board, whose mean ownership leans that colour's way, is that colour's territory
-(Tromp-Taylor's count). A region touching both colours whose every point is next to a stone is dame and counts
-for nobody (seki liberties are). Any other region is still open: each of its points counts for the colour whose
-ownership is at least :data:`CONFIDENT` in size there, else for nobody.
-
-Killable eye spaces, for every method (:mod:`kifunet.play.eye_space`): a sealed group whose only eye space is a
-nakade shape (straight or bent three, pyramid four, bulky or cross five, rabbity six) with its vital point empty,
-and whose walls are not dead, lives or dies by who moves: the side to move plays the vital point. Its stones are
-dead when the opponent of their colour is ``to_move``, alive otherwise, whatever the playouts said; its stones
-and eye space get the ownership
-:data:`CRITICAL` (0.5) towards ``to_move``: they count for that side in :meth:`Estimate.score` but are never
-settled, so the end-of-game rules of :mod:`kifunet.play.move_choice` keep them open.
-
-Seki, for every method: an empty point is *shared* when it touches non-dead chains of both colours and
-neither colour can play it without putting its own chain into atari (liberties after the move at most 1,
-nothing captured) or illegally. Non-dead chains touching a shared point (and not unconditionally alive) are
-:data:`SEKI`; shared points are owned by nobody (ownership 0).
-
-Determinism: the playouts use numba's generator seeded with ``seed``; the same position, ``to_move``,
-``playouts`` and ``seed`` give the same estimate. Speed and agreement with KGS: ``docs/playing.md``.
-"""
+:func:`estimate` of ``stones`` (int8 [N, N], N in 2..25) gives an :class:`Estimate` (ownership in [-1, 1], +1
+black; a status per stone) by ``"playouts"``, ``"benson"`` or ``"combined"`` (default); the same position,
+``to_move``, ``playouts`` and ``seed`` give the same estimate. The methods, the territory, seki and killable-eye
+rules and the scoring: docs/playing.md (The rules of the end of a game)."""
 
 from __future__ import annotations
 
@@ -103,13 +57,12 @@ class Estimate:
         return scoring.remove_stones(self.stones, self.dead())
 
     def score(self, komi: float) -> float:
-        """Area score with the dead stones removed: black's stones and points minus white's, minus ``komi``
-        (positive: black ahead), the points counted as in the module docstring's "Scoring": on a finished board
-        Tromp-Taylor's territory after the removal, on an open board the estimate's ownership."""
+        """Area score with the dead stones removed, minus ``komi`` (positive: black ahead): on a finished board
+        Tromp-Taylor's territory, on an open board the estimate's confident ownership."""
         return float(self.point_owner().sum()) - float(komi)
 
     def point_owner(self) -> np.ndarray:
-        """float [N, N]: +1 / -1 / 0, whom each point counts for in :meth:`score` (module docstring)."""
+        """float [N, N]: +1 / -1 / 0, whom each point counts for in :meth:`score`."""
         final = self.final_stones()
         n = final.shape[0]
         flat = final.reshape(-1)
@@ -241,7 +194,7 @@ def _add_area(B, nb, nn, own):
 
 
 def playout_ownership(stones: np.ndarray, to_move: int, playouts: int, seed: int = 0) -> np.ndarray:
-    """float32 [N, N]: mean area ownership over ``playouts`` random playouts (see the module docstring)."""
+    """float32 [N, N]: mean area ownership over ``playouts`` random playouts."""
     st = check_stones(stones)
     n = st.shape[0]
     B, nb = from_stones(st)
@@ -299,13 +252,9 @@ def benson_alive(stones: np.ndarray, colour: int) -> np.ndarray:
 
 
 def benson_verdict(stones: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(alive, dead, owner) from Benson plus the flood fill of the module docstring: bool [N, N] masks of the
-    unconditionally alive stones and of the stones inside regions that such stones of the other colour
-    enclose, and int8 [N, N] owner (BLACK / WHITE) of those regions (EMPTY elsewhere).
-
-    A region of ``c`` (a connected set of points without ``c``'s stones) counts when every chain on its border
-    is unconditionally alive and every empty point in it touches one of them: the other colour can then never
-    make an eye there, so its stones inside are dead."""
+    """(alive, dead, owner): bool [N, N] unconditionally alive stones (Benson), the stones inside regions
+    that such stones of the other colour enclose (every empty point touching them), and int8 [N, N] owner of
+    those regions (EMPTY elsewhere)."""
     st = check_stones(stones)
     n = st.shape[0]
     nb = neighbours_cached(n)
@@ -403,7 +352,7 @@ def _territory_rule(st: np.ndarray, dead: np.ndarray, own: np.ndarray, chain_own
 
 def estimate(stones, to_move: int, *, playouts: int = DEFAULT_PLAYOUTS, seed: int = 0,
              method: str = "combined") -> Estimate:
-    """Which stones of ``stones`` are dead or in seki, with ``to_move`` to play (see the module docstring)."""
+    """Which stones of ``stones`` are dead or in seki, with ``to_move`` to play."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: one of {', '.join(METHODS)}")
     if to_move not in (BLACK, WHITE):

@@ -1,40 +1,5 @@
-"""Matches between two GTP engines: the game loop, a referee, resuming, and the rank experiment.
-
-``kifunet match --engine CMD --opponent CMD --games N --out DIR`` plays N games between two GTP programs
-(command lines, split like a shell does; :mod:`kifunet.play.gtp_client` talks to them). Game ``i`` (0-based)
-has the engine as black when ``i`` is even, as white when odd. ``--parallel P`` runs P games at once, each
-worker with its own engine, opponent and referee processes (started once, reused with ``clear_board``).
-
-A game ends at two passes in a row, a resignation (``B+R``/``W+R``), an illegal or unreadable move (the mover
-forfeits: ``B+F``/``W+F``), or the move cap (``--max-moves``, default ``3*N*N``; the position is then scored
-as it stands). kifunet players resign only when the match allows it (``--resign``): the runner sends
-``kifunet-resign off`` (or ``on``) to every program that knows that command; other programs resign as they do.
-The runner keeps its own board (simple ko, no suicide) and checks every move before passing it
-on. Scores come from a referee: a separate ``gnugo --mode gtp --chinese-rules`` process (default) is given the
-moves and asked ``final_score`` (area scoring, GNU Go's dead-stone judgement); ``--referee none`` scores
-Tromp-Taylor (all stones alive, :mod:`kifunet.play.scoring`). When the referee cannot score a game, the
-Tromp-Taylor score is used and the SGF says so. After a game scored by the referee, the engine is asked its
-own ``final_score`` too (:func:`engine_agreement`): the SGF's root comment and the game's line say whether its
-winner is the referee's.
-
-Each finished game is written to ``DIR/games/game-NNNN.sgf`` (:mod:`kifunet.play.match_sgf`: atomically, with
-the result in ``RE`` and the ending, referee and timing in the root comment). ``DIR/match.json`` records the
-settings; a rerun with the same ``DIR`` counts the games already there and plays only the missing indices (a
-rerun with different engine/opponent/size/komi/cap/referee settings is refused). If an engine dies or times
-out, that game is not saved, the worker restarts its processes, and the match goes on; the summary names the
-failed games and a rerun plays them.
-
-Progress: a line once the programs are up and one per finished game with the running score (``[3/10 played; engine
-2 of 3]``); on a terminal (``kifunet match``, stderr a tty) also a live line of each game's move number
-(:class:`kifunet.play.match_report.LiveMoves`).
-
-Results: ``DIR/results.json`` and a table (:mod:`kifunet.play.match_report`): games, engine wins (a jigo counts
-half), win rate, its 95% Wilson score interval, wins as black and as white, mean game length and how games
-ended.
-
-The rank experiment (:func:`run_rank_experiment`): the same engine command with ``--rank R`` appended for each
-rank, each against the same opponent in ``DIR/rank-R``, and one table.
-"""
+"""Matches between two GTP engines (``kifunet match``): the game loop, a referee, resuming, and the rank
+experiment. What a game, a rerun and the results are: docs/matches.md (How a match is played)."""
 
 from __future__ import annotations
 
@@ -237,10 +202,8 @@ def play_game(index: int, players: _Players, cfg: MatchConfig, on_move: Callable
 
 
 def engine_agreement(engine: GtpProcess, referee: float, timeout: float) -> str:
-    """The engine's own ``final_score`` of the final position and whether it names the referee's winner.
-
-    ``referee`` is the referee's black-minus-white score. Returns ``engine final_score: W+2.5 (winner differs
-    from the referee's)``, the same ending ``(agrees with the referee on the winner)``, or why there is none."""
+    """The engine's own ``final_score`` of the final position and whether it names the winner of ``referee``
+    (the referee's black-minus-white score), as the text of a game's note."""
     try:
         good, text = engine.command("final_score", timeout)
     except EngineError as e:
@@ -308,9 +271,7 @@ def check_programs(cfg: MatchConfig) -> None:
 
 def run_match(cfg: MatchConfig, log: Callable[[str], None] = print, live: LiveMoves | None = None) -> MatchSummary:
     """Play the games of ``cfg`` that ``cfg.out_dir`` lacks; summarise every game there (index < games).
-
-    ``log`` gets a line once the first programs are up and one per finished game, with the running score; ``live`` (a
-    terminal's :class:`kifunet.play.match_report.LiveMoves`) shows the move number of every game being played."""
+    ``log`` gets a line per finished game; ``live`` shows the move number of every game in play."""
     out = Path(cfg.out_dir)
     check_programs(cfg)
     _check_config(cfg, out)

@@ -1,13 +1,5 @@
-"""Results of match games and of whole matches: win rate, its 95% Wilson interval, and the tables.
-
-A :class:`GameResult` is one finished game as the engine under test sees it (its colour, the winner, the SGF
-``RE`` text, length, how it ended, time spent). :func:`summarise` turns the games of a match into a
-:class:`MatchSummary`: games, engine wins (a jigo counts half), win rate, its 95% Wilson score interval
-(:func:`wilson_interval`), wins as black and as white, mean game length and time, and how games ended (every
-forfeit counted under ``forfeit``). :func:`format_summary` prints one match as a Markdown table,
-:func:`format_rank_table` one row per rank of the rank experiment. While a match plays: :func:`running_score` for
-the line printed as each game ends, and :class:`LiveMoves`, a terminal's live line of each game's move number.
-"""
+"""Results of match games and matches: win rate (a jigo counts half), its 95% Wilson interval, the tables,
+and the progress lines printed while a match plays."""
 
 from __future__ import annotations
 

@@ -1,21 +1,5 @@
-"""Match games on disk: one SGF per finished game, written and read back with sgfmill.
-
-``DIR/games/game-NNNN.sgf`` (:func:`game_path`; ``NNNN`` is the 0-based game index, at least 4 digits) holds
-one game: ``SZ``, ``KM``, ``RU[Chinese]``, ``PB``/``PW`` (each player's GTP ``name`` and ``version``), ``RE``
-(``B+3.5``, ``W+R``, ``B+F`` for a forfeit, ``0`` for jigo), ``DT`` (the day it was written), ``GN[game I]``,
-``AP[kifunet:match]``, the moves (pass: ``B[]``), and a root comment of ``key: value`` lines::
-
-    engine: <engine command>            opponent: <opponent command>
-    engine_colour: B | W                ended: two passes | resignation | forfeit: ... | move cap
-    moves: <count>                      seconds: <wall-clock seconds for the game>
-    engine_genmove_seconds: <s>         opponent_genmove_seconds: <s>
-    scored_by: <how the result was scored, or ->
-
-:func:`write_game` writes atomically (a temporary file, then a rename): a game is on disk whole or not at all.
-:func:`read_game` reads the result back as a :class:`~kifunet.play.match_report.GameResult` (older files
-without some comment keys read with defaults: engine colour from the index, ``?`` ending, NaN seconds);
-:func:`finished_games` reads every game file of a match directory.
-"""
+"""Match games on disk: ``DIR/games/game-NNNN.sgf``, one finished game each, written atomically and read back
+with sgfmill (the properties and root comment: docs/matches.md)."""
 
 from __future__ import annotations
 

@@ -1,59 +1,6 @@
-"""How the GTP engine chooses a move from the net's probabilities: candidates, arg-max or GoNN sampling, when to
-pass and when to resign (:func:`choose_move`, :class:`PlaySettings`). The rules are written here and nowhere else.
-
-1. Candidates: legal points that do not fill the mover's own eye (:func:`kifunet.data_prep.rules.analysis.is_eye`:
-   all neighbours own stones, at most one opponent diagonal in the centre and none on the edge), plus pass
-   when the net has a pass output. Their probabilities are renormalised to sum to 1.
-2. Arg-max, or with ``sample=True`` GoNN's move-number-dependent sampling: with ``m`` moves played, draw
-   ``r ~ Beta(1, 1 + sqrt(max(0, m - 20)))`` and take the first candidate, in decreasing probability, at which
-   the cumulative probability exceeds ``r``. For the first 20 moves ``r`` is uniform, which is exact
-   sampling from the policy; afterwards ``r`` shrinks (mean 1/(2+sqrt(m-20))) towards the top move.
-3. The end of the game rests on the dead-stone estimate (:func:`kifunet.play.life_death.estimate` of the
-   position, the mover to play, its ``"playouts"`` method with ``playouts`` playouts (default 64), seed
-   ``seed + m``; the caller may pass one in as ``estimate``), computed only when a rule below needs it (after
-   an opponent's pass, in cleanup, from move ``end_from`` on, and before any pass; never otherwise). A point
-   is *settled* when the size of its ownership is at least ``settled`` (default 0.8): a move there (inside
-   either side's territory, or on a dead stone's point) does not change the outcome; dame, seki liberties and
-   contested points are *unsettled*. Pass rules, in order:
-
-   a. ``m >= max_moves`` (default ``2*N*N``): pass ("move cap").
-   b. No candidate: pass ("no candidate").
-   c. Dead stones that must be removed. Under ``rules="tromp-taylor"`` (no removal by agreement: every stone
-      on the board counts) after an opponent's pass, and in cleanup (``kgs-genmove_cleanup``: KGS's genmove
-      that must not pass while dead opponent stones are on the board) whatever the opponent did, the
-      candidates are the liberties of the opponent's dead chains while any are left: the engine captures them
-      before it passes ("remove dead"). Before that, a chain of its own in atari that the estimate does not
-      call dead is saved first (:func:`atari_rescues`: capture an opponent chain in atari next to it, or
-      extend to two liberties or more; the net's favourite of those moves, "save chain"): removing stones that
-      are dead anyway must not cost a live chain. Once no dead stone is left, cleanup follows the other rules.
-      Under ``rules="chinese"`` (the default: area scoring, dead stones removed by agreement, as GNU Go's
-      ``final_score`` referees) nothing needs to be captured.
-   d. After an opponent's pass the candidates shrink to the unsettled points that are not liberties of stones
-      in seki (playing one would break the seki); the engine passes if none is left or if the net's
-      probability of the best one (softmax over all points, not renormalised: a net unsure of every move
-      passes) is below ``pass_threshold`` (default 0.05) ("opponent passed").
-   e. From move ``end_from`` (default ``N*N/2``) on, once at most ``end_unsettled`` (default N) empty points
-      are unsettled, the same shrinking applies without an opponent's pass: the engine plays only unsettled
-      points and passes ("settled") when none is left, or when the net's best among them is below
-      ``pass_threshold`` while the move the net would have played without the rule lies in settled territory
-      (every move the net wants changes nothing).
-   f. The chosen candidate is pass (nets with a pass output): "net passes".
-   g. Before any pass of rules d-f, and in rule c after saving its own chains and before removing dead stones:
-      while a sealed group has one eye space of a killable shape with its vital point empty
-      (:func:`kifunet.play.eye_space.killable_eyes`; the walls not dead by the estimate), the engine plays
-      the vital point ("vital point"): to live when the group is its own, to kill when it is the opponent's.
-4. Resign (``resign=True``, the default; the match runner turns it off unless asked): from move ``N*N/2`` on
-   (``resign_from`` when set), resign when the estimate is confident (at least ``resign_confidence``, default
-   0.8, of the board's points have a playout ownership, :attr:`Estimate.raw`, of size ``settled`` or more)
-   and the expected score for the mover (the sum of that ownership minus komi, seen from the mover) is worse
-   than ``-resign_margin`` points (default ``N*N/10``, at least 5: 36.1 at 19x19, 8.1 at 9x9). A game lost
-   far beyond what the open points could change is resigned without that confidence: when, even if the mover
-   won every point whose :attr:`Estimate.ownership` (the territory rule applied: dead stones inside a
-   territory are settled there) is below ``settled`` in size, the settled points would still leave it behind
-   (:func:`best_case` below 0).
-
-Why each rule exists, its cost and the measurements: ``docs/playing.md`` (The end of a game).
-"""
+"""How the GTP engine chooses a move from the net's probabilities: candidates, arg-max or GoNN sampling, when
+to pass and when to resign (:func:`choose_move`, :class:`PlaySettings`). The rules (numbered as the code's
+comments cite them) are in docs/playing.md, The rules of the end of a game."""
 
 from __future__ import annotations
 
@@ -151,7 +98,8 @@ def seki_liberties(board: Board, est: life_death.Estimate) -> np.ndarray:
 
 
 def sample_index(sorted_probs: np.ndarray, moves_played: int, rng: np.random.Generator) -> int:
-    """GoNN's draw: index into probabilities sorted in decreasing order (see the module docstring)."""
+    """GoNN's draw: ``r ~ Beta(1, 1 + sqrt(max(0, m - 20)))``, the index of the first candidate (sorted by
+    decreasing probability) whose cumulative probability exceeds ``r``."""
     beta = 1.0 + math.sqrt(max(0, moves_played - 20))
     r = rng.beta(1.0, beta)
     cum = np.cumsum(sorted_probs)
@@ -229,9 +177,8 @@ def should_resign(est: life_death.Estimate, colour: int, komi: float, settings: 
 def choose_move(probs: np.ndarray, board: Board, colour: int, *, moves_played: int, opponent_passed: bool,
                 komi: float, settings: PlaySettings, rng: np.random.Generator, has_pass: bool,
                 cleanup: bool = False, estimate: life_death.Estimate | None = None) -> MoveChoice:
-    """Apply the rules of the module docstring to the net's ``probs`` [N*N+1] for ``colour`` on ``board``.
-
-    ``estimate``: a dead-stone estimate of this position already made (else made here when a rule needs it)."""
+    """Apply the rules to the net's ``probs`` [N*N+1] for ``colour`` on ``board``. ``estimate``: a dead-stone
+    estimate of this position already made (else made here when a rule needs it)."""
     n = board.size
     nn = n * n
     max_moves = settings.max_moves if settings.max_moves is not None else 2 * nn

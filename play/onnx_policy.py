@@ -1,84 +1,7 @@
-"""An exported net (``kifunet export``) as a policy, run by onnxruntime: no JAX, no Flax, no checkpoint.
+"""An exported net (``kifunet export``) as a policy run by onnxruntime: no JAX, no Flax, no checkpoint.
 
->>> pol = load_onnx_policy("net.onnx", rank="9d")             # doctest: +SKIP
->>> probs, value = pol.evaluate([(1, 72)], colour=2)          # doctest: +SKIP
-
-:class:`OnnxPolicy` is a :class:`kifunet.play.policy.Policy` whose net is the file: it builds a position's
-planes with the very code the JAX policy uses (``Policy.record`` / ``Policy.planes``, i.e.
-:mod:`kifunet.data_prep` under numba), for the feature set the file names, and replaces only the forward pass.
-``kifunet gtp --model net.onnx`` plays with it.
-
-The file (written by :mod:`kifunet.play.export_onnx`; this table is the format's one definition)
--------------------------------------------------------------------------------------------------
-
-=============  ========================  ==========================================================================
-graph input    type                      meaning
-=============  ========================  ==========================================================================
-``planes``     float32 ``[B, N, N, C]``  every plane the net sees, 0/1, in the feature set's order (stored and
-                                         constant planes alike: ``kifunet.plane_names``); rows from the top,
-                                         columns from the left (:mod:`kifunet.data_prep.coords`), channels last
-``rank``       int32 ``[B]``             only for nets with a rank embedding: the player's rank on the scale of
-                                         :mod:`kifunet.data_prep.ranks` (1d..9d = 0..8, k kyu = -k, 1p..9p =
-                                         9..17, unknown = -128)
-``to_move``    int32 ``[B]``             only for nets that read it (Maddison's black/white output planes):
-                                         1 = black, 2 = white
-``profile``    float32 ``[B, 46]``       only for nets with a profile input (``profile_embedding``): the game
-                                         profile, :func:`kifunet.data_prep.profiles.encode` (the encoding
-                                         ``kifunet.profiles/1``, :data:`PROFILE_ENCODING`)
-=============  ========================  ==========================================================================
-
-=============  ========================  ==========================================================================
-graph output   type                      meaning
-=============  ========================  ==========================================================================
-``logits``     float32 ``[B, N*N + 1]``  move logits (softmax: probabilities); index ``row*N + col`` (row 0 at
-                                         the top, col 0 at the left: GTP ``A19`` is 0 at 19x19), ``N*N`` = pass;
-                                         nets without a pass output give pass -1e9
-``value``      float32 ``[B]``           only for nets with a value head: expected result in [-1, 1] for the side
-                                         to move (+1 a win)
-=============  ========================  ==========================================================================
-
-``B`` is a dynamic dimension (any batch). Metadata (ONNX ``metadata_props``, all strings; JSON where noted),
-every key prefixed ``kifunet.``:
-
-=======================  ===================================================================================
-key                      value
-=======================  ===================================================================================
-``format_version``       ``1`` (:data:`FORMAT_VERSION`)
-``version``              the kifunet version that exported the file
-``model``                the model's registry name (``maddison3``); ``model_config``: the run's ``model``
-                         section (JSON); ``trained_dtype``: the dtype it was trained in (the file computes
-                         in float32)
-``board_size``           N
-``feature_set``          the feature set's name (``maddison``), ``feature_set_version``
-``plane_names``          JSON list of the C plane names in input order (``stone_colour[0]``, ...)
-``features``             JSON list of ``[name, planes, constant, column, meaning]``: a constant feature is
-                         made from a per-position number (``column``: ``to_move``, ``player_rank``), the
-                         others from the board (:mod:`kifunet.data_prep.planes.features`)
-``inputs``               JSON list of the graph's input names, in order
-``rank_input``           how the rank reaches the net: ``planes`` (the ``rank_dan_9`` planes), ``embedding``
-                         (the ``rank`` input), ``planes+embedding``, or ``none``
-``rank_scale``           the rank scale in words (the ``rank`` input's table entry above)
-``to_move``              ``1 = black, 2 = white``
-``policy_index``         the ``logits`` index convention in words (the table above)
-``has_pass``             ``true`` when the net has a pass output, ``false`` when pass is fixed at -1e9
-``value_head``           ``true`` / ``false``; ``value``: what the value output means, when there is one
-``training_data``        JSON: the run's ``dataset`` and ``train_split``, positions trained on, and a summary
-                         of the dataset's manifest (or ``null`` when it was not found at export time)
-``run``, ``step``        the training run's directory name and the checkpoint's step
-``export_check``         JSON ``{"positions", "max_abs_logit_diff", "max_abs_logit"}``: onnxruntime against
-                         JAX on random positions at export time, and the logits' scale
-``profile_input``        ``true`` when the graph has the ``profile`` input, else ``false`` (every export)
-``profile_encoding``     the profile vector's encoding and version, ``kifunet.profiles/1``
-                         (:data:`PROFILE_ENCODING`: :mod:`kifunet.data_prep.profiles`, 46 numbers)
-``profile``              only when exported with ``--profile``: the default profile in
-                         :func:`kifunet.data_prep.profiles.parse`'s syntax (``year=2010,source=kgs``;
-                         ``""``: all unknown); ``profile_vector``: its 46 numbers (JSON), as
-                         :func:`~kifunet.data_prep.profiles.encode` gives them (a player that knows the
-                         mover's rank fills the unknown ranks with it first, :mod:`kifunet.play.policy`)
-=======================  ===================================================================================
-
-:func:`load_onnx_policy` plays a file with its recorded ``profile`` unless given another.
-"""
+:class:`OnnxPolicy` builds planes with the JAX policy's own code and replaces only the forward pass. The file's
+inputs, outputs and metadata (keys prefixed ``kifunet.``): docs/playing.md (The ONNX file)."""
 
 from __future__ import annotations
 
@@ -152,10 +75,8 @@ class OnnxNet:
 
     def run(self, planes: np.ndarray, rank: np.ndarray, to_move: np.ndarray,
             profile: np.ndarray | None = None) -> Outputs:
-        """:class:`~kifunet.models.forward.Outputs` ``(logits float32 [B, N*N+1], value float32 [B] or None)`` of a
-        batch (what a policy's ``net`` returns); ``rank`` and ``to_move``
-        (int32 ``[B]``) and ``profile`` (float32 ``[B, 46]``; None: all unknown) are fed only where the file has
-        those inputs."""
+        """:class:`~kifunet.models.forward.Outputs` of a batch; ``rank``, ``to_move`` (int32 ``[B]``) and
+        ``profile`` (float32 ``[B, 46]``; None: all unknown) are fed only where the file has those inputs."""
         feed = {"planes": np.asarray(planes, dtype=np.float32),
                 "rank": np.asarray(rank, dtype=np.int32), "to_move": np.asarray(to_move, dtype=np.int32)}
         if self.reads_profile:
@@ -169,21 +90,13 @@ class OnnxNet:
 
 
 def read_metadata(path: str | os.PathLike) -> dict[str, str]:
-    """The ``kifunet.`` metadata of an exported file, prefix removed (strings; see the module table)."""
+    """The ``kifunet.`` metadata of an exported file, prefix removed (strings; the keys: docs/playing.md)."""
     return dict(OnnxNet(path).metadata)
 
 
 class OnnxPolicy(Policy):
-    """:class:`~kifunet.play.policy.Policy`'s interface (``board_size``, ``trained_size``, ``description``,
-    ``probabilities`` and ``evaluate`` with ``symmetries``, ``logits``, ``planes``, ``has_pass``, ``has_value``,
-    ``size_problem``, ``resized``, ``with_rank``: :mod:`kifunet.play.policy`'s table) over an exported file;
-    ``with_rank`` and ``with_profile`` are Policy's (the copy shares the onnxruntime session).
-
-    The positions, planes and forward pass are Policy's own (inherited ``record``, ``planes`` and ``run_batch``)
-    with the file as ``net`` (:meth:`OnnxNet.run`) and its metadata as ``facts``; the feature set is the
-    file's, and its plane names must equal the ones this kifunet builds (a file from a kifunet whose features
-    differ is refused rather than fed the wrong planes).
-    """
+    """:class:`~kifunet.play.policy.Policy`'s interface over an exported file: the file as ``net`` and its
+    metadata as ``facts``; the file's feature set, whose plane names must equal the ones this kifunet builds."""
 
     def __init__(self, net: OnnxNet, rank=None, *, window: int = HISTORY_WINDOW, description: str = "",
                  profile=None):
@@ -211,8 +124,7 @@ class OnnxPolicy(Policy):
         self.trained_size = self.board_size
 
     def size_problem(self, n: int) -> str | None:
-        """None for the file's own board size; any other is refused: the file was exported with fixed spatial
-        dimensions (``[B, N, N, C]`` with N a number), so it plays only the board it was exported for."""
+        """None for the file's own board size; any other is refused (fixed spatial dimensions)."""
         from kifunet.play.policy import size_range_problem
 
         problem = size_range_problem(n)

@@ -1,94 +1,10 @@
-"""A policy for play: a model, its feature set and a rank, turned into move probabilities for a position.
+"""A policy for play: a model, its feature set, a rank and a game profile, turned into move probabilities.
 
->>> from flax import nnx
->>> from kifunet import models
->>> from kifunet.play.policy import Policy
->>> net = models.create("maddison_tiny", board_size=9, rngs=nnx.Rngs(0))
->>> policy = Policy(net, "maddison", 9, rank="9d")
->>> p = policy.probabilities([(1, 40)], colour=2)   # white to play after black's tengen (flat 40)
->>> p.shape, round(float(p.sum()), 6)
-((82,), 1.0)
-
-Positions are built the way the dataset builds them (:func:`kifunet.data_prep.planes.replay.encode_game`): the game
-so far plus one placeholder move (a pass) for the side to play, whose planes are the position. Only the last
-:data:`HISTORY_WINDOW` moves are replayed as moves; the board before them becomes setup stones. Every feature
-of every set looks at most 8 moves back (``history_8``, ``turns_since_8``; setup stones read as "long ago"),
-so the planes equal those of the full replay (``tests/test_policy.py`` checks this on long random games for
-every set) and a move costs the same at move 300 as at move 3.
-
-The rank: ``Policy(..., rank='9d')`` (or the scale value, ``ranks.parse_rank('9d') == 8``) is written as both
-players' rank into the record, so rank planes (Maddison's set) and rank embeddings (``rank_embedding=True``
-nets, given ``rank=int32[B]``) see it. ``None`` is "unknown" (-128). The colour to move goes to the model as
-``to_move`` (Maddison's black/white output planes).
-
-Value heads: the net's :class:`~kifunet.models.forward.Outputs` ``(logits [B, N*N+1], value [B] or None)``, the value
-in [-1, 1] being the expected result for the side to move: :meth:`Policy.evaluate` returns ``(probabilities,
-value)`` (``value`` None for a net without a value head), :attr:`Policy.has_value` says which kind the net is, and
-:meth:`Policy.probabilities` and :meth:`Policy.logits` work for both.
-
-One forward pass: a policy runs its net through ``self.net(planes, rank, to_move, profile) ->``
-:class:`~kifunet.models.forward.Outputs` and knows it through ``self.facts``
-(:class:`~kifunet.models.forward.NetFacts`): here a :class:`~kifunet.models.forward.Forward` and the model's facts;
-:class:`~kifunet.play.forward_cache.ExportedPolicy` and :class:`~kifunet.play.onnx_policy.OnnxPolicy` set their own
-(a deserialized program, an onnxruntime session, and the facts their files record) and inherit the rest.
-
-:func:`load_policy` rebuilds a trained net from a training run directory (``train/checkpointing.py``).
-
-The policy interface (this class, :class:`kifunet.play.onnx_policy.OnnxPolicy` and
-:class:`kifunet.play.lazy_policy.LazyPolicy` alike; what the GTP engine uses)
--------------------------------------------------------------------------------------------------------------
-
-================================================  ==========================================================
-member                                            meaning
-================================================  ==========================================================
-``board_size``                                    N, the board this policy plays
-``trained_size``                                  the board size the net was trained on (int)
-``description``                                   one line: the net and where it came from
-``has_value``                                     whether :meth:`evaluate` gives a value (known without
-                                                  running the net)
-``has_pass``                                      whether the net has a pass output (else pass is -1e9);
-                                                  known without running the net (:class:`LazyPolicy
-                                                  <kifunet.play.lazy_policy.LazyPolicy>`: once loaded)
-``probabilities(...)``                            ``probabilities(moves, colour, setup=(), *, symmetries=1)``:
-                                                  float64 ``[N*N + 1]``, the softmax of the net's logits
-                                                  (pass last). ``symmetries=k`` (1..8): the mean of the
-                                                  probabilities over the first k of the 8 board symmetries
-                                                  (:mod:`kifunet.data_prep.symmetries`: ``s = 0..k-1``), the
-                                                  k transformed positions going through the net as one
-                                                  batch and each result mapped back (``INVERSE[s]``); pass's
-                                                  entry is averaged like any other
-``evaluate(...)``                                 ``evaluate(moves, colour, setup=(), *, symmetries=1)``:
-                                                  ``(probabilities, value or None)``, the same and the value
-                                                  head's mean over the k passes
-``logits(moves, colour, setup=())``               float32 ``[N*N + 1]`` of the single pass
-``size_problem(n) -> str | None``                 None when the net can play an n x n board, else why not:
-                                                  a JAX net can when its family declares it ``resizable``
-                                                  (fully convolutional families; not Maddison's per-point
-                                                  biases, nor dense layers over the board such as Qiqiao's
-                                                  heads or AGZ's): ``facts.accepts(n)``; an ONNX file has
-                                                  fixed spatial dimensions and plays only its own size; n in
-                                                  2..25
-``resized(n)``                                    a policy for n x n sharing the weights (``ValueError``
-                                                  with :meth:`size_problem`'s reason when it cannot)
-``with_rank(rank)``                               the same net told another rank
-``profile``, ``with_profile(p)``                  the game profile the policy plays with (a
-                                                  :class:`~kifunet.data_prep.profiles.Profile`) and the
-                                                  same net with another (module docstring)
-``reads_profile``                                 whether the net has a profile input (known without
-                                                  running it)
-================================================  ==========================================================
-
-The profile (issue 33): a net built with ``profile_embedding=H`` reads a game profile (who plays, when, where,
-how: :mod:`kifunet.data_prep.profiles`), float32 ``[B, 46]``. A policy holds one, ``profile`` (default: all
-unknown; ``Policy(..., profile="year=2010,source=kgs")`` takes :func:`~kifunet.data_prep.profiles.parse`'s
-text, a dict of :func:`~kifunet.data_prep.profiles.parse_fields` or a ``Profile``). Each position's vector is
-:func:`~kifunet.data_prep.profiles.encode` of :meth:`Policy.effective_profile`: the profile with its unknown
-``rank`` and ``opponent_rank`` filled with the policy's rank (as the rank planes see it: the policy writes its
-rank as both players'), every other unknown field left unknown (``kifunet gtp`` fills komi and handicap from
-the game: :mod:`kifunet.play.gtp_engine`). A net without a profile input is given none: its forward pass, its
-outputs and its :mod:`~kifunet.play.forward_cache` key are those of a policy that knows nothing of profiles,
-whatever the profile.
-"""
+Positions are built as the dataset builds them, the last :data:`HISTORY_WINDOW` moves replayed and the board
+before them as setup stones (the planes equal the full replay's). The rank is written as both players'; a net
+with a profile input gets :meth:`Policy.effective_profile`. The policy interface that
+:class:`Policy`, :class:`~kifunet.play.onnx_policy.OnnxPolicy` and :class:`~kifunet.play.lazy_policy.LazyPolicy`
+share: docs/playing.md (The policy interface)."""
 
 from __future__ import annotations
 
@@ -130,9 +46,8 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 
 
 def symmetry_mean(logits: np.ndarray, values: np.ndarray | None, n: int) -> tuple[np.ndarray, float | None]:
-    """``(probabilities, value)`` of a batch of k passes over symmetries ``0..k-1`` (``logits [k, N*N+1]``, row
-    ``s`` the net's answer on the position transformed by ``s``): each row's softmax mapped back to the
-    original orientation (``INVERSE[s]``), then the mean; the value is the mean of ``values``."""
+    """``(probabilities, value)`` of k passes over symmetries ``0..k-1`` (``logits [k, N*N+1]``): each row's
+    softmax mapped back (``INVERSE[s]``), then the mean; the value is the mean of ``values``."""
     k = logits.shape[0]
     probs = sym.apply_policy_batch(softmax(logits), sym.INVERSE[:k].astype(np.int64), n).mean(axis=0)
     value = None if values is None else float(np.mean(np.asarray(values, dtype=np.float64)))
@@ -192,8 +107,7 @@ def profile_text(fields: dict) -> str:
 
 
 def fill_profile(profile: profiles.Profile, rank: int) -> profiles.Profile:
-    """``profile`` with its unknown ``rank`` and ``opponent_rank`` set to ``rank`` when that is a known rank
-    (the module docstring's rule; ``rank`` on the :mod:`kifunet.data_prep.ranks` scale)."""
+    """``profile`` with its unknown ``rank`` and ``opponent_rank`` set to ``rank`` when that is a known rank."""
     if not ranks.is_known(int(rank)):
         return profile
     import dataclasses
@@ -216,11 +130,9 @@ def _split_record(record: GameRecord):
 
 def position_record(size: int, moves: Sequence[tuple[int, int]], colour: int, setup: Sequence[tuple[int, int]] = (),
                     *, rank: int = ranks.UNKNOWN, window: int = HISTORY_WINDOW) -> GameRecord:
-    """A record whose last position is the one after ``setup`` + ``moves`` with ``colour`` to play.
-
-    Moves older than the last ``window`` are folded into setup stones (see the module docstring). The moves
-    must be legal (simple ko, no suicide); the last event is a placeholder pass by ``colour``.
-    """
+    """A record whose last position is the one after ``setup`` + ``moves`` with ``colour`` to play: moves older
+    than the last ``window`` folded into setup stones, the last event a placeholder pass by ``colour``; the moves
+    must be legal."""
     moves = [(int(c), int(p)) for c, p in moves]
     setup = [(int(c), int(p)) for c, p in setup]
     if len(moves) > window:
@@ -247,13 +159,9 @@ def record_planes(record: GameRecord, fs) -> np.ndarray:
 
 
 class Policy:
-    """``probabilities(record_or_moves, colour) -> float[N*N+1]`` (softmax of the net's logits; pass = N*N).
-
-    ``model``: a :class:`kifunet.models.PolicyNet` (put in eval mode here); ``feature_set``: a name or a
-    :class:`FeatureSet` whose plane count matches the model; ``rank``: see the module docstring;
-    ``trained_size``: the board the weights were trained on (default: the model's board); ``profile``: the game
-    profile (module docstring; read only by a net with a profile input).
-    """
+    """Move probabilities of a ``model`` (a :class:`kifunet.models.PolicyNet`, put in eval mode) with
+    ``feature_set`` (a name or a :class:`FeatureSet`), ``rank``, ``trained_size`` (default: the model's board) and
+    ``profile`` (read only by a net with a profile input)."""
 
     def __init__(self, model, feature_set, board_size: int | None = None, rank=None, *,
                  window: int = HISTORY_WINDOW, description: str = "", trained_size: int | None = None,
@@ -309,7 +217,7 @@ class Policy:
         return other
 
     def effective_profile(self) -> profiles.Profile:
-        """The profile the net is given: :attr:`profile` with the rule of the module docstring applied."""
+        """The profile the net is given: :attr:`profile` with unknown ranks filled by the policy's rank."""
         return fill_profile(self.profile, self.rank)
 
     def profile_batch(self, b: int) -> np.ndarray:
@@ -363,14 +271,13 @@ class Policy:
     def evaluate(self, record_or_moves, colour: int, setup=(), *,
                  symmetries: int = 1) -> tuple[np.ndarray, float | None]:
         """``(probabilities, value)``: :meth:`probabilities`, and the value head's expected result in [-1, 1] for
-        ``colour`` (the side to play), or None when the net has no value head; with ``symmetries=k`` both are
-        means over the first k symmetries (module docstring)."""
+        ``colour`` (None without a value head); with ``symmetries=k`` both are means over the first k symmetries."""
         logits, values = self._run(record_or_moves, colour, setup, symmetries)
         return symmetry_mean(logits, values, self.board_size)
 
     def probabilities(self, record_or_moves, colour: int, setup=(), *, symmetries: int = 1) -> np.ndarray:
         """float64 [N*N + 1] move probabilities (softmax over every point and pass, legal or not); with
-        ``symmetries=k`` the mean over the first k board symmetries (module docstring)."""
+        ``symmetries=k`` the mean over the first k board symmetries."""
         return self.evaluate(record_or_moves, colour, setup, symmetries=symmetries)[0]
 
     def warm_up(self) -> "Policy":
@@ -380,8 +287,7 @@ class Policy:
 
     # --- board sizes -------------------------------------------------------------------------------------
     def size_problem(self, n: int) -> str | None:
-        """None when the net can play an n x n board with its weights (``facts.accepts(n)``), else the reason
-        (module docstring)."""
+        """None when the net can play an n x n board with its weights (``facts.accepts(n)``), else the reason."""
         problem = size_range_problem(n)
         if problem or self.facts.accepts(n):
             return problem
@@ -460,12 +366,9 @@ def fresh_policy(model_name: str, board_size: int, *, feature_set: str | None = 
 
 def load_policy(checkpoint_dir: str | os.PathLike, rank=None, *, step: int | None = None,
                 feature_set: str | None = None, board_size: int | None = None, profile=None) -> Policy:
-    """The trained net of a training run as a policy, computing in float32 whatever dtype it was trained in.
-
-    ``checkpoint_dir``: the run's workdir (the newest checkpoint unless ``step``), its ``checkpoints``
-    directory, or one step's directory; the net is rebuilt by :func:`kifunet.train.nets.load_net` (feature set and
-    board size: the arguments, else the training dataset's manifest, else the checkpoint's metadata).
-    """
+    """The trained net of a training run as a policy, in float32. ``checkpoint_dir``: the run's workdir (newest
+    checkpoint unless ``step``), its ``checkpoints`` directory, or one step's directory; feature set and board size:
+    the arguments, else the dataset's manifest, else the checkpoint's metadata."""
     from kifunet.train.nets import load_net
 
     net = load_net(str(checkpoint_dir), step=step, feature_set=feature_set, board_size=board_size, dtype="float32")

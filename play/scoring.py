@@ -1,15 +1,5 @@
-"""Area scoring: Tromp-Taylor (every stone alive), and with dead stones removed; result text.
-
-A point scores for a colour if it holds a stone of that colour, or if it is empty and every empty point
-connected to it (through empty points) touches stones of that colour only. Empty regions touching both
-colours (dame, seki liberties) or neither (an empty board) score for nobody. Komi is added to white.
-
-:func:`area_score` counts every stone on the board as alive (Tromp-Taylor): the fallback referee of ``kifunet
-match --referee none``. :func:`score_without` takes the dead stones off first, then counts the same way: Chinese
-rules when the players agree on the dead stones, and how GNU Go's ``final_score`` referees. On a finished board
-it is what :meth:`kifunet.play.life_death.Estimate.score` (the GTP engine's ``final_score``) counts with the
-estimate's dead stones; on an open board that method counts the open regions by the estimate's ownership.
-"""
+"""Area scoring: Tromp-Taylor (every stone alive, :func:`area_score`) and with dead stones removed
+(:func:`score_without`); komi goes to white; result text."""
 
 from __future__ import annotations
 
@@ -93,13 +83,8 @@ def _num(x: float) -> str:
 
 
 def parse_result(text: str) -> tuple[int | None, str]:
-    """SGF/GTP result text -> (winner colour or None for jigo, normalised text), read by the one result parser
-    (:func:`kifunet.data_prep.results.parse_result`).
-
-    Reads ``B+3.5``, ``W+R``, ``W+Resign``, ``B+T``, ``B+F``, ``0`` / ``Draw`` / ``Jigo``; raises ``ValueError``
-    on a result without a winner or a draw (``Void``, GNU Go's ``?`` for a score it could not decide, text that
-    is no result).
-    """
+    """SGF/GTP result text -> (winner colour or None for jigo, normalised text), by
+    :func:`kifunet.data_prep.results.parse_result`; ``ValueError`` on a result without a winner or a draw."""
     r = results.parse_result(text)
     if r.kind == "draw":
         return None, "0"

@@ -1,41 +1,6 @@
-"""The clock: GTP's time commands, a per-move budget, and how many board symmetries a move can afford.
-
-A net answers in milliseconds, so time is not spent on search here but on averaging the policy over the 8
-symmetries of the board (``policy.probabilities(..., symmetries=k)``, k in 1..8): k evaluations instead of one.
-This module decides k; it reads no clock itself, so every decision is a pure function of its arguments.
-
-Time systems (what the controller sends, and how the engine reads it):
-
-====================================  ==================================================================================
-command                               read as
-====================================  ==================================================================================
-``time_settings M B S`` (GTP 2)       main time M s, then Canadian byo-yomi: S stones in B s; ``B > 0, S = 0`` is no
-                                      time limit (GoGui sends ``time_settings 0 1 0`` for that); ``B = 0``: absolute M
-``kgs-time_settings none``            no time limit
-``kgs-time_settings absolute M``      M s for the game
-``kgs-time_settings byoyomi M P N``   M s, then N Japanese periods of P s each
-``kgs-time_settings canadian M B S``  as ``time_settings M B S``
-``time_left COLOUR T S``              T s left; S = 0: still in main time (or absolute); Canadian: S stones left to play
-                                      in the period's T s; Japanese: S periods left, T s left in the current one
-====================================  ==================================================================================
-
-Without ``time_left`` the engine keeps its own clock: :meth:`TimeManager.spent` takes each move's measured time
-off its side's clock with the rules of the time system (a Canadian period restarts after S stones, a Japanese
-period is kept when the move fits in it). A ``time_left`` always overrides it.
-
-The budget of one move (:func:`move_budget`, seconds; None = unlimited):
-
-* main time: ``remaining / moves_to_go`` (:func:`moves_to_go`: half the moves an N x N game has left, at
-  least ``N*N/16``: 22 at 19x19), or, when byo-yomi follows, at least what a byo-yomi move gets;
-* Canadian byo-yomi: ``time left / stones left``; Japanese byo-yomi: the time left in the current period;
-
-then minus :data:`LAG_S` (the GUI, the pipe and the rest of ``genmove``) and times :data:`SAFETY` (0.5).
-
-The symmetries (:func:`choose_symmetries`): the largest k whose measured cost (:meth:`TimeManager.measured`)
-fits the budget; 1 when none does or nothing is measured, and the ``unlimited`` setting (default 1) without a
-time limit. A k never measured is never chosen under a time limit (its first call may compile the net; the
-engine measures :data:`WARM_SYMMETRIES` in the background: :class:`kifunet.play.gtp_time.TimeCommands`).
-"""
+"""The clock: GTP's time systems, a per-move budget, and how many board symmetries a move can afford (k
+evaluations of the policy instead of one). Reads no clock itself: every decision is a pure function of its
+arguments. The time systems and the budget's rules: docs/playing.md (The clock)."""
 
 from __future__ import annotations
 
@@ -100,7 +65,7 @@ def _count(s: str, what: str) -> int:
 
 
 def parse_time_settings(args: list[str]) -> TimeSettings:
-    """``time_settings MAIN BYO_TIME BYO_STONES`` -> settings (module docstring); ValueError naming the problem."""
+    """``time_settings MAIN BYO_TIME BYO_STONES`` -> settings; ValueError naming the problem."""
     if len(args) != 3:
         raise ValueError("time_settings takes main_time byo_yomi_time byo_yomi_stones")
     main, period = _number(args[0], "main time"), _number(args[1], "byo-yomi time")
@@ -180,7 +145,8 @@ def _byo_move(s: TimeSettings) -> float:
 
 
 def move_budget(s: TimeSettings, clock: Clock | None, *, board_size: int, moves_played: int) -> float | None:
-    """Seconds the next move may take (module docstring); None without a time limit."""
+    """Seconds the next move may take (its share of the clock, minus :data:`LAG_S`, times :data:`SAFETY`);
+    None without a time limit."""
     if s.unlimited or clock is None:
         return None
     if clock.stones == 0:  # main time (or absolute)
@@ -233,9 +199,8 @@ def after_move(s: TimeSettings, clock: Clock, seconds: float) -> Clock:
 
 @dataclass
 class TimeManager:
-    """The engine's clocks and its measured speed; :meth:`symmetries` is the decision for the next genmove.
-
-    ``unlimited``: the symmetries to average without a time limit (default 1)."""
+    """The engine's clocks and measured speed; :meth:`symmetries` decides the next genmove's.
+    ``unlimited``: the symmetries without a time limit (default 1)."""
 
     unlimited: int = 1
     settings: TimeSettings = field(default_factory=TimeSettings)

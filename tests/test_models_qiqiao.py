@@ -27,7 +27,7 @@ def sizes(state) -> int:
 
 
 def test_qiqiao_has_the_references_333951_parameters_part_by_part():
-    """The module docstring's hand arithmetic: body 95,264 + policy 188,250 + value 50,437 = 333,951 on 9x9 with
+    """docs/architectures.md's hand arithmetic: body 95,264 + policy 188,250 + value 50,437 = 333,951 on 9x9 with
     the 10 qiqiao planes, which the registry gives by default."""
     m = abstract("qiqiao")
     assert (m.board_size, m.in_planes, m.has_value) == (9, 10, True)

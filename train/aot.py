@@ -1,26 +1,9 @@
 """A config's real training step compiled ahead of time for a target whose hardware is not here.
 
-Contract: :func:`compile_step` ``(config_name, target, batch) -> row`` builds the config's model, optimizer and
-state on this machine's CPU, describes them (and the global batch and metric window) as
-``jax.ShapeDtypeStruct`` s sharded over the target's devices, and compiles
-:func:`kifunet.train.train.train_function` -- the very step ``kifunet train`` runs, data-parallel over a 1-D
-``'data'`` mesh of every chip of the target -- with XLA for that target. Nothing runs. The row holds:
-
-* ``compile_s``; ``xla_flops`` and ``xla_bytes`` per chip (``compiled.cost_analysis()``) beside
-  ``model_flops`` per chip (:func:`kifunet.models.train_flops` x the chip's rows);
-* ``memory_bytes`` per chip (arguments + outputs - aliased + temporaries + code, ``memory_analysis()``) against
-  the chip's HBM: ``fits``, and when it does not, ``largest_batch`` (the batch halved until it fits);
-* ``ops``: the instructions of the compiled program's entry computation other than parameters, constants,
-  tuples and bitcasts (on a TPU these are its kernels: fusions, convolutions, collectives);
-* the roofline: ``predicted_step_s`` = max(XLA FLOPs / datasheet peak, XLA bytes / datasheet HBM bandwidth)
-  and ``predicted_mfu`` = XLA FLOPs / (step time x peak), at most 1. A lower bound on the step time: the
-  per-kernel launch cost is not in it. (The model's count is the larger of the two FLOPs for most nets: it
-  includes the gradient with respect to the input planes, which XLA does not compute.)
-
-Targets (:data:`TARGETS`) are Cloud TPU slices, from libtpu's compile-only topologies, and ``cpu`` (this
-machine, one device, no datasheet: no roofline). libtpu is found through ``TPU_LIBRARY_PATH`` or an importable
-``libtpu`` package (:func:`find_libtpu`), outside the project's environment (docs/accelerators.md).
-"""
+:func:`compile_step` ``(path, target, batch) -> row`` compiles :func:`kifunet.train.train.train_function` with the
+config's state and global batch as ``jax.ShapeDtypeStruct`` s sharded over the target's devices (:data:`TARGETS`:
+Cloud TPU slices from libtpu's compile-only topologies, or ``cpu``); nothing runs. The row's fields (cost, memory,
+ops, roofline): docs/accelerators.md."""
 
 from __future__ import annotations
 
@@ -155,7 +138,7 @@ def target_devices(target: Target, libtpu: str | None = None) -> list:
 
 def count_ops(hlo_text: str) -> int:
     """Instructions of the entry computation of a compiled HLO module, without parameters, constants, tuples and
-    bitcasts (see the module docstring)."""
+    bitcasts (on a TPU: its kernels)."""
     n, inside = 0, False
     for line in hlo_text.splitlines():
         if line.startswith("ENTRY "):
@@ -223,10 +206,8 @@ def load_config(path: str, *, batch: int, dtype: str | None = None):
 
 def compile_step(path: str, target: Target, *, batch: int, dtype: str | None = None, libtpu: str | None = None
                  ) -> dict:
-    """One row (module docstring) for the config file ``path`` on ``target`` at global ``batch`` (a multiple of
-    its devices), on the board its model is made for; the row names the config by the file's stem. A batch whose
-    step needs more memory than a chip has (the TPU compiler refuses it) is a row with ``fits`` False, the memory
-    the compiler asked for, and ``largest_batch``."""
+    """One row for the config file ``path`` on ``target`` at global ``batch`` (a multiple of its devices); a step
+    that needs more memory than a chip has is a row with ``fits`` False, the memory asked for, and ``largest_batch``."""
     import jax
 
     from kifunet import models
@@ -303,8 +284,8 @@ def _largest_batch(config, mesh, chip: Chip, batch: int, board_size: int, planes
 
 
 def roofline(row: dict, chip: Chip | None) -> dict:
-    """``predicted_step_s``, ``predicted_mfu`` and the ``bound`` (``compute`` or ``memory``) of a row on ``chip``'s
-    datasheet (module docstring); empty for the CPU."""
+    """``predicted_step_s`` = max(FLOPs / peak, bytes / HBM bandwidth), ``predicted_mfu`` and the ``bound`` of a
+    row on ``chip``'s datasheet; empty for the CPU."""
     if chip is None or not row["xla_flops"]:
         return {}
     compute = row["xla_flops"] / chip.peak_bf16_flops

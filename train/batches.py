@@ -1,13 +1,5 @@
-"""Batches: rows of a window as a device-ready batch, and the checkpointable iterator that cuts them.
-
-Contract: :func:`window_batch` ``(window, a, b) -> batch`` with ``planes [B, N, N, C]`` (``host_dtype``), int32
-``target`` / ``to_move`` / ``rank``, int8 ``outcome`` (the value target: +1 the mover won, -1 lost, 0 draw, -128
-unknown; a dataset built before results were read gives -128 on every row), float32 ``weight`` (0: a
-padding row) and, for a profiled net's windows, float32 ``profile [B, 46]`` (:mod:`kifunet.data_prep.profiles`); :func:`batch_spec` is its shapes without data. :class:`BatchIterator` yields such batches from a
-grain iterator over windows (:mod:`kifunet.train.windows`) and resumes exactly from its JSON state.
-
-Planes leave the host as ``uint8`` (every plane is 0/1); the model casts them on the device (docs/speed.md).
-"""
+"""Batches: rows of a window as a device-ready batch (:func:`window_batch`, shapes only: :func:`batch_spec`),
+and the checkpointable iterator that cuts them (:class:`BatchIterator`). Planes leave the host as ``uint8``."""
 
 from __future__ import annotations
 
@@ -33,7 +25,8 @@ def _host_cast(planes: np.ndarray, host_dtype: str) -> np.ndarray:
 
 def window_batch(window: dict, a: int, b: int, host_dtype: str = "uint8") -> dict[str, np.ndarray]:
     """Rows a..b of a window as a batch: planes [B, N, N, C] (``host_dtype``), int32 target / to_move / rank,
-    int8 outcome (the value target: +1 the mover won, -1 lost, 0 draw, -128 unknown), float32 weight."""
+    int8 outcome (+1 the mover won, -1 lost, 0 draw, -128 unknown), float32 weight (0: padding), and a profiled
+    window's float32 profile [B, 46]."""
     if "idx" in window:
         planes = np.take(window["table"], window["idx"][a:b], axis=0)
     else:  # a copy: windows from worker processes live in shared memory, freed with the window
@@ -64,19 +57,10 @@ def batch_spec(batch_size: int, board_size: int, num_planes: int, host_dtype: st
 
 
 class BatchIterator(grain.DatasetIterator):
-    """Batches of ``batch_size`` rows cut from a grain iterator over windows; checkpointable.
-
-    ``make_windows(start)`` returns a grain iterator over windows ``start, start + 1, ...`` (a slice of the
-    window ``MapDataset``). ``get_state()`` is JSON-serialisable::
-
-        {"window": <index of the window the next batch comes from>, "taken": <its batches already returned>,
-         "base": <first window of the current grain iterator>, "grain": <its state at that window's start>,
-         "workers": <worker processes>}
-
-    ``set_state`` restores with grain's own ``set_state`` when the iterator layout is the same (same number
-    of worker processes), else it starts a new grain iterator at ``window`` (a resumed run may use another
-    number of workers). Either way the next batch is the one the saved iterator would have returned.
-    """
+    """Batches of ``batch_size`` rows cut from a grain iterator over windows (``make_windows(start)``: windows
+    ``start, start + 1, ...``). ``get_state()`` is JSON (``window``, ``taken``, ``base``, ``grain``, ``workers``);
+    ``set_state`` resumes so that the next batch is the one the saved iterator would have returned, whatever the
+    number of workers."""
 
     def __init__(self, make_windows, batch_size: int, host_dtype: str = "uint8", workers: int = 0):
         if host_dtype not in HOST_DTYPES:

@@ -1,20 +1,10 @@
-"""Checkpoints with orbax-checkpoint: training state, data-pipeline position, metadata; atomic, keep N, verified.
+"""Checkpoints with orbax-checkpoint: ``WORKDIR/checkpoints/<step>/`` with the items ``state`` (a flat dict,
+:func:`flatten_state`), ``data`` (each process's pipeline state) and ``meta`` (JSON); atomic, keep N, verified.
 
-Layout: ``WORKDIR/checkpoints/<step>/`` with three items, written by one ``ocp.CheckpointManager``:
-
-* ``state`` (``ocp.args.StandardSave``): the training state as a flat dict ``{"params/blocks/0/conv/kernel":
-  array, ...}`` (:func:`flatten_state`; PRNG keys stored as their ``key_data``);
-* ``data`` (``grain.checkpoint.CheckpointSave``): each process's input-pipeline state
-  (``process_<i>-of-<n>.json``);
-* ``meta`` (``ocp.args.JsonSave``): step, positions seen, cumulative training seconds, model, config.
-
-Guarantees: only whole steps are listed after a crash (orbax's commit by rename); no pickle; the directory may be
-a bucket URL (every file operation goes through :mod:`kifunet.data_prep.fileio.store`). Each committed step gets a
-sidecar ``<step>/kifunet_checksums.json`` (size and sha256 of every file, :func:`write_checksums`) and every load
-checks it first (:func:`verify_step`, :func:`require_loadable`); a step without one is *unsealed*. A damaged step
-raises :class:`CheckpointError`; a storage fault while saving (:data:`STORAGE_ERRNOS`) is raised once as
-``OSError(errno, reason, STEP_DIR)``. How and why: ``docs/training.md`` (How checkpoints are stored and verified).
-"""
+Each committed step gets a sidecar ``kifunet_checksums.json`` (:func:`write_checksums`) that every load checks
+first (:func:`verify_step`, :func:`require_loadable`); a step without one is *unsealed*. A damaged step raises
+:class:`CheckpointError`; a storage fault while saving is raised once as ``OSError(errno, reason, STEP_DIR)``.
+The directory may be a bucket URL. How and why: docs/training.md (How checkpoints are stored and verified)."""
 
 from __future__ import annotations
 
@@ -139,13 +129,9 @@ class CheckpointError(UserError):
 
 @dataclasses.dataclass(frozen=True)
 class StepCheck:
-    """One step's verdict (:func:`verify_step`).
-
-    ``status``: :data:`INTACT`, :data:`DAMAGED` or :data:`UNSEALED` (no sidecar). ``reason``: ``''`` when intact;
-    else the first problem as one line ``FILE: what`` (``state/d/ab12: sha256 mismatch (expected ..., found ...)``,
-    ``... missing``, ``meta/metadata: not valid JSON (...)``), then ``(and N more)`` when there are more. ``files``,
-    ``bytes``: what the sidecar covers (0 without one).
-    """
+    """One step's verdict (:func:`verify_step`): ``status`` :data:`INTACT`, :data:`DAMAGED` or :data:`UNSEALED`;
+    ``reason`` ``''`` or the first problem as one line ``FILE: what`` (then ``(and N more)``); ``files``, ``bytes``:
+    what the sidecar covers (0 without one)."""
 
     step: int | None
     path: str
@@ -175,8 +161,7 @@ def _step_files(step_dir: str) -> list[str]:
 
 def write_checksums(step_dir: str) -> str:
     """Record size and sha256 of every file of a committed step in ``step_dir/kifunet_checksums.json``
-    (written atomically); returns its path. Only for a step known to be whole (committed by orbax).
-    """
+    (atomically); returns its path. Only for a step known to be whole."""
     files = {}
     for rel in _step_files(step_dir):
         path = os.path.join(step_dir, rel)
@@ -280,12 +265,8 @@ def _step_dirs(checkpoints_dir: str) -> list[str]:
 
 
 def verify_checkpoints(directory: str) -> list[StepCheck]:
-    """Verify every step of a run; ``directory``: a run directory, its ``checkpoints`` directory, or
-    one step's directory (then that step only).
-
-    Returns ``list[StepCheck]``, oldest first, one per committed step (empty when there is none).
-    ``FileNotFoundError`` when ``directory`` does not exist.
-    """
+    """``list[StepCheck]`` of every committed step of a run (oldest first; empty when none); ``directory``: a run
+    directory, its ``checkpoints`` directory, or one step's directory. ``FileNotFoundError`` when it does not exist."""
     directory = store.resolve(directory)
     if not store.isdir(directory):
         raise FileNotFoundError(2, "No such directory", directory)
@@ -486,11 +467,8 @@ def _pipeline_state_class():
 
 
 class _Sealer(threading.Thread):
-    """Writes one save's sidecar in a background thread once orbax has committed the step (process 0 only).
-
-    The checkpointer starts no other save before :meth:`result`, so ``max_to_keep`` cannot delete the step while it
-    is hashed.
-    """
+    """Writes one save's sidecar in a background thread once orbax has committed the step (process 0 only); no
+    other save starts before :meth:`result`, so ``max_to_keep`` cannot delete the step while it is hashed."""
 
     def __init__(self, manager, step_dir: str, *, write: bool):
         super().__init__(name="kifunet-checksums", daemon=True)
@@ -516,8 +494,8 @@ class _Sealer(threading.Thread):
 
 
 class Checkpointer:
-    """``CheckpointManager`` over ``directory`` with the three items above; every step it saves gets its sidecar
-    once committed, every step it restores is verified first (module docstring)."""
+    """``CheckpointManager`` over ``directory`` with the three items; every step it saves gets its sidecar once
+    committed, every step it restores is verified first."""
 
     def __init__(self, directory: str, *, keep: int = 3, async_save: bool = True):
         import grain
@@ -570,12 +548,9 @@ class Checkpointer:
             self.manager.wait_until_finished()
 
     def newest_intact_step(self, log: Callable[[str], None] = print) -> int | None:
-        """The step to resume from: the newest one that verifies, checked newest first.
-
-        Each newer damaged step is set aside (renamed ``<step>.damaged-<time>``, never deleted) and reported in one line
-        to ``log``; an unsealed step is taken (said in one line) and checked by :meth:`restore`. ``None``: no checkpoint.
-        :class:`CheckpointError` when every step is damaged (nothing is moved then).
-        """
+        """The step to resume from: the newest that verifies. Newer damaged steps are set aside (renamed
+        ``<step>.damaged-<time>``) and reported to ``log``; an unsealed step is taken and checked by :meth:`restore`.
+        ``None``: no checkpoint; :class:`CheckpointError` when every step is damaged (nothing moved then)."""
         damaged, chosen = [], None
         for step in sorted(self.all_steps(), reverse=True):
             check = verify_step(self.step_dir(step))
@@ -609,13 +584,10 @@ class Checkpointer:
         return aside
 
     def restore(self, step: int, template, log: Callable[[str], None] = print) -> tuple[Any, dict, dict]:
-        """(state shaped and sharded like ``template``, this process's pipeline state, meta) of ``step``,
-        verified first (:class:`CheckpointError` if damaged).
-
-        An unsealed step must have ``template``'s names and shapes (else ``ValueError``, nothing moved), read back finite,
-        and name ``step`` in its state and metadata; then process 0 seals it and says so to ``log``. Otherwise
-        :class:`UnsealedStepFailed` (the caller sets it aside: :meth:`set_aside_failed`).
-        """
+        """(state shaped and sharded like ``template``, this process's pipeline state, meta) of ``step``, verified
+        first (:class:`CheckpointError` if damaged). An unsealed step must match ``template``'s names and shapes
+        (else ``ValueError``), read back finite and name ``step``; then process 0 seals it, else
+        :class:`UnsealedStepFailed`."""
         import grain
         import orbax.checkpoint as ocp
 
@@ -713,13 +685,8 @@ def _saved_shapes(step_dir: str) -> dict[str, tuple]:
 
 
 def _optimizer_layout(saved: dict, target: dict) -> tuple[dict, dict]:
-    """How the optimizer slots of a step's saved arrays (``saved``: ``{name: shape}``) differ from
-    ``target``'s: one flat vector per slot (``SLOT``, CPUs and GPUs) or one array per parameter (``SLOT/PARAMETER``,
-    TPUs; :func:`kifunet.train.optim.make_optimizer`).
-
-    Returns ``(to_flat, to_tree)``: ``{slot: [per-parameter names in optax.flatten's order]}`` for the slots
-    ``target`` holds flat and the step per parameter, and for the reverse.
-    """
+    """``(to_flat, to_tree)``: ``{slot: [per-parameter names in optax.flatten's order]}`` for the optimizer slots
+    ``target`` holds flat while the step (``saved``: ``{name: shape}``) holds them per parameter, and the reverse."""
     params = [k[len("params/"):] for k in target if k.startswith("params/")]
     size = sum(int(np.prod(target[f"params/{p}"].shape)) for p in params)
     to_flat, to_tree = {}, {}
@@ -786,10 +753,8 @@ def _check_saved_shapes(step_dir: str, target: dict) -> None:
 
 
 def _restore_as_numpy(state_dir: str, *, allow_unsealed: bool | None = None) -> dict:
-    """Every array of a saved state as a host ``np.ndarray``, whatever devices saved it (so a run
-    trained on several devices loads in a one-device process). The step (``state_dir``'s parent) is verified first
-    (:func:`require_loadable`).
-    """
+    """Every array of a saved state as a host ``np.ndarray``, whatever devices saved it; the step is verified
+    first (:func:`require_loadable`)."""
     import jax
     import orbax.checkpoint as ocp
 
@@ -803,11 +768,8 @@ def _restore_as_numpy(state_dir: str, *, allow_unsealed: bool | None = None) -> 
 
 
 def load_weights(path: str, *, allow_unsealed: bool | None = None) -> tuple[dict[str, np.ndarray], dict]:
-    """``params/...`` and ``extra/...`` arrays of a checkpoint, for ``init_from`` (weights only).
-
-    ``path``: a workdir (its newest checkpoint), a ``checkpoints`` directory, or one step's directory. Verified first
-    (:func:`require_loadable`: :class:`CheckpointError` if damaged, or unsealed unless allowed).
-    """
+    """``params/...`` and ``extra/...`` arrays of a checkpoint (``path``: a workdir, its ``checkpoints`` directory,
+    or one step's directory), for ``init_from``; verified first (:func:`require_loadable`)."""
     import orbax.checkpoint as ocp
 
     path = store.resolve(path)

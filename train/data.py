@@ -1,16 +1,5 @@
-"""The datasets of a training run, opened once: :class:`TrainData`.
-
-Contract: :meth:`TrainData.open` opens what a config names -- ``config.dataset`` (one dataset or a mixture ``A,B``,
-:mod:`kifunet.train.mixture`), its ``train_split`` and ``eval_split``, read with ``config.input.add_planes`` and, for
-a net that reads profiles (``config.model.profile_embedding``), the rows' profiles. Each split becomes a grain source
-of blocks (:class:`kifunet.data_prep.datasets.dataset_base.Blocks`: its files are checked as it opens), the training
-splits with ``config.input.block_rows`` rows a block. A training split without rows raises
-:class:`kifunet.data_prep.datasets.dataset_base.EmptySplitError`, datasets that cannot be mixed a one-line
-``ValueError`` (:func:`kifunet.train.mixture.check_compatible`), bad mixing weights another
-(:func:`kifunet.train.mixture.row_weights`). The trainer passes this object along: the input pipeline
-(:func:`kifunet.train.input_pipeline.train_iterator`), the memory estimate and the evaluation
-(:mod:`kifunet.train.evaluation`) read from it and open nothing themselves.
-"""
+"""The datasets of a training run, opened once (:class:`TrainData`): every split ``config`` names, as grain
+sources of blocks, passed along to the input pipeline, the memory estimate and the evaluation."""
 
 from __future__ import annotations
 
@@ -33,10 +22,8 @@ def open_blocks(root: str, split: str, *, block_rows: int = 0, add_planes: str =
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class TrainData:
-    """The opened datasets of a run: ``roots`` (in ``config.dataset``'s order; the first is the reference),
-    ``train`` and ``evals`` (their training and evaluation splits as block sources; ``evals`` is empty without an
-    evaluation split), ``weights`` (each dataset's share of the training rows, summing to 1) and ``profile``
-    (whether the blocks carry the rows' profiles)."""
+    """The opened datasets of a run: ``roots`` (``config.dataset``'s order; the first is the reference),
+    ``train`` and ``evals`` (block sources), ``weights`` (training-row shares, summing to 1), ``profile``."""
 
     roots: tuple
     train: tuple
@@ -46,7 +33,9 @@ class TrainData:
 
     @classmethod
     def open(cls, config) -> "TrainData":
-        """The datasets ``config`` names (module docstring)."""
+        """The datasets ``config`` names, with ``config.input``'s planes and the rows' profiles for a profiled net.
+        ``EmptySplitError`` for a training split without rows, ``ValueError`` (one line) for datasets that cannot be
+        mixed or bad mixing weights."""
         return cls.open_datasets(config.dataset, config.train_split, config.input, eval_split=config.eval_split,
                                  profile=bool(config.model.get("profile_embedding")))
 

@@ -1,9 +1,4 @@
-"""Evaluation batches: a split read in order, unaugmented, each host's share padded to whole batches.
-
-Contract: :func:`eval_batches` yields :func:`kifunet.train.batches.window_batch` batches (no symmetry, no history
-dropout); every host yields the same number of batches, and rows past the host's share have ``weight`` 0, so sums
-over all hosts count every row of the split (or of its first ``limit`` rows) exactly once.
-"""
+"""Evaluation batches: a split read in order, unaugmented, each host's share padded to whole batches."""
 
 from __future__ import annotations
 
@@ -17,14 +12,9 @@ from kifunet.train.windows import WindowBuilder
 
 def eval_batches(src, *, batch_size: int, process_index: int = 0, process_count: int = 1, limit: int = 0,
                  host_dtype: str = "uint8", profile_fields: dict | None = None) -> Iterator[dict[str, np.ndarray]]:
-    """Batches over the host's share of the first ``limit`` rows (0: all) of ``src`` (a split's blocks:
-    :func:`kifunet.train.data.open_blocks`), in order, unaugmented.
-
-    Every host yields the same number of batches (``ceil(ceil(rows / hosts) / batch_size)``); rows past the
-    host's share are padding with ``weight`` 0. A split opened with the rows' profiles gives batches that carry
-    each row's profile, the fields of ``profile_fields`` (a :func:`kifunet.data_prep.profiles.parse_fields` dict)
-    forced on every row.
-    """
+    """:func:`kifunet.train.batches.window_batch` batches over the host's share of the first ``limit`` rows (0:
+    all) of ``src``, in order, unaugmented; every host yields the same number of batches, padding rows with
+    ``weight`` 0, so sums over all hosts count each row once. Profiles: each row's, ``profile_fields`` forced."""
     total = num_eval_rows(src, limit)
     lo = process_index * total // process_count
     hi = (process_index + 1) * total // process_count

@@ -1,11 +1,6 @@
-"""The evaluation of a training run: top-1, top-4, nats and loss (and a value head's metrics) over the evaluation
-split of each dataset, summed on the devices and fetched once.
-
-Contract: :func:`evaluate` scores one dataset's evaluation split (a block source of
-:class:`kifunet.train.data.TrainData`), :func:`evaluate_datasets` every dataset of the run (a mixture: each its
-own split; the record keeps the first one's metrics under the usual keys and adds ``by_dataset``, ``{path:
-metrics}``). Both return ``{}`` when there is nothing to score or a ``stop`` callable cut them short.
-"""
+"""The evaluation of a training run: top-1, top-4, nats, loss and value metrics over each dataset's evaluation
+split, summed on the devices and fetched once. A mixture's record keeps the first dataset's metrics under the
+usual keys and adds ``by_dataset``."""
 
 from __future__ import annotations
 
@@ -27,15 +22,9 @@ def finite(metrics: dict) -> dict:
 
 
 def evaluate(eval_fn, state, config, mesh, source, *, limit: int, value: bool = False, stop=None) -> dict:
-    """Top-1, top-4, nats and loss over the first ``limit`` rows (0: all) of ``source`` (``value``: and the value
-    metrics of a two-headed net, :mod:`kifunet.train.train`): sums and counts, divided once.
-
-    ``eval_fn``: ``data_parallel(summed(eval_step(...)), mesh, carry=True)``. Batches are read and put on the
-    devices in a background thread (``config.input.prefetch`` ahead), the sums stay on the devices, and one copy
-    brings them back at the end; a last partial batch is padded to the batch size (weight 0), so every batch has
-    the same shape and the step compiles once. ``stop``: a callable read after every batch; when true the
-    evaluation ends at once and returns ``{}`` (one process only: several would have to agree).
-    """
+    """Top-1, top-4, nats and loss (and a two-headed net's value metrics) over the first ``limit`` rows (0: all) of
+    ``source``. ``eval_fn``: ``data_parallel(summed(eval_step(...)), mesh, carry=True)``; batches prefetched, the last
+    one padded; ``stop``: read after every batch, true ends it at once with ``{}``."""
     pc = jax.process_count()
     t0 = time.perf_counter()
     batches = eval_batches(source, batch_size=config.eval_batch_size // pc, process_index=jax.process_index(),
@@ -61,8 +50,8 @@ def evaluate(eval_fn, state, config, mesh, source, *, limit: int, value: bool = 
 
 
 def evaluate_datasets(eval_fn, state, config, mesh, data, *, limit: int, value: bool = False, stop=None) -> dict:
-    """:func:`evaluate` on the evaluation split of every dataset of ``data`` (:class:`kifunet.train.data.TrainData`;
-    module docstring). A signal (``stop`` true) between two datasets' evaluations gives ``{}``."""
+    """:func:`evaluate` on the evaluation split of every dataset of ``data``; a ``stop`` between two
+    datasets gives ``{}``."""
     if not data.mixed:
         return evaluate(eval_fn, state, config, mesh, data.evals[0], limit=limit, value=value, stop=stop)
     by = {}

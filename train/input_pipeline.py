@@ -1,28 +1,8 @@
-"""Input pipeline: a built dataset split -> shuffled, augmented, device-ready batches (grain).
+"""Input pipeline: a run's opened training splits -> shuffled, augmented, device-ready batches (grain).
 
-Pipeline (training)
--------------------
-::
-
-    TrainData.train (train.data)                 grain source over HDF5 or tfds (data_prep.datasets):
-                                                 element i = block i, ``block_rows`` consecutive rows of one shard
-      -> [process_index::process_count]          per-host split (disjoint blocks per host)
-      -> .shuffle(seed).repeat()                 global block order, a new permutation every epoch
-      -> .batch(window_blocks, batch_fn=list)    a *window*: W random blocks (the shuffle buffer)
-      -> .random_map(WindowBuilder)              rows of the window permuted, a symmetry per row (target
-                                                 remapped, pass fixed), history dropout, constant planes
-      -> .to_iter_dataset() [.mp_prefetch(workers)]   windows built in worker processes (each ends when the
-                                                 trainer does, whatever killed it: exit_with_parent)
-      -> BatchIterator                           cuts windows into batches (main process); checkpointable
-
-Several datasets (``config.dataset`` = ``"A,B"``): each one's blocks are split between hosts, shuffled and repeated with its own
-seed, then mixed by weight before ``.batch`` (:mod:`kifunet.train.mixture`), so every window holds rows of each.
-
-Every row is seen once per epoch, except the rows of a window that do not fill a last batch (none when the batch
-divides ``window_blocks * block_rows``). The same seed gives the same batches with or without worker processes,
-and :class:`~kifunet.train.batches.BatchIterator`'s state resumes exactly. Why blocks and not rows, and the
-determinism argument: ``docs/training.md`` (Input pipeline).
-"""
+Every row is seen once per epoch (but a window's rows that do not fill a last batch); the same seed gives the same
+batches with or without worker processes, and the iterator's state resumes exactly. The stages and why:
+docs/training.md (Input pipeline)."""
 
 from __future__ import annotations
 
@@ -41,9 +21,7 @@ from kifunet.train.workers import exit_with_parent, mark_absl_flags_parsed
 def window_dataset(data: TrainData, input_config, *, batch_size: int, seed: int, process_index: int = 0,
                    process_count: int = 1) -> grain.MapDataset:
     """The infinite grain ``MapDataset`` of this host's training windows (element ``i`` = window ``i``) of
-    ``data``'s training splits (:class:`kifunet.train.data.TrainData`), built as ``input_config`` (``config.input``)
-    says. Several datasets: their blocks mixed with ``data.weights`` (:mod:`kifunet.train.mixture`; windows then
-    carry a ``dataset`` column, the row's dataset in ``data.roots``' order)."""
+    ``data``'s training splits, built as ``input_config`` says; a mixture's windows carry a ``dataset`` column."""
     srcs = data.train
     for r, src in zip(data.roots, srcs):
         if process_count > 1 and len(src) < process_count:
@@ -70,12 +48,9 @@ def window_dataset(data: TrainData, input_config, *, batch_size: int, seed: int,
 
 def train_iterator(data: TrainData, input_config, *, batch_size: int, seed: int, process_index: int = 0,
                    process_count: int = 1, worker_buffer: int = 2) -> BatchIterator:
-    """The training batches of this host (``batch_size`` = rows per host): infinite, shuffled, augmented
-    (:func:`window_dataset`).
-
-    ``input_config.workers`` > 0 builds windows in that many grain worker processes (``mp_prefetch``; the sequence
-    of batches does not depend on the number of workers); 0 builds them in a thread of this process.
-    """
+    """The training batches of this host (``batch_size`` = rows per host): infinite, shuffled, augmented;
+    ``input_config.workers`` > 0 builds windows in that many grain worker processes (the batches do not depend
+    on it)."""
     ds = window_dataset(data, input_config, batch_size=batch_size, seed=seed, process_index=process_index,
                         process_count=process_count)
     workers = input_config.workers

@@ -1,28 +1,6 @@
-"""The memory a training run needs, estimated before its first step, and the check that it fits (CPU backend).
-
-:func:`estimate` (bytes, this process), from the compiled train step -- compiled once, ahead of the first step, with
-the global batch's shapes; the loop's first call reuses that compilation, so the estimate costs no extra compile:
-
-* ``resident``: what the process holds already (``/proc/self/statm``): the runtime, the compiled code, the
-  replicated training state (parameters, optimizer state, BatchNorm statistics: one copy per device);
-* ``step``: per device, the step's temporaries (``memory_analysis().temp_size_in_bytes``: the activations kept for
-  the backward pass, the gradients, the update) and its outputs not aliased to the donated state, times this
-  process's devices (on a CPU backend every device lives in host memory);
-* ``input``: the batches alive at once -- ``input.prefetch`` queued on the devices, ``max_steps_ahead`` in flight,
-  one in the step and one being built on the host -- plus the input pipeline's shuffle windows (one being cut into
-  batches, grain's read-ahead of 2, each worker's buffer of 2 and the one it builds), a window holding
-  ``window_blocks x block_rows`` rows of 2-byte point codes (the ``codes`` layout; see
-  :mod:`kifunet.train.windows`).
-
-Not counted: the worker processes' own interpreters and datasets, and the evaluation's batches (``eval_batch_size``).
-The estimate is below the measured peak (docs/training.md), so the check catches a run that cannot fit by far, not
-one at the edge.
-
-:func:`check` (CPU backend only): the estimate less ``resident`` must fit in :func:`available_bytes` (``/proc/meminfo``
-``MemAvailable``, or the cgroup's limit less its usage when that is lower); otherwise :class:`DoesNotFit`, a one-line
-message naming both, raised before anything of the batch's size is allocated -- instead of the kernel's OOM killer
-ending the run partway.
-"""
+"""The memory a training run needs, estimated from its compiled step before the first one, and the check that it
+fits (CPU backend): :func:`estimate`, :func:`check` (:class:`DoesNotFit`). The terms: docs/training.md (The
+memory estimate)."""
 
 from __future__ import annotations
 
@@ -91,8 +69,8 @@ def abstract_batch(config, mesh, *, board_size: int, num_planes: int) -> dict:
 
 
 def estimate(compiled, config, mesh, *, board_size: int, num_planes: int, block_rows: int) -> dict:
-    """``{resident, step, input, total}`` in bytes for this process (module docstring; ``block_rows``: the rows of
-    the input pipeline's blocks); ``step`` is None when the backend reports no memory analysis."""
+    """``{resident, step, input, total}`` in bytes for this process (``block_rows``: the rows of the pipeline's
+    blocks); ``step`` is None when the backend reports no memory analysis."""
     local_devices = sum(1 for d in mesh.devices.flat if d.process_index == jax.process_index())
     step = None
     try:
@@ -119,8 +97,8 @@ def text(est: dict) -> str:
 
 
 def check(est: dict, config, *, model: str) -> None:
-    """Raise :class:`DoesNotFit` when, on a CPU backend, the estimate's growth beyond what is resident exceeds the
-    memory available (module docstring)."""
+    """Raise :class:`DoesNotFit` when, on a CPU backend, the estimate less what is resident exceeds
+    :func:`available_bytes`."""
     if jax.default_backend() != "cpu" or est["step"] is None:
         return
     avail, source = available_bytes()

@@ -1,21 +1,6 @@
-"""Metrics out: JSON lines (``metrics_train.jsonl``, ``metrics_eval.jsonl``) and TensorBoard event files.
-
-Only process 0 writes (``enabled``); the others get a writer that drops everything. One JSON object per
-line: ``{"step": ..., "positions": ..., "time": <unix seconds>, <metric>: <float>, ...}``; TensorBoard
-scalars ``train/<metric>`` and ``eval/<metric>`` at x = step, in ``WORKDIR/tensorboard``.
-
-A resumed run first drops the lines past the step it resumes from (:meth:`MetricWriter.truncate_after`),
-so the files hold one line per step even after a crash.
-
-A write that fails (a full disk) raises an ``OSError`` naming the file or folder written (:func:`_naming`; the
-command line prints it in one line); a TensorBoard writer whose last flush failed is abandoned
-(:meth:`MetricWriter.close`), so tensorboardX does not try again at exit (a traceback there, after the error line).
-A write that fails in tensorboardX's own writer thread is kept instead of printed (:func:`_keep_tensorboard_thread_errors`)
-and raised by :meth:`MetricWriter.close`, naming ``WORKDIR/tensorboard``.
-
-The trainer's lines on stdout are made here too: :func:`progress_line` (one per logging interval) and
-:func:`eval_line` (one per evaluated dataset).
-"""
+"""Metrics out: JSON lines (``metrics_train.jsonl``, ``metrics_eval.jsonl``; process 0 only) and TensorBoard
+scalars, and the trainer's stdout lines (:func:`progress_line`, :func:`eval_line`). A failed write raises an
+``OSError`` naming the file or folder (the format and failure handling: docs/training.md, The loop on the host)."""
 
 from __future__ import annotations
 
@@ -72,9 +57,8 @@ class MetricWriter:
         return os.path.join(self.workdir, f"metrics_{kind}.jsonl")
 
     def write(self, kind: str, step: int, metrics: dict) -> None:
-        """One JSON line and its TensorBoard scalars. A value may be a dict of metrics one level down (a
-        mixture's ``by_dataset``: ``{dataset: {metric: v}}``): nested in the JSON line, TensorBoard tags
-        ``<kind>/<key>/<name>/<metric>``."""
+        """One JSON line and its TensorBoard scalars; a value may be a dict one level down (a mixture's
+        ``by_dataset``), nested in the JSON line and tagged ``<kind>/<key>/<name>/<metric>``."""
         if not self.enabled:
             return
         rec = {"step": int(step), "time": round(time.time(), 3)}

@@ -1,18 +1,6 @@
-"""Several built datasets as one training stream: ``config.dataset = "A,B"`` mixed at the block level.
-
-Conventions: a dataset *spec* names one dataset (a ``kifunet build`` directory or ``tfds:...``) or several
-separated by commas (:func:`split_datasets`); the first is the run's reference (its manifest gives the feature set
-and board size, its evaluation record keeps the single-dataset keys). ``mix_weights`` (``config.input.mix_weights``)
-is ``""`` (each dataset in proportion to its training rows) or one positive number per dataset, normalised: the
-expected share of the *rows* each dataset contributes (:func:`row_weights`).
-
-:func:`mixed_blocks`: each dataset's blocks split between hosts, shuffled and repeated with their own seed
-(:func:`dataset_seed`), tagged (:class:`TagBlock`), interleaved by ``grain.MapDataset.mix`` with block weights =
-row weight / mean rows per block (a fixed interleaving, so resume stays exact).
-
-All datasets must agree on feature set (name and version), board size, plane counts and stored-plane layout
-(:func:`check_compatible`: one line naming both paths and what differs).
-"""
+"""Several built datasets as one training stream (``config.dataset = "A,B"``), mixed at the block level with a
+fixed interleaving, so resume stays exact. The first dataset is the run's reference; all must agree on feature
+set, board size, plane counts and stored-plane layout (:func:`check_compatible`)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,5 @@
-"""The model a run's config describes, built in one place: training builds it here, and so does eval.
-
-``build_model(model, seed=..., board_size=..., in_planes=...)`` reads the config's ``model`` section:
-
-=====================  =============================================================================================
-key                    meaning
-=====================  =============================================================================================
-``name``               a :func:`kifunet.models.names` entry
-``dtype``              compute dtype, ``'float32'`` or ``'bfloat16'`` (parameters stay float32)
-``rank_embedding``     build the model with a learned rank vector (``rank_embedding=True``)
-``profile_embedding``  hidden units of the profile MLP (``profile_embedding=H``; 0: no profile input)
-``kwargs``             constructor overrides (``layers``, ``filters``...), applied last
-=====================  =============================================================================================
-
-and initialises the parameters from ``nnx.Rngs(seed)`` (the config's top-level ``seed``), so the same config
-gives the same initial weights. :func:`model_section` completes the ``model`` section of a saved
-``config.json`` (possibly written by an older version, with keys missing) from the defaults of
-:mod:`kifunet.train.configs.default`. Nothing here imports the training loop.
-"""
+"""The model a run's config describes, built in one place for training and eval (the ``model`` section's keys:
+docs/training.md, Options). Nothing here imports the training loop."""
 
 from __future__ import annotations
 
@@ -47,7 +30,8 @@ def model_section(raw: Mapping | None) -> ml_collections.ConfigDict:
 
 
 def build_model(model, *, seed: int, board_size: int, in_planes: int) -> nnx.Module:
-    """The net of a config's ``model`` section (see the module docstring), initialised from ``nnx.Rngs(seed)``."""
+    """The net of a config's ``model`` section (``name``, ``dtype``, ``rank_embedding``, ``profile_embedding``,
+    ``kwargs``), initialised from ``nnx.Rngs(seed)``."""
     if model.dtype not in DTYPES:
         raise ValueError(f"model.dtype must be one of {tuple(DTYPES)}, got {model.dtype!r}")
     kwargs = {}

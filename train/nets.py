@@ -1,14 +1,6 @@
-"""A trained net, rebuilt from its training run: the run directory's config and checkpoint -> the model.
-
-Contract: :func:`load_net` (path -> :class:`TrainedNet`: the model in eval mode with the checkpoint's weights, its
-feature set name, board size and ``info``); :func:`describe_net` (what :func:`load_net` would load, from
-``config.json`` and the step's JSON metadata only: no JAX or orbax); and the run-directory lookups they share
-(:func:`is_run_dir`, :func:`find_workdir`, :func:`read_config`, :func:`resolve_checkpoint`, :func:`step_dir`).
-
-A run directory (``kifunet train --workdir``) holds ``config.json`` and ``checkpoints/STEP``. The model is rebuilt
-with :mod:`kifunet.train.model_config`, as training builds it; the training loop is not imported. Importing this
-module loads neither JAX nor orbax.
-"""
+"""A trained net rebuilt from its run directory (``config.json`` and ``checkpoints/STEP``): :func:`load_net`,
+:func:`describe_net` (no JAX or orbax) and the run-directory lookups they share. Importing this module loads
+neither JAX nor orbax."""
 
 from __future__ import annotations
 
@@ -76,10 +68,8 @@ def _lookup(tree, names: tuple[str, ...]):
 
 def _data_shape(cfg: dict, meta: dict, dataset: str | None, feature_set: str | None,
                 board_size: int | None) -> tuple[str, int]:
-    """(feature set, board size): the arguments, else the training dataset's manifest (``config.dataset``; the first
-    of a comma-separated mixture: all share feature set and board size, :mod:`kifunet.train.mixture`), else
-    ``dataset``'s (either with the config's ``input.add_planes`` added), else what the checkpoint's metadata
-    records."""
+    """(feature set, board size): the arguments, else the training dataset's manifest (a mixture's first), else
+    ``dataset``'s (with ``input.add_planes``), else the checkpoint's metadata."""
     from kifunet.data_prep.datasets.manifest import read_manifest as load_manifest
     from kifunet.data_prep.planes import features
     from kifunet.train.mixture import split_datasets
@@ -124,10 +114,9 @@ def step_dir(path: str, step: int | None = None) -> str:
 
 def describe_net(path: str, *, step: int | None = None, dataset: str | None = None,
                  feature_set: str | None = None, board_size: int | None = None) -> dict:
-    """What :func:`load_net` will load, read from ``config.json`` and the step's JSON metadata only (no JAX,
-    orbax or checkpoint arrays; milliseconds): ``workdir``, ``name``, ``step_dir``, ``step``, ``model`` (the
-    registry name), ``model_kwargs``, ``rank_embedding``, ``feature_set`` and ``board_size`` (as
-    :func:`load_net` decides them) and ``description`` (``MODEL from RUN step S``, as ``kifunet gtp`` shows it)."""
+    """What :func:`load_net` will load, from ``config.json`` and the step's JSON metadata only: ``workdir``,
+    ``name``, ``step_dir``, ``step``, ``model``, ``model_kwargs``, ``rank_embedding``, ``feature_set``, ``board_size``
+    and ``description`` (``MODEL from RUN step S``)."""
     import json
 
     workdir, _ = resolve_checkpoint(path, step)
@@ -165,16 +154,9 @@ class TrainedNet:
 
 def load_net(path: str, *, step: int | None = None, dataset: str | None = None, feature_set: str | None = None,
              board_size: int | None = None, dtype: str | None = None) -> TrainedNet:
-    """The net of a training run: its newest checkpoint (or ``step``, or the step directory named).
-
-    The model is rebuilt from ``config.json`` exactly as training built it (:mod:`kifunet.train.model_config`:
-    ``model.name``, ``model.dtype``, ``model.rank_embedding``, ``model.kwargs`` and ``seed``; a partial config is
-    completed with the defaults), computing in ``dtype`` if given (``'float32'`` for play), with the feature set
-    and board size of :func:`_data_shape`; parameters and BatchNorm statistics come from the checkpoint
-    (:func:`kifunet.train.checkpointing.load_weights`). A checkpoint of another shape is a ``ValueError``.
-    The model is built abstractly (``nnx.eval_shape``: no initialisation, no compilation); its arrays are the
-    checkpoint's host NumPy arrays.
-    """
+    """The net of a training run (its newest checkpoint, or ``step``, or the step directory named), rebuilt from
+    ``config.json`` as training built it (in ``dtype`` if given) without initialisation, with the checkpoint's
+    weights as host arrays. A checkpoint of another shape is a ``ValueError``."""
     from flax import nnx
 
     from kifunet.data_prep.planes import features

@@ -1,37 +1,5 @@
-"""Optimizers and learning-rate schedules (optax); durations in positions.
-
-Optimizer chain (``config.optimizer``), in order:
-
-1. ``clip_norm`` > 0: ``optax.clip_by_global_norm`` on the averaged gradient;
-2. ``weight_decay`` > 0 (``sgd``, ``adam``): L2 weight decay added to the gradient, ``wd * w`` (the gradient
-   of ``wd/2 * sum(w^2)``, TF's ``l2_loss`` convention that GoNN used), on the parameters chosen by
-   ``decay_mask``: ``'no_bn'`` (everything but BatchNorm scale/offset: GoNN), ``'all'``, ``'kernels'``
-   (arrays of rank >= 2 only);
-3. ``sgd``: momentum (``momentum``, ``nesterov``), or plain SGD with ``momentum=0``; ``adam`` / ``adamw``:
-   ``optax.scale_by_adam(b1, b2, eps)``, and for ``adamw`` the decoupled weight decay after it;
-4. ``lr_multipliers``: the model's per-parameter multipliers (:func:`kifunet.models.lr_multipliers`, GoNN's
-   x1.5 on centre taps and x0.25 on the policy head) applied to the update. For SGD with momentum this
-   equals multiplying the gradients (the chain is linear); for Adam it is the only place they survive the
-   normalisation;
-5. ``scale_by_learning_rate(schedule)``.
-
-Schedules (``config.schedule``), functions of the step, written in positions (``positions = step *
-batch_size``):
-
-* ``constant``: ``lr``;
-* ``step``: ``lr`` until ``start_positions``, then ``lr * factor ** (1 + floor((p - start) / every))``.
-  AlphaGo: ``start = every = 80M``, ``factor = 0.5`` (halved every 80M); AGZ-style drops with ``factor=0.1``;
-* ``gonn``: ``lr / ((k + offset) / offset) ** power`` with ``k = floor(p / every)`` (GoNN a201e46:
-  ``every = 4M``, ``offset = 8``, ``power = 2``);
-* ``cosine``: cosine decay from ``lr`` to ``lr * end_fraction`` at ``total_positions``.
-
-On CPUs and GPUs the chain runs on the parameters concatenated into one vector (:func:`optax.flatten`), on TPUs
-on each array (``make_optimizer(flat=...)``, chosen by :func:`kifunet.train.train.setup`; docs/accelerators.md);
-a checkpoint of either layout resumes in the other (:mod:`kifunet.train.checkpointing`).
-
-``warmup_positions`` > 0 ramps linearly from 0 over the first positions in every schedule. Boundaries are
-computed on the step count (exact while steps < 2**24).
-"""
+"""Optimizers and learning-rate schedules (optax); durations in positions. The chain, the schedules and the flat
+layout: docs/training.md (The optimizer chain and schedules)."""
 
 from __future__ import annotations
 
@@ -143,9 +111,8 @@ def _decay_flat(wd: float, mask, params) -> optax.GradientTransformation:
 
 
 def make_optimizer(cfg, schedule, *, params, model, bn_paths, flat: bool = True) -> optax.GradientTransformation:
-    """``cfg``: the ``optimizer`` ConfigDict (see the module docstring). ``flat``: the chain runs on the parameters
-    concatenated into one vector (:func:`optax.flatten`; its state is one array per slot), else on each parameter
-    array (one state array per slot and parameter); the same arithmetic per element either way."""
+    """``cfg``: the ``optimizer`` ConfigDict. ``flat``: the chain runs on the parameters concatenated into one
+    vector (its state one array per slot), else per parameter array; the same arithmetic per element either way."""
     name = cfg.name
     if name not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")

@@ -1,16 +1,6 @@
-"""Data parallelism with pmap semantics: a per-device step over the named axis ``'data'``, mapped once.
-
-* :func:`make_mesh`: a 1-D mesh ``('data',)`` over all devices of all hosts;
-* :func:`data_parallel`: the one place a per-device step (:mod:`kifunet.train.steps`: it sees its local batch
-  shard and the replicated state, and calls ``lax.pmean`` / ``psum`` over ``'data'`` itself) is mapped:
-  ``jax.jit(jax.shard_map(fn, mesh, in_specs=(P(), P('data')), out_specs=P()))`` with ``check_vma`` on, so an
-  output declared replicated that is not is a trace-time error;
-* :func:`shard_batch`, :func:`replicate`: each process's local rows and the state onto the mesh;
-* :func:`initialize_distributed`: ``jax.distributed.initialize()`` when a multi-host launcher set one up.
-
-Why this is pmap, and the JAX APIs chosen to stay free of deprecations: ``docs/training.md`` (Data parallelism
-and multi-host).
-"""
+"""Data parallelism with pmap semantics: a per-device step over the named axis ``'data'``, mapped once
+(:func:`data_parallel`) over a 1-D mesh (:func:`make_mesh`); batch sharding, replication and multi-host start-up.
+Why: docs/training.md (Data parallelism and multi-host)."""
 
 from __future__ import annotations
 
@@ -37,17 +27,9 @@ _MULTIHOST_ENV = {
 
 
 def initialize_distributed() -> bool:
-    """Join a multi-host run when a launcher set one up; returns whether ``jax.distributed`` is initialised.
-
-    * ``JAX_COORDINATOR_ADDRESS`` (host:port), ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID``: explicit
-      (any launcher, or by hand; ``JAX_LOCAL_DEVICE_IDS`` is read by JAX itself);
-    * Slurm with more than one task (``SLURM_NTASKS`` > 1), Open MPI (``mpirun``), ``TPU_WORKER_HOSTNAMES``
-      naming several hosts, and a Cloud TPU VM (:func:`on_cloud_tpu_vm`) are detected by
-      ``jax.distributed.initialize()`` itself (its cluster auto-detection).
-
-    With none of these, nothing happens: one process, its local devices. Must run before JAX touches a
-    device; calling it again is harmless.
-    """
+    """Join a multi-host run when a launcher set one up (``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``,
+    ``JAX_PROCESS_ID``; or what ``jax.distributed.initialize()`` detects: Slurm, Open MPI, TPU hosts); returns
+    whether ``jax.distributed`` is initialised. Must run before JAX touches a device; harmless twice."""
     if jax.distributed.is_initialized():
         return True
     env = os.environ
@@ -173,11 +155,8 @@ def empty_sums(mesh, *, value: bool = False) -> dict:
 
 
 def data_parallel(per_device_fn, mesh, *, donate_state: bool = False, carry: bool = False):
-    """The one place a per-device step is mapped over the devices: state ``P()``, batch ``P('data')`` and, with
-    ``carry``, a third replicated argument (``P()``: the running metric sums of
-    :func:`kifunet.train.steps.windowed` / :func:`kifunet.train.steps.summed`). ``donate_state``: the state's
-    buffers are reused for the new state (the caller must not touch the old one); the carry is not donated, so
-    the caller may hold it to wait for a step to finish."""
+    """The one place a per-device step is mapped: state ``P()``, batch ``P('data')``, and with ``carry`` a
+    replicated third argument (not donated). ``donate_state``: the caller must not touch the old state."""
     in_specs = (P(), P(AXIS)) + ((P(),) if carry else ())
     mapped = jax.shard_map(per_device_fn, mesh=mesh, in_specs=in_specs, out_specs=P())
     return jax.jit(mapped, donate_argnums=(0,) if donate_state else ())

@@ -1,29 +1,6 @@
-"""Preemption: SIGTERM or SIGINT ends a training run at a step boundary, with a checkpoint, within seconds.
-
-Preemptible VMs and TPUs, Slurm and Kubernetes send SIGTERM and kill the job about 30 s later; Ctrl-C sends
-SIGINT. Contract of :class:`Signals` (a context manager around training,
-:func:`kifunet.train.train.train_and_evaluate`):
-
-* it installs its handlers only in the main thread (Python runs handlers there only; elsewhere it installs
-  nothing and :attr:`Signals.signum` stays 0), only for the ``with`` block, and restores the previous handlers
-  on exit, so in-process callers (tests, ``kifunet quickstart``) keep their own;
-* the first SIGTERM or SIGINT only records itself (:attr:`Signals.signum`, the step the loop was at, the time);
-  the training loop reads it after the step in progress (several processes: at the next step they agree on,
-  :class:`StopClock`), saves a checkpoint, flushes its metrics, stops its input workers and
-  raises :class:`Preempted`; ``kifunet train`` prints :meth:`Preempted.line` and exits with
-  :meth:`Preempted.status`;
-* the first signal also resets both handlers to the default action, so a second signal kills the process at
-  once, whatever it is doing -- even inside a device computation, where a Python handler would wait: no further
-  checkpoint, the status of a process killed by that signal (-15 or -2 to a parent, 143 or 130 in a shell).
-
-Several processes (``jax.distributed``): a signal to any of them stops all of them at one step, the next at which
-they exchange their flags (:class:`StopClock`: four numbers gathered from every process about
-every 2 s of steps); each saves its share of the collective checkpoint and exits with the same status, and process
-0 prints the line (``on another process`` when the signal was not its own).
-
-Time from the signal to the exit (measured in ``docs/training.md``): the steps already dispatched (at most
-``max_steps_ahead`` beyond the one in progress), the save, the input workers' stop and the interpreter's exit.
-"""
+"""Preemption: SIGTERM or SIGINT ends a training run at a step boundary with a checkpoint (:class:`Signals`,
+:class:`Preempted`), and :class:`StopClock` decides the stops and timed saves on the host. The protocol and its
+timings: docs/training.md (Resume, preemption and damage; The loop on the host)."""
 
 from __future__ import annotations
 
@@ -74,8 +51,8 @@ class Preempted(Exception):
 
 
 class Signals:
-    """SIGTERM / SIGINT watch for the duration of a ``with`` block (module docstring). The training loop sets
-    :attr:`step` after each step; a signal records :attr:`signum`, :attr:`signal_step` and :attr:`at`."""
+    """SIGTERM / SIGINT watch for a ``with`` block (main thread only; previous handlers restored). The first signal
+    records :attr:`signum`, :attr:`signal_step` and :attr:`at` and resets both handlers, so a second kills at once."""
 
     def __init__(self):
         self.signum = 0
@@ -116,25 +93,9 @@ CARRY_ON = Decision(None, False, 0)
 
 
 class StopClock:
-    """The loop's host-side decisions after a step, from the host's wall clock and signal flag only -- never a
-    device value, so checking them adds no device-to-host copy or wait:
-
-    * stop at ``limit_s`` of training time (``train_seconds``, counted across restarts; ``time_limit_s``);
-    * stop on SIGTERM / SIGINT (``signals``: a :class:`kifunet.train.preemption.Signals`, whose ``signum`` its
-      handler sets);
-    * save every ``save_every_s`` seconds of wall time since the last save (``checkpoint_every_minutes``;
-      :meth:`saved` restarts the count).
-
-    One process: :meth:`decide` reads them after every step (the loop keeps at most ``max_steps_ahead`` steps
-    queued, so the run stops within about that many step times of the limit or the signal). Several processes must
-    act at the same step (a checkpoint is collective), so they decide at agreed steps only, in one collective
-    (``broadcast``, default ``multihost_utils.process_allgather``): each process sends ``[limit reached, next step
-    to check, signal number, save due]``; the limit, the save and the next step are process 0's (its clock), the
-    signal is any process's (a signal to one host stops them all, each with a checkpoint, at the same step). The
-    next step is about ``sync_s`` seconds of process 0's measured step time ahead (sooner when less time is left
-    before the limit), so a signal is acted on within about ``sync_s`` plus a step. (``broadcast`` may return one
-    row, process 0's message, as ``broadcast_one_to_all`` does.)
-    """
+    """The loop's host-side decisions after a step (:meth:`decide`), from the wall clock and signal flag only:
+    stop at ``limit_s`` of training time, stop on a signal, save every ``save_every_s``. Several processes decide at
+    agreed steps in one collective (``broadcast``), so all stop or save at the same step."""
 
     def __init__(self, limit_s: float, elapsed_before: float = 0.0, *, process_count: int = 1, sync_s: float = 2.0,
                  broadcast=None, clock=time.perf_counter, signals=None, save_every_s: float = 0.0):

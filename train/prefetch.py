@@ -1,9 +1,4 @@
-"""Background prefetch: the next items of an iterator, mapped (e.g. put on the devices) in a thread ahead of use.
-
-Contract: :class:`Prefetcher` yields ``fn(item)`` in the iterator's order; :attr:`Prefetcher.state` is the
-iterator's state after the last item handed out; an exception of the iterator or of ``fn`` is raised to the
-consumer at the item where it happened.
-"""
+"""Background prefetch: the next items of an iterator, mapped (e.g. put on the devices) in a thread ahead of use."""
 
 from __future__ import annotations
 
@@ -13,14 +8,9 @@ import time
 
 
 class Prefetcher:
-    """Runs ``fn(next(iterator))`` in a background thread, ``depth`` batches ahead.
-
-    Each item carries the iterator's state *after* it was produced, so :attr:`state` (the state after the
-    last item handed out) resumes exactly after that item (``None`` for an iterator without ``get_state``, such
-    as :func:`~kifunet.train.eval_batches.eval_batches`). ``wait_s`` accumulates the time the consumer spent blocked waiting for data.
-    With ``fn`` putting batches on the devices (``parallel.shard_batch``), the host-to-device copies happen in
-    this thread, ``depth`` batches ahead of the step that reads them.
-    """
+    """``fn(next(iterator))`` in a background thread, ``depth`` items ahead, in order; :attr:`state` is the
+    iterator's state after the last item handed out (None without ``get_state``); an exception is raised to the
+    consumer at its item; ``wait_s`` sums the time the consumer waited."""
 
     _DONE = object()
 

@@ -1,19 +1,6 @@
-"""The dataset a run trains on, as its checkpoints record it, and the check that a resume trains on the same one.
-
-Each checkpoint's metadata records ``dataset`` (``config.dataset`` as given: one dataset or a mixture ``A,B``),
-``dataset_ids`` (one :func:`identity` per dataset of the mixture, in order) and ``dataset_history`` (``[{"step":
-0, "dataset": A}, {"step": N, "dataset": B}, ...]``: the dataset each stretch of steps trained on).
-
-A resume (:func:`check_resume`) compares the newest checkpoint's record with the config: the same datasets in the
-same order (the order sets the mixture's weights and the input pipeline's saved position). Two datasets are the
-same when their identities are equal -- the sha256 of the training split's shard table in ``manifest.json`` (file,
-rows, sha256 of each shard): a dataset moved or reached by another path is the same one, a dataset rebuilt in place
-with other contents is not -- and, where either identity is unknown (a TFDS dataset, a checkpoint written before
-identities were recorded), when their paths resolve to the same directory. Another dataset is refused with one line
-naming both (:class:`DatasetChanged`, a ``ValueError``: exit 2), unless ``config.allow_dataset_change``: then the
-run goes on, says so in one line, and appends the change to ``dataset_history`` (written to each later checkpoint
-and to ``config.json``).
-"""
+"""The dataset a run trains on, as its checkpoints record it (``dataset``, ``dataset_ids``,
+``dataset_history``), and the check that a resume trains on the same one (:func:`check_resume`; the rule:
+docs/training.md, Options)."""
 
 from __future__ import annotations
 
@@ -77,8 +64,8 @@ def _differences(saved: str, saved_ids, now: str, now_ids: list[dict]) -> str | 
 
 
 def check_resume(config, meta: dict, *, workdir: str, step: int, log=print) -> list[dict]:
-    """Check that resuming at ``step`` (its checkpoint metadata ``meta``) trains on the run's datasets; returns the
-    ``dataset_history`` to record from now on. :class:`DatasetChanged` when it does not (module docstring), unless
+    """The ``dataset_history`` to record from ``step`` on, when its checkpoint metadata ``meta`` names the config's
+    datasets (same identities, or paths where one is unknown, in the same order); else :class:`DatasetChanged`, unless
     ``config.allow_dataset_change`` (then one line to ``log`` and the change appended)."""
     saved = meta.get("dataset") if isinstance(meta, dict) else None
     history = meta.get("dataset_history") if isinstance(meta, dict) else None

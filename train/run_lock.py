@@ -1,14 +1,5 @@
-"""One trainer per run directory: an exclusive ``fcntl.flock`` on a lock file in the workdir.
-
-Two ``kifunet train`` on one ``--workdir`` would write the same checkpoints and metrics; the second one is refused at
-once with :class:`RunInUse` (reported as bad input: ``kifunet train: error: RUN is in use by another kifunet train
-(pid 1234); wait for it or pick another --workdir``, exit 2). The kernel releases an flock when its process dies,
-``kill -9`` included, so a lock is never stale; the file stays (deleting it would race with a process opening it).
-
-Several processes (``jax.distributed``): each takes its own file (:func:`lock_path`), so each process of a
-second job stops by itself. A file system without flock (``ENOLCK``, ``EOPNOTSUPP``): the run goes on without the
-lock and says so. A bucket workdir (``gs://...``) is locked on this machine only (docs/training.md).
-"""
+"""One trainer per run directory: an exclusive ``fcntl.flock`` on ``train.lock`` in the workdir
+(:class:`RunInUse` when taken; without flock support the run goes on and says so)."""
 
 from __future__ import annotations
 

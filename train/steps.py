@@ -1,48 +1,10 @@
-"""The loss and the per-device training and evaluation steps, over the named axis ``'data'``.
+"""The loss and the per-device training and evaluation steps, over the named axis :data:`AXIS`.
 
-Contract: every step here is a *per-device* function, as under ``jax.pmap``: it sees this device's rows of the
-batch (``batch_size / n_devices``) and the whole replicated state, and reduces over :data:`AXIS` with explicit
-``jax.lax.pmean`` / ``jax.lax.psum`` (gradients, BatchNorm statistics in mode ``'per_device'``, metric sums).
-:func:`kifunet.train.parallel.data_parallel` maps it over the mesh once; nothing here knows the mesh.
-
-* state: ``{'params', 'extra', 'opt_state', 'step'}`` (:class:`ModelDef` splits a model into params / extra);
-* batch: ``planes``, ``target``, ``to_move``, ``rank``, ``weight`` and optionally ``outcome``
-  (:func:`kifunet.train.batches.window_batch`); ``weight`` 0 masks padding rows;
-* :func:`train_step` -> ``(state', metrics)``, :func:`eval_step` -> metric sums; :func:`windowed` and
-  :func:`summed` add them to a carry that stays on the devices (:data:`SUM_METRICS`, :data:`LAST_METRICS`).
-
-Each device differentiates its local loss with respect to its own copy of the parameters
-(``jax.lax.pcast(params, 'data', to='varying')``): differentiating with respect to the replicated value would
-make JAX insert the cross-device sum itself (replication transposes to a reduction) and the explicit ``pmean``
-would then see an 8x gradient on 8 devices.
-
-Two-headed nets (``model.has_value``; the contract is in :mod:`kifunet.models.base`): the loss is
-
-    policy loss  +  ``value_weight`` x value MSE over the rows with a known outcome
-
-=====================  ===========================================================================================
-term                   definition
-=====================  ===========================================================================================
-policy loss            mean over the rows (``weight``) of ``cross_entropy`` or ``l2``: exactly the policy-only loss
-known rows             ``weight`` x (``outcome`` known): a row whose game result is known (``outcome`` +1 the mover
-                       won, -1 lost, 0 draw, -128 unknown: :mod:`kifunet.data_prep.results`)
-value MSE              ``sum_known (value - outcome)^2 / K``, K = the known rows of the *global* batch (``psum``
-                       over ``'data'``): each device contributes ``n_devices x sum_local / K``, so the ``pmean``
-                       of the gradients is the gradient of the global masked mean however the known rows fall
-                       on the devices; 0 (and no gradient) when no row is known (an old dataset, unknown results)
-``value_weight``       the config's ``value_weight`` (0.01 by default: AlphaGo Zero's supervised setting)
-=====================  ===========================================================================================
-
-A policy-only net (``has_value`` False) skips every value term: its step is the same computation as before
-value heads existed (bit-identical parameters and metrics). A batch without an ``outcome`` column (a hand-made
-benchmark batch) has no known rows. Metric sums of a two-headed step add :data:`VALUE_SUM_METRICS`
-(:func:`value_sums`; the per-row rule, shared with eval, is :func:`kifunet.models.base.value_outcome_stats`).
-
-BatchNorm (``batchnorm`` option): ``'per_device'`` normalises with each device's own batch statistics
-(pmap's default) and averages the running statistics over devices after the step (the Flax ImageNet
-example's ``sync_batch_stats``); ``'sync'`` sets ``axis_name='data'`` on every ``nnx.BatchNorm``, which then
-``pmean``\\ s its batch statistics: the same numbers as one device on the whole batch.
-"""
+Every step here sees this device's rows and the replicated state and reduces with explicit ``pmean`` / ``psum``;
+:func:`kifunet.train.parallel.data_parallel` maps it. State: ``{'params', 'extra', 'opt_state', 'step'}``;
+batch: :func:`kifunet.train.batches.window_batch`'s. A two-headed net's loss adds ``value_weight`` x the value MSE
+over the global batch's known rows; a policy-only net's step is unchanged by it (docs/training.md, Nets with a
+value head)."""
 
 from __future__ import annotations
 
@@ -68,10 +30,8 @@ MATMUL_PRECISIONS = ("default", "high", "highest")
 
 
 class ModelDef:
-    """Graph definitions (training and evaluation mode) of an NNX model, for ``nnx.merge`` inside steps.
-
-    :meth:`apply` is :func:`kifunet.models.forward.forward` over the state split in two (``params``, ``extra``)
-    that also returns the ``extra`` the call mutated (BatchNorm statistics in training mode)."""
+    """Graph definitions (training and evaluation mode) of an NNX model; :meth:`apply` is
+    :func:`kifunet.models.forward.forward` over ``(params, extra)``, also returning the mutated ``extra``."""
 
     def __init__(self, model: nnx.Module, batchnorm: str = "per_device"):
         if batchnorm not in BATCHNORM_MODES:
@@ -153,18 +113,9 @@ def _sums(logits, batch, loss_vec, value=None):
 
 
 def value_sums(value, batch) -> dict:
-    """Value-head sums of a batch (:data:`VALUE_SUM_METRICS`) over its rows with weight, scored by
-    :func:`kifunet.models.base.value_outcome_stats` (the rule eval uses too):
-
-    * ``value_sq_sum``: ``sum (value - outcome)^2`` over the known rows (MSE = ``value_sq_sum / value_known``);
-    * ``value_known``: the rows with a known outcome (draws included);
-    * ``winner_decided``: known rows of games with a winner (draws left out: no winner to predict);
-    * ``winner_correct``: decided rows where the value's sign names the winner;
-    * ``outcome_sum``: ``sum outcome`` over the known rows (the constant predictor's MSE:
-      :func:`kifunet.models.base.constant_predictor_mse`).
-
-    A batch without an ``outcome`` column (a hand-made benchmark batch) has no known rows.
-    """
+    """Value-head sums (:data:`VALUE_SUM_METRICS`) of the rows with weight, by
+    :func:`kifunet.models.base.value_outcome_stats`: ``value_sq_sum`` and ``value_known`` (MSE = their ratio),
+    ``winner_decided``, ``winner_correct``, ``outcome_sum``; a batch without ``outcome`` has no known rows."""
     w = batch["weight"]
     v = value.astype(jnp.float32)
     if "outcome" not in batch:
@@ -209,17 +160,9 @@ def with_matmul_precision(fn, precision: str = "default"):
 
 def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, *, loss: str = "cross_entropy",
                value_weight: float = 0.01, matmul_precision: str = "default", fused_norms: bool = True):
-    """The per-device training step ``(state, local_batch) -> (state, metrics)``; map it with
-    :func:`kifunet.train.parallel.data_parallel`.
-
-    ``state``: ``{'params', 'extra', 'opt_state', 'step'}``. The policy loss is the mean over the local rows;
-    gradients are ``pmean``\\ ed over ``'data'`` (= the gradient of the global-batch mean when shards are
-    equal); metrics are ``psum``\\ s of per-example sums plus global gradient / parameter / update norms and
-    ``logit_abs`` (:func:`logit_abs_max`). A
-    two-headed net adds ``value_weight`` x the value MSE over the global batch's known rows (module docstring).
-    ``matmul_precision``: :func:`with_matmul_precision`. ``fused_norms``: the three norms by :func:`global_norm`
-    (one reduction each) instead of ``optax.tree.norm`` (one per array); the parameters are the same either way.
-    """
+    """The per-device step ``(state, local_batch) -> (state, metrics)``: gradients ``pmean``\ ed over ``'data'``,
+    metrics ``psum``\ s plus gradient / parameter / update norms and ``logit_abs``. ``matmul_precision``:
+    :func:`with_matmul_precision`; ``fused_norms``: norms by :func:`global_norm` (same parameters either way)."""
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
     if not value_weight >= 0.0:
@@ -282,9 +225,8 @@ def logit_abs_max(logits, weight):
 
 
 def value_loss(value, batch):
-    """This device's share of the value MSE over the global batch's known rows (see the module docstring):
-    ``n_devices x sum_local known (value - outcome)^2 / max(K, 1)``, K = ``psum`` of the known rows; its ``pmean``
-    over ``'data'`` is the global masked mean (0 when K = 0)."""
+    """This device's share of the value MSE over the global batch's known rows,
+    ``n_devices x sum_local known (value - outcome)^2 / max(K, 1)``; its ``pmean`` is the global masked mean."""
     w = batch["weight"]
     if "outcome" not in batch:
         return jnp.zeros((), jnp.float32)
@@ -343,17 +285,9 @@ def zeros_sums(value: bool = False) -> dict:
 
 
 def windowed(step_fn):
-    """Per-device ``(state, batch, window) -> (state, window')``: ``step_fn`` (:func:`train_step`) with its
-    metrics added to a window that stays on the devices, so the training loop fetches metrics once per logging
-    interval instead of once per step (a device-to-host copy and a host wait per step).
-
-    ``window``: :data:`SUM_METRICS` (and a two-headed net's :data:`VALUE_SUM_METRICS`) summed,
-    :data:`LAST_METRICS` of the last step, :data:`MAX_METRICS` the largest of their step's values in the window
-    (NaN once one was NaN), ``steps`` in the window, ``first_bad``: the 1-based step of the first
-    non-finite loss in the window (0: none) and ``bad_loss`` its value (a two-headed net: policy loss + value
-    MSE, so a non-finite value counts too). The step's own computation is unchanged (the same parameters to the
-    bit).
-    """
+    """Per-device ``(state, batch, window) -> (state, window')``: ``step_fn`` with its metrics added to a window on
+    the devices (:data:`SUM_METRICS` summed, :data:`LAST_METRICS` last, :data:`MAX_METRICS` largest, ``steps``,
+    ``first_bad`` / ``bad_loss``: the first non-finite loss); the step's parameters are unchanged to the bit."""
 
     def step(state, batch, window):
         number = state["step"] + 1

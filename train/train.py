@@ -1,25 +1,7 @@
-"""``train_and_evaluate(config, workdir)``: the training loop (one host or many, one device or many).
-
-Order of business, as in big_vision's trainer:
-
-1. **Processes and mesh**: :func:`kifunet.train.parallel.initialize_distributed`, a 1-D ``('data',)`` mesh over
-   all devices; the global ``batch_size`` must divide by the device and the process count.
-2. **Run directory and signals**: the lock on ``WORKDIR`` (:mod:`kifunet.train.run_lock`), SIGTERM / SIGINT
-   handlers for the rest of the call (:mod:`kifunet.train.preemption`).
-3. **Data**: every dataset and split opened and checked once (:class:`kifunet.train.data.TrainData`).
-4. **Model, optimizer, memory**: :func:`kifunet.train.model_config.build_model`, :mod:`kifunet.train.optim`; the
-   train step compiled for the global batch and the run refused when it cannot fit (:mod:`kifunet.train.memory`).
-5. **Resume**: a checkpoint in ``WORKDIR/checkpoints``, else ``config.init_from`` (weights only), else scratch.
-6. **Input**: :func:`kifunet.train.input_pipeline.train_iterator`, prefetched onto the devices.
-7. **Loop**: the step of :func:`kifunet.train.steps.windowed` mapped by :func:`kifunet.train.parallel.data_parallel`,
-   metrics read once per log interval (:mod:`kifunet.train.dispatch`), evaluations, checkpoints, and the stops
-   (end, ``time_limit_s``, a signal: :class:`kifunet.train.preemption.StopClock`).
-
-Files in ``WORKDIR``: ``config.json`` (written with the first checkpoint), ``checkpoints/``,
-``metrics_train.jsonl``, ``metrics_eval.jsonl``, ``tensorboard/``, ``train.lock``. Exit statuses of ``kifunet
-train``: :data:`kifunet.commands.train.EXIT_STATUSES`. The metrics, value metrics and stop protocol are described
-in ``docs/training.md``.
-"""
+"""``train_and_evaluate(config, workdir)``: the training loop (one host or many, one device or many), in the
+order of big_vision's trainer: processes and mesh, run lock and signals, data, model and memory check, resume,
+input, loop. Files in ``WORKDIR``: ``config.json``, ``checkpoints/``, ``metrics_*.jsonl``, ``tensorboard/``,
+``train.lock``; docs/training.md describes them."""
 
 from __future__ import annotations
 
@@ -137,14 +119,10 @@ def _write_config(config, workdir: str, extra: dict | None = None) -> None:
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
-    """Train (resuming from ``workdir`` if it holds a checkpoint), evaluate, checkpoint. Returns the
-    final evaluation metrics (empty without an evaluation split) plus ``step`` and ``positions``.
-
-    ``workdir/config.json`` is written once this run's first checkpoint is on disk (a failed start leaves none, a
-    failed resume leaves it as it was). Raises :class:`kifunet.train.run_lock.RunInUse` (``workdir`` in use),
-    :class:`kifunet.train.memory.DoesNotFit` (CPU) and :class:`kifunet.train.preemption.Preempted` (SIGTERM or SIGINT;
-    its checkpoint on disk). Signal handlers are installed in the main thread for this call only.
-    """
+    """Train (resuming from ``workdir``), evaluate, checkpoint; returns the final evaluation metrics plus
+    ``step`` and ``positions``. ``config.json`` is written with the run's first checkpoint. Raises
+    :class:`kifunet.train.run_lock.RunInUse`, :class:`kifunet.train.memory.DoesNotFit` and
+    :class:`kifunet.train.preemption.Preempted` (its checkpoint on disk)."""
     parallel.initialize_distributed()
     mesh = parallel.make_mesh(config.num_devices)
     _check_config(config, mesh)

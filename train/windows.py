@@ -1,31 +1,9 @@
 """Windows: a list of dataset blocks -> one shuffled, augmented window of rows (a grain ``random_map``).
 
-Contract: :class:`WindowBuilder` ``(blocks, rng) -> window``; ``blocks`` are elements of a split's
-:class:`kifunet.data_prep.datasets.dataset_base.Blocks` (``columns``, and ``codes`` + ``table`` + ``shard`` or
-``stored``; a mixture's blocks also ``dataset``: :mod:`kifunet.train.mixture`). A window is a dict of per-row
-arrays: ``target`` (int16, moved by the row's symmetry), ``to_move``, ``player_rank``, ``outcome`` (int8, never
-moved), ``weight`` (uint8; 0 on padding rows), ``index`` (the row of its split), ``symmetry`` and
-``history_level``, plus either ``idx [R, N, N]`` and ``table [K * V, C]`` (the ``codes`` layout) or
-``planes [R, N, N, C]``, ``profile`` float32 ``[R, 46]`` when the builder is made with ``profile=True``
-(:meth:`WindowBuilder._profiles`; its blocks then carry their rows' game fields), and int8 ``dataset`` (the row's
-dataset in the mixture) when the blocks carry a ``dataset`` column; :func:`kifunet.train.batches.window_batch`
-cuts batches from it.
-With ``shuffle`` the rows are permuted and cut to whole batches; the row permutation, symmetries and dropout
-come from ``rng`` only (the same generator gives the same window).
-
-Encoding (``codes`` layout): ``idx`` indexes ``table``, one full plane vector per (point code, row variant), a row
-variant being the row's constant planes and history-dropout level; a batch is one ``np.take(table, idx)``. Other
-layouts, and shards with more than 65,536 codes, give ``planes``. Why: docs/training.md (Input pipeline).
-
-History dropout (``history`` argument, for feature sets with history planes):
-
-* ``'none'``: planes as stored.
-* ``'all'`` with probability ``p``: the row loses all its history planes, the groups its features declare
-  (``Feature.history``, :mod:`kifunet.data_prep.planes.features`): GoNN ``previous_moves_5``: the 5 previous-move
-  planes; AGZ ``history_8``: the stones at t-1..t-7 of both colours, the stones at t kept.
-* ``'cascade'`` with conditional keep probabilities ``keep_probs``: history depth d is kept only if depth
-  d-1 was, with probability ``keep_probs[d-1]`` (GoNN's: :data:`GONN_KEEP_PROBS`, docs/gonn.md section 3).
-"""
+:class:`WindowBuilder` ``(blocks, rng) -> window``: per-row arrays (``target`` moved by the row's symmetry,
+``to_move``, ``player_rank``, ``outcome``, ``weight``, ``index``, ``symmetry``, ``history_level``, optional
+``profile`` and ``dataset``) plus ``idx`` and ``table`` (the ``codes`` layout) or ``planes``; the same ``rng``
+gives the same window. Encoding and history dropout: docs/training.md (Input pipeline)."""
 
 from __future__ import annotations
 
@@ -131,10 +109,8 @@ def history_levels(rng: np.random.Generator, rows: int, depth: int, mode: str, p
 
 
 class WindowBuilder:
-    """grain ``random_map`` transform: a list of blocks -> one shuffled, augmented window (see module doc).
-
-    ``shuffle=False``, ``symmetry='none'``, ``history='none'`` and ``pad_to`` give evaluation windows.
-    """
+    """grain ``random_map`` transform: a list of blocks -> one window. ``shuffle=False``, ``symmetry='none'``,
+    ``history='none'`` and ``pad_to`` give evaluation windows."""
 
     def __init__(self, feature_name: str, board_size: int, batch_size: int, *, symmetry: str = "example",
                  history: str = "none", history_p: float = 0.0, keep_probs=GONN_KEEP_PROBS,

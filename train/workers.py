@@ -1,9 +1,5 @@
-"""Lifecycle of the input pipeline's grain worker processes: they end with the trainer, whatever ends it.
-
-Contract: :func:`exit_with_parent` (:mod:`kifunet.parent_watch`) is the ``worker_init_fn`` of ``mp_prefetch``
-(:func:`kifunet.train.input_pipeline.train_iterator`), so no worker outlives a trainer killed without closing its
-iterator. :func:`mark_absl_flags_parsed` runs in the trainer before the first worker starts.
-"""
+"""Lifecycle of the input pipeline's grain worker processes: :func:`exit_with_parent` is their
+``worker_init_fn``, so none outlives the trainer."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Training configs: one ml_collections file per reproduced table row (see each file's docstring).
-
-:func:`load` reads a config file (``path`` or ``path:arg``, the argument passed to ``get_config(arg)``) and
-applies ``--config.key=value`` overrides with the types of the existing fields.
-"""
+"""Training configs: one ml_collections file per reproduced table row (docs/training.md, Configs).
+:func:`load` reads ``path`` or ``path:arg`` and applies ``--config.key=value`` overrides with the fields' types."""
 
 from __future__ import annotations
 

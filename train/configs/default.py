@@ -1,9 +1,5 @@
 """Every training option with its default; the per-row configs start from :func:`get_config` and override.
-
-Durations are in positions (training examples), never epochs: ``train_positions``, ``*_every_positions``.
-Command-line overrides: ``kifunet train --config F.py --workdir DIR --config.batch_size=512
---config.schedule.lr=0.05``.
-"""
+Durations are in positions (training examples), never epochs."""
 
 from __future__ import annotations
 

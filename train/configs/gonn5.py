@@ -1,20 +1,5 @@
-"""GoNN (lightvector, March 2018) residual net, 5 blocks x 192: the "GoNN 5 x 192, KGS" row.
-
-Build and train::
-
-    kifunet build ../shared/data/kgs --out data/kgs_gonn --features gonn --preset gonn-kgs
-    kifunet train --config train/configs/gonn5.py --workdir runs/gonn5 --config.dataset=data/kgs_gonn
-
-Hardware assumed: one GPU (GoNN trained on one). Compare with (docs/published.md), the ``gonn-kgs`` protocol:
-**56.8% top-1, 85.4% top-4, 1.429 nats** after 205M positions (3,597,792 parameters); GoGoD: 52.5% / 81.6% /
-1.609.
-
-Training setup, GoNN train.py at a201e46 (docs/gonn.md section 5): batch 200, Nesterov momentum 0.9,
-cross-entropy, rate 0.064 on the mean divided by ((k + 8) / 8)^2 with k = floor(positions / 4M); L2 0.3 /
-max(1000, training rows) on all weights and PReLU slopes, not BatchNorm (set ``--config.optimizer.weight_decay``
-from your row count); the model's ``lr_multipliers``; one random symmetry per batch; GoNN's history-dropout
-cascade, redrawn every epoch at load time.
-"""
+"""GoNN (lightvector, 2018) residual net, 5 blocks x 192.
+Command, hardware and result: docs/training.md (Each config)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """Tests and smoke runs: a tiny Maddison-style CNN, a few steps, small batches, no worker processes.
-
-Command: ``kifunet train --config train/configs/tiny.py --workdir /tmp/tiny --config.dataset=DIR``
-(DIR: any dataset built by ``kifunet build``, e.g. from ``samples/gnugo``).
-Hardware: any CPU; a few seconds plus compilation. Published result to compare with: none (it checks the
-plumbing, it is not a reproduction).
-"""
+Command, hardware and result: docs/training.md (Each config)."""
 
 from __future__ import annotations
 
