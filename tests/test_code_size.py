@@ -61,3 +61,24 @@ def test_the_limits_catch_a_long_function_and_a_long_class(tmp_path):
     for folder in LIBRARY:
         (tmp_path / folder).mkdir(exist_ok=True)
     assert sizes(tmp_path) == {"models/m.py::f": ("function", 61), "models/m.py::C": ("class", 301)}
+
+
+MAX_DOCSTRING_SHARE = 0.12
+
+
+def test_docstrings_are_at_most_12_percent_of_the_library():
+    """Docstrings state contracts; narrative, history and figures live in docs/ (``scripts/docstring_share.py``)."""
+    from conftest import load_script
+
+    share = load_script("docstring_share")
+    rows = [share.measure(p) for folder in share.FOLDERS for p in sorted((REPO / folder).rglob("*.py"))]
+    lines, doc = sum(n for n, _ in rows), sum(d for _, d in rows)
+    assert doc / lines <= MAX_DOCSTRING_SHARE, f"docstrings are {doc / lines:.1%} of {lines} library lines"
+
+
+def test_the_docstring_count_reads_module_class_and_function_docstrings_only():
+    from conftest import load_script
+
+    share = load_script("docstring_share")
+    src = '"""Module,\ntwo lines."""\n\n\ndef f():\n    """One."""\n    x = """not a docstring\n"""\n\n\nclass C:\n    pass\n'
+    assert share.docstring_lines(src) == 3

@@ -160,7 +160,7 @@ def with_matmul_precision(fn, precision: str = "default"):
 
 def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, *, loss: str = "cross_entropy",
                value_weight: float = 0.01, matmul_precision: str = "default", fused_norms: bool = True):
-    """The per-device step ``(state, local_batch) -> (state, metrics)``: gradients ``pmean``\ ed over ``'data'``,
+    r"""The per-device step ``(state, local_batch) -> (state, metrics)``: gradients ``pmean``\ ed over ``'data'``,
     metrics ``psum``\ s plus gradient / parameter / update norms and ``logit_abs``. ``matmul_precision``:
     :func:`with_matmul_precision`; ``fused_norms``: norms by :func:`global_norm` (same parameters either way)."""
     if loss not in LOSSES:
