@@ -225,6 +225,20 @@ def test_show_reports_bad_inputs_before_loading_the_net(args, tmp_path):
     assert seconds < 5.0, f"{seconds:.1f} s: {proc.stderr}"
 
 
+
+USAGE_ERRORS = [["eval"], ["export"], ["show"], ["train"], ["match"], ["verify"], ["stats"], ["inspect"], ["tfds"],
+                ["eval", "--split", "test"]]
+
+
+def test_usage_errors_answer_before_jax_is_imported(tmp_path):
+    """A command given too little answers exit 2 at once: JAX (1-4 s to import) is not loaded for a usage error."""
+    script = ("import sys\nfrom kifunet.cli import main\nfor argv in %r:\n"
+              "    try:\n        rc = main(argv)\n    except SystemExit as e:\n        rc = e.code\n"
+              "    print(argv[0], rc, 'jax' in sys.modules)\n" % (USAGE_ERRORS,))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    lines = proc.stdout.split("\n")[:len(USAGE_ERRORS)]
+    assert lines == [f"{argv[0]} 2 False" for argv in USAGE_ERRORS], proc.stdout + proc.stderr
+
 # issue 32, the first hour: eval's default net, config names, the configs --help lists, no empty checkpoints/
 @pytest.mark.slow
 def test_eval_without_checkpoint_evaluates_the_default_net_and_says_so(tmp_path, capsys, monkeypatch):

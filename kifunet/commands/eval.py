@@ -142,19 +142,19 @@ def _as_rank(text: str | None) -> int | None:
 
 
 def run(args) -> int:
+    unsealed.apply(args)
+    if args.merge:
+        return _run_merge(args)
+    if args.probes is not None:
+        return _run_probes(args)
+    if not args.data:  # before JAX is imported: a usage error answers at once
+        raise CommandError("--data is required (or --merge PART.json ..., or --probes)")
     from kifunet.data_prep.datasets.dataset import open_split
     from kifunet.eval import metrics
     from kifunet.eval.evaluate import evaluate
     from kifunet.eval.runs import load_run
     from kifunet.train.nets import find_workdir
 
-    unsealed.apply(args)
-    if args.merge:
-        return _run_merge(args)
-    if args.probes is not None:
-        return _run_probes(args)
-    if not args.data:
-        raise CommandError("--data is required (or --merge PART.json ..., or --probes)")
     phases = _check_options(args) or metrics.PHASE_STARTS
     default_net = not args.checkpoint
     if default_net:
