@@ -40,7 +40,8 @@ dtype=jnp.float32 (compute), param_dtype=jnp.float32, rank_embedding=False, prof
 masks from the ``dropout`` stream of the ``rngs`` given at construction (the default stream if absent).
 
 Named sizes: :func:`create`, :func:`names`, :func:`default_in_planes` and :func:`default_board_size`
-(:mod:`kifunet.models.registry`). Accounting:
+(:mod:`kifunet.models.registry`; its table and the value-head rules, without JAX: :mod:`kifunet.models.catalog`).
+Accounting:
 :func:`count_params` (trainable only), :func:`count_macs` (analytic forward MACs per position),
 :func:`lr_multipliers` + :func:`scale_by_lr_multipliers` (GoNN's per-parameter gradient multipliers).
 """

@@ -18,8 +18,8 @@ item                       contract
                            ``has_pass`` and ``resizable``, ``reads_rank``, ``reads_profile``, board size
 =========================  ==============================================================================
 
-Value heads: ``qiqiao`` / ``qiqiao_tiny`` always; ``agz_*``, ``gonn_*`` and ``garb*`` with ``value_head=True``
-(off by default); the CNNs and MAO never. Families implement :meth:`PolicyNet.logits` (policy only) or
+Value heads: each family's rule in :mod:`kifunet.models.catalog` (``qiqiao`` always; ``agz_*``, ``gonn_*`` and
+``garb*`` with ``value_head=True``; the others never). Families implement :meth:`PolicyNet.logits` (policy only) or
 :meth:`PolicyNet.heads` (one trunk for both outputs).
 """
 
@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from kifunet.models import catalog
 from kifunet.models.forward import NetFacts, Outputs
 from kifunet.models.layers import ProfileEmbedding, RankEmbedding, add_param
 
@@ -56,14 +57,14 @@ class PolicyNet(nnx.Module):
     resizable: bool = False
 
     def _setup(self, *, board_size: int, in_planes: int, dtype, param_dtype, rank_embedding: bool,
-               trunk_features: int, rngs: nnx.Rngs, has_value: bool = False, profile_embedding: int = 0) -> None:
+               trunk_features: int, rngs: nnx.Rngs, value_head: bool = False, profile_embedding: int = 0) -> None:
         if board_size < 2:
             raise ValueError(f"board_size must be >= 2, got {board_size}")
         self.board_size = board_size
         self.in_planes = in_planes
         self.dtype = dtype
         self.param_dtype = param_dtype
-        self.has_value = bool(has_value)
+        self.has_value = catalog.family_has_value(type(self).__name__, value_head)  # the family's rule
         self.rank_embedding = (RankEmbedding(trunk_features, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
                                if rank_embedding else None)
         if int(profile_embedding) < 0:

@@ -205,7 +205,7 @@ class GoNNResNet(PolicyNet):
                              f"[0, {in_planes}) (the stone planes)")
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
                     rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=channels,
-                    rngs=rngs, has_value=value_head)
+                    rngs=rngs, value_head=value_head)
         act = dict(activation=activation, prelu_init=prelu_init, param_dtype=param_dtype)
         bn = dict(dtype=dtype, param_dtype=param_dtype)
         pool = dict(stdev=pool_stdev, board_scaling=pool_board_scaling)

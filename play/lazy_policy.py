@@ -18,8 +18,8 @@ attribute             from
 ``trained_size``      the same
 ``fs``, ``rank``      the run's feature set; the rank asked for
 ``description``       ``MODEL from RUN step S`` (as :func:`kifunet.play.policy.load_policy` names it)
-``has_value``         the model's config: :func:`config_has_value` (``qiqiao*`` always; others with
-                      ``value_head=True``), checked against every registered model by the tests
+``has_value``         the model's config: :func:`kifunet.models.catalog.config_has_value` (the registry's
+                      table, which the built models read too)
 ``reads_profile``     the model's config: :func:`config_reads_profile` (``model.profile_embedding`` or
                       ``model.kwargs.profile_embedding`` above 0); the file's ``profile_input``
 ``profile``           the profile asked for (:mod:`kifunet.play.policy`'s "profile")
@@ -48,11 +48,10 @@ import threading
 from typing import Callable
 
 from kifunet.data_prep.planes import features as features_mod
+from kifunet.models import catalog
 from kifunet.data_prep.fileio import store
 from kifunet.play.policy import HISTORY_WINDOW, fill_profile, profile_value, rank_value, size_range_problem
 
-#: registry name prefixes of the models that always have a value head (the others: the ``value_head`` kwarg)
-VALUE_HEAD_MODELS = ("qiqiao",)
 #: the loader thread's name
 THREAD_NAME = "kifunet-net-loader"
 
@@ -95,12 +94,6 @@ def enable_compile_cache(directory: str) -> Callable[[], None]:
             jax.config.update(k, v)
 
     return restore
-
-
-def config_has_value(model: str, kwargs: dict | None = None) -> bool:
-    """Whether the registered model ``model`` built with ``kwargs`` has a value head, without building it:
-    the ``qiqiao`` family always, the others when ``value_head=True`` (:mod:`kifunet.models.registry`)."""
-    return model.startswith(VALUE_HEAD_MODELS) or bool((kwargs or {}).get("value_head", False))
 
 
 def config_reads_profile(workdir: str) -> bool:
@@ -329,8 +322,8 @@ def lazy_run_policy(path: str, rank=None, *, step: int | None = None, feature_se
 
     return LazyPolicy(load, board_size=info["board_size"], feature_set=info["feature_set"],
                       description=info["description"],
-                      has_value=config_has_value(info["model"], info["model_kwargs"]), rank=rank, error=error,
-                      start=start, reads_profile=info["profile_input"], profile=profile)
+                      has_value=catalog.config_has_value(info["model"], info["model_kwargs"]), rank=rank,
+                      error=error, start=start, reads_profile=info["profile_input"], profile=profile)
 
 
 def lazy_wrap(policy, *, error: type[Exception] = RuntimeError, start: bool = True) -> LazyPolicy:
