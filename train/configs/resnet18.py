@@ -17,10 +17,8 @@ Setup: ``mao``'s config with only the model changed (``resnet18``: a stem and 8 
 
 from __future__ import annotations
 
-from kifunet.train.configs import mao
+from kifunet.train.configs import default, mao
 
 
 def get_config():
-    c = mao.get_config()
-    c.model.name = "resnet18"
-    return c
+    return default.derive(mao.get_config(), model=dict(name="resnet18"))
