@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from kifunet.data_prep.errors import InvalidValue
 from kifunet.models import catalog
 from kifunet.models.forward import NetFacts, Outputs
 from kifunet.models.layers import ProfileEmbedding, RankEmbedding, add_param
@@ -59,7 +60,7 @@ class PolicyNet(nnx.Module):
     def _setup(self, *, board_size: int, in_planes: int, dtype, param_dtype, rank_embedding: bool,
                trunk_features: int, rngs: nnx.Rngs, value_head: bool = False, profile_embedding: int = 0) -> None:
         if board_size < 2:
-            raise ValueError(f"board_size must be >= 2, got {board_size}")
+            raise InvalidValue(f"board_size must be >= 2, got {board_size}")
         self.board_size = board_size
         self.in_planes = in_planes
         self.dtype = dtype
@@ -68,7 +69,7 @@ class PolicyNet(nnx.Module):
         self.rank_embedding = (RankEmbedding(trunk_features, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
                                if rank_embedding else None)
         if int(profile_embedding) < 0:
-            raise ValueError(f"profile_embedding must be a hidden width >= 0 (0: none), got {profile_embedding}")
+            raise InvalidValue(f"profile_embedding must be a hidden width >= 0 (0: none), got {profile_embedding}")
         self.profile_embedding = (ProfileEmbedding(trunk_features, int(profile_embedding), dtype=dtype,
                                                    param_dtype=param_dtype, rngs=rngs)
                                   if profile_embedding else None)

@@ -14,6 +14,7 @@ import inspect
 
 from flax import nnx
 
+from kifunet.data_prep.errors import UnknownName
 from kifunet.models import catalog
 from kifunet.models.base import PolicyNet
 from kifunet.models.cnn import AlphaGoSL, ClarkStorkey, Darkforest, Maddison
@@ -47,7 +48,7 @@ def spec(name: str) -> ModelSpec:
     try:
         return _SPECS[name]
     except KeyError:
-        raise KeyError(f"unknown model {name!r}; known: {', '.join(names())}") from None
+        raise UnknownName(f"unknown model {name!r}; known: {', '.join(names())}") from None
 
 
 def default_in_planes(name: str) -> int:

@@ -97,13 +97,15 @@ def _check_profile(text: str | None, run: str) -> None:
     :func:`kifunet.commands.option_types.profile`.)"""
     if text is None:
         return
+    import json
+
     from kifunet.play.lazy_policy import config_reads_profile
     from kifunet.train.nets import find_workdir
 
     try:
         reads = config_reads_profile(find_workdir(run))
-    except (OSError, ValueError):
-        return  # the net's own check (evaluate) decides
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return  # no readable config.json: the net's own check (evaluate) decides
     if not reads:
         raise CommandError(f"--profile {text}: {run} has no profile input (trained with model.profile_embedding "
                            "0), so the profile would change nothing")
@@ -173,14 +175,11 @@ def run(args) -> int:
     use_cpu_devices(args.cpu_devices)
 
     progress = sys.stderr.isatty() if args.progress is None else args.progress
-    try:
-        predictor = load_run(args.checkpoint)
-        with open_split(args.data, args.split) as reader:
-            res = evaluate(predictor, reader, batch_size=args.batch_size, ensemble=args.ensemble,
-                           legal_mask=args.legal_mask, limit=args.limit, start=args.start, phase_starts=phases,
-                           progress=progress, as_rank=_as_rank(args.as_rank), profile=args.profile)
-    except (KeyError, ValueError) as e:  # a checkpoint that does not fit, rows out of range
-        raise CommandError(e) from e
+    predictor = load_run(args.checkpoint)  # CheckpointMismatch, ...: user errors, reported by the CLI
+    with open_split(args.data, args.split) as reader:
+        res = evaluate(predictor, reader, batch_size=args.batch_size, ensemble=args.ensemble,
+                       legal_mask=args.legal_mask, limit=args.limit, start=args.start, phase_starts=phases,
+                       progress=progress, as_rank=_as_rank(args.as_rank), profile=args.profile)
     _report(args, res, default_net)
     return 0
 
@@ -235,10 +234,7 @@ def _run_probes(args) -> int:
     if args.cpu_devices < 0:
         raise CommandError(f"--cpu-devices must be at least 0, not {args.cpu_devices}")
     as_rank = _as_rank(args.as_rank)
-    try:
-        probes = P.load_probes(args.probes or None)
-    except ValueError as e:
-        raise CommandError(e) from e
+    probes = P.load_probes(args.probes or None)  # ProbeError
     default_net = not args.checkpoint
     if default_net:
         args.checkpoint = str(paths.default_net())
@@ -247,10 +243,7 @@ def _run_probes(args) -> int:
     from kifunet.train.parallel import use_cpu_devices
 
     use_cpu_devices(args.cpu_devices)
-    try:
-        res = P.score(load_run(args.checkpoint), probes, as_rank=as_rank)
-    except (KeyError, ValueError) as e:  # a checkpoint that does not fit, a net for another board size
-        raise CommandError(e) from e
+    res = P.score(load_run(args.checkpoint), probes, as_rank=as_rank)  # ProbeError: a net for another board
     res["probes_file"] = os.path.abspath(args.probes) if args.probes else "eval/probes.sgf (shipped)"
     print(P.format_score(res))
     out = args.out or os.path.join(str(run_dir), "eval", "probes.json")

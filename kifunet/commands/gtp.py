@@ -154,10 +154,7 @@ def run(args) -> int:
     # and what JAX or a checkpoint library prints must not reach the controller.
     out, sys.stdout = sys.stdout, sys.stderr
     try:
-        try:
-            pol = _open_policy(args, gtp_protocol.GtpError)
-        except (KeyError, ValueError) as e:  # unknown model or feature set, a run or file that does not fit
-            raise CommandError(e) from e
+        pol = _open_policy(args, gtp_protocol.GtpError)  # UnknownName, NotAnExport, InvalidValue: user errors
         problem = scoring.komi_problem(args.komi, pol.board_size)
         if problem:
             raise CommandError(f"--komi: {problem}")
