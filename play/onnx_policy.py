@@ -227,14 +227,6 @@ class OnnxPolicy(Policy):
                 f"board dimensions); for {n}x{n}, play the training run with --checkpoint")
 
 
-    def resized(self, n: int) -> "OnnxPolicy":
-        """Self for the file's board size; ``ValueError`` with :meth:`size_problem`'s reason otherwise."""
-        problem = self.size_problem(n)
-        if problem:
-            raise ValueError(problem)
-        return self
-
-
 def load_onnx_policy(path: str | os.PathLike, rank=None, *, feature_set: str | None = None,
                      board_size: int | None = None, profile=None) -> OnnxPolicy:
     """The exported net at ``path`` as a policy; ``feature_set`` / ``board_size``, when given, must be the
