@@ -299,9 +299,7 @@ class ShardFile:
         self.path = path
         self.cache_bytes = cache_bytes
         self.expect = expect
-        self._f = None
-        self._pid = None
-        self._meta = None
+        self._f = self._pid = self._meta = None  # the open file, the process that opened it, its metadata
 
     def __getstate__(self):
         return {"path": self.path, "cache_bytes": self.cache_bytes, "expect": self.expect}
