@@ -84,6 +84,10 @@ REFUSED = [
     (["eval", "--data", "D", "--as-rank", "zz"],
      "kifunet eval: error: --as-rank 'zz' is not a rank: give e.g. 1d, 5d, 9d, 3k, 9p or unknown"),
     (["eval", "--data", "D", "--profile", "year=20x5"], "kifunet eval: error: --profile: year='20x5' is not a year"),
+    (["eval", "--data", "D", "--phase-starts", "1,x"],
+     "kifunet eval: error: --phase-starts '1,x': give move numbers separated by commas, e.g. 1,21,51,101"),
+    (["eval", "--data", "D", "--phase-starts", "1,50,20"],
+     "kifunet eval: error: --phase-starts '1,50,20': move numbers must start at 1 and increase"),
 ]
 
 

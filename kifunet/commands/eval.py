@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--merge", nargs="+", default=None, metavar="PART.json",
                    help="instead of evaluating: merge results of disjoint parts of one split (same run and "
                         "settings) into one, printed and written to --out")
-    p.add_argument("--phase-starts", default=None, metavar="A,B,...",
+    p.add_argument("--phase-starts", default=None, metavar="A,B,...", type=option_types.phase_starts,
                    help="first move number of each game-phase bucket (default 1,21,51,101,151,201,251)")
     p.add_argument("--out", default=None, metavar="FILE.json",
                    help="result JSON (default RUN/eval/<dataset>_<split>[_legal][_firstN][_asRANK].json; '-' writes "
@@ -121,16 +121,8 @@ def _check_options(args) -> tuple[int, ...] | None:
         raise CommandError(f"--start must be at least 0, not {args.start}")
     if args.cpu_devices < 0:
         raise CommandError(f"--cpu-devices must be at least 0, not {args.cpu_devices}")
-    if not args.phase_starts:
-        return None
-    try:
-        phases = tuple(int(x) for x in args.phase_starts.split(","))
-    except ValueError:
-        raise CommandError(f"--phase-starts {args.phase_starts!r}: give move numbers separated by commas, "
-                           "e.g. 1,21,51,101") from None
-    if phases[0] != 1 or any(b <= a for a, b in zip(phases, phases[1:])):
-        raise CommandError(f"--phase-starts {args.phase_starts!r}: move numbers must start at 1 and increase")
-    return phases
+    # --phase-starts was checked as the command line was read (kifunet.commands.option_types.phase_starts)
+    return tuple(int(x) for x in args.phase_starts.split(",")) if args.phase_starts else None
 
 
 def _as_rank(text: str | None) -> int | None:

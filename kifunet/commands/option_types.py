@@ -11,6 +11,7 @@ converter              accepts (returns the text as given)                      
 :func:`board_size`     an integer in 2..19 (returns the int)                       export, gtp ``--board-size``
 :func:`new_file`       a path whose folder exists                                  export ``--out``
 :func:`image_file`     a ``.png`` or ``.svg`` path whose folder exists             show ``--out``
+:func:`phase_starts`   move numbers ``1,A,B,...`` separated by commas, from 1 up    eval ``--phase-starts``
 =====================  ==========================================================  ============================
 
 A value a converter refuses raises :class:`kifunet.errors.CommandError` while the command line is parsed:
@@ -89,3 +90,15 @@ def image_file(text: str) -> str:
     if not text.lower().endswith((".png", ".svg")):
         raise CommandError("--out must end in .png or .svg")
     return new_file(text)
+
+
+def phase_starts(text: str) -> str:
+    """``--phase-starts``: whole move numbers separated by commas, starting at 1 and increasing."""
+    try:
+        phases = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise CommandError(f"--phase-starts {text!r}: give move numbers separated by commas, e.g. 1,21,51,101"
+                           ) from None
+    if phases[0] != 1 or any(b <= a for a, b in zip(phases, phases[1:])):
+        raise CommandError(f"--phase-starts {text!r}: move numbers must start at 1 and increase")
+    return text
