@@ -19,12 +19,18 @@ def pass_index(n: int) -> int:
     return n * n
 
 
-def to_flat(rc: tuple[int, int] | None, n: int) -> int:
-    if rc is None:
-        return n * n
+def _on_board(rc: tuple[int, int], n: int) -> tuple[int, int]:
+    """``rc`` as (row, col); ``ValueError`` when it is off an n x n board."""
     r, c = rc
     if not (0 <= r < n and 0 <= c < n):
         raise ValueError(f"point {rc} is off a {n}x{n} board")
+    return r, c
+
+
+def to_flat(rc: tuple[int, int] | None, n: int) -> int:
+    if rc is None:
+        return n * n
+    r, c = _on_board(rc, n)
     return r * n + c
 
 
@@ -51,9 +57,7 @@ def from_sgf(s: str, n: int) -> tuple[int, int] | None:
 def to_sgf(rc: tuple[int, int] | None, n: int) -> str:
     if rc is None:
         return ""
-    r, c = rc
-    if not (0 <= r < n and 0 <= c < n):
-        raise ValueError(f"point {rc} is off a {n}x{n} board")
+    r, c = _on_board(rc, n)
     return SGF_LETTERS[c] + SGF_LETTERS[r]
 
 
@@ -74,9 +78,7 @@ def from_gtp(s: str, n: int) -> tuple[int, int] | None:
 def to_gtp(rc: tuple[int, int] | None, n: int) -> str:
     if rc is None:
         return "pass"
-    r, c = rc
-    if not (0 <= r < n and 0 <= c < n):
-        raise ValueError(f"point {rc} is off a {n}x{n} board")
+    r, c = _on_board(rc, n)
     return f"{GTP_COLUMNS[c]}{n - r}"
 
 

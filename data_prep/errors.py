@@ -17,6 +17,11 @@ class UserError(Exception):
     line, naming what is wrong and where; the command line prints it without a traceback (exit status 2)."""
 
 
+class InvalidValue(UserError, ValueError):
+    """A value the user gave -- an option, a config key's value, a text to parse -- that cannot be used; the
+    message names it and what would do. Also a ``ValueError``, for the callers that catch one."""
+
+
 class UnknownName(UserError, KeyError):
     """A name the user gave that names nothing known (a feature set, say); the message lists the known names."""
 

@@ -15,6 +15,7 @@ import re
 import numpy as np
 
 from kifunet.data_prep import ranks
+from kifunet.data_prep.errors import InvalidValue
 
 SOURCES = ("kgs", "fox", "ogs", "tygem", "gogod", "go4go", "other")
 TIME_CONTROLS = ("blitz", "fast", "normal", "slow", "correspondence")
@@ -44,15 +45,15 @@ class Profile:
         for name in ("rank", "opponent_rank"):
             v = getattr(self, name)
             if v is not None and not ranks.MIN <= int(v) <= ranks.MAX:
-                raise ValueError(f"{name} {v} is not a rank (the scale runs {ranks.MIN}..{ranks.MAX})")
+                raise InvalidValue(f"{name} {v} is not a rank (the scale runs {ranks.MIN}..{ranks.MAX})")
         if self.source is not None and self.source not in SOURCES:
-            raise ValueError(f"source {self.source!r}: one of {', '.join(SOURCES)}")
+            raise InvalidValue(f"source {self.source!r}: one of {', '.join(SOURCES)}")
         if self.time_control is not None and self.time_control not in TIME_CONTROLS:
-            raise ValueError(f"time control {self.time_control!r}: one of {', '.join(TIME_CONTROLS)}")
+            raise InvalidValue(f"time control {self.time_control!r}: one of {', '.join(TIME_CONTROLS)}")
         if not 0 <= int(self.handicap) <= 9:
-            raise ValueError(f"handicap {self.handicap}: 0..9 stones")
+            raise InvalidValue(f"handicap {self.handicap}: 0..9 stones")
         if self.komi is not None and not math.isfinite(self.komi):
-            raise ValueError(f"komi {self.komi} is not a number")
+            raise InvalidValue(f"komi {self.komi} is not a number")
 
 
 UNKNOWN_PROFILE = Profile()
@@ -328,17 +329,17 @@ def parse_fields(text: str) -> dict:
         key, sep, value = part.partition("=")
         key, value = key.strip().casefold(), value.strip()
         if not sep or not value:
-            raise ValueError(f"profile: {part!r} is not key=value")
+            raise InvalidValue(f"profile: {part!r} is not key=value")
         if key in ("rank", "opponent_rank", "opponent"):
             r = ranks.parse_rank(value)
             if r == ranks.UNKNOWN:
-                raise ValueError(f"profile: {key}={value!r} is not a rank (e.g. 5k, 7d, 9p)")
+                raise InvalidValue(f"profile: {key}={value!r} is not a rank (e.g. 5k, 7d, 9p)")
             fields["opponent_rank" if key != "rank" else "rank"] = r
         elif key in ("date", "year"):
             days = days_since_epoch(value) if key == "date" else (days_since_epoch("", int(value))
                                                                   if value.isdigit() else None)
             if days is None:
-                raise ValueError(f"profile: {key}={value!r} is not a {'date (YYYY-MM-DD)' if key == 'date' else 'year'}")
+                raise InvalidValue(f"profile: {key}={value!r} is not a {'date (YYYY-MM-DD)' if key == 'date' else 'year'}")
             fields["date"] = days
         elif key == "source":
             fields["source"] = value.casefold()
@@ -346,20 +347,20 @@ def parse_fields(text: str) -> dict:
             fields["time_control"] = value.casefold()
         elif key == "handicap":
             if not value.isdigit():
-                raise ValueError(f"profile: handicap={value!r} is not a number of stones")
+                raise InvalidValue(f"profile: handicap={value!r} is not a number of stones")
             fields["handicap"] = int(value)
         elif key == "komi":
             try:
                 fields["komi"] = float(value)
             except ValueError:
-                raise ValueError(f"profile: komi={value!r} is not a number") from None
+                raise InvalidValue(f"profile: komi={value!r} is not a number") from None
         else:
-            raise ValueError(f"profile: unknown key {key!r} (rank, opponent_rank, date, year, source, time, "
+            raise InvalidValue(f"profile: unknown key {key!r} (rank, opponent_rank, date, year, source, time, "
                              f"handicap, komi)")
     try:
         Profile(**fields)
     except ValueError as e:
-        raise ValueError(f"profile: {e}") from None
+        raise InvalidValue(f"profile: {e}") from None
     return fields
 
 

@@ -13,6 +13,7 @@ import dataclasses
 import numpy as np
 
 from kifunet.data_prep import coords
+from kifunet.data_prep.errors import InvalidValue
 from kifunet.eval.legality import top_moves
 
 WOOD = "#dcb35c"
@@ -46,7 +47,7 @@ def load_position(sgf_path: str, move_number: int, feature_set: str | None = "ma
     a = replay.analyse_game(record, flags=analysis.F_LIBS_AFTER_PLA, path=sgf_path)
     total = len(a)
     if not 1 <= move_number <= total:
-        raise ValueError(f"{sgf_path} has moves 1..{total}; asked for move {move_number}")
+        raise InvalidValue(f"{sgf_path} has moves 1..{total}; asked for move {move_number}")
     t = move_number - 1
     n = a.size
     planes = None

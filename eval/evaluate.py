@@ -20,7 +20,8 @@ import numpy as np
 
 from kifunet.data_prep.fileio import atomic, store
 from kifunet.data_prep import ranks
-from kifunet.data_prep.errors import UserError, naming
+from kifunet.data_prep.datasets.dataset_base import DatasetMismatch
+from kifunet.data_prep.errors import InvalidValue, UserError, naming
 from kifunet.eval import metrics as M
 
 FORMAT = "kifunet-eval"
@@ -54,7 +55,7 @@ class Predictor:
         self.feature_set = feature_set
         self.board_size = int(model.board_size)
         if int(model.in_planes) != self.fs.num_planes:
-            raise ValueError(f"model takes {model.in_planes} planes; feature set {feature_set} has "
+            raise InvalidValue(f"model takes {model.in_planes} planes; feature set {feature_set} has "
                              f"{self.fs.num_planes}")
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
@@ -261,10 +262,10 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
 
     fields = _open_for(predictor, reader, profile)
     if batch_size < 1:
-        raise ValueError("batch_size must be >= 1")
+        raise InvalidValue("batch_size must be >= 1")
     start = int(start)
     if not 0 <= start <= len(reader):
-        raise ValueError(f"start {start} is outside the split's {len(reader)} rows")
+        raise InvalidValue(f"start {start} is outside the split's {len(reader)} rows")
     stop = len(reader) if limit is None else min(len(reader), start + int(limit))
     masker = LegalMasker(reader) if legal_mask else None
     acc = {m: M.Breakdown(predictor.num_moves, phase_starts) for m in (MODES if ensemble else MODES[:1])}
@@ -294,16 +295,16 @@ def _open_for(predictor: Predictor, reader, profile: str | None) -> dict:
 
     extra = features.constant_extension(reader.feature_name, predictor.feature_set)
     if extra is None:
-        raise ValueError(f"dataset {reader.root} has feature set {reader.feature_name}; the model was trained on "
+        raise DatasetMismatch(f"dataset {reader.root} has feature set {reader.feature_name}; the model was trained on "
                          f"{predictor.feature_set}")
     reader.add_constant_planes(extra)  # a net trained with input.add_planes reads those planes here too
     fields = profiles.parse_fields(profile) if profile else {}
     if profile and not predictor.reads_profile:
-        raise ValueError(f"--profile {profile}: this net has no profile input (trained with "
+        raise InvalidValue(f"--profile {profile}: this net has no profile input (trained with "
                          f"model.profile_embedding 0), so the profile would change nothing")
     reader.with_profile(True)  # the game fields: the profile breakdowns, and the input of a profiled net
     if reader.board_size != predictor.board_size:
-        raise ValueError(f"dataset board {reader.board_size}x{reader.board_size}, model {predictor.board_size}")
+        raise DatasetMismatch(f"dataset board {reader.board_size}x{reader.board_size}, model {predictor.board_size}")
     return fields
 
 

@@ -14,6 +14,8 @@ from collections import defaultdict
 
 import numpy as np
 
+from kifunet.data_prep.datasets.dataset_base import DatasetMismatch
+
 
 def top_moves(probs, allowed, k: int) -> list[int]:
     """The flat indices of the ``k`` allowed moves of highest probability, most probable first.
@@ -108,7 +110,7 @@ class LegalMasker:
                                   self.fs)
         self.source = "planes" if probe is not None else "replay"
         if self.source == "replay" and not hasattr(reader, "games"):
-            raise ValueError(f"{reader.root}: {self.fs.name} has no legality planes and this dataset no games table "
+            raise DatasetMismatch(f"{reader.root}: {self.fs.name} has no legality planes and this dataset no games table "
                              "to replay (a TFDS split); use the HDF5 build for --legal-mask")
         self._replay = None
 

@@ -16,6 +16,8 @@ import textwrap
 
 import numpy as np
 
+from kifunet.data_prep.errors import InvalidValue
+
 X_KEYS = ("samples", "examples", "positions", "step")
 LOSS_WORDS = ("loss", "nll", "nats", "cross_entropy")
 ACC_WORDS = ("acc", "top")
@@ -285,10 +287,10 @@ def learning_vs_published(eval_records: list[dict], *, finals=(), label: str = "
     flat = [_flatten(r) for r in eval_records]
     xk = next((k for k in X_KEYS[:3] if any(k in r for r in flat)), None)
     if xk is None:
-        raise ValueError("eval records hold no positions seen (samples, examples or positions)")
+        raise InvalidValue("eval records hold no positions seen (samples, examples or positions)")
     pts = np.asarray([(r[xk], r["top1"]) for r in flat if xk in r and "top1" in r], dtype=np.float64)
     if not len(pts):
-        raise ValueError("eval records hold no top1")
+        raise InvalidValue("eval records hold no top1")
     pts = pts[np.argsort(pts[:, 0], kind="stable")]
     y = pts[:, 1] * 100 if np.nanmax(pts[:, 1]) <= 1.0 else pts[:, 1]
     ax.plot(pts[:, 0], y, "o-", ms=4, lw=1.5, color="black", label=f"{label}: test top-1 during training")

@@ -18,6 +18,7 @@ from importlib import resources
 import numpy as np
 
 from kifunet.data_prep import coords
+from kifunet.data_prep.errors import UserError
 from kifunet.data_prep.game import MOVE, GameRecord
 
 FORMAT = "kifunet-probes"
@@ -46,15 +47,20 @@ class Probe:
         return int(self.record.colours[self.record.kinds == MOVE][-1])
 
 
+class ProbeError(UserError, ValueError):
+    """A probe file that cannot be used (unreadable, no probes, a probe without its properties), or probes the net
+    cannot play; the message names the file and probe."""
+
+
 def _points(node, ident: str, n: int, where: str) -> tuple[int, ...]:
     try:
         raw = node.get_raw_list(ident)
     except KeyError:
-        raise ValueError(f"{where}: no {ident} property") from None
+        raise ProbeError(f"{where}: no {ident} property") from None
     try:
         return tuple(coords.to_flat(coords.from_sgf(v.decode("ascii"), n), n) for v in raw)
     except (ValueError, UnicodeDecodeError):
-        raise ValueError(f"{where}: {ident} has a malformed point") from None
+        raise ProbeError(f"{where}: {ident} has a malformed point") from None
 
 
 def load_probes(path: str | os.PathLike | None = None) -> list[Probe]:
@@ -69,10 +75,10 @@ def load_probes(path: str | os.PathLike | None = None) -> list[Probe]:
         with open(path, "rb") as f:
             raw = f.read()
     except OSError as e:
-        raise ValueError(f"{path}: cannot read the probe file: {e.strerror or e}") from None
+        raise ProbeError(f"{path}: cannot read the probe file: {e.strerror or e}") from None
     trees = sgf_io.split_game_trees(raw) if raw.strip() else []
     if not trees:
-        raise ValueError(f"{path}: no probes in the file")
+        raise ProbeError(f"{path}: no probes in the file")
     out = []
     for i, tree in enumerate(trees):
         where = f"{path}#{i}"
@@ -80,14 +86,14 @@ def load_probes(path: str | os.PathLike | None = None) -> list[Probe]:
             record = sgf_io.load_game(tree, path=where)
             root = sgf.Sgf_game.from_bytes(tree).get_root()
         except (SgfError, ValueError) as e:
-            raise ValueError(f"{where}: not a readable probe: {e}") from None
+            raise ProbeError(f"{where}: not a readable probe: {e}") from None
         n = record.size
         if not root.has_property("XC"):
-            raise ValueError(f"{where}: no XC (category) property")
+            raise ProbeError(f"{where}: no XC (category) property")
         moves = record.points[record.kinds == MOVE]
         answers = _points(root, "XA", n, where)
         if len(moves) < 2 or int(moves[-1]) not in answers:
-            raise ValueError(f"{where}: the final move is not one of the accepted answers (XA)")
+            raise ProbeError(f"{where}: the final move is not one of the accepted answers (XA)")
         name = root.get("GN") if root.has_property("GN") else f"probe-{i}"
         out.append(Probe(name=name, category=root.get("XC"), record=record, answers=answers,
                          keys=_points(root, "XT", n, where)))
@@ -131,10 +137,10 @@ def score(predictor, probes: list[Probe], *, as_rank: int | None = None) -> dict
     from kifunet.eval.legality import top_moves
 
     if not probes:
-        raise ValueError("no probes to score")
+        raise ProbeError("no probes to score")
     sizes = {p.size for p in probes}
     if sizes != {predictor.board_size}:
-        raise ValueError(f"the probes are {'/'.join(f'{s}x{s}' for s in sorted(sizes))}; the net plays "
+        raise ProbeError(f"the probes are {'/'.join(f'{s}x{s}' for s in sorted(sizes))}; the net plays "
                          f"{predictor.board_size}x{predictor.board_size}")
     batch = encode(probes, predictor.fs, as_rank=as_rank)
     logits = predictor.predict(batch)

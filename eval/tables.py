@@ -16,6 +16,7 @@ import html
 import os
 
 from kifunet.data_prep import ranks
+from kifunet.data_prep.errors import InvalidValue
 from kifunet.eval import published as P
 from kifunet.eval.evaluate import MODE_TEXT, MODES, load_result
 
@@ -117,7 +118,7 @@ def published_rows(which: str = "all") -> list[dict]:
     """The published rows of dataset ``which`` (see :func:`published_choices`); another value is a ValueError."""
     choices = published_choices()
     if which not in choices:
-        raise ValueError(f"no published rows for {which!r}; choose from {', '.join(choices)}")
+        raise InvalidValue(f"no published rows for {which!r}; choose from {', '.join(choices)}")
     rows = []
     for r in P.move_prediction():
         if which not in ("all", r.dataset.name.lower(), r.dataset.id):
@@ -325,7 +326,7 @@ def render(results: list[tuple[str, dict]], fmt: str = "markdown", which: str = 
             parts += [f"<h2>{html.escape(value_title)}</h2>", render_html(values, VALUE_COLUMNS),
                       f"<p>{html.escape(value_note)}</p>"]
         return "\n".join(parts)
-    raise ValueError(f"unknown format {fmt!r} (markdown or html)")
+    raise InvalidValue(f"unknown format {fmt!r} (markdown or html)")
 
 
 def breakdown_markdown(res: dict, mode: str = "single") -> str:
@@ -366,7 +367,7 @@ def profile_rows(path: str, res: dict, by: str, mode: str = "single") -> list[di
     group, its positions, top-1 and top-5 accuracy and cross-entropy. :class:`MissingBreakdown` (one line, naming
     ``path``) when the result has no such breakdown."""
     if by not in PROFILE_BY:
-        raise ValueError(f"--by {by!r}: one of {', '.join(PROFILE_BY)}")
+        raise InvalidValue(f"--by {by!r}: one of {', '.join(PROFILE_BY)}")
     block = res["results"][mode]
     part = PROFILE_BY[by]
     if part not in block:
@@ -388,7 +389,7 @@ def render_profiles(results: list[tuple[str, dict]], by: str, fmt: str = "markdo
     """``(text, skipped)``: a per-profile table (:func:`profile_rows`) for every result and evaluation mode it
     holds, in ``fmt`` (markdown or html), and one line for each result that lacks the breakdown."""
     if fmt not in ("markdown", "html"):
-        raise ValueError(f"unknown format {fmt!r} (markdown or html)")
+        raise InvalidValue(f"unknown format {fmt!r} (markdown or html)")
     parts, skipped = [], []
     for path, res in results:
         for mode in MODES:

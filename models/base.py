@@ -3,7 +3,8 @@ part of it, and the two shared scoring rules: :func:`played_move_rank` (top-k wi
 and :func:`value_outcome_stats` (value error and winner prediction).
 
 Value contract: ``model.has_value`` is fixed at construction; when True the output's ``value`` is float32 ``[B]``
-in [-1, 1], the expected result for the side to move (+1 a win, -1 a loss, 0 a draw); otherwise it is None."""
+in [-1, 1], the expected result for the side to move (+1 a win, -1 a loss, 0 a draw); otherwise it is None.
+Which families have one: :mod:`kifunet.models.catalog`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from kifunet.data_prep.errors import InvalidValue
+from kifunet.models import catalog
 from kifunet.models.forward import NetFacts, Outputs
 from kifunet.models.layers import ProfileEmbedding, RankEmbedding, add_param
 
@@ -36,18 +39,18 @@ class PolicyNet(nnx.Module):
     resizable: bool = False
 
     def _setup(self, *, board_size: int, in_planes: int, dtype, param_dtype, rank_embedding: bool,
-               trunk_features: int, rngs: nnx.Rngs, has_value: bool = False, profile_embedding: int = 0) -> None:
+               trunk_features: int, rngs: nnx.Rngs, value_head: bool = False, profile_embedding: int = 0) -> None:
         if board_size < 2:
-            raise ValueError(f"board_size must be >= 2, got {board_size}")
+            raise InvalidValue(f"board_size must be >= 2, got {board_size}")
         self.board_size = board_size
         self.in_planes = in_planes
         self.dtype = dtype
         self.param_dtype = param_dtype
-        self.has_value = bool(has_value)
+        self.has_value = catalog.family_has_value(type(self).__name__, value_head)  # the family's rule
         self.rank_embedding = (RankEmbedding(trunk_features, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
                                if rank_embedding else None)
         if int(profile_embedding) < 0:
-            raise ValueError(f"profile_embedding must be a hidden width >= 0 (0: none), got {profile_embedding}")
+            raise InvalidValue(f"profile_embedding must be a hidden width >= 0 (0: none), got {profile_embedding}")
         self.profile_embedding = (ProfileEmbedding(trunk_features, int(profile_embedding), dtype=dtype,
                                                    param_dtype=param_dtype, rngs=rngs)
                                   if profile_embedding else None)

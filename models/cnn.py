@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from kifunet.data_prep.errors import InvalidValue
 from kifunet.models.base import WHITE, PolicyNet, board_logits_without_pass
 from kifunet.models.layers import Conv, PositionBias, he_normal
 
@@ -25,9 +26,9 @@ class ConvNet(PolicyNet):
                  select: str = "first", rank_embedding: bool = False, profile_embedding: int = 0, dtype=jnp.float32,
                  param_dtype=jnp.float32, rngs: nnx.Rngs):
         if select not in ("first", "to_move"):
-            raise ValueError(f"select must be 'first' or 'to_move', got {select!r}")
+            raise InvalidValue(f"select must be 'first' or 'to_move', got {select!r}")
         if select == "to_move" and out_planes != 2:
-            raise ValueError("select='to_move' needs out_planes=2")
+            raise InvalidValue("select='to_move' needs out_planes=2")
         hidden = tuple((int(k), int(f)) for k, f in hidden)
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
                     rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=hidden[0][1],
@@ -88,7 +89,7 @@ class Maddison(ConvNet):
                  out_kernel: int = 3, symmetric: bool = False, init: str = "uniform", rank_embedding: bool = False,
                  profile_embedding: int = 0, dtype=jnp.float32, param_dtype=jnp.float32, rngs: nnx.Rngs):
         if init not in MADDISON_INITS:
-            raise ValueError(f"init must be one of {tuple(MADDISON_INITS)}, got {init!r}")
+            raise InvalidValue(f"init must be one of {tuple(MADDISON_INITS)}, got {init!r}")
         hidden = [(5, filters)] + [(3, filters)] * (layers - 1)
         super().__init__(board_size=board_size, in_planes=in_planes, hidden=hidden, out_kernel=out_kernel,
                          out_planes=2, hidden_position_bias=True, out_position_bias=True, symmetric=symmetric,

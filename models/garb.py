@@ -56,7 +56,7 @@ class GARBNet(PolicyNet):
                  param_dtype=jnp.float32, rngs: nnx.Rngs):
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
                     rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=channels,
-                    rngs=rngs, has_value=value_head)
+                    rngs=rngs, value_head=value_head)
         kw = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         c3 = garb_channels or channels // 2
         self.stem = Conv(in_planes, channels, 3, **kw)

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from kifunet.data_prep.errors import InvalidValue
 from kifunet.models.base import PolicyNet, board_logits_without_pass
 from kifunet.models.chain_pool import chain_labels, pool_chains
 from kifunet.models.layers import (
@@ -28,7 +29,7 @@ class _Act(nnx.Module):
 
     def __init__(self, features: int, *, activation: str, prelu_init: float, param_dtype):
         if activation not in ("prelu", "relu"):
-            raise ValueError(f"activation must be 'prelu' or 'relu', got {activation!r}")
+            raise InvalidValue(f"activation must be 'prelu' or 'relu', got {activation!r}")
         self.prelu = PReLU(features, init=prelu_init, param_dtype=param_dtype) if activation == "prelu" else None
 
     def __call__(self, x):
@@ -148,14 +149,14 @@ def _block_kinds(blocks: int, global_blocks, wide_blocks, chain_blocks) -> tuple
     trunk blocks (global ones not block 0), each block of one kind at most."""
     global_blocks = tuple(int(i) for i in global_blocks)
     if any(not 0 < i < blocks for i in global_blocks):
-        raise ValueError(f"global_blocks {global_blocks} must be block indices in [1, {blocks})")
+        raise InvalidValue(f"global_blocks {global_blocks} must be block indices in [1, {blocks})")
     wide_blocks = tuple(int(i) for i in wide_blocks)
     if any(not 0 <= i < blocks for i in wide_blocks) or set(wide_blocks) & set(global_blocks):
-        raise ValueError(f"wide_blocks {wide_blocks} must be block indices in [0, {blocks}) that are not "
+        raise InvalidValue(f"wide_blocks {wide_blocks} must be block indices in [0, {blocks}) that are not "
                          f"global blocks {global_blocks}")
     chain_blocks = tuple(int(i) for i in chain_blocks)
     if any(not 0 <= i < blocks for i in chain_blocks) or set(chain_blocks) & (set(global_blocks) | set(wide_blocks)):
-        raise ValueError(f"chain_blocks {chain_blocks} must be block indices in [0, {blocks}) that are neither "
+        raise InvalidValue(f"chain_blocks {chain_blocks} must be block indices in [0, {blocks}) that are neither "
                          f"global blocks {global_blocks} nor wide blocks {wide_blocks}")
     return global_blocks, wide_blocks, chain_blocks
 
@@ -182,11 +183,11 @@ class GoNNResNet(PolicyNet):
         self.chain_stone_planes = tuple(int(i) for i in chain_stone_planes)
         if chain_blocks and (len(self.chain_stone_planes) != 2
                              or any(not 0 <= i < in_planes for i in self.chain_stone_planes)):
-            raise ValueError(f"chain_stone_planes {tuple(chain_stone_planes)} must be two input planes in "
+            raise InvalidValue(f"chain_stone_planes {tuple(chain_stone_planes)} must be two input planes in "
                              f"[0, {in_planes}) (the stone planes)")
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
                     rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=channels,
-                    rngs=rngs, has_value=value_head)
+                    rngs=rngs, value_head=value_head)
         act = dict(activation=activation, prelu_init=prelu_init, param_dtype=param_dtype)
         bn = dict(dtype=dtype, param_dtype=param_dtype)
         pool = dict(stdev=pool_stdev, board_scaling=pool_board_scaling)

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from kifunet.data_prep.errors import InvalidValue
 from kifunet.data_prep.ranks import MAX as MAX_RANK
 from kifunet.data_prep.ranks import MIN as MIN_RANK
 from kifunet.data_prep.ranks import UNKNOWN as UNKNOWN_RANK
@@ -73,7 +74,7 @@ class Conv(nnx.Module):
         rngs: nnx.Rngs,
     ):
         if kernel_size % 2 != 1:
-            raise ValueError(f"kernel_size must be odd for same padding, got {kernel_size}")
+            raise InvalidValue(f"kernel_size must be odd for same padding, got {kernel_size}")
         self.in_features = in_features
         self.out_features = out_features
         self.kernel_size = kernel_size
@@ -140,7 +141,7 @@ class LinePairConv(nnx.Module):
                  kernel_init=he_normal, dtype: Dtype = jnp.float32, param_dtype: Dtype = jnp.float32,
                  rngs: nnx.Rngs):
         if length % 2 != 1:
-            raise ValueError(f"length must be odd for same padding, got {length}")
+            raise InvalidValue(f"length must be odd for same padding, got {length}")
         self.in_features, self.out_features, self.length = in_features, out_features, length
         self.dtype = dtype
         shape = (1, length, in_features, out_features) if horizontal else (length, 1, in_features, out_features)
@@ -165,7 +166,7 @@ class DilatedGroupConv(nnx.Module):
     def __init__(self, in_features: int, out_features: int, kernel_size: int, *, dilated: int, rate: int,
                  rngs: nnx.Rngs, **conv_kwargs):
         if not 0 <= dilated <= out_features:
-            raise ValueError(f"dilated={dilated} must be in [0, {out_features}]")
+            raise InvalidValue(f"dilated={dilated} must be in [0, {out_features}]")
         self.plain = Conv(in_features, out_features - dilated, kernel_size, rngs=rngs, **conv_kwargs) \
             if dilated < out_features else None
         self.atrous = Conv(in_features, dilated, kernel_size, dilation=rate, rngs=rngs, **conv_kwargs) \
@@ -312,7 +313,7 @@ class MAOLayer(nnx.Module):
                  mask_rate: float = 0.5, deterministic: bool = False, dtype: Dtype = jnp.float32,
                  param_dtype: Dtype = jnp.float32, rngs: nnx.Rngs):
         if not 0.0 <= mask_rate < 1.0:
-            raise ValueError(f"mask_rate must be in [0, 1), got {mask_rate}")
+            raise InvalidValue(f"mask_rate must be in [0, 1), got {mask_rate}")
         self.units = units
         self.candidates = candidates
         self.mask_rate = mask_rate

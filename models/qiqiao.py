@@ -26,7 +26,7 @@ class QiqiaoNet(PolicyNet):
         channels = tuple(int(c) for c in channels)
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
                     rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=channels[0],
-                    rngs=rngs, has_value=True)
+                    rngs=rngs)
         kw = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         points = board_size * board_size
         widths = (in_planes,) + channels

@@ -65,7 +65,7 @@ class AGZResNet(PolicyNet):
                  dtype=jnp.float32, param_dtype=jnp.float32, rngs: nnx.Rngs):
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
                     rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=filters,
-                    rngs=rngs, has_value=value_head)
+                    rngs=rngs, value_head=value_head)
         conv = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         points = board_size * board_size
         self.stem = Conv(in_planes, filters, 3, use_bias=True, **conv)

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from kifunet.data_prep.errors import InvalidValue
 from kifunet.data_prep.planes import features as features_mod
 from kifunet.data_prep.fileio import atomic
 from kifunet.play import onnx_policy
@@ -142,7 +143,7 @@ def profile_metadata(model, profile: str | None) -> dict:
         return meta
     fields = profiles.parse_fields(profile)
     if not reads:
-        raise ValueError(f"--profile {profile}: this net has no profile input (trained with "
+        raise InvalidValue(f"--profile {profile}: this net has no profile input (trained with "
                          f"model.profile_embedding 0), so a profile would change nothing")
     from kifunet.play.policy import profile_text
 
@@ -166,7 +167,7 @@ def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict 
     fs = features_mod.get(feature_set)
     n, c = int(model.board_size), int(model.in_planes)
     if c != fs.num_planes:
-        raise ValueError(f"the model wants {c} planes; feature set {fs.name} has {fs.num_planes}")
+        raise InvalidValue(f"the model wants {c} planes; feature set {fs.name} has {fs.num_planes}")
     t0 = time.perf_counter()
     fn = forward_function(model)
     names = used_inputs(fn, n, c)

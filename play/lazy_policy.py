@@ -1,8 +1,8 @@
 """A policy that answers at once and loads its net in a background thread: how ``kifunet gtp`` starts fast.
 
 :class:`LazyPolicy` gives the cheap facts (board size, description, ``has_value``, ``reads_profile``) from the
-run's config and checkpoint metadata or the ONNX file's, without running the net; what needs the net waits for
-it. A failed load is kept as one line and raised as ``error(...)``. The main thread never imports JAX."""
+run's config and checkpoint metadata (``has_value``: :func:`kifunet.models.catalog.config_has_value`) or the ONNX
+file's, without running the net; what needs the net waits for it. A failed load is kept as one line and raised as ``error(...)``. The main thread never imports JAX."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ import threading
 from typing import Callable
 
 from kifunet.data_prep.planes import features as features_mod
+from kifunet.models import catalog
 from kifunet.data_prep.fileio import store
 from kifunet.play.policy import HISTORY_WINDOW, fill_profile, profile_value, rank_value, size_range_problem
 
-#: registry name prefixes of the models that always have a value head (the others: the ``value_head`` kwarg)
-VALUE_HEAD_MODELS = ("qiqiao",)
 #: the loader thread's name
 THREAD_NAME = "kifunet-net-loader"
 
@@ -52,12 +51,6 @@ def enable_compile_cache(directory: str) -> Callable[[], None]:
             jax.config.update(k, v)
 
     return restore
-
-
-def config_has_value(model: str, kwargs: dict | None = None) -> bool:
-    """Whether the registered model ``model`` built with ``kwargs`` has a value head, without building it:
-    the ``qiqiao`` family always, the others when ``value_head=True`` (:mod:`kifunet.models.registry`)."""
-    return model.startswith(VALUE_HEAD_MODELS) or bool((kwargs or {}).get("value_head", False))
 
 
 def config_reads_profile(workdir: str) -> bool:
@@ -278,8 +271,8 @@ def lazy_run_policy(path: str, rank=None, *, step: int | None = None, feature_se
 
     return LazyPolicy(load, board_size=info["board_size"], feature_set=info["feature_set"],
                       description=info["description"],
-                      has_value=config_has_value(info["model"], info["model_kwargs"]), rank=rank, error=error,
-                      start=start, reads_profile=info["profile_input"], profile=profile)
+                      has_value=catalog.config_has_value(info["model"], info["model_kwargs"]), rank=rank,
+                      error=error, start=start, reads_profile=info["profile_input"], profile=profile)
 
 
 def lazy_wrap(policy, *, error: type[Exception] = RuntimeError, start: bool = True) -> LazyPolicy:

@@ -33,15 +33,7 @@ def own_eyes(board: Board, colour: int) -> np.ndarray:
 
 def dead_stone_liberties(board: Board, est: life_death.Estimate, colour: int) -> np.ndarray:
     """bool [N*N]: empty points next to dead stones of ``colour``'s opponent (where capturing them starts)."""
-    dead = (est.dead() & (est.stones == 3 - colour)).reshape(-1)
-    out = np.zeros(board.size * board.size, dtype=bool)
-    if dead.any():
-        empty = board.B[0, :-1] == EMPTY
-        for p in np.nonzero(dead)[0]:
-            for q in board.nb[p]:
-                if q >= 0 and empty[q]:
-                    out[q] = True
-    return out
+    return _empty_neighbours(board, (est.dead() & (est.stones == 3 - colour)).reshape(-1))
 
 
 def atari_rescues(board: Board, est: life_death.Estimate, colour: int) -> np.ndarray:
@@ -86,11 +78,15 @@ def vital_move(board: Board, est: life_death.Estimate, colour: int) -> int | Non
 
 def seki_liberties(board: Board, est: life_death.Estimate) -> np.ndarray:
     """bool [N*N]: empty points next to stones in seki (playing there would break the seki)."""
-    seki = est.seki().reshape(-1)
+    return _empty_neighbours(board, est.seki().reshape(-1))
+
+
+def _empty_neighbours(board: Board, points: np.ndarray) -> np.ndarray:
+    """bool [N*N]: the empty points next to any of ``points`` (bool [N*N])."""
     out = np.zeros(board.size * board.size, dtype=bool)
-    if seki.any():
+    if points.any():
         empty = board.B[0, :-1] == EMPTY
-        for p in np.nonzero(seki)[0]:
+        for p in np.nonzero(points)[0]:
             for q in board.nb[p]:
                 if q >= 0 and empty[q]:
                     out[q] = True

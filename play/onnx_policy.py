@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 
+from kifunet.data_prep.errors import InvalidValue, UserError
 from kifunet.data_prep.planes import features as features_mod
 from kifunet.models.forward import NetFacts, Outputs
 from kifunet.play.policy import HISTORY_WINDOW, Policy, profile_value, rank_value
@@ -34,6 +35,10 @@ def _runtime():
     return onnxruntime
 
 
+class NotAnExport(UserError, ValueError):
+    """A file that is not an ONNX model written by ``kifunet export`` (or by a newer kifunet)."""
+
+
 class OnnxNet:
     """An exported file opened with onnxruntime (CPU): its metadata (``kifunet.`` prefix removed), inputs and
     :meth:`run`. ``source``: a path or the file's bytes."""
@@ -47,23 +52,23 @@ class OnnxNet:
         try:
             self.session = ort.InferenceSession(source, providers=["CPUExecutionProvider"])
         except Exception as e:  # noqa: BLE001 -- onnxruntime raises its own classes for unreadable files
-            raise ValueError(f"{source if isinstance(source, str) else 'the model'}: not an ONNX model "
+            raise NotAnExport(f"{source if isinstance(source, str) else 'the model'}: not an ONNX model "
                              f"onnxruntime can load ({str(e).splitlines()[0][:200]})") from e
         meta = self.session.get_modelmeta().custom_metadata_map
         self.metadata = {k[len(PREFIX):]: v for k, v in meta.items() if k.startswith(PREFIX)}
         name = source if isinstance(source, str) else "the model"
         if "format_version" not in self.metadata:
-            raise ValueError(f"{name}: not a kifunet export (no {PREFIX}format_version in its metadata)")
+            raise NotAnExport(f"{name}: not a kifunet export (no {PREFIX}format_version in its metadata)")
         missing = [k for k in REQUIRED if k not in self.metadata]
         if missing:
-            raise ValueError(f"{name}: its metadata lacks {', '.join(PREFIX + k for k in missing)}")
+            raise NotAnExport(f"{name}: its metadata lacks {', '.join(PREFIX + k for k in missing)}")
         if int(self.metadata["format_version"]) > FORMAT_VERSION:
-            raise ValueError(f"{name}: format version {self.metadata['format_version']} is newer than this "
+            raise NotAnExport(f"{name}: format version {self.metadata['format_version']} is newer than this "
                              f"kifunet reads ({FORMAT_VERSION})")
         self.inputs = tuple(i.name for i in self.session.get_inputs())
         self.outputs = tuple(o.name for o in self.session.get_outputs())
         if "planes" not in self.inputs or self.outputs[0] != "logits":
-            raise ValueError(f"{name}: inputs {self.inputs} / outputs {self.outputs} are not a kifunet export's")
+            raise NotAnExport(f"{name}: inputs {self.inputs} / outputs {self.outputs} are not a kifunet export's")
         self.board_size = int(self.metadata["board_size"])
         self.feature_set = self.metadata["feature_set"]
         self.has_value = "value" in self.outputs
@@ -106,7 +111,7 @@ class OnnxPolicy(Policy):
         self.fs = features_mod.get(net.feature_set)
         want = json.loads(net.metadata.get("plane_names", "[]"))
         if want != self.fs.plane_names():
-            raise ValueError(f"the file's planes ({len(want)}) differ from this kifunet's {self.fs.name} planes "
+            raise InvalidValue(f"the file's planes ({len(want)}) differ from this kifunet's {self.fs.name} planes "
                              f"({self.fs.num_planes}): export the net again with this version")
         if window < 8:
             raise ValueError("window must be at least 8 moves (the deepest feature history)")
@@ -133,13 +138,6 @@ class OnnxPolicy(Policy):
         return (f"{self.description} plays {self.board_size}x{self.board_size} only (an ONNX file has fixed "
                 f"board dimensions); for {n}x{n}, play the training run with --checkpoint")
 
-    def resized(self, n: int) -> "OnnxPolicy":
-        """Self for the file's board size; ``ValueError`` with :meth:`size_problem`'s reason otherwise."""
-        problem = self.size_problem(n)
-        if problem:
-            raise ValueError(problem)
-        return self
-
 
 def load_onnx_policy(path: str | os.PathLike, rank=None, *, feature_set: str | None = None,
                      board_size: int | None = None, profile=None) -> OnnxPolicy:
@@ -148,9 +146,9 @@ def load_onnx_policy(path: str | os.PathLike, rank=None, *, feature_set: str | N
     file's recorded ``profile``, else all unknown)."""
     net = OnnxNet(path)
     if feature_set is not None and features_mod.get(feature_set).name != net.feature_set:
-        raise ValueError(f"{path} was exported with the {net.feature_set} features, not {feature_set}")
+        raise InvalidValue(f"{path} was exported with the {net.feature_set} features, not {feature_set}")
     if board_size is not None and int(board_size) != net.board_size:
-        raise ValueError(f"{path} plays {net.board_size}x{net.board_size}, not {board_size}x{board_size}")
+        raise InvalidValue(f"{path} plays {net.board_size}x{net.board_size}, not {board_size}x{board_size}")
     if profile is None:
         profile = net.metadata.get("profile")
     return OnnxPolicy(net, rank, profile=profile)

@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from kifunet.data_prep.errors import InvalidValue, UnknownName
 from kifunet.data_prep.planes import features as features_mod
 from kifunet.data_prep import profiles, ranks
 from kifunet.data_prep.planes import replay
@@ -29,7 +30,7 @@ MIN_SIZE, MAX_SIZE = 2, 25
 def check_symmetries(k) -> int:
     """``k`` as the number of symmetries to average (1..8); ``ValueError`` otherwise."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= int(k) <= sym.NUM_SYMMETRIES:
-        raise ValueError(f"symmetries must be an integer from 1 to {sym.NUM_SYMMETRIES}, not {k!r}")
+        raise InvalidValue(f"symmetries must be an integer from 1 to {sym.NUM_SYMMETRIES}, not {k!r}")
     return int(k)
 
 
@@ -69,7 +70,7 @@ def feature_set_for(in_planes: int) -> str:
                        for name, n in list(candidates.items())})
     found = [name for name, n in candidates.items() if n == in_planes]
     if len(found) != 1:
-        raise KeyError(f"no single feature set has {in_planes} planes ({', '.join(found) or 'none'}); "
+        raise UnknownName(f"no single feature set has {in_planes} planes ({', '.join(found) or 'none'}); "
                        f"name it with --features")
     return found[0]
 
@@ -82,7 +83,7 @@ def rank_value(rank) -> int:
         return int(rank)
     v = ranks.parse_rank(str(rank))
     if v == ranks.UNKNOWN and str(rank).strip() not in ("", "?", "-", "unknown"):
-        raise ValueError(f"not a rank: {rank!r} (e.g. 1d, 5d, 9d, 3k, 9p)")
+        raise InvalidValue(f"not a rank: {rank!r} (e.g. 1d, 5d, 9d, 3k, 9p)")
     return v
 
 
@@ -171,9 +172,9 @@ class Policy:
         self.fs = features_mod.get(feature_set) if isinstance(feature_set, str) else feature_set
         self.board_size = int(board_size if board_size is not None else model.board_size)
         if model.board_size != self.board_size:
-            raise ValueError(f"model plays {model.board_size}x{model.board_size}, not {self.board_size}")
+            raise InvalidValue(f"model plays {model.board_size}x{model.board_size}, not {self.board_size}")
         if model.in_planes != self.fs.num_planes:
-            raise ValueError(f"model wants {model.in_planes} planes; feature set {self.fs.name} has "
+            raise InvalidValue(f"model wants {model.in_planes} planes; feature set {self.fs.name} has "
                              f"{self.fs.num_planes}")
         if window < 8:
             raise ValueError("window must be at least 8 moves (the deepest feature history)")
@@ -228,7 +229,7 @@ class Policy:
     def record(self, record_or_moves, colour: int, setup=()) -> GameRecord:
         if isinstance(record_or_moves, GameRecord):
             if record_or_moves.size != self.board_size:
-                raise ValueError(f"record is {record_or_moves.size}x{record_or_moves.size}, policy plays "
+                raise InvalidValue(f"record is {record_or_moves.size}x{record_or_moves.size}, policy plays "
                                  f"{self.board_size}x{self.board_size}")
             split = _split_record(record_or_moves)
             if split is None:  # setup in mid-game: replay the whole record

@@ -73,3 +73,23 @@ def test_play_has_no_function_over_60_lines_and_no_class_over_300():
                 if node.end_lineno - node.lineno + 1 > limit:
                     too_long.append(f"{path.name}:{node.lineno} {node.name}")
     assert not too_long, too_long
+
+
+def test_no_policy_is_read_by_getattr_or_hasattr_in_play_or_the_commands():
+    """The policy's members are the ones :class:`GtpPolicy` (or :class:`LazyPolicy`) declares: no
+    ``getattr(pol, ...)`` / ``hasattr(policy, ...)`` fallback in play/ or kifunet/commands/."""
+    import ast
+    from pathlib import Path
+
+    import kifunet.commands
+    import kifunet.play
+
+    found = []
+    for pkg in (kifunet.play, kifunet.commands):
+        for path in sorted(Path(pkg.__file__).parent.glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                        and node.func.id in ("getattr", "hasattr") and node.args
+                        and "pol" in ast.unparse(node.args[0]).lower()):
+                    found.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
+    assert not found, found

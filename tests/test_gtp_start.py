@@ -81,33 +81,37 @@ def test_a_net_that_fails_to_load_is_a_one_line_gtp_error():
     assert engine.handle("boardsize 9").startswith("=")  # what needs no net still works
 
 
-def test_value_heads_are_known_from_the_config_for_every_registered_model():
-    """lazy_policy.config_has_value (no JAX) against the models themselves: each family's smallest registered
-    model built abstractly, with and without ``value_head=True``; every other name of a family has that
-    family's constructor and no ``value_head`` of its own, so it answers as its family does."""
+def test_the_lazy_facts_are_the_built_nets_for_every_registered_model(tmp_path):
+    """What ``kifunet gtp`` says before flax loads -- ``has_value`` (:func:`kifunet.models.catalog.config_has_value`)
+    and ``reads_profile`` (:func:`lazy_policy.config_reads_profile`, from the run's ``config.json``) -- against
+    the facts of the net built from the same config: each family's smallest registered model built abstractly,
+    with and without ``value_head=True`` and a profile input; every other name of a family has that family's
+    constructor and no ``value_head`` of its own, so it answers as its family does."""
     import inspect
+    import json
 
     from flax import nnx
 
     from kifunet import models
-    from kifunet.models import registry
+    from kifunet.models import catalog, registry
 
     by_family: dict[type, list[str]] = {}
     for name in models.names():
         by_family.setdefault(registry.spec(name).family, []).append(name)
-    assert len(by_family) >= 9
+    assert len(by_family) >= 9 and sorted(models.names()) == sorted(catalog.MODELS)
     for family, names in by_family.items():
         small = min(names, key=lambda nm: (not nm.endswith("_tiny"), nm))
         n = models.default_board_size(small)
-        built = nnx.eval_shape(lambda: models.create(small, board_size=n, rngs=rngs(0)))
-        takes_value_head = "value_head" in inspect.signature(family.__init__).parameters
-        on = (nnx.eval_shape(lambda: models.create(small, board_size=n, value_head=True, rngs=rngs(0)))
-              if takes_value_head else built)
-        for name in names:
-            assert "value_head" not in registry.spec(name).kwargs, name
-            assert lazy_policy.config_has_value(name, {}) == built.has_value, name
-            if takes_value_head:
-                assert lazy_policy.config_has_value(name, {"value_head": True}) == on.has_value, name
+        params = inspect.signature(family.__init__).parameters
+        for kwargs in ({}, {"value_head": True}, {"profile_embedding": 4}):
+            if not set(kwargs) <= set(params):
+                continue
+            facts = nnx.eval_shape(lambda: models.create(small, board_size=n, rngs=rngs(0), **kwargs)).facts
+            (tmp_path / "config.json").write_text(json.dumps({"model": {"name": small, "kwargs": kwargs}}))
+            assert lazy_policy.config_reads_profile(str(tmp_path)) == facts.reads_profile, (small, kwargs)
+            for name in names:
+                assert "value_head" not in registry.spec(name).kwargs, name
+                assert catalog.config_has_value(name, kwargs) == facts.has_value, (name, kwargs)
 
 
 def test_the_command_line_imports_no_jax():

@@ -84,6 +84,10 @@ REFUSED = [
     (["eval", "--data", "D", "--as-rank", "zz"],
      "kifunet eval: error: --as-rank 'zz' is not a rank: give e.g. 1d, 5d, 9d, 3k, 9p or unknown"),
     (["eval", "--data", "D", "--profile", "year=20x5"], "kifunet eval: error: --profile: year='20x5' is not a year"),
+    (["eval", "--data", "D", "--phase-starts", "1,x"],
+     "kifunet eval: error: --phase-starts '1,x': give move numbers separated by commas, e.g. 1,21,51,101"),
+    (["eval", "--data", "D", "--phase-starts", "1,50,20"],
+     "kifunet eval: error: --phase-starts '1,50,20': move numbers must start at 1 and increase"),
 ]
 
 
@@ -168,3 +172,79 @@ def test_the_commands_report_them_without_wrapping(argv, line, tmp_path, capsys)
     assert cli.main([a.format(bad=bad) for a in argv]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.startswith(line.format(bad=bad)) and err.count("\n") == 1, err
+
+
+# Issue 49 item 1: no command catches a builtin ValueError/KeyError/TypeError to re-wrap it. The library raises its
+# bad-input errors as UserError subclasses (also ValueError/KeyError, for library callers), the command line reports
+# them, and anything else -- a bug -- keeps its traceback. One command line per family of sites.
+_ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+_GAME = str(_ROOT / "samples" / "gnugo" / "gnugo-0000.sgf")
+
+SITE_FAMILIES = [
+    # a config and its overrides (train, compile): ConfigError, UnknownName
+    (["train", "--config", "tiny", "--workdir", "{tmp}/w", "--config.batch_size=abc"],
+     "kifunet train: error: invalid literal for int() with base 10: 'abc'"),
+    (["train", "--config", "tiny", "--workdir", "{tmp}/w", "--config.seed"],
+     "kifunet train: error: --config.seed: missing value"),
+    (["train", "--config", "tiny", "--workdir", "{tmp}/w", "--config.model.nosuch=1"],
+     "kifunet train: error: unknown config key 'model.nosuch'; fields here: "),
+    (["compile", "--config", "tiny", "--target", "cpu", "--out", "{tmp}/list.json"],
+     "kifunet compile: error: {tmp}/list.json: not a compile table written by kifunet compile (no list of rows)"),
+    # the dataset options (build, tfds): InvalidValue
+    (["build", _GAME, "--out", "{tmp}/b", "--split", "bogus", "--workers", "0"],
+     "kifunet build: error: bad split 'bogus': write NAME:RANGES, e.g. train:2000-2014 or test:2015"),
+    (["build", _GAME, "--out", "{tmp}/b", "--hash-split", "val:2", "--workers", "0"],
+     "kifunet build: error: hash split fractions must be in (0, 1) and sum below 1, got [2.0]"),
+    # a net, a position or a probe file that does not fit (gtp, show, eval): UnknownName, InvalidValue, ProbeError
+    (["gtp", "--model", "nosuch_model"], "kifunet gtp: error: unknown model 'nosuch_model'; known: "),
+    (["show", _GAME, "--move", "9999", "--out", "{tmp}/x.png", "--no-net"],
+     f"kifunet show: error: {_GAME} has moves 1.."),
+    (["eval", "--probes", "{tmp}/empty.sgf"], "kifunet eval: error: {tmp}/empty.sgf: no probes in the file"),
+    # a published table or a format (tables): InvalidValue
+    (["tables", "--published", "nosuch"], "kifunet tables: error: no published rows for 'nosuch'; choose from "),
+]
+
+
+@pytest.mark.parametrize("argv,line", SITE_FAMILIES, ids=[f"{a[0]}-{i}" for i, (a, _) in enumerate(SITE_FAMILIES)])
+def test_a_library_user_error_is_one_line_and_exit_2(argv, line, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "list.json").write_text("[]")
+    (tmp_path / "empty.sgf").write_text("")
+    from kifunet.data_prep._jit import COMPILE_MESSAGE
+
+    assert cli.main([a.format(tmp=tmp_path) for a in argv]) == 2
+    out, err = capsys.readouterr()
+    err = err.replace(COMPILE_MESSAGE + "\n", "")  # a cold numba cache is announced first
+    assert err.startswith(line.format(tmp=tmp_path)) and err.count("\n") == 1, err
+    assert "Traceback" not in out + err
+
+
+def test_the_library_classes_keep_their_builtin_bases():
+    from kifunet.data_prep.building import splits
+    from kifunet.data_prep.errors import InvalidValue, UnknownName
+    from kifunet.train import configs
+    from kifunet.train.checkpointing import CheckpointError, CheckpointMismatch
+
+    assert issubclass(configs.ConfigError, InvalidValue) and issubclass(InvalidValue, (UserError, ValueError))
+    assert issubclass(CheckpointMismatch, CheckpointError) and issubclass(CheckpointMismatch, ValueError)
+    with pytest.raises(InvalidValue):
+        splits.make_rule(["bogus"], None, None)
+    cfg = configs.load_file(str(_ROOT / "train" / "configs" / "tiny.py"))
+    with pytest.raises(UnknownName):
+        configs.override(cfg, "nosuch", "1")
+    with pytest.raises(configs.ConfigError):
+        configs.override(cfg, "batch_size", "abc")
+
+
+def test_a_builtin_error_inside_a_command_is_a_bug_with_its_traceback(tmp_path, monkeypatch, capsys):
+    """A ValueError from deep inside (numpy, say) while ``show`` replays the game is not the user's fault: it is
+    raised through :func:`kifunet.cli.main` (a traceback, exit 1), not printed as ``error:`` with exit 2."""
+    from kifunet.eval import board_image
+
+    def broken(*args, **kwargs):
+        raise ValueError("operands could not be broadcast together with shapes (19,19) (9,9)")
+
+    monkeypatch.setattr(board_image, "load_position", broken)
+    with pytest.raises(ValueError, match="operands could not be broadcast"):
+        cli.main(["show", _GAME, "--move", "3", "--out", str(tmp_path / "x.png"), "--no-net"])
+    assert "error:" not in capsys.readouterr().err

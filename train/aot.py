@@ -15,6 +15,8 @@ import time
 
 import numpy as np
 
+from kifunet.data_prep.errors import InvalidValue, UserError
+
 #: JAX's mesh axis name for data parallelism (kifunet.train.steps.AXIS, repeated to keep JAX out of imports)
 _AXIS = "data"
 
@@ -62,8 +64,12 @@ _SKIP_OPS = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast"}
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(?:\([^=]*?\)|\S+)\s+([a-z][a-z0-9\-]*)[(.]")
 
 
-class NoLibtpu(RuntimeError):
+class NoLibtpu(UserError, RuntimeError):
     """A TPU target was asked for and libtpu cannot be found (reported as bad input)."""
+
+
+class BatchError(InvalidValue):
+    """A global batch the target's devices cannot share equally."""
 
 
 def libtpu_requirement() -> str:
@@ -217,7 +223,7 @@ def compile_step(path: str, target: Target, *, batch: int, dtype: str | None = N
     devices = target_devices(target, libtpu)
     n = len(devices)
     if batch % n:
-        raise ValueError(f"batch {batch} is not a multiple of {target.name}'s {n} devices")
+        raise BatchError(f"batch {batch} is not a multiple of {target.name}'s {n} devices")
     mesh = parallel.mesh_over(devices)
     config = load_config(path, batch=batch, dtype=dtype)
     planes = features.get(config.expect_features or "maddison").num_planes

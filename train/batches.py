@@ -9,6 +9,7 @@ import grain
 import numpy as np
 
 from kifunet.data_prep import profiles
+from kifunet.train.configs import ConfigError
 
 HOST_DTYPES = ("uint8", "float32", "bfloat16")
 
@@ -64,7 +65,7 @@ class BatchIterator(grain.DatasetIterator):
 
     def __init__(self, make_windows, batch_size: int, host_dtype: str = "uint8", workers: int = 0):
         if host_dtype not in HOST_DTYPES:
-            raise ValueError(f"host_dtype must be one of {HOST_DTYPES}, got {host_dtype!r}")
+            raise ConfigError(f"host_dtype must be one of {HOST_DTYPES}, got {host_dtype!r}")
         windows = make_windows(0)
         super().__init__(windows)
         self._make_windows = make_windows

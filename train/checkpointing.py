@@ -127,6 +127,12 @@ class CheckpointError(UserError):
     ``kifunet CMD: error: MESSAGE``, exit 2)."""
 
 
+class CheckpointMismatch(CheckpointError, ValueError):
+    """An intact checkpoint that does not fit what it is loaded into: other arrays or shapes than the model's, or
+    another batch size or process count than a resumed run's. Also a ``ValueError``, for the callers that catch
+    one."""
+
+
 @dataclasses.dataclass(frozen=True)
 class StepCheck:
     """One step's verdict (:func:`verify_step`): ``status`` :data:`INTACT`, :data:`DAMAGED` or :data:`UNSEALED`;
@@ -748,7 +754,8 @@ def _check_saved_shapes(step_dir: str, target: dict) -> None:
     missing, unexpected = sorted(set(want) - set(saved)), sorted(set(saved) - set(want))
     other = sorted(k for k in set(want) & set(saved) if saved[k] != want[k])
     if missing or unexpected or other:
-        raise ValueError(f"saved arrays differ from this model's: missing {missing[:3]}, unexpected {unexpected[:3]}, "
+        raise CheckpointMismatch(f"saved arrays differ from this model's: missing {missing[:3]}, unexpected "
+                                 f"{unexpected[:3]}, "
                          f"other shapes {[(k, saved[k], want[k]) for k in other[:3]]}")
 
 

@@ -16,6 +16,7 @@ from kifunet.train.batches import BatchIterator
 from kifunet.train.data import TrainData
 from kifunet.train.windows import WindowBuilder
 from kifunet.train.workers import exit_with_parent, mark_absl_flags_parsed
+from kifunet.train.configs import ConfigError
 
 
 def window_dataset(data: TrainData, input_config, *, batch_size: int, seed: int, process_index: int = 0,
@@ -25,12 +26,12 @@ def window_dataset(data: TrainData, input_config, *, batch_size: int, seed: int,
     srcs = data.train
     for r, src in zip(data.roots, srcs):
         if process_count > 1 and len(src) < process_count:
-            raise ValueError(f"{r}: {len(src)} blocks cannot be split over {process_count} hosts; use smaller "
+            raise ConfigError(f"{r}: {len(src)} blocks cannot be split over {process_count} hosts; use smaller "
                              f"block_rows")
     window_blocks = input_config.window_blocks
     low = min(s.block_rows for s in srcs)
     if window_blocks * low < batch_size:
-        raise ValueError(f"a window ({window_blocks} blocks x {low} rows) must hold at least one "
+        raise ConfigError(f"a window ({window_blocks} blocks x {low} rows) must hold at least one "
                          f"batch of {batch_size}")
     if data.mixed:
         ds = mixture.mixed_blocks(srcs, data.weights, seed=seed, process_index=process_index,

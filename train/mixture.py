@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kifunet.data_prep.datasets.dataset_base import DatasetMismatch
+from kifunet.train.configs import ConfigError
+
 
 def split_datasets(spec: str) -> list[str]:
     """The datasets a ``config.dataset`` names, in order (comma-separated; blanks dropped)."""
@@ -28,11 +31,11 @@ def row_weights(mix_weights: str, rows: list[int]) -> np.ndarray:
         try:
             w = np.asarray([float(p) for p in parts], np.float64)
         except ValueError:
-            raise ValueError(f"config.input.mix_weights={mix_weights!r}: give comma-separated numbers") from None
+            raise ConfigError(f"config.input.mix_weights={mix_weights!r}: give comma-separated numbers") from None
         if len(w) != n:
-            raise ValueError(f"config.input.mix_weights={mix_weights!r} has {len(w)} weight(s) for {n} datasets")
+            raise ConfigError(f"config.input.mix_weights={mix_weights!r} has {len(w)} weight(s) for {n} datasets")
     if not np.all(np.isfinite(w)) or np.any(w <= 0):
-        raise ValueError(f"mixing weights must be positive (config.input.mix_weights={mix_weights!r}, rows {rows})")
+        raise ConfigError(f"mixing weights must be positive (config.input.mix_weights={mix_weights!r}, rows {rows})")
     return w / w.sum()
 
 
@@ -55,7 +58,7 @@ def check_compatible(splits: list) -> None:
             continue
         for key, v in facts.items():
             if v != ref[1][key]:
-                raise ValueError(f"datasets {ref[0]} and {root} cannot be mixed: {key} {ref[1][key]} vs {v}")
+                raise DatasetMismatch(f"datasets {ref[0]} and {root} cannot be mixed: {key} {ref[1][key]} vs {v}")
 
 
 class TagBlock:

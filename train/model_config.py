@@ -10,6 +10,7 @@ import ml_collections
 from flax import nnx
 
 from kifunet import models
+from kifunet.train.configs import ConfigError
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
@@ -33,7 +34,7 @@ def build_model(model, *, seed: int, board_size: int, in_planes: int) -> nnx.Mod
     """The net of a config's ``model`` section (``name``, ``dtype``, ``rank_embedding``, ``profile_embedding``,
     ``kwargs``), initialised from ``nnx.Rngs(seed)``."""
     if model.dtype not in DTYPES:
-        raise ValueError(f"model.dtype must be one of {tuple(DTYPES)}, got {model.dtype!r}")
+        raise ConfigError(f"model.dtype must be one of {tuple(DTYPES)}, got {model.dtype!r}")
     kwargs = {}
     if model.dtype != "float32":
         kwargs["dtype"] = DTYPES[model.dtype]

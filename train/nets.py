@@ -185,7 +185,8 @@ def load_net(path: str, *, step: int | None = None, dataset: str | None = None, 
     unexpected = sorted(set(weights) - set(want))
     wrong = sorted(k for k in set(want) & set(weights) if tuple(weights[k].shape) != want[k])
     if missing or unexpected or wrong:
-        raise ValueError(f"{target}: the checkpoint does not fit {spec.name} ({n}x{n}, {fs}): missing "
+        raise checkpointing.CheckpointMismatch(f"{target}: the checkpoint does not fit {spec.name} "
+                                               f"({n}x{n}, {fs}): missing "
                          f"{missing[:3]}, unexpected {unexpected[:3]}, other shapes "
                          f"{[(k, tuple(weights[k].shape), want[k]) for k in wrong[:3]]}")
     restored = checkpointing.unflatten_state(template, {k: weights[k] for k in want})

@@ -9,6 +9,7 @@ import numpy as np
 import optax
 
 from kifunet.models import scale_by_lr_multipliers
+from kifunet.train.configs import ConfigError
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
 SCHEDULES = ("constant", "step", "gonn", "cosine")
@@ -19,7 +20,7 @@ def make_schedule(cfg, batch_size: int, total_positions: int):
     """``cfg``: the ``schedule`` ConfigDict. Returns ``step -> learning rate`` (jit-compatible)."""
     name = cfg.name
     if name not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {name!r}")
+        raise ConfigError(f"schedule must be one of {SCHEDULES}, got {name!r}")
     lr = float(cfg.lr)
     b = float(batch_size)
     warm = float(cfg.get("warmup_positions", 0)) / b
@@ -55,7 +56,7 @@ def decay_mask(params, bn_paths, mode: str):
     from kifunet.train.steps import path_tuple
 
     if mode not in DECAY_MASKS:
-        raise ValueError(f"decay_mask must be one of {DECAY_MASKS}, got {mode!r}")
+        raise ConfigError(f"decay_mask must be one of {DECAY_MASKS}, got {mode!r}")
     bn = [tuple(p) for p in bn_paths]
 
     def pick(path, x):
@@ -115,7 +116,7 @@ def make_optimizer(cfg, schedule, *, params, model, bn_paths, flat: bool = True)
     vector (its state one array per slot), else per parameter array; the same arithmetic per element either way."""
     name = cfg.name
     if name not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
+        raise ConfigError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
     chain = []
     if float(cfg.get("clip_norm", 0.0)) > 0:
         chain.append(optax.clip_by_global_norm(float(cfg.clip_norm)))

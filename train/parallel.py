@@ -13,6 +13,7 @@ from jax.sharding import PartitionSpec as P
 
 from kifunet.train import steps
 from kifunet.train.steps import AXIS
+from kifunet.train.configs import ConfigError
 
 #: environment variables of the launchers :func:`initialize_distributed` recognises
 _MULTIHOST_ENV = {
@@ -93,9 +94,9 @@ def make_mesh(num_devices: int = 0) -> jax.sharding.Mesh:
     devices = jax.devices()
     if num_devices:
         if jax.process_count() > 1 and num_devices != len(devices):
-            raise ValueError("num_devices must be 0 (all) in a multi-host run")
+            raise ConfigError("num_devices must be 0 (all) in a multi-host run")
         if num_devices > len(devices):
-            raise ValueError(f"num_devices={num_devices} but only {len(devices)} devices")
+            raise ConfigError(f"num_devices={num_devices} but only {len(devices)} devices")
         devices = devices[:num_devices]
     return mesh_over(devices)
 

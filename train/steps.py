@@ -15,6 +15,7 @@ import optax
 from flax import nnx
 
 from kifunet.models.base import NO_PASS_LOGIT, constant_predictor_mse, played_move_rank, value_outcome_stats
+from kifunet.train.configs import ConfigError
 
 #: the named axis the steps reduce over (the mesh of :mod:`kifunet.train.parallel` has this one axis)
 AXIS = "data"
@@ -35,7 +36,7 @@ class ModelDef:
 
     def __init__(self, model: nnx.Module, batchnorm: str = "per_device"):
         if batchnorm not in BATCHNORM_MODES:
-            raise ValueError(f"batchnorm must be one of {BATCHNORM_MODES}, got {batchnorm!r}")
+            raise ConfigError(f"batchnorm must be one of {BATCHNORM_MODES}, got {batchnorm!r}")
         self.batchnorm = batchnorm
         self.bn_paths = [tuple(p) for p, m in nnx.iter_modules(model) if isinstance(m, nnx.BatchNorm)]
         self.has_value = model.facts.has_value
@@ -147,7 +148,7 @@ def with_matmul_precision(fn, precision: str = "default"):
     """``fn`` traced under :func:`jax.default_matmul_precision` ``(precision)`` (:data:`MATMUL_PRECISIONS`): every
     convolution and matmul of its forward and backward pass gets that precision; ``'default'`` returns ``fn``."""
     if precision not in MATMUL_PRECISIONS:
-        raise ValueError(f"matmul_precision must be one of {MATMUL_PRECISIONS}, got {precision!r}")
+        raise ConfigError(f"matmul_precision must be one of {MATMUL_PRECISIONS}, got {precision!r}")
     if precision == "default":
         return fn
 
@@ -164,9 +165,9 @@ def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, 
     metrics ``psum``\ s plus gradient / parameter / update norms and ``logit_abs``. ``matmul_precision``:
     :func:`with_matmul_precision`; ``fused_norms``: norms by :func:`global_norm` (same parameters either way)."""
     if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+        raise ConfigError(f"loss must be one of {LOSSES}, got {loss!r}")
     if not value_weight >= 0.0:
-        raise ValueError(f"value_weight must be >= 0, got {value_weight!r}")
+        raise ConfigError(f"value_weight must be >= 0, got {value_weight!r}")
     loss_fn_vec = cross_entropy if loss == "cross_entropy" else l2_loss
 
     def step(state, batch):

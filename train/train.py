@@ -14,6 +14,7 @@ import time
 import jax
 import jax.numpy as jnp
 import ml_collections
+from kifunet.train.configs import ConfigError
 
 from kifunet import models
 from kifunet.data_prep.fileio import atomic, store
@@ -82,7 +83,8 @@ def _apply_init_from(state, path: str, mesh):
     missing = [k for k in flat if k not in weights]
     bad = [k for k in flat if k in weights and tuple(weights[k].shape) != tuple(flat[k].shape)]
     if missing or bad:
-        raise ValueError(f"init_from {path}: checkpoint does not fit this model (missing {missing[:5]}, "
+        raise checkpointing.CheckpointMismatch(f"init_from {path}: checkpoint does not fit this model "
+                                               f"(missing {missing[:5]}, "
                          f"shape mismatch {bad[:5]})")
     part = checkpointing.unflatten_state({"params": state["params"], "extra": state["extra"]},
                                          {k: weights[k] for k in flat})
@@ -92,7 +94,7 @@ def _apply_init_from(state, path: str, mesh):
 
 def _check_config(config, mesh) -> None:
     if not config.dataset:
-        raise ValueError("config.dataset is empty: give a dataset built by `kifunet build` "
+        raise ConfigError("config.dataset is empty: give a dataset built by `kifunet build` "
                          "(--config.dataset=DIR)")
     roots = mixture.split_datasets(config.dataset)
     if len(roots) > 1 or config.input.get("mix_weights", ""):  # the weights' count and signs, before any reading
@@ -101,9 +103,9 @@ def _check_config(config, mesh) -> None:
     for name in ("batch_size", "eval_batch_size"):
         b = config[name]
         if b % n or b % pc:
-            raise ValueError(f"{name}={b} must divide by the device count {n} and the process count {pc}")
+            raise ConfigError(f"{name}={b} must divide by the device count {n} and the process count {pc}")
     if config.train_positions <= 0:
-        raise ValueError("train_positions must be positive")
+        raise ConfigError("train_positions must be positive")
 
 
 def _write_config(config, workdir: str, extra: dict | None = None) -> None:
@@ -173,7 +175,7 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals, histor
     try:
         info = data.facts()
         if config.expect_features and info["features"] != config.expect_features:
-            raise ValueError(f"config expects a dataset built with --features {config.expect_features}; "
+            raise ConfigError(f"config expects a dataset built with --features {config.expect_features}; "
                              f"{config.dataset} has {info['features']}")
         net, state = _build(config, mesh, data)  # the initial state is not kept: a restored one replaces it
         latest, state, data_state, elapsed_before = _restore(config, ckpt, latest, state, mesh)
@@ -233,14 +235,16 @@ def _restore(config, ckpt, latest: int | None, state, mesh):
             latest = ckpt.set_aside_failed(e, log=lambda msg: _log(f"kifunet train: {msg}"))
         except (ValueError, KeyError) as e:
             why = (str(e).splitlines() or [""])[0][:160]
-            raise ValueError(f"{ckpt.directory}/{latest} does not match this config's model and optimizer state "
+            raise checkpointing.CheckpointMismatch(f"{ckpt.directory}/{latest} does not match this config's "
+                                                   f"model and optimizer state "
                              f"({type(e).__name__}: {why}); resume with the config that wrote it, or start a new "
                              f"workdir (--config.init_from takes the weights only)") from e
     if restored is not None:
         state, data_state, meta = restored
         saved, pc = (meta.get("batch_size"), meta.get("processes")), jax.process_count()
         if saved != (config.batch_size, pc):
-            raise ValueError(f"{ckpt.directory}/{latest} was written with batch_size {saved[0]} on {saved[1]} "
+            raise checkpointing.CheckpointMismatch(f"{ckpt.directory}/{latest} was written with batch_size "
+                                                   f"{saved[0]} on {saved[1]} "
                              f"process(es); resuming needs the same (this run: {config.batch_size} on {pc}). To "
                              f"start a new run from its weights, use another workdir and --config.init_from")
         return latest, state, data_state, float(meta.get("train_seconds", 0.0))

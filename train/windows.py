@@ -15,6 +15,8 @@ from numba import njit
 from kifunet.data_prep import profiles
 from kifunet.data_prep import symmetries as sym_mod
 from kifunet.data_prep.results import OUTCOME_UNKNOWN
+from kifunet.data_prep.datasets.dataset_base import DatasetMismatch
+from kifunet.train.configs import ConfigError
 
 #: GoNN write.exe's conditional keep probabilities of the previous-move planes 1..5 back.
 GONN_KEEP_PROBS = (0.90, 0.95, 0.95, 0.98, 0.98)
@@ -105,7 +107,7 @@ def history_levels(rng: np.random.Generator, rows: int, depth: int, mode: str, p
         probs[: len(kp)] = kp
         kept = np.cumprod(rng.random((rows, depth)) < probs[None, :], axis=1)
         return kept.sum(axis=1).astype(np.int8)
-    raise ValueError(f"history dropout mode must be one of {HISTORY_MODES}, got {mode!r}")
+    raise ConfigError(f"history dropout mode must be one of {HISTORY_MODES}, got {mode!r}")
 
 
 class WindowBuilder:
@@ -117,9 +119,9 @@ class WindowBuilder:
                  shuffle: bool = True, profile: bool = False, profile_fields: dict | None = None,
                  profile_dropout: float = 0.0):
         if symmetry not in SYMMETRY_MODES:
-            raise ValueError(f"symmetry must be one of {SYMMETRY_MODES}, got {symmetry!r}")
+            raise ConfigError(f"symmetry must be one of {SYMMETRY_MODES}, got {symmetry!r}")
         if history not in HISTORY_MODES:
-            raise ValueError(f"history dropout must be one of {HISTORY_MODES}, got {history!r}")
+            raise ConfigError(f"history dropout must be one of {HISTORY_MODES}, got {history!r}")
         self.feature_name, self.n, self.batch_size = feature_name, int(board_size), int(batch_size)
         self.symmetry, self.history, self.history_p = symmetry, history, float(history_p)
         self.keep_probs = tuple(float(x) for x in keep_probs)
@@ -127,7 +129,7 @@ class WindowBuilder:
         self.profile, self.profile_fields = bool(profile), dict(profile_fields or {})
         self.profile_dropout = float(profile_dropout)
         if not 0.0 <= self.profile_dropout <= 1.0:
-            raise ValueError(f"profile dropout must be a probability, got {profile_dropout}")
+            raise ConfigError(f"profile dropout must be a probability, got {profile_dropout}")
         self._fs = None
         self._layout = None
 
@@ -213,7 +215,7 @@ class WindowBuilder:
         generator) each field but the handicap made unknown with probability ``profile_dropout``."""
         missing = [k for k in profiles.GAME_FIELDS if k not in cols]
         if missing:
-            raise ValueError(f"a profiled net needs the rows' game fields ({', '.join(missing)} missing): open the "
+            raise DatasetMismatch(f"a profiled net needs the rows' game fields ({', '.join(missing)} missing): open the "
                              f"split with profile=True")
         v = profiles.encode_rows(cols["player_rank"], cols["opponent_rank"],
                                  *(cols[k] for k in profiles.GAME_FIELDS))

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from kifunet.data_prep.fileio import atomic
 
 from . import build_lock, build_space
-from ..errors import UserError, naming
+from ..errors import InvalidValue, UserError, naming
 from ..sgf import inputs as inputs_mod
 from ..datasets import shards as shards_mod
 from .encode_stage import SPILL_VERSION, UNIT_GAMES, encode_inputs, sample_kept, spill_row_bytes, unit_config
@@ -76,18 +76,18 @@ class BuildConfig:
 
             self.features = features.get(self.features)  # KeyError naming the known sets
         if self.features.num_stored == 0:
-            raise ValueError(f"feature set {self.features.name} has only constant planes, made at load time: build "
+            raise InvalidValue(f"feature set {self.features.name} has only constant planes, made at load time: build "
                              f"with a set that stores planes and add it when training "
                              f"(--config.input.add_planes={self.features.name})")
         if self.source is not None:
             from ..profiles import SOURCES
 
             if self.source not in SOURCES:
-                raise ValueError(f"source {self.source!r}: one of {', '.join(SOURCES)}")
+                raise InvalidValue(f"source {self.source!r}: one of {', '.join(SOURCES)}")
         if self.symmetries not in SYMMETRY_MODES:
-            raise ValueError(f"symmetries must be one of {SYMMETRY_MODES}")
+            raise InvalidValue(f"symmetries must be one of {SYMMETRY_MODES}")
         if self.shard_rows < 1 or self.unit_games < 1:
-            raise ValueError("shard_rows and unit_games must be positive")
+            raise InvalidValue("shard_rows and unit_games must be positive")
 
     def fingerprint(self) -> dict:
         """Everything the output depends on (not workers, progress, keep_work or space_check)."""

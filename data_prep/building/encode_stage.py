@@ -27,6 +27,7 @@ from kifunet.data_prep.fileio import atomic
 
 from ..sgf import inputs as inputs_mod
 from .. import profiles
+from ..errors import UserError
 from .. import results as results_mod
 from ..datasets import shards as shards_mod
 from .build_space import count_moves_in
@@ -53,6 +54,11 @@ COLUMN_LIMITS = {"num_moves": "too_many_moves", "positions": "too_many_moves", "
                  "black_rank": "bad_rank", "white_rank": "bad_rank", "year": "bad_year", "size": "board_size",
                  "result_kind": "bad_result", "winner": "bad_result", "days": "bad_year", "source": "bad_source",
                  "time_control": "bad_time_control"}
+
+
+class SpillDamaged(UserError, ValueError):
+    """A work unit's spill on disk is shorter than its columns say (a build stopped mid-write): rerunning the same
+    command checks the unit and encodes it again."""
 
 
 def limit_reason(g: dict) -> tuple[str, str] | None:
@@ -372,7 +378,7 @@ def unit_arrays(work: str, u: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     try:
         planes = np.memmap(path, dtype=np.uint8, mode="r", shape=(n, width))
     except ValueError as e:  # shorter than cols.npy says (numpy names no file)
-        raise ValueError(f"{path}: {e}; the spill is damaged: rerun the same command (the unit is checked and "
+        raise SpillDamaged(f"{path}: {e}; the spill is damaged: rerun the same command (the unit is checked and "
                          "encoded again)") from None
     return planes, cols
 

@@ -16,6 +16,7 @@ import tomllib
 
 import numpy as np
 
+from ..errors import InvalidValue
 from ..game import GameInfo, GameRecord
 from ..ranks import UNKNOWN, parse_rank, rank_to_text
 from ..results import UNKNOWN_KINDS, kind_names
@@ -36,7 +37,7 @@ def rank_value(text) -> int | None:
         return int(text)
     v = parse_rank(str(text))
     if v == UNKNOWN:
-        raise ValueError(f"not a rank: {text!r} (write it like 6d, 3k or 1p)")
+        raise InvalidValue(f"not a rank: {text!r} (write it like 6d, 3k or 1p)")
     return v
 
 
@@ -63,14 +64,14 @@ def parse_date_bound(text: str | None, *, upper: bool) -> str | None:
         return None
     m = re.fullmatch(r"(\d{4})(?:-(\d{1,2}))?(?:-(\d{1,2}))?", str(text).strip())
     if m is None:
-        raise ValueError(f"not a date: {text!r} (write YYYY, YYYY-MM or YYYY-MM-DD)")
+        raise InvalidValue(f"not a date: {text!r} (write YYYY, YYYY-MM or YYYY-MM-DD)")
     y = int(m.group(1))
     if m.group(2) and not 1 <= int(m.group(2)) <= 12:
-        raise ValueError(f"not a date: {text!r} (month {int(m.group(2))} is not 1..12)")
+        raise InvalidValue(f"not a date: {text!r} (month {int(m.group(2))} is not 1..12)")
     if m.group(3):
         last = calendar.monthrange(max(y, 1), int(m.group(2)))[1]
         if not 1 <= int(m.group(3)) <= last:
-            raise ValueError(f"not a date: {text!r} ({calendar.month_name[int(m.group(2))]} {y} has days 1..{last})")
+            raise InvalidValue(f"not a date: {text!r} ({calendar.month_name[int(m.group(2))]} {y} has days 1..{last})")
     mo = int(m.group(2)) if m.group(2) else (99 if upper else 0)
     d = int(m.group(3)) if m.group(3) else (99 if upper else 0)
     return f"{y:04d}-{mo:02d}-{d:02d}"
@@ -97,7 +98,7 @@ class Filters:
 
     def __post_init__(self):
         if self.result not in RESULT_CHOICES:
-            raise ValueError(f"result must be one of {', '.join(RESULT_CHOICES)}, got {self.result!r}")
+            raise InvalidValue(f"result must be one of {', '.join(RESULT_CHOICES)}, got {self.result!r}")
         if self.ended is not None:
             self.ended = kind_names(self.ended)
 
@@ -214,11 +215,11 @@ def load_config_file(path: str) -> dict:
     else:
         cfg = json.loads(raw.decode("utf-8"))
     if not isinstance(cfg, dict):
-        raise ValueError(f"{path}: a config file holds one table/object of options")
+        raise InvalidValue(f"{path}: a config file holds one table/object of options")
     cfg = {k.replace("-", "_"): v for k, v in cfg.items()}
     unknown = sorted(set(cfg) - set(CONFIG_KEYS))
     if unknown:
-        raise ValueError(f"{path}: unknown config keys {unknown}; known: {', '.join(CONFIG_KEYS)}")
+        raise InvalidValue(f"{path}: unknown config keys {unknown}; known: {', '.join(CONFIG_KEYS)}")
     return cfg
 
 
@@ -229,7 +230,7 @@ def resolve(preset: str | None = None, config: dict | None = None, overrides: di
     preset = (overrides or {}).get("preset") or config.get("preset") or preset
     if preset:
         if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; known: {', '.join(sorted(PRESETS))}")
+            raise InvalidValue(f"unknown preset {preset!r}; known: {', '.join(sorted(PRESETS))}")
         merged.update(PRESETS[preset])
         merged["preset"] = preset
     merged.update({k: v for k, v in config.items() if k != "preset"})
@@ -249,7 +250,7 @@ def source_from_options(opts: dict) -> str | None:
     if v is None:
         return None
     if v not in SOURCES:
-        raise ValueError(f"source {v!r}: one of {', '.join(SOURCES)}")
+        raise InvalidValue(f"source {v!r}: one of {', '.join(SOURCES)}")
     return str(v)
 
 
@@ -272,11 +273,14 @@ def filters_from_options(opts: dict) -> Filters:
             try:
                 v = kind_names(v)
             except ValueError as e:
-                raise ValueError(f"ended: {e}") from None
+                raise InvalidValue(f"ended: {e}") from None
         elif k in ("board_size", "min_moves", "skip_first"):
-            v = int(v)
+            try:
+                v = int(v)
+            except (TypeError, ValueError) as e:  # an options file's value that is not a whole number
+                raise InvalidValue(f"{k}: {e}") from None
             if v < 0 or (k == "board_size" and not 2 <= v <= 19):
-                raise ValueError(f"{k} out of range: {v}")
+                raise InvalidValue(f"{k} out of range: {v}")
         else:
             v = bool(v)
         kw[k] = v

@@ -15,6 +15,7 @@ import hashlib
 import re
 
 from .filters import game_date, parse_date_bound
+from ..errors import InvalidValue
 from ..game import GameInfo
 
 _NAME_RE = re.compile(r"[A-Za-z0-9_\-]+")
@@ -106,7 +107,7 @@ def _parse_range(text: str) -> tuple[str, str]:
         lo = hi = t
     a, b = parse_date_bound(lo, upper=False), parse_date_bound(hi, upper=True)
     if a > b:
-        raise ValueError(f"empty date range {text!r}")
+        raise InvalidValue(f"empty date range {text!r}")
     return a, b
 
 
@@ -116,7 +117,7 @@ def parse_date_rules(specs) -> tuple[DateRule, ...]:
     for spec in specs or ():
         name, sep, body = str(spec).partition(":")
         if not sep or not _NAME_RE.fullmatch(name) or not body.strip():
-            raise ValueError(f"bad split {spec!r}: write NAME:RANGES, e.g. train:2000-2014 or test:2015")
+            raise InvalidValue(f"bad split {spec!r}: write NAME:RANGES, e.g. train:2000-2014 or test:2015")
         old = rules.get(name, DateRule(name))
         ranges, rest = list(old.ranges), old.rest
         for part in body.split(","):
@@ -126,12 +127,12 @@ def parse_date_rules(specs) -> tuple[DateRule, ...]:
                 ranges.append(_parse_range(part))
         rules[name] = DateRule(name, tuple(ranges), rest)
     if sum(r.rest for r in rules.values()) > 1:
-        raise ValueError("only one split can take the rest")
+        raise InvalidValue("only one split can take the rest")
     items = [(lo, hi, r.name) for r in rules.values() for lo, hi in r.ranges]
     for i, (lo1, hi1, n1) in enumerate(items):
         for lo2, hi2, n2 in items[i + 1:]:
             if n1 != n2 and lo1 <= hi2 and lo2 <= hi1:
-                raise ValueError(f"split date ranges overlap: {n1} {lo1}..{hi1} and {n2} {lo2}..{hi2}")
+                raise InvalidValue(f"split date ranges overlap: {n1} {lo1}..{hi1} and {n2} {lo2}..{hi2}")
     return tuple(rules.values())
 
 
@@ -142,13 +143,13 @@ def parse_hash_rules(specs, val_fraction: float | None = None) -> tuple[HashRule
     for spec in specs or ():
         parts = str(spec).split(":")
         if len(parts) not in (2, 3) or not _NAME_RE.fullmatch(parts[0]):
-            raise ValueError(f"bad hash split {spec!r}: write NAME:FRACTION[:FROM], e.g. val:0.01:train")
+            raise InvalidValue(f"bad hash split {spec!r}: write NAME:FRACTION[:FROM], e.g. val:0.01:train")
         out.append(HashRule(parts[0], float(parts[1]), parts[2] if len(parts) == 3 else "train"))
     total = sum(h.fraction for h in out)
     if any(not 0 < h.fraction < 1 for h in out) or total >= 1:
-        raise ValueError(f"hash split fractions must be in (0, 1) and sum below 1, got {[h.fraction for h in out]}")
+        raise InvalidValue(f"hash split fractions must be in (0, 1) and sum below 1, got {[h.fraction for h in out]}")
     if len({h.name for h in out}) != len(out):
-        raise ValueError("a hash split name is given twice")
+        raise InvalidValue("a hash split name is given twice")
     return tuple(out)
 
 
@@ -158,7 +159,7 @@ def make_rule(split_specs=None, hash_specs=None, val_fraction: float | None = No
     date_names = {r.name for r in dates} or {"train"}
     for h in hashes:
         if h.name in date_names:
-            raise ValueError(f"hash split {h.name!r} is also a date split")
+            raise InvalidValue(f"hash split {h.name!r} is also a date split")
         if h.source not in date_names:
-            raise ValueError(f"hash split {h.name!r} takes games from {h.source!r}, which is not a split")
+            raise InvalidValue(f"hash split {h.name!r} takes games from {h.source!r}, which is not a split")
     return SplitRule(dates, hashes)

@@ -26,6 +26,7 @@ from tensorflow_datasets.core import writer as tfds_writer
 from tensorflow_datasets.proto import tf_example_pb2
 
 from .. import profiles
+from ..errors import InvalidValue
 from ..planes import features as features_mod
 from . import filters as filters_mod
 from ..sgf import inputs as inputs_mod
@@ -82,7 +83,7 @@ class GoMovesConfig(tfds.core.BuilderConfig):
     def filters(self) -> filters_mod.Filters:
         f = filters_mod.filters_from_options(self.resolved())
         if not f.dedupe:
-            raise ValueError(f"{self.name}: the TFDS builder needs dedupe on (example keys are game ids)")
+            raise InvalidValue(f"{self.name}: the TFDS builder needs dedupe on (example keys are game ids)")
         return f
 
     def split_rule(self) -> splits_mod.SplitRule:
@@ -108,7 +109,7 @@ def named_config(name: str) -> GoMovesConfig:
     for c in GoMoves.BUILDER_CONFIGS:
         if c.name == name:
             return c
-    raise ValueError(f"unknown go_moves config {name!r}; known: {', '.join(c.name for c in GoMoves.BUILDER_CONFIGS)}")
+    raise InvalidValue(f"unknown go_moves config {name!r}; known: {', '.join(c.name for c in GoMoves.BUILDER_CONFIGS)}")
 
 
 def _content(fs: features_mod.FeatureSet, filt: filters_mod.Filters, rule: splits_mod.SplitRule,
@@ -139,7 +140,7 @@ def config_from_options(base: str, opts, name: str | None = None) -> str | GoMov
     elif name in {c.name for c in GoMoves.BUILDER_CONFIGS}:
         if name in same:
             return name
-        raise ValueError(f"--name {name}: a named config's options are fixed; pick another name for these options")
+        raise InvalidValue(f"--name {name}: a named config's options are fixed; pick another name for these options")
     return cfg
 
 
@@ -564,7 +565,7 @@ def build_dataset(config: str | GoMovesConfig, manual_dir: str, data_dir: str, *
     if not os.path.exists(manual_dir):
         raise FileNotFoundError(f"input not found: {manual_dir}")  # as kifunet build says it
     if os.path.isdir(manual_dir) and not os.listdir(manual_dir):  # TFDS refuses an empty manual_dir
-        raise ValueError(f"no positions written (the inputs hold no SGF record): {manual_dir} is empty")
+        raise InvalidValue(f"no positions written (the inputs hold no SGF record): {manual_dir} is empty")
     b = GoMoves(config=config, data_dir=data_dir, workers=workers)
     lock = _lock(b)
     try:
@@ -647,5 +648,5 @@ def _check_existing(b: GoMoves, manual_dir: str) -> None:
             "inputs": (old.get("inputs") or [{}])[0].get("path")}
     changed = [k for k in want if want[k] != have[k]]
     if changed:
-        raise ValueError(f"{b.data_dir} holds a go_moves dataset built with other {', '.join(changed)}; remove it "
+        raise InvalidValue(f"{b.data_dir} holds a go_moves dataset built with other {', '.join(changed)}; remove it "
                          "or build under another --name")

@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import InvalidValue, UserError
 
 #: rows per block when neither the caller nor the dataset says otherwise
 DEFAULT_BLOCK_ROWS = 256
@@ -45,6 +45,11 @@ class UnknownSplitError(DatasetError, KeyError):
 
     def __str__(self) -> str:  # the message, not KeyError's repr of it
         return str(self.args[0]) if self.args else ""
+
+
+class DatasetMismatch(DatasetError, ValueError):
+    """A dataset that does not fit its use: built with another feature set or version, lacking the columns or
+    planes asked for, or not mixable with another."""
 
 
 class EmptySplitError(DatasetError, ValueError):
@@ -152,7 +157,7 @@ class DatasetSplit(abc.ABC):
         name = features.with_constant_planes(self.feature_name, extra)
         missing = sorted({f.column for f in features.get(extra).features} - set(self.columns))
         if missing:
-            raise ValueError(f"{self.root}: cannot add {extra} planes: no column {', '.join(missing)}")
+            raise DatasetMismatch(f"{self.root}: cannot add {extra} planes: no column {', '.join(missing)}")
         self.feature_name, self.added_planes = name, extra
         self.num_planes += features.get(extra).num_planes
         self._fs = None
@@ -166,10 +171,10 @@ class DatasetSplit(abc.ABC):
 
             fs = features.get(self.feature_name)
             if self.check_version and fs.version != self.feature_version:
-                raise ValueError(f"{self.root}: built with feature set {self.feature_name} v{self.feature_version}, "
+                raise DatasetMismatch(f"{self.root}: built with feature set {self.feature_name} v{self.feature_version}, "
                                  f"this code has v{fs.version}; rebuild the dataset")
             if fs.num_stored != self.num_stored:
-                raise ValueError(f"{self.root}: {fs.num_stored} stored planes expected, dataset has {self.num_stored}")
+                raise DatasetMismatch(f"{self.root}: {fs.num_stored} stored planes expected, dataset has {self.num_stored}")
             self._fs = fs
         return self._fs
 
@@ -252,7 +257,7 @@ class Blocks:
         self.split = split
         self.block_rows = int(block_rows) if block_rows else int(split.block_rows)
         if self.block_rows < 1:
-            raise ValueError("block_rows must be positive")
+            raise InvalidValue("block_rows must be positive")
         self.spans = np.asarray(split.block_spans(self.block_rows), np.int64).reshape(-1, 2)
         self.feature_name, self.board_size = split.feature_name, split.board_size
 

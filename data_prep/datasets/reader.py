@@ -17,6 +17,7 @@ import os
 
 import numpy as np
 
+from ..errors import InvalidValue, UnknownName
 from . import profile_columns
 from . import shards as shards_mod
 from . import verify as verify_mod
@@ -160,7 +161,7 @@ class Reader(DatasetSplit):
         """Blocks of ``block_rows`` consecutive rows of one shard (a shard's last block may be shorter)."""
         br = int(block_rows) if block_rows else self.block_rows
         if br < 1:
-            raise ValueError("block_rows must be positive")
+            raise InvalidValue("block_rows must be positive")
         spans = [(int(off) + a, int(off) + min(a + br, n)) for off, n in zip(self.offsets, self.shard_rows)
                  for a in range(0, n, br)]
         return np.asarray(spans, np.int64).reshape(-1, 2)
@@ -182,7 +183,7 @@ class Reader(DatasetSplit):
     def column(self, name: str) -> np.ndarray:
         """One per-row column of the whole split, in row order (no plane is read)."""
         if name not in self.columns:
-            raise KeyError(f"{self.root}: no column {name!r}; columns: {', '.join(self.columns)}")
+            raise UnknownName(f"{self.root}: no column {name!r}; columns: {', '.join(self.columns)}")
         parts = [sf.read_columns(0, n, [name])[name] for sf, n in zip(self._block_shards, self.shard_rows)]
         return np.concatenate(parts) if parts else np.zeros(0, shards_mod.COLUMN_DTYPES[name])
 

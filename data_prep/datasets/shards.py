@@ -21,6 +21,7 @@ from numba import njit
 from kifunet.data_prep.fileio.atomic import atomic_path
 
 from .. import profiles
+from ..errors import InvalidValue
 from ..results import KINDS as RESULT_KINDS
 from ..results import OUTCOME_UNKNOWN
 
@@ -56,13 +57,13 @@ class Storage:
 
     def __post_init__(self):
         if self.planes not in LAYOUTS:
-            raise ValueError(f"planes layout must be one of {LAYOUTS}, got {self.planes!r}")
+            raise InvalidValue(f"planes layout must be one of {LAYOUTS}, got {self.planes!r}")
         if self.compression not in CODECS:
-            raise ValueError(f"compression must be one of {CODECS}, got {self.compression!r}")
+            raise InvalidValue(f"compression must be one of {CODECS}, got {self.compression!r}")
         if self.compression == "gzip" and not 1 <= self.level <= 9:
-            raise ValueError(f"gzip level must be 1..9, got {self.level}")
+            raise InvalidValue(f"gzip level must be 1..9, got {self.level}")
         if self.chunk_rows < 1:
-            raise ValueError("chunk_rows must be positive")
+            raise InvalidValue("chunk_rows must be positive")
 
     def h5_kwargs(self) -> dict:
         if self.compression == "gzip":
@@ -273,9 +274,7 @@ class ShardFile:
         self.path = path
         self.cache_bytes = cache_bytes
         self.expect = expect
-        self._f = None
-        self._pid = None
-        self._meta = None
+        self._f = self._pid = self._meta = None  # the open file, the process that opened it, its metadata
 
     def __getstate__(self):
         return {"path": self.path, "cache_bytes": self.cache_bytes, "expect": self.expect}

@@ -20,6 +20,7 @@ import tensorflow_datasets as tfds
 from etils import epath
 
 from .. import profiles
+from ..errors import InvalidValue
 from . import shards as shards_mod
 from .profile_columns import STORED_NAMES
 from . import verify as verify_mod
@@ -282,7 +283,7 @@ class TfdsReader(DatasetSplit):
         """Blocks of ``block_rows`` consecutive records (the last one may be shorter)."""
         br = int(block_rows) if block_rows else self.block_rows
         if br < 1:
-            raise ValueError("block_rows must be positive")
+            raise InvalidValue("block_rows must be positive")
         n = len(self)
         return np.asarray([(a, min(a + br, n)) for a in range(0, n, br)], np.int64).reshape(-1, 2)
 

@@ -15,7 +15,7 @@ from .._jit import njit
 
 from ..rules import analysis
 from ..rules.analysis import GameAnalysis
-from ..errors import UnknownName
+from ..errors import InvalidValue, UnknownName
 from ..game import BLACK, WHITE
 
 # ----------------------------------------------------------------------------------------------------------
@@ -528,7 +528,7 @@ def with_constant_planes(name: str, extra: str) -> str:
     added = get(extra)
     stored = [f.name for f in added.features if not f.constant]
     if stored:
-        raise ValueError(f"{extra!r} adds stored planes ({', '.join(stored)}); only constant planes can be added "
+        raise InvalidValue(f"{extra!r} adds stored planes ({', '.join(stored)}); only constant planes can be added "
                          f"to a built dataset (known constant-only sets: "
                          f"{', '.join(n for n in names() if all(f.constant for f in SETS[n].features))})")
     return f"{name}+{extra}"

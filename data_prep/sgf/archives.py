@@ -435,6 +435,16 @@ def _data_start(f, header_offset: int) -> int:
     return header_offset + _LOCAL_HEADER.size + nlen + xlen
 
 
+def _too_large(info: InputInfo, mpath: str, kind: str | None, game: str, archive: str) -> Iterator[Source]:
+    """A member over its cap: a game is yielded as a Source with the ``too_large`` error (``game``: the detail), a
+    nested archive is recorded as an input error (``archive``)."""
+    if kind is None:
+        info.records += 1
+        yield Source(mpath, None, "too_large", game)
+    else:
+        note_error(info, mpath, "too_large", archive)
+
+
 def _zip_entry(open_member: Callable[..., _ZipMember], fname: str, size: int | None, mpath: str,
                info: InputInfo, *, damage: str) -> Iterator[Source]:
     """Read one zip member (a game record or an archive); an unreadable member is yielded as a Source with ``damage``
@@ -442,12 +452,8 @@ def _zip_entry(open_member: Callable[..., _ZipMember], fname: str, size: int | N
     kind = archive_kind(fname)
     cap = sources.MAX_NESTED_ZIP_BYTES if kind == "zip" else sources.MAX_MEMBER_BYTES
     if kind != "tar" and size is not None and size > cap:
-        if kind is None:
-            info.records += 1
-            yield Source(mpath, None, "too_large", f"{size} bytes (cap {cap})")
-        else:
-            note_error(info, mpath, "too_large", f"a zip inside an archive is read into memory: {size} bytes is over "
-                       f"MAX_NESTED_ZIP_BYTES = {cap}; not read")
+        yield from _too_large(info, mpath, kind, f"{size} bytes (cap {cap})", "a zip inside an archive is read into "
+                              f"memory: {size} bytes is over MAX_NESTED_ZIP_BYTES = {cap}; not read")
         return
     try:
         member = open_member(limit=None if kind == "tar" else cap)
@@ -466,12 +472,8 @@ def _zip_entry(open_member: Callable[..., _ZipMember], fname: str, size: int | N
             raise
         return
     if data is None:
-        if kind is None:
-            info.records += 1
-            yield Source(mpath, None, "too_large", f"inflates past the cap of {cap} bytes (read {cap + 1})")
-        else:
-            note_error(info, mpath, "too_large", f"a zip inside an archive inflates past MAX_NESTED_ZIP_BYTES = "
-                       f"{cap}; not read")
+        yield from _too_large(info, mpath, kind, f"inflates past the cap of {cap} bytes (read {cap + 1})",
+                              f"a zip inside an archive inflates past MAX_NESTED_ZIP_BYTES = {cap}; not read")
     elif kind == "zip":
         yield from _iter_zip(io.BytesIO(data), mpath, info)
     else:

@@ -71,10 +71,7 @@ def run(args) -> int:
     from kifunet.data_prep.datasets.manifest import MANIFEST, REJECTS
 
     try:
-        cfg = config_from_args(args)
-        manifest = build.build(cfg)
-    except (ValueError, KeyError, FileNotFoundError) as e:  # BuildError, the lock's Busy: user errors already
-        raise CommandError(e) from e
+        manifest = build.build(config_from_args(args))  # InvalidValue, BuildError, Busy: reported by the CLI
     except OSError as e:
         if errors.fault_errno(e) not in (errno.ENOSPC, errno.EDQUOT):
             raise

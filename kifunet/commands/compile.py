@@ -41,11 +41,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def read_rows(path: str | None) -> list[dict]:
     if not path or not os.path.exists(path):
         return []
-    try:
-        with open(path) as f:
-            return json.load(f)["rows"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise CommandError(f"{path}: not a compile table written by kifunet compile ({e})") from None
+    with open(path) as f:
+        try:
+            doc = json.load(f)
+        except json.JSONDecodeError as e:
+            raise CommandError(f"{path}: not a compile table written by kifunet compile ({e})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
+        raise CommandError(f"{path}: not a compile table written by kifunet compile (no list of rows)")
+    return doc["rows"]
 
 
 def write_rows(path: str, rows: list[dict]) -> None:
@@ -68,6 +71,7 @@ def into_page(page: str, rows: list[dict]) -> None:
 
 def run(args) -> int:
     from kifunet.train import aot
+    from kifunet.train.configs import ConfigError
 
     rows = read_rows(args.out)
     if args.into:
@@ -96,9 +100,7 @@ def run(args) -> int:
                 dtype = None if t.chip is None or args.dtype == "config" else args.dtype
                 try:
                     row = aot.compile_step(files[name], t, batch=batch, dtype=dtype, libtpu=args.libtpu)
-                except (aot.NoLibtpu, FileNotFoundError) as e:
-                    raise CommandError(str(e)) from None
-                except ValueError as e:
+                except (aot.BatchError, ConfigError) as e:  # NoLibtpu, a missing file: reported as they are
                     raise CommandError(f"{name} on {target}: {e}") from None
                 rows.append(row)
                 print(aot.table([row]).splitlines()[-1], flush=True)

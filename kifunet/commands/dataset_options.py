@@ -90,7 +90,8 @@ class DatasetOptions:
 def dataset_options(args, *, preset: str | None = None, features: str | None = None,
                     options: dict | None = None) -> DatasetOptions:
     """Resolve the flags of :func:`add_dataset_options` over a base (``preset``, ``features``, ``options``: a
-    named config's; see the module docstring). Raises ``ValueError`` for a bad value."""
+    named config's; see the module docstring). Raises :class:`~kifunet.data_prep.errors.InvalidValue` for a bad
+    value."""
     from kifunet.data_prep.building import filters, splits
 
     base = dict(options or {})

@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--merge", nargs="+", default=None, metavar="PART.json",
                    help="instead of evaluating: merge results of disjoint parts of one split (same run and "
                         "settings) into one, printed and written to --out")
-    p.add_argument("--phase-starts", default=None, metavar="A,B,...",
+    p.add_argument("--phase-starts", default=None, metavar="A,B,...", type=option_types.phase_starts,
                    help="first move number of each game-phase bucket (default 1,21,51,101,151,201,251)")
     p.add_argument("--out", default=None, metavar="FILE.json",
                    help="result JSON (default RUN/eval/<dataset>_<split>[_legal][_firstN][_asRANK].json; '-' writes "
@@ -97,13 +97,15 @@ def _check_profile(text: str | None, run: str) -> None:
     :func:`kifunet.commands.option_types.profile`.)"""
     if text is None:
         return
+    import json
+
     from kifunet.play.lazy_policy import config_reads_profile
     from kifunet.train.nets import find_workdir
 
     try:
         reads = config_reads_profile(find_workdir(run))
-    except (OSError, ValueError):
-        return  # the net's own check (evaluate) decides
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return  # no readable config.json: the net's own check (evaluate) decides
     if not reads:
         raise CommandError(f"--profile {text}: {run} has no profile input (trained with model.profile_embedding "
                            "0), so the profile would change nothing")
@@ -119,16 +121,8 @@ def _check_options(args) -> tuple[int, ...] | None:
         raise CommandError(f"--start must be at least 0, not {args.start}")
     if args.cpu_devices < 0:
         raise CommandError(f"--cpu-devices must be at least 0, not {args.cpu_devices}")
-    if not args.phase_starts:
-        return None
-    try:
-        phases = tuple(int(x) for x in args.phase_starts.split(","))
-    except ValueError:
-        raise CommandError(f"--phase-starts {args.phase_starts!r}: give move numbers separated by commas, "
-                           "e.g. 1,21,51,101") from None
-    if phases[0] != 1 or any(b <= a for a, b in zip(phases, phases[1:])):
-        raise CommandError(f"--phase-starts {args.phase_starts!r}: move numbers must start at 1 and increase")
-    return phases
+    # --phase-starts was checked as the command line was read (kifunet.commands.option_types.phase_starts)
+    return tuple(int(x) for x in args.phase_starts.split(",")) if args.phase_starts else None
 
 
 def _as_rank(text: str | None) -> int | None:
@@ -173,14 +167,11 @@ def run(args) -> int:
     use_cpu_devices(args.cpu_devices)
 
     progress = sys.stderr.isatty() if args.progress is None else args.progress
-    try:
-        predictor = load_run(args.checkpoint)
-        with open_split(args.data, args.split) as reader:
-            res = evaluate(predictor, reader, batch_size=args.batch_size, ensemble=args.ensemble,
-                           legal_mask=args.legal_mask, limit=args.limit, start=args.start, phase_starts=phases,
-                           progress=progress, as_rank=_as_rank(args.as_rank), profile=args.profile)
-    except (KeyError, ValueError) as e:  # a checkpoint that does not fit, rows out of range
-        raise CommandError(e) from e
+    predictor = load_run(args.checkpoint)  # CheckpointMismatch, ...: user errors, reported by the CLI
+    with open_split(args.data, args.split) as reader:
+        res = evaluate(predictor, reader, batch_size=args.batch_size, ensemble=args.ensemble,
+                       legal_mask=args.legal_mask, limit=args.limit, start=args.start, phase_starts=phases,
+                       progress=progress, as_rank=_as_rank(args.as_rank), profile=args.profile)
     _report(args, res, default_net)
     return 0
 
@@ -235,10 +226,7 @@ def _run_probes(args) -> int:
     if args.cpu_devices < 0:
         raise CommandError(f"--cpu-devices must be at least 0, not {args.cpu_devices}")
     as_rank = _as_rank(args.as_rank)
-    try:
-        probes = P.load_probes(args.probes or None)
-    except ValueError as e:
-        raise CommandError(e) from e
+    probes = P.load_probes(args.probes or None)  # ProbeError
     default_net = not args.checkpoint
     if default_net:
         args.checkpoint = str(paths.default_net())
@@ -247,10 +235,7 @@ def _run_probes(args) -> int:
     from kifunet.train.parallel import use_cpu_devices
 
     use_cpu_devices(args.cpu_devices)
-    try:
-        res = P.score(load_run(args.checkpoint), probes, as_rank=as_rank)
-    except (KeyError, ValueError) as e:  # a checkpoint that does not fit, a net for another board size
-        raise CommandError(e) from e
+    res = P.score(load_run(args.checkpoint), probes, as_rank=as_rank)  # ProbeError: a net for another board
     res["probes_file"] = os.path.abspath(args.probes) if args.probes else "eval/probes.sgf (shipped)"
     print(P.format_score(res))
     out = args.out or os.path.join(str(run_dir), "eval", "probes.json")

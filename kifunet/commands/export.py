@@ -61,11 +61,8 @@ def run(args) -> int:
     from kifunet.play import export_onnx
 
     with contextlib.redirect_stdout(sys.stderr):  # JAX's and the converter's notes are not the result
-        try:
-            res = export_onnx.export_run(args.run, args.out, step=args.step, feature_set=args.features,
-                                         board_size=args.board_size, profile=args.profile)
-        except (KeyError, ValueError) as e:  # an unknown feature set, a checkpoint that does not fit
-            raise CommandError(e) from e
+        res = export_onnx.export_run(args.run, args.out, step=args.step, feature_set=args.features,
+                                     board_size=args.board_size, profile=args.profile)
     m = res.metadata
     n = m["board_size"]
     step = f" step {m['step']}" if m.get("step") else ""

@@ -136,16 +136,13 @@ def run(args) -> int:
 
     _check_inputs(args)
     from kifunet.data_prep._jit import announce_compile
-    from kifunet.play import gtp_engine, gtp_protocol, move_choice, scoring
+    from kifunet.play import gtp_engine, gtp_protocol, lazy_policy, move_choice, scoring
 
     # Everything but GTP responses goes to stderr, for the whole session: the net loads in a background thread,
     # and what JAX or a checkpoint library prints must not reach the controller.
     out, sys.stdout = sys.stdout, sys.stderr
     try:
-        try:
-            pol = _open_policy(args, gtp_protocol.GtpError)
-        except (KeyError, ValueError) as e:  # unknown model or feature set, a run or file that does not fit
-            raise CommandError(e) from e
+        pol = _open_policy(args, gtp_protocol.GtpError)  # UnknownName, NotAnExport, InvalidValue: user errors
         problem = scoring.komi_problem(args.komi, pol.board_size)
         if problem:
             raise CommandError(f"--komi: {problem}")
@@ -158,16 +155,17 @@ def run(args) -> int:
         engine = gtp_engine.Engine(pol, settings=settings, komi=args.komi, name=args.name,
                                    log=sys.stderr if args.verbose else None, symmetries=args.symmetries,
                                    profile=args.profile)
-        if args.profile and not getattr(pol, "reads_profile", False):
+        if args.profile and not pol.reads_profile:
             print(f"--profile {args.profile}: {pol.description} has no profile input, so the profile changes "
                   "nothing", file=sys.stderr, flush=True)
         announce_compile()  # the first move compiles the rules engine when its cache is cold (stderr)
-        if hasattr(pol, "start"):
-            pol.start()  # the engine is ready to answer: load the net while the controller talks
+        lazy = pol if isinstance(pol, lazy_policy.LazyPolicy) else None
+        if lazy is not None:
+            lazy.start()  # the engine is ready to answer: load the net while the controller talks
         rc = engine.serve(sys.stdin, out)
     finally:
         sys.stdout = out
-    if getattr(pol, "loading", False) or engine.measuring():  # leave now, not after the import or compile
+    if (lazy is not None and lazy.loading) or engine.measuring():  # leave now, not after the import or compile
         out.flush()
         sys.stderr.flush()
         os._exit(rc)

@@ -3,8 +3,8 @@
 Each converter returns the text as given (:func:`board_size`: the int) or raises
 :class:`kifunet.errors.CommandError` while the command line is parsed, so :func:`kifunet.cli.main` prints one line
 and exits 2 before the command runs: :func:`profile` (show, export, gtp, eval), :func:`known_rank` (show),
-:func:`rank` (gtp), :func:`as_rank` (eval), :func:`board_size` (export, gtp), :func:`new_file` (export) and
-:func:`image_file` (show). A text that is no integer (``--board-size x``) is argparse's own error.
+:func:`rank` (gtp), :func:`as_rank` (eval), :func:`board_size` (export, gtp), :func:`new_file` (export),
+:func:`image_file` (show) and :func:`phase_starts` (eval). A text that is no integer (``--board-size x``) is argparse's own error.
 """
 
 from __future__ import annotations
@@ -78,3 +78,15 @@ def image_file(text: str) -> str:
     if not text.lower().endswith((".png", ".svg")):
         raise CommandError("--out must end in .png or .svg")
     return new_file(text)
+
+
+def phase_starts(text: str) -> str:
+    """``--phase-starts``: whole move numbers separated by commas, starting at 1 and increasing."""
+    try:
+        phases = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise CommandError(f"--phase-starts {text!r}: give move numbers separated by commas, e.g. 1,21,51,101"
+                           ) from None
+    if phases[0] != 1 or any(b <= a for a, b in zip(phases, phases[1:])):
+        raise CommandError(f"--phase-starts {text!r}: move numbers must start at 1 and increase")
+    return text

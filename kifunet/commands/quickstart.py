@@ -44,7 +44,7 @@ def previous_run(workdir: Path) -> dict | None:
         return None
     try:
         meta = json.loads((ck / str(steps[0]) / "meta" / "metadata").read_text())
-    except (OSError, ValueError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):  # no readable metadata: the step alone
         meta = {}
     return {"step": steps[0], "train_seconds": meta.get("train_seconds")}
 

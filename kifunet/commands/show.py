@@ -51,10 +51,7 @@ def run(args) -> int:
 
         args.checkpoint = str(paths.default_net())
     announce_compile()
-    try:
-        board_image.load_position(args.sgf, args.move, None)  # the move number is checked by replaying
-    except ValueError as e:
-        raise CommandError(e) from e
+    board_image.load_position(args.sgf, args.move, None)  # the move number is checked by replaying (InvalidValue)
     predictor = _load_predictor(args, record, named) if args.checkpoint else None
     pos = board_image.load_position(args.sgf, args.move, predictor.feature_set if predictor else None)
     logits = value = title = None
@@ -104,10 +101,7 @@ def _load_predictor(args, record, named: bool):
 
     from kifunet.eval.runs import load_run
 
-    try:
-        predictor = load_run(args.checkpoint)
-    except (ValueError, KeyError) as e:
-        raise CommandError(e) from e
+    predictor = load_run(args.checkpoint)  # CheckpointMismatch, UnknownName: user errors, reported by the CLI
     if not named and predictor.board_size != record.size:
         print(f"{args.sgf}: a {record.size}x{record.size} game; the default net plays "
               f"{predictor.board_size}x{predictor.board_size}, so the board is drawn without a policy "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kifunet.errors import CommandError
+from kifunet.errors import CommandError, UserError
 
 HELP = "print our eval results beside the published move-prediction tables (Markdown or HTML)"
 
@@ -36,19 +36,17 @@ def run(args) -> int:
 
     if args.learning_figure and not args.learning_figure.lower().endswith((".png", ".svg")):
         raise CommandError(f"{args.learning_figure}: --learning-figure must end in .png or .svg")
-    try:
-        if args.by:
-            if not args.runs:
-                raise CommandError("--by needs RUN directories or eval JSON files")
-            text, skipped = tables.render_profiles(tables.find_results(args.runs), args.by, args.format)
-            if not text:
-                raise CommandError("; ".join(skipped))
-            for line in skipped:
-                print(line, file=sys.stderr)
-        else:
-            text = tables.render(tables.find_results(args.runs), args.format, args.published)
-    except ValueError as e:  # a file that is not an eval result, an unknown --published
-        raise CommandError(e) from e
+    # a file that is not an eval result (ResultError), an unknown --published (InvalidValue): reported by the CLI
+    if args.by:
+        if not args.runs:
+            raise CommandError("--by needs RUN directories or eval JSON files")
+        text, skipped = tables.render_profiles(tables.find_results(args.runs), args.by, args.format)
+        if not text:
+            raise CommandError("; ".join(skipped))
+        for line in skipped:
+            print(line, file=sys.stderr)
+    else:
+        text = tables.render(tables.find_results(args.runs), args.format, args.published)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text + "\n")
@@ -78,7 +76,7 @@ def learning_figure(runs: list[str], out: str) -> None:
     try:
         fig = plots.learning_vs_published(plots.read_jsonl(metrics), finals=finals,
                                           label=os.path.basename(os.path.normpath(run)))
-    except ValueError as e:
+    except UserError as e:  # InvalidValue: records without positions or top1
         raise CommandError(f"{metrics}: {e}") from e
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     fig.savefig(out)

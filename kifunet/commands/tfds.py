@@ -52,14 +52,12 @@ def run(args) -> int:
     from kifunet.data_prep.building import tfds_go_moves
     from kifunet.data_prep.datasets.tfds_reader import METADATA, kifunet_metadata
 
-    try:
-        base = tfds_go_moves.named_config(args.config)
-        opts = dataset_options(args, preset=base.preset, features=base.features, options=base.options)
-        config = tfds_go_moves.config_from_options(args.config, opts, name=args.name)
-        b = tfds_go_moves.build_dataset(config, args.manual_dir, args.data_dir, workers=args.workers,
-                                        beam=args.beam, beam_args=args.extra)
-    except (ValueError, KeyError) as e:  # a bad option value; a dataset of other options there (exit 2)
-        raise CommandError(e) from e
+    # a bad option value, a dataset of other options there (InvalidValue, UnknownName): reported by the CLI
+    base = tfds_go_moves.named_config(args.config)
+    opts = dataset_options(args, preset=base.preset, features=base.features, options=base.options)
+    config = tfds_go_moves.config_from_options(args.config, opts, name=args.name)
+    b = tfds_go_moves.build_dataset(config, args.manual_dir, args.data_dir, workers=args.workers,
+                                    beam=args.beam, beam_args=args.extra)
     d = epath.Path(b.data_dir)
     return report("kifunet tfds", os.fspath(d), kifunet_metadata(b), (d / METADATA, d / tfds_go_moves.REJECTS),
                   allow_empty=opts.allow_empty)

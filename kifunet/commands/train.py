@@ -113,10 +113,7 @@ def run(args) -> int:
     overrides, rest = configs.parse_overrides(list(getattr(args, "extra", None) or []))
     if rest:
         raise CommandError(f"unrecognized arguments: {' '.join(rest)}")
-    try:
-        cfg = configs.load(config_file(args.config), overrides)
-    except (FileNotFoundError, KeyError, ValueError, TypeError) as e:
-        raise CommandError(e) from e
+    cfg = configs.load(config_file(args.config), overrides)  # ConfigError, UnknownName: reported by the CLI
     if args.print_config:
         print(cfg)
         return 0
@@ -138,8 +135,6 @@ def run(args) -> int:
         if jax.process_index() == 0:
             print(e.line(), flush=True)
         return e.status
-    except (FileNotFoundError, ValueError) as e:  # DatasetError (no such dataset, split, or rows): a user error
-        raise CommandError(e) from e
     if "top1" in result:
         print(f"final: step {result['step']:,} ({result['positions']:,} positions): top1 {100 * result['top1']:.2f}% "
               f"top4 {100 * result['top4']:.2f}% nats {result['nats']:.4f} on {int(result['eval_positions']):,} "

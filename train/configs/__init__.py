@@ -10,6 +10,14 @@ import os
 
 import ml_collections
 
+from kifunet.data_prep.errors import InvalidValue, UnknownName
+
+
+class ConfigError(InvalidValue):
+    """A config that cannot be used: a file without ``get_config()``, an override that does not parse or does not
+    fit its field's type, a value a training module refuses (the message names the key). Unknown keys are
+    :class:`~kifunet.data_prep.errors.UnknownName`."""
+
 
 def load_file(spec: str) -> ml_collections.ConfigDict:
     """``get_config()`` of a Python config file; ``file.py:arg`` passes ``arg`` to ``get_config(arg)``."""
@@ -23,11 +31,11 @@ def load_file(spec: str) -> ml_collections.ConfigDict:
     mod = importlib.util.module_from_spec(mod_spec)
     mod_spec.loader.exec_module(mod)
     if not hasattr(mod, "get_config"):
-        raise ValueError(f"{path}: no get_config()")
+        raise ConfigError(f"{path}: no get_config()")
     takes_arg = bool(inspect.signature(mod.get_config).parameters)
     cfg = mod.get_config(arg) if takes_arg else mod.get_config()
     if arg is not None and not takes_arg:
-        raise ValueError(f"{path}: get_config() takes no argument, got {arg!r}")
+        raise ConfigError(f"{path}: get_config() takes no argument, got {arg!r}")
     return cfg
 
 
@@ -57,17 +65,21 @@ def _convert(text: str, current):
 
 
 def override(cfg: ml_collections.ConfigDict, key: str, text: str) -> None:
-    """Set ``cfg.<key>`` (dotted) from a command-line string, converted to the field's type."""
+    """Set ``cfg.<key>`` (dotted) from a command-line string, converted to the field's type
+    (:class:`ConfigError`: it does not convert; :class:`~kifunet.data_prep.errors.UnknownName`: no such key)."""
     parts = key.split(".")
     node = cfg
     for p in parts[:-1]:
         if p not in node:
-            raise KeyError(f"unknown config key {key!r} (no {p!r})")
+            raise UnknownName(f"unknown config key {key!r} (no {p!r})")
         node = node[p]
     leaf = parts[-1]
     if leaf not in node:
-        raise KeyError(f"unknown config key {key!r}; fields here: {', '.join(sorted(node.keys()))}")
-    node[leaf] = _convert(text, node[leaf])
+        raise UnknownName(f"unknown config key {key!r}; fields here: {', '.join(sorted(node.keys()))}")
+    try:
+        node[leaf] = _convert(text, node[leaf])
+    except (ValueError, TypeError, SyntaxError) as e:  # the text does not parse, or not as the field's type
+        raise ConfigError(str(e.args[0]) if e.args and isinstance(e.args[0], str) else str(e)) from e
 
 
 def parse_overrides(args: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
@@ -84,7 +96,7 @@ def parse_overrides(args: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
                 k, v = body, args[i + 1]
                 i += 1
             else:
-                raise ValueError(f"{a}: missing value")
+                raise ConfigError(f"{a}: missing value")
             out.append((k, v))
         else:
             rest.append(a)

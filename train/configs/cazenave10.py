@@ -7,23 +7,8 @@ from kifunet.train.configs import default
 
 
 def get_config():
-    c = default.get_config()
-    c.expect_features = "alphago"
-    c.model.name = "cazenave_resnet10"
-    c.loss = "l2"
-    c.batch_size = 256
-    c.train_positions = 200_000_000
-    c.optimizer.name = "sgd"
-    c.optimizer.momentum = 0.9
-    c.optimizer.nesterov = True
-    c.optimizer.weight_decay = 1e-5
-    c.schedule.name = "cosine"
-    c.schedule.lr = 1.0
-    c.schedule.warmup_positions = 1_000_000
-    c.schedule.end_fraction = 0.01
-    c.input.symmetry = "example"
-    c.eval_every_positions = 10_000_000
-    c.eval_positions = 200_000
-    c.checkpoint_every_positions = 5_000_000
-    c.log_every_steps = 500
-    return c
+    return default.derive(
+        expect_features="alphago", model=dict(name="cazenave_resnet10"), loss="l2", batch_size=256,
+        train_positions=200_000_000, optimizer=dict(name="sgd", momentum=0.9, nesterov=True, weight_decay=1e-5),
+        schedule=dict(name="cosine", lr=1.0, warmup_positions=1_000_000, end_fraction=0.01),
+        input=dict(symmetry="example"), **default.paper_cadence(10_000_000, 5_000_000, 500))

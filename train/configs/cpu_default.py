@@ -3,16 +3,10 @@ Command, hardware and result: docs/training.md (Each config)."""
 
 from __future__ import annotations
 
-from kifunet.train.configs import ingredients
+from kifunet.train.configs import default, ingredients
 
 
 def get_config():
-    c = ingredients.get_config()
-    c.expect_features = "gonn"
-    k = c.model.kwargs
-    k.channels = 48
-    k.blocks = 3
-    k.dilated_channels = 12
-    k.global_blocks = (1,)
-    c.train_positions = 1_500_000  # evaluation and checkpoint cadence: the ingredient runs'
-    return c
+    # train_positions: the evaluation and checkpoint cadence are the ingredient runs'
+    return default.derive(ingredients.get_config(), expect_features="gonn", model=dict(kwargs=dict(
+        channels=48, blocks=3, dilated_channels=12, global_blocks=(1,))), train_positions=1_500_000)

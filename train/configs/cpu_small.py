@@ -7,26 +7,9 @@ from kifunet.train.configs import default
 
 
 def get_config():
-    c = default.get_config()
-    c.expect_features = "maddison"
-    c.model.name = "maddison3"
-    c.model.kwargs.layers = 4
-    c.model.kwargs.filters = 32
-    c.batch_size = 128
-    c.eval_batch_size = 512
-    c.train_positions = 20_000_000
-    c.optimizer.name = "adam"
-    c.schedule.name = "step"
-    c.schedule.lr = 0.002
-    c.schedule.start_positions = 1_500_000
-    c.schedule.every_positions = 500_000
-    c.schedule.factor = 0.5
-    c.input.symmetry = "example"
-    c.input.workers = 1
-    c.log_every_steps = 100
-    c.eval_every_positions = 250_000
-    c.eval_positions = 10_000
-    c.final_eval_positions = 100_000
-    c.checkpoint_every_positions = 250_000
-    c.keep_checkpoints = 3
-    return c
+    return default.derive(
+        expect_features="maddison", model=dict(name="maddison3", kwargs=dict(layers=4, filters=32)), batch_size=128,
+        eval_batch_size=512, train_positions=20_000_000, optimizer=dict(name="adam"),
+        schedule=dict(name="step", lr=0.002, start_positions=1_500_000, every_positions=500_000, factor=0.5),
+        input=dict(symmetry="example", workers=1), log_every_steps=100, eval_every_positions=250_000,
+        eval_positions=10_000, final_eval_positions=100_000, checkpoint_every_positions=250_000, keep_checkpoints=3)

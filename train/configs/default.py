@@ -1,5 +1,5 @@
-"""Every training option with its default; the per-row configs start from :func:`get_config` and override.
-Durations are in positions (training examples), never epochs."""
+"""Every training option with its default; the per-row configs start from :func:`get_config` and override
+(:func:`derive`: the defaults with some keys set). Durations are in positions (training examples), never epochs."""
 
 from __future__ import annotations
 
@@ -59,6 +59,23 @@ def get_config() -> ml_collections.ConfigDict:
     # with cpu_devices=2 (benchmarks/bench_train_step.py). Per-device BatchNorm statistics follow `batchnorm`.
     c.cpu_devices = 0
     return c
+
+
+def derive(base: ml_collections.ConfigDict | None = None, **values) -> ml_collections.ConfigDict:
+    """``base`` (default: :func:`get_config`) with ``values`` set, as ``ConfigDict.update`` sets them: a dict
+    given for a section (``model``, ``model=dict(kwargs=...)``, ``optimizer``, ``schedule``, ``input``) sets only
+    the keys it names, in the order given; a key the section lacks is added."""
+    c = get_config() if base is None else base
+    c.update(values)
+    return c
+
+
+def paper_cadence(eval_every: int, checkpoint_every: int, log_every: int) -> dict:
+    """The keys a long run of a paper's config sets (for :func:`derive`): an evaluation on the first 200,000
+    rows every ``eval_every`` positions, a checkpoint every ``checkpoint_every`` positions, a log line every
+    ``log_every`` steps."""
+    return dict(eval_every_positions=eval_every, eval_positions=200_000, checkpoint_every_positions=checkpoint_every,
+                log_every_steps=log_every)
 
 
 def _model() -> ml_collections.ConfigDict:

@@ -3,22 +3,11 @@ Command, hardware and result: docs/training.md (Each config)."""
 
 from __future__ import annotations
 
-from kifunet.train.configs import default
+from kifunet.train.configs import default, mao
 
 
 def get_config():
-    c = default.get_config()
-    c.expect_features = "agz+nogo_liberties"
-    c.model.name = "garb10"
-    c.batch_size = 256
-    c.train_positions = 100_000_000
-    c.optimizer.name = "sgd"
-    c.optimizer.momentum = 0.8
-    c.schedule.name = "constant"
-    c.schedule.lr = 0.001
-    c.input.symmetry = "example"
-    c.eval_every_positions = 5_000_000
-    c.eval_positions = 200_000
-    c.checkpoint_every_positions = 5_000_000
-    c.log_every_steps = 500
-    return c
+    # mao's recipe (SGD at a constant 0.001, 100M positions, one random symmetry per position, the same cadence)
+    # with the paper's momentum and our batch
+    return default.derive(mao.get_config(), expect_features="agz+nogo_liberties", model=dict(name="garb10"),
+                          batch_size=256, optimizer=dict(momentum=0.8))

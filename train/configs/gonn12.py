@@ -3,11 +3,8 @@ Command, hardware and result: docs/training.md (Each config)."""
 
 from __future__ import annotations
 
-from kifunet.train.configs import gonn5
+from kifunet.train.configs import default, gonn5
 
 
 def get_config():
-    c = gonn5.get_config()
-    c.model.name = "gonn_resnet12"
-    c.train_positions = 329_000_000
-    return c
+    return default.derive(gonn5.get_config(), model=dict(name="gonn_resnet12"), train_positions=329_000_000)

@@ -9,23 +9,10 @@ EPOCH = 29_400_000
 
 
 def get_config():
-    c = default.get_config()
-    c.expect_features = "maddison"
-    c.model.name = "maddison12"
-    c.model.kwargs.init = "uniform"  # the paper's; "he" / "lecun" (models/cnn.py MADDISON_INITS) are ours
-    c.batch_size = 128
-    c.train_positions = 28 * EPOCH
-    c.optimizer.name = "sgd"
-    c.optimizer.momentum = 0.0
-    c.optimizer.clip_norm = 1.0  # ours, not the paper's (module docstring); 0 = the paper's recipe
-    c.schedule.name = "step"
-    c.schedule.lr = 0.128
-    c.schedule.start_positions = 25 * EPOCH
-    c.schedule.every_positions = EPOCH
-    c.schedule.factor = 0.5
-    c.input.symmetry = "example"
-    c.eval_every_positions = 10_000_000
-    c.eval_positions = 200_000
-    c.checkpoint_every_positions = 10_000_000
-    c.log_every_steps = 500
-    return c
+    # init "uniform": the paper's ("he" / "lecun", models/cnn.py MADDISON_INITS, are ours); clip_norm 1.0: ours, not
+    # the paper's (module docstring; 0 = the paper's recipe)
+    return default.derive(
+        expect_features="maddison", model=dict(name="maddison12", kwargs=dict(init="uniform")), batch_size=128,
+        train_positions=28 * EPOCH, optimizer=dict(name="sgd", momentum=0.0, clip_norm=1.0),
+        schedule=dict(name="step", lr=0.128, start_positions=25 * EPOCH, every_positions=EPOCH, factor=0.5),
+        input=dict(symmetry="example"), **default.paper_cadence(10_000_000, 10_000_000, 500))

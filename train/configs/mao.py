@@ -7,18 +7,6 @@ from kifunet.train.configs import default
 
 
 def get_config():
-    c = default.get_config()
-    c.expect_features = "agz"
-    c.model.name = "mao"
-    c.batch_size = 128
-    c.train_positions = 100_000_000
-    c.optimizer.name = "sgd"
-    c.optimizer.momentum = 0.0
-    c.schedule.name = "constant"
-    c.schedule.lr = 0.001
-    c.input.symmetry = "example"
-    c.eval_every_positions = 5_000_000
-    c.eval_positions = 200_000
-    c.checkpoint_every_positions = 5_000_000
-    c.log_every_steps = 500
-    return c
+    return default.derive(expect_features="agz", model=dict(name="mao"), batch_size=128, train_positions=100_000_000,
+                          optimizer=dict(name="sgd", momentum=0.0), schedule=dict(name="constant", lr=0.001),
+                          input=dict(symmetry="example"), **default.paper_cadence(5_000_000, 5_000_000, 500))

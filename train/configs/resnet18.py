@@ -3,10 +3,8 @@ Command, hardware and result: docs/training.md (Each config)."""
 
 from __future__ import annotations
 
-from kifunet.train.configs import mao
+from kifunet.train.configs import default, mao
 
 
 def get_config():
-    c = mao.get_config()
-    c.model.name = "resnet18"
-    return c
+    return default.derive(mao.get_config(), model=dict(name="resnet18"))

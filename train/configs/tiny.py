@@ -7,21 +7,8 @@ from kifunet.train.configs import default
 
 
 def get_config():
-    c = default.get_config()
-    c.model.name = "maddison_tiny"
-    c.batch_size = 32
-    c.eval_batch_size = 64
-    c.train_positions = 32 * 20
-    c.optimizer.name = "adam"
-    c.schedule.name = "constant"
-    c.schedule.lr = 0.01
-    c.input.window_blocks = 2
-    c.input.block_rows = 64
-    c.input.workers = 0
-    c.log_every_steps = 5
-    c.eval_every_positions = 32 * 10
-    c.eval_positions = 256
-    c.final_eval_positions = 256
-    c.checkpoint_every_positions = 32 * 10
-    c.keep_checkpoints = 2
-    return c
+    return default.derive(
+        model=dict(name="maddison_tiny"), batch_size=32, eval_batch_size=64, train_positions=32 * 20,
+        optimizer=dict(name="adam"), schedule=dict(name="constant", lr=0.01),
+        input=dict(window_blocks=2, block_rows=64, workers=0), log_every_steps=5, eval_every_positions=32 * 10,
+        eval_positions=256, final_eval_positions=256, checkpoint_every_positions=32 * 10, keep_checkpoints=2)
