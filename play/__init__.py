@@ -6,8 +6,6 @@ module                      what it holds
 ``policy``                  ``Policy`` (net + feature set + rank -> move probabilities), ``load_policy``
 ``lazy_policy``             ``LazyPolicy``: the policy interface at once, the net loaded in a background thread
 ``forward_cache``           a trained net's exported forward pass and weights, cached on disk (sha256-checked)
-``life_death``              the dead-stone estimate: ``estimate`` -> ``Estimate`` (ownership, status, ``score``)
-``eye_space``               killable eye shapes and their vital points (``killable_eyes``)
 ``gtp_engine``              the GTP engine ``Engine``; its handler groups are the ``gtp_*`` modules
 ``game_state``              the game a GTP engine plays: ``GameState`` (board, setup, moves, O(1) undo)
 ``gtp_args``                GTP number arguments of any length
@@ -16,7 +14,6 @@ module                      what it holds
 ``gtp_gogui``               GoGui's analyze commands and their responses
 ``gtp_sgf``                 ``loadsgf`` / ``printsgf``
 ``time_manager``            GTP's time commands, the per-move budget, the symmetries a move affords
-``scoring``                 area scores (Tromp-Taylor, with dead stones removed) and result text
 ``gtp_client``              talking to a GTP program (``GtpProcess``); Pachi specs and binary
 ``match``                   the game loop, ``run_match`` (parallel, resumable), ``run_rank_experiment``
 ``match_sgf``               a match game on disk

@@ -33,7 +33,7 @@ area scoring.
 refusal goes to the log; the answer is the spec's ``? unacceptable size``); ``version`` then adds the size the
 net was trained on. Errors follow the spec: ``? unknown command``, ``? illegal move``, ``? unacceptable size``,
 ``? syntax error`` (also for ``undo`` with arguments and a ``komi`` that is not one finite number), ``? cannot
-undo``, and ``? komi ... is out of range`` for ``|komi| > N*N`` (:func:`kifunet.play.scoring.komi_problem`). A
+undo``, and ``? komi ... is out of range`` for ``|komi| > N*N`` (:func:`kifunet.data_prep.rules.scoring.komi_problem`). A
 number argument is read only when it is ASCII digits of bounded length (:mod:`kifunet.play.gtp_args`). Ids are
 echoed; a success is ``=[id]``, a space and the text, with the space even when the text is empty
 (``'= \\n\\n'``), as GNU Go and the spec's examples write it (an analysis response's first line is ``=[id]``

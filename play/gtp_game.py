@@ -4,7 +4,7 @@
 it) and ``state``, a :class:`kifunet.play.game_state.GameState` (board, setup, moves, O(1) undo). It reads and
 writes vertices (GTP's ``D4``, ``pass``), places the GTP spec's fixed handicap, draws ``showboard``, loads a
 :class:`kifunet.play.gtp_sgf.LoadedGame` and writes the game as SGF, and keeps the dead-stone estimate of the
-position (:mod:`kifunet.play.life_death`, fixed seed) until the position changes, so that ``final_score``,
+position (:mod:`kifunet.data_prep.rules.life_death`, fixed seed) until the position changes, so that ``final_score``,
 ``final_status_list`` and ``kifunet-dead_gfx`` agree.
 """
 
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from kifunet.data_prep import coords
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
+from kifunet.data_prep.rules import life_death
 
-from . import gtp_sgf, life_death
+from . import gtp_sgf
 from .game_state import GameState
 from .gtp_protocol import GtpError
 

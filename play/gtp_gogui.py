@@ -25,7 +25,7 @@ type            command                       response
                                               listed only for a net with a value head
 ``string``      ``kifunet-profile``           the game profile set (``key=value,...``; empty: none), listed
                                               only for a net with a profile input
-``gfx``         ``kifunet-dead_gfx``          the dead-stone estimate (:mod:`kifunet.play.life_death`):
+``gfx``         ``kifunet-dead_gfx``          the dead-stone estimate (:mod:`kifunet.data_prep.rules.life_death`):
                                               ``MARK`` dead stones, ``TRIANGLE`` seki stones, ``BLACK`` /
                                               ``WHITE`` the empty points each side owns, ``TEXT`` the score
                                               with dead stones removed (what ``final_score`` says)
@@ -45,8 +45,9 @@ import numpy as np
 from kifunet.data_prep import coords
 from kifunet.data_prep.game import BLACK, EMPTY
 from kifunet.eval.legality import top_moves
+from kifunet.data_prep.rules import scoring
 
-from . import gtp_analysis, gtp_args, scoring
+from . import gtp_analysis, gtp_args
 from .gtp_protocol import MAX_COUNT, GtpError, command, parse_colour
 
 #: GoGui's analyze-command types (its manual's list)

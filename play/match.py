@@ -12,7 +12,7 @@ as it stands). kifunet players resign only when the match allows it (``--resign`
 The runner keeps its own board (simple ko, no suicide) and checks every move before passing it
 on. Scores come from a referee: a separate ``gnugo --mode gtp --chinese-rules`` process (default) is given the
 moves and asked ``final_score`` (area scoring, GNU Go's dead-stone judgement); ``--referee none`` scores
-Tromp-Taylor (all stones alive, :mod:`kifunet.play.scoring`). When the referee cannot score a game, the
+Tromp-Taylor (all stones alive, :mod:`kifunet.data_prep.rules.scoring`). When the referee cannot score a game, the
 Tromp-Taylor score is used and the SGF says so. After a game scored by the referee, the engine is asked its
 own ``final_score`` too (:func:`engine_agreement`): the SGF's root comment and the game's line say whether its
 winner is the referee's.
@@ -52,7 +52,7 @@ from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.errors import UserError
 from kifunet.data_prep.game import BLACK, WHITE
 
-from . import scoring
+from kifunet.data_prep.rules import scoring
 from .gtp_client import EngineError, GtpProcess, resolve_command
 from .match_report import GameResult, LiveMoves, MatchSummary, running_score, summarise
 from .match_sgf import finished_games, game_path, write_game

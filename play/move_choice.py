@@ -8,7 +8,7 @@ pass and when to resign (:func:`choose_move`, :class:`PlaySettings`). The rules 
    ``r ~ Beta(1, 1 + sqrt(max(0, m - 20)))`` and take the first candidate, in decreasing probability, at which
    the cumulative probability exceeds ``r``. For the first 20 moves ``r`` is uniform, which is exact
    sampling from the policy; afterwards ``r`` shrinks (mean 1/(2+sqrt(m-20))) towards the top move.
-3. The end of the game rests on the dead-stone estimate (:func:`kifunet.play.life_death.estimate` of the
+3. The end of the game rests on the dead-stone estimate (:func:`kifunet.data_prep.rules.life_death.estimate` of the
    position, the mover to play, its ``"playouts"`` method with ``playouts`` playouts (default 64), seed
    ``seed + m``; the caller may pass one in as ``estimate``), computed only when a rule below needs it (after
    an opponent's pass, in cleanup, from move ``end_from`` on, and before any pass; never otherwise). A point
@@ -40,7 +40,7 @@ pass and when to resign (:func:`choose_move`, :class:`PlaySettings`). The rules 
    f. The chosen candidate is pass (nets with a pass output): "net passes".
    g. Before any pass of rules d-f, and in rule c after saving its own chains and before removing dead stones:
       while a sealed group has one eye space of a killable shape with its vital point empty
-      (:func:`kifunet.play.eye_space.killable_eyes`; the walls not dead by the estimate), the engine plays
+      (:func:`kifunet.data_prep.rules.eye_space.killable_eyes`; the walls not dead by the estimate), the engine plays
       the vital point ("vital point"): to live when the group is its own, to kill when it is the opponent's.
 4. Resign (``resign=True``, the default; the match runner turns it off unless asked): from move ``N*N/2`` on
    (``resign_from`` when set), resign when the estimate is confident (at least ``resign_confidence``, default
@@ -66,7 +66,7 @@ from kifunet.data_prep.rules.analysis import is_eye
 from kifunet.data_prep.rules.board import Board, libs_after
 from kifunet.data_prep.game import BLACK, EMPTY
 
-from . import eye_space, life_death
+from kifunet.data_prep.rules import eye_space, life_death
 
 DEFAULT_PASS_THRESHOLD = 0.05
 DEFAULT_SETTLED = 0.8
@@ -124,7 +124,7 @@ def atari_rescues(board: Board, est: life_death.Estimate, colour: int) -> np.nda
 
 
 def vital_move(board: Board, est: life_death.Estimate, colour: int) -> int | None:
-    """The vital point of a killable eye space (:func:`kifunet.play.eye_space.killable_eyes`, walls not dead by
+    """The vital point of a killable eye space (:func:`kifunet.data_prep.rules.eye_space.killable_eyes`, walls not dead by
     the estimate) that ``colour`` may play: its own group's to live, the opponent's to kill; ``None`` if none."""
     dead = est.dead().reshape(-1)
     stones = board.stones
@@ -207,7 +207,7 @@ def resign_margin(settings: PlaySettings, n: int) -> float:
 
 def best_case(est: life_death.Estimate, colour: int, komi: float, settled: float) -> float:
     """``colour``'s score (its points minus the opponent's, komi counted) if it won every point that the
-    estimate's :attr:`~kifunet.play.life_death.Estimate.ownership` leaves unsettled (below ``settled`` in size)
+    estimate's :attr:`~kifunet.data_prep.rules.life_death.Estimate.ownership` leaves unsettled (below ``settled`` in size)
     and the settled points went as the estimate says."""
     own = est.ownership * (1.0 if colour == BLACK else -1.0)
     firm = np.abs(own) >= settled

@@ -8,9 +8,9 @@ The HDF5 shards (:class:`kifunet.data_prep.datasets.reader.Reader`) and the TFDS
   ``planes`` uint8 ``[B, N, N, C]`` (constant planes made by ``FeatureSet.assemble``) or, with
   ``assemble=False``, ``stored`` ``[B, N, N, Cs]``; every column of :attr:`DatasetSplit.columns` (dtypes of
   :data:`kifunet.data_prep.datasets.shards.COLUMN_DTYPES`); ``index`` (int64 row index); a container's own keys
-  (TFDS: ``game``); with :meth:`DatasetSplit.with_profile`, the game fields. ``outcome`` is the value target
-  (:mod:`kifunet.data_prep.results`; -128 on every row of a dataset built without it). ``symmetries`` (0..7 per
-  row) transform planes and targets together.
+  (TFDS: ``game``); with :meth:`DatasetSplit.with_profile`, the game fields; with :meth:`DatasetSplit.with_targets`,
+  the ownership and score targets. ``outcome`` is the value target (:mod:`kifunet.data_prep.results`; -128 on every
+  row of a dataset built without it). ``symmetries`` (0..7 per row) transform planes and targets together.
 * **by blocks**: ``split.block_spans(block_rows)`` gives ``[K, 2]`` global start/stop (a block never straddles an
   HDF5 shard); ``split.read_blocks(start, stop)`` returns a list of *pieces*, one per storage unit::
 
@@ -150,6 +150,13 @@ class DatasetSplit(abc.ABC):
     # -- shared ------------------------------------------------------------------------------------------
     added_planes: str = ""
     profile_columns: bool = False
+    targets: bool = False
+
+    def with_targets(self, on: bool = True) -> "DatasetSplit":
+        """Give every batch and block piece's ``columns`` the rows' ownership and score targets
+        (:mod:`kifunet.data_prep.datasets.game_targets`). Kept through pickling. Returns ``self``."""
+        self.targets = bool(on)
+        return self
 
     def with_profile(self, on: bool = True) -> "DatasetSplit":
         """Give every batch and block piece's ``columns`` the game fields of the rows' profiles
@@ -242,6 +249,8 @@ class DatasetSplit(abc.ABC):
             stored = sym.apply_planes_batch(stored, s)
             cols["target"] = sym.apply_index_batch(cols["target"].astype(np.int64), s,
                                                    self.board_size).astype(np.int16)
+            if "ownership" in cols:
+                cols["ownership"] = sym.apply_planes_batch(cols["ownership"], s)
         out = dict(cols)
         out["index"] = idx
         if self.assemble:

@@ -14,7 +14,8 @@ read with ``outcome`` -128, before 1.3.0 with every profile field unknown (:data
 is the builder's ``kifunet`` metadata. A block is ``block_rows`` (256) consecutive records; a split TFDS left out
 (empty) opens with 0 rows. Each array_record file is checked when the split's source first opens in a process:
 records against ``dataset_info.json``'s shard lengths and, where the metadata's ``files`` records one, its
-sha256 (:mod:`kifunet.data_prep.datasets.verify`).
+sha256 (:mod:`kifunet.data_prep.datasets.verify`). TFDS datasets carry no ownership or score targets:
+:meth:`TfdsReader.with_targets` refuses.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from .. import profiles
 from . import shards as shards_mod
 from .profile_columns import STORED_NAMES
 from . import verify as verify_mod
-from .dataset_base import DEFAULT_BLOCK_ROWS, CorruptDatasetError, DatasetSplit, NotADatasetError, UnknownSplitError
+from .dataset_base import (DEFAULT_BLOCK_ROWS, CorruptDatasetError, DatasetError, DatasetSplit, NotADatasetError,
+                           UnknownSplitError)
 
 #: per-row columns of a ``go_moves`` example (besides ``planes`` and ``game``); a dataset of a version before a
 #: column of :data:`kifunet.data_prep.datasets.shards.COLUMN_DEFAULTS` (``outcome``: 1.2.0) reads as its default
@@ -190,6 +192,13 @@ def decode_raw(raw_records, fs, board_size: int, *, assemble: bool = True,
 class TfdsReader(DatasetSplit):
     """One split of a prepared ``go_moves`` dataset (see the module docstring); opens lazily in each process.
     Records are parsed by :func:`decode_raw`, falling back to :func:`decode` when that fails."""
+
+    def with_targets(self, on: bool = True) -> "TfdsReader":
+        """Refuses ``on`` (:class:`DatasetError`): the TFDS builder stores no ownership or score targets."""
+        if on:
+            raise DatasetError(f"{self.root}: a TFDS dataset has no ownership or score targets; build it with "
+                               "kifunet build (HDF5) to train or evaluate the ownership and score heads")
+        return super().with_targets(False)
 
     def __init__(self, dataset: str, split: str = "train", *, data_dir: str | None = None, assemble: bool = True,
                  check_version: bool = True):

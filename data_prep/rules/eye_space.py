@@ -17,7 +17,7 @@ rabbity six               6       the point with four neighbours (the shape hold
 ========================  ======  =============================================
 
 Straight and bent fours, the other fives and sixes make two eyes whoever moves; a square four (one eye
-whoever moves) and eye spaces that hold stones are left to the playouts of :mod:`kifunet.play.life_death`.
+whoever moves) and eye spaces that hold stones are left to the playouts of :mod:`kifunet.data_prep.rules.life_death`.
 Only sealed groups count: every empty region next to the group outside its eye space is small (dame, at most
 :data:`OUTER_ROOM` points) and touches no other stone of its colour, so the group can neither connect out nor
 widen its eye space. Whether the walls around the group can be captured is not read here: the caller checks

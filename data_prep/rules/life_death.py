@@ -34,7 +34,7 @@ only, covering at most half the board, whose mean ownership leans that colour's 
 for nobody (seki liberties are). Any other region is still open: each of its points counts for the colour whose
 ownership is at least :data:`CONFIDENT` in size there, else for nobody.
 
-Killable eye spaces, for every method (:mod:`kifunet.play.eye_space`): a sealed group whose only eye space is a
+Killable eye spaces, for every method (:mod:`kifunet.data_prep.rules.eye_space`): a sealed group whose only eye space is a
 nakade shape (straight or bent three, pyramid four, bulky or cross five, rabbity six) with its vital point empty,
 and whose walls are not dead, lives or dies by who moves: the side to move plays the vital point. Its stones are
 dead when the opponent of their colour is ``to_move``, alive otherwise, whatever the playouts said; its stones
@@ -371,7 +371,7 @@ def _chain_masks(st: np.ndarray) -> list[np.ndarray]:
 
 def _critical_groups(st: np.ndarray, to_move: int, dead: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """(stones, eye space) flat index arrays of the groups whose fate the side to move decides
-    (:func:`kifunet.play.eye_space.killable_eyes`) and whose walls are not ``dead``."""
+    (:func:`kifunet.data_prep.rules.eye_space.killable_eyes`) and whose walls are not ``dead``."""
     nb = neighbours_cached(st.shape[0])
     flat = st.reshape(-1)
     out = []

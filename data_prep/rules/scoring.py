@@ -7,7 +7,7 @@ colours (dame, seki liberties) or neither (an empty board) score for nobody. Kom
 :func:`area_score` counts every stone on the board as alive (Tromp-Taylor): the fallback referee of ``kifunet
 match --referee none``. :func:`score_without` takes the dead stones off first, then counts the same way: Chinese
 rules when the players agree on the dead stones, and how GNU Go's ``final_score`` referees. On a finished board
-it is what :meth:`kifunet.play.life_death.Estimate.score` (the GTP engine's ``final_score``) counts with the
+it is what :meth:`kifunet.data_prep.rules.life_death.Estimate.score` (the GTP engine's ``final_score``) counts with the
 estimate's dead stones; on an open board that method counts the open regions by the estimate's ownership.
 """
 
