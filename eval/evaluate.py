@@ -162,7 +162,8 @@ class Predictor:
         import jax
 
         planes, rank, to_move, profile = jax.device_put((planes, rank, to_move, profile), self._batch_sharding)
-        logits, value = self.net(planes, rank, to_move, profile)
+        out = self.net(planes, rank, to_move, profile)
+        logits, value = out.logits, out.value
         return (np.asarray(logits, dtype=np.float32)[:b],
                 None if value is None else np.asarray(value, dtype=np.float32)[:b])
 

@@ -2,7 +2,7 @@
 
 Call contract (every model; training, evaluation and GTP rely on it)
 --------------------------------------------------------------------
-``logits, value = model(planes, rank=None, to_move=None, profile=None)``: an :class:`Outputs` whose ``value`` is None
+``out = model(planes, rank=None, to_move=None, profile=None)``: an :class:`Outputs` whose ``value`` is None
 unless ``model.has_value`` (the value contract: :mod:`kifunet.models.base`); ``model.facts`` (:class:`NetFacts`) says
 what the net is without running it, and :func:`forward` / :class:`Forward` run a split model
 (:mod:`kifunet.models.forward`: the one way every wrapper runs a net)
@@ -29,6 +29,11 @@ logits      float32 ``[B, N*N + 1]``    move logits; index ``N*N`` is pass. Nets
                                         learn it
 value       float32 ``[B]`` or          None unless ``model.has_value``: in [-1, 1], the expected result
             ``None``                    for the side to move (+1 win); :mod:`kifunet.models.base`
+ownership   float32 ``[B, N, N]`` or    None unless ``model.has_ownership`` (AGZ, GoNN, GARB with
+            ``None``                    ``ownership_head=True``): in [-1, 1], +1 the side to move owns
+                                        the point at the end (:mod:`kifunet.models.aux_heads`)
+score       float32 ``[B]`` or          None unless ``model.has_score`` (``score_head=True``): the
+            ``None``                    final margin in points for the side to move
 ==========  ==========================  ===============================================================
 
 Modes: ``model.train()`` (BatchNorm uses and updates batch statistics, MAO masks input channels) and

@@ -7,8 +7,9 @@ name                contract
 ==================  =============================================================================================
 :class:`Outputs`    what a model's call returns (every family): ``logits`` float32 ``[B, N*N + 1]`` (index
                     ``N*N`` = pass), ``value`` float32 ``[B]`` in [-1, 1] or None (a net without a value head).
-                    A NamedTuple, so a pytree that ``jax.jit`` returns; further heads are further fields that
-                    default to None
+                    ``ownership`` float32 ``[B, N, N]`` and ``score`` float32 ``[B]``, or None
+                    (:mod:`kifunet.models.aux_heads`). A NamedTuple, so a pytree that ``jax.jit`` returns;
+                    read its fields by name
 :class:`NetFacts`   what a net is, known without running it: board size, input planes, ``has_value``,
                     ``has_pass``, ``reads_rank``, ``reads_profile`` and ``resizable`` (plays other board sizes
                     with the same weights); ``model.facts`` (:class:`kifunet.models.base.PolicyNet`) gives them
@@ -38,6 +39,8 @@ class Outputs(NamedTuple):
 
     logits: jax.Array
     value: jax.Array | None = None
+    ownership: jax.Array | None = None
+    score: jax.Array | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +60,8 @@ class NetFacts:
     reads_rank: bool
     reads_profile: bool
     resizable: bool
+    has_ownership: bool = False
+    has_score: bool = False
 
     def accepts(self, n: int) -> bool:
         """Whether the net plays an n x n board: its own, or any from 2 up when it is resizable."""

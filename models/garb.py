@@ -8,6 +8,7 @@
   with bias, BN, ReLU, dense to N*N + 1, pass included). No conv bias elsewhere.
 * ``value_head=True`` (ours): :class:`~kifunet.models.layers.PooledValueHead` after the final BN-ReLU
   (``value_channels`` 32, ``value_hidden`` 64); the net returns ``(logits, value)``.
+* ``ownership_head``, ``score_head``: the paper's dominion and score heads (:mod:`kifunet.models.aux_heads`).
 
 ``garb5`` 32 channels, ``garb10`` 64, ``garb20`` 128. Default planes: 21 (AlphaGo Zero's 17 + ``nogo_liberties``).
 Any board size. ``rank_embedding=True`` adds a rank vector to the stem output.
@@ -63,7 +64,8 @@ class GARBNet(PolicyNet):
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 21, channels: int = 64, blocks: int = 10,
                  garb_channels: int | None = None, value_head: bool = False, value_channels: int = 32,
-                 value_hidden: int = 64, rank_embedding: bool = False, profile_embedding: int = 0, dtype=jnp.float32,
+                 value_hidden: int = 64, rank_embedding: bool = False, profile_embedding: int = 0,
+                 ownership_head: bool = False, score_head: bool = False, dtype=jnp.float32,
                  param_dtype=jnp.float32, rngs: nnx.Rngs):
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
                     rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=channels,
@@ -79,6 +81,7 @@ class GARBNet(PolicyNet):
         self.policy_dense = nnx.Linear(2 * board_size * board_size, board_size * board_size + 1, **kw)
         self.value = (PooledValueHead(channels, channels=value_channels, hidden=value_hidden, **kw)
                       if value_head else None)
+        self._setup_aux(channels, ownership_head=ownership_head, score_head=score_head, **kw)
 
     def heads(self, x, cond, to_move):
         h = self.add_condition(self.stem(x), cond)
@@ -86,4 +89,5 @@ class GARBNet(PolicyNet):
             h = block(h)
         h = jax.nn.relu(self.final_bn(h))
         p = jax.nn.relu(self.policy_bn(self.policy_conv(h)))
-        return self.policy_dense(p.reshape(p.shape[0], -1)), None if self.value is None else self.value(h)
+        logits = self.policy_dense(p.reshape(p.shape[0], -1))
+        return logits, None if self.value is None else self.value(h), self.aux(h)

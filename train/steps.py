@@ -33,6 +33,11 @@ value MSE              ``sum_known (value - outcome)^2 / K``, K = the known rows
 ``value_weight``       the config's ``value_weight`` (0.01 by default: AlphaGo Zero's supervised setting)
 =====================  ===========================================================================================
 
+Nets with the ownership and score heads (:mod:`kifunet.models.aux_heads`) add ``ownership_weight`` x
+:func:`ownership_loss` and ``score_weight`` x :func:`score_loss`, each a mean over the global batch's rows that
+have the target, as the value MSE is (the batch's ``ownership``, ``ownership_source`` and ``score``:
+:mod:`kifunet.data_prep.datasets.game_targets`); both weights are 0 by default, and then nothing is added.
+
 A policy-only net (``has_value`` False) skips every value term: its step is the same computation as before
 value heads existed (bit-identical parameters and metrics). A batch without an ``outcome`` column (a hand-made
 benchmark batch) has no known rows. Metric sums of a two-headed step add :data:`VALUE_SUM_METRICS`
@@ -93,14 +98,19 @@ class ModelDef:
     def apply(self, params, extra, batch, *, train: bool):
         """``(logits [B, N*N + 1], value [B] or None, the model's non-parameter state after the call)``; the value
         is None for a policy-only net."""
+        out, new_extra = self.apply_outputs(params, extra, batch, train=train)
+        return out.logits, out.value, new_extra
+
+    def apply_outputs(self, params, extra, batch, *, train: bool):
+        """``(Outputs, the model's non-parameter state after the call)``: every head's output."""
         # fresh Variable objects at the current trace level (BatchNorm and RNG counters are mutated in the call)
         extra = jax.tree.map(lambda x: x, extra)
         model = nnx.merge(self.graph_train if train else self.graph_eval, params, extra)
         # the profile only when the batch has one (a profiled net's): any other net keeps the 3-argument call
         extra = {"profile": batch["profile"]} if "profile" in batch else {}
-        logits, value = model(batch["planes"], batch["rank"], batch["to_move"], **extra)
+        out = model(batch["planes"], batch["rank"], batch["to_move"], **extra)
         _, new_extra = nnx.state(model, nnx.Param, ...)
-        return logits, value, new_extra
+        return out, new_extra
 
 
 def path_tuple(path) -> tuple:
@@ -208,7 +218,8 @@ def with_matmul_precision(fn, precision: str = "default"):
 
 
 def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, *, loss: str = "cross_entropy",
-               value_weight: float = 0.01, matmul_precision: str = "default", fused_norms: bool = True):
+               value_weight: float = 0.01, matmul_precision: str = "default", fused_norms: bool = True,
+               ownership_weight: float = 0.0, score_weight: float = 0.0):
     """The per-device training step ``(state, local_batch) -> (state, metrics)``; map it with
     :func:`kifunet.train.parallel.data_parallel`.
 
@@ -219,23 +230,32 @@ def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, 
     two-headed net adds ``value_weight`` x the value MSE over the global batch's known rows (module docstring).
     ``matmul_precision``: :func:`with_matmul_precision`. ``fused_norms``: the three norms by :func:`global_norm`
     (one reduction each) instead of ``optax.tree.norm`` (one per array); the parameters are the same either way.
+    ``ownership_weight`` / ``score_weight`` > 0 add :func:`ownership_loss` / :func:`score_loss` (the net must have
+    the head); at 0, the default, the step is the one without them.
     """
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    if not value_weight >= 0.0:
-        raise ValueError(f"value_weight must be >= 0, got {value_weight!r}")
+    for name, wt in (("value_weight", value_weight), ("ownership_weight", ownership_weight),
+                     ("score_weight", score_weight)):
+        if not wt >= 0.0:
+            raise ValueError(f"{name} must be >= 0, got {wt!r}")
     loss_fn_vec = cross_entropy if loss == "cross_entropy" else l2_loss
 
     def step(state, batch):
         params, extra = state["params"], state["extra"]
 
         def loss_fn(p):
-            logits, value, new_extra = model_def.apply(p, extra, batch, train=True)
+            out, new_extra = model_def.apply_outputs(p, extra, batch, train=True)
+            logits, value = out.logits, out.value
             vec = loss_fn_vec(logits, batch["target"])
             w = batch["weight"]
             total = jnp.sum(vec * w) / jnp.maximum(jnp.sum(w), 1.0)
             if value is not None:
                 total = total + value_weight * value_loss(value, batch)
+            if ownership_weight > 0:
+                total = total + ownership_weight * ownership_loss(out.ownership, batch)
+            if score_weight > 0:
+                total = total + score_weight * score_loss(out.score, batch)
             return total, (logits, value, new_extra, vec)
 
         # pmap semantics: each device differentiates its own loss with respect to its own copy of the
@@ -292,6 +312,37 @@ def value_loss(value, batch):
     k = jax.lax.psum(jnp.sum(w * known.astype(w.dtype)), AXIS)
     n = jax.lax.psum(1, AXIS)
     return n * jnp.sum(w * sq) / jnp.maximum(k, 1.0)
+
+
+def _masked_mean(per_row, known, batch):
+    """This device's share of the global batch's mean of ``per_row`` over the rows with weight and ``known``
+    (``n_devices x sum_local / max(K, 1)``, K their ``psum``): as :func:`value_loss` masks."""
+    w = batch["weight"] * known.astype(batch["weight"].dtype)
+    k = jax.lax.psum(jnp.sum(w), AXIS)
+    n = jax.lax.psum(1, AXIS)
+    return n * jnp.sum(w * per_row) / jnp.maximum(k, 1.0)
+
+
+def ownership_loss(ownership, batch):
+    """Mean over the rows with an ownership target (``ownership_source`` > 0) of the points' mean squared error
+    of ``ownership [B, N, N]`` against ``batch['ownership']`` (+1 / -1 / 0, the mover's view)."""
+    if ownership is None:
+        raise ValueError("ownership_weight > 0 needs a net with an ownership head (model ownership_head=True)")
+    target = batch["ownership"].astype(jnp.float32)
+    per_row = jnp.mean(jnp.square(ownership.astype(jnp.float32) - target), axis=(1, 2))
+    return _masked_mean(per_row, batch["ownership_source"] > 0, batch)
+
+
+def score_loss(score, batch):
+    """Mean over the rows with a score target (finite ``batch['score']``) of ``((score - target) / N)^2``, N the
+    board side (a margin of N points costs 1)."""
+    if score is None:
+        raise ValueError("score_weight > 0 needs a net with a score head (model score_head=True)")
+    target = batch["score"].astype(jnp.float32)
+    known = jnp.isfinite(target)
+    n = batch["planes"].shape[1]
+    err = jnp.where(known, (score.astype(jnp.float32) - jnp.where(known, target, 0.0)) / n, 0.0)
+    return _masked_mean(jnp.square(err), known, batch)
 
 
 def eval_step(model_def: ModelDef, *, loss: str = "cross_entropy", matmul_precision: str = "default"):

@@ -6,7 +6,9 @@ Contract: :class:`WindowBuilder` ``(blocks, rng) -> window``; ``blocks`` are ele
 arrays: ``target`` (int16, moved by the row's symmetry), ``to_move``, ``player_rank``, ``outcome`` (int8, never
 moved), ``weight`` (uint8; 0 on padding rows), ``index`` (the row of its split), ``symmetry`` and
 ``history_level``, plus either ``idx [R, N, N]`` and ``table [K * V, C]`` (the ``codes`` layout) or
-``planes [R, N, N, C]``, ``profile`` float32 ``[R, 46]`` when the builder is made with ``profile=True``
+``planes [R, N, N, C]``, ``ownership`` int8 ``[R, N, N]`` (moved by the row's symmetry), ``ownership_source`` and
+``score`` when the blocks carry them (a split read with its targets), ``profile`` float32 ``[R, 46]`` when the
+builder is made with ``profile=True``
 (:meth:`WindowBuilder._profiles`; its blocks then carry their rows' game fields), and int8 ``dataset`` (the row's
 dataset in the mixture) when the blocks carry a ``dataset`` column; :func:`kifunet.train.batches.window_batch`
 cuts batches from it.
@@ -219,6 +221,9 @@ class WindowBuilder:
             out["dataset"] = cols["dataset"].astype(np.int8)
         if self.profile:
             out["profile"] = self._profiles(cols, rng)
+        if "ownership" in cols:  # a split read with its targets: the ownership turns with the planes
+            out["ownership"] = _apply_symmetries(cols["ownership"], s)
+            out["ownership_source"], out["score"] = cols["ownership_source"], cols["score"]
         if all("codes" in b for b in blocks):
             self._encode_codes(blocks, order, s, level, cols, out)
         else:
