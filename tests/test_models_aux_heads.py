@@ -154,3 +154,51 @@ def test_training_windows_turn_the_ownership_with_the_planes(tmp_path):
     b = batches.window_batch(window, 0, 8)
     spec = batches.batch_spec(8, 9, 26, targets=batches.wants_targets(cfg))
     assert {k: (v.shape, v.dtype) for k, v in b.items()} == spec
+
+
+def test_head_sums_by_hand():
+    from kifunet.eval.head_metrics import HeadSums, merge
+
+    h = HeadSums(ownership=True, score=True)
+    outs = {"ownership": np.array([[[0.5, -0.2], [0.0, 0.9]], [[1, 1], [1, 1]]], np.float32),
+            "score": np.array([4.0, -2.0], np.float32)}
+    batch = {"ownership": np.array([[[1, -1], [1, 0]], [[-1, -1], [-1, -1]]], np.int8),
+             "ownership_source": np.array([1, 0], np.int8), "score": np.array([1.5, np.nan], np.float32)}
+    h.update(outs, batch)  # row 1 has no targets; row 0: 3 owned points, 2 right (a prediction of 0 is wrong)
+    d = h.to_dict()
+    assert d == {"ownership": {"rows": 1, "points": 3, "correct": 2, "accuracy": 2 / 3},
+                 "score": {"rows": 1, "abs_sum": 2.5, "mae": 2.5}}
+    assert merge([d, d])["ownership"]["accuracy"] == 2 / 3 and merge([d, d])["score"]["mae"] == 2.5
+
+
+def test_eval_reports_the_heads_on_counted_games_and_adds_up_over_parts(tmp_path):
+    from test_ownership_targets import _build, game
+
+    from kifunet.data_prep.datasets.dataset import open_split
+    from kifunet.eval.evaluate import Predictor, evaluate, format_result, merge_results
+
+    d = tmp_path / "in"
+    d.mkdir()
+    for i, (res, marks) in enumerate([("W+0.5", "TB[aa:ci]TW[ga:ii]"), ("B+R", ""), ("B+3.5", "")]):
+        (d / f"g{i}.sgf").write_bytes(game(res, marks, f"q{i}"))
+    out = _build(d, tmp_path / "ds")
+    model = models.create("gonn_tiny", board_size=9, in_planes=26, rngs=rngs(0), ownership_head=True, score_head=True)
+    pred = Predictor(model, "gonn")
+    res = evaluate(pred, open_split(str(out), "train"), batch_size=16, progress=False)
+    r = open_split(str(out), "train", targets=True)
+    b = r.batch(np.arange(len(r)))
+    o = pred.predict_outputs(b)
+    rows = b["ownership_source"] > 0
+    owned = b["ownership"][rows] != 0
+    right = owned & (np.sign(o["ownership"][rows]) == b["ownership"][rows])
+    assert res["heads"]["ownership"]["rows"] == int(rows.sum()) == 2 * 19  # two counted games, 19 moves not passes
+    assert res["heads"]["ownership"]["accuracy"] == pytest.approx(right.sum() / owned.sum())
+    known = np.isfinite(b["score"])
+    assert res["heads"]["score"]["mae"] == pytest.approx(np.abs(o["score"][known] - b["score"][known]).mean(),
+                                                         rel=1e-5)
+    assert "ownership head:" in format_result(res) and "score head:" in format_result(res)
+    parts = [evaluate(pred, open_split(str(out), "train"), batch_size=16, progress=False, start=a, limit=30)
+             for a in (0, 30)]
+    assert merge_results(parts)["heads"]["ownership"]["correct"] == res["heads"]["ownership"]["correct"]
+    plain = Predictor(models.create("gonn_tiny", board_size=9, in_planes=26, rngs=rngs(0)), "gonn")
+    assert "heads" not in evaluate(plain, open_split(str(out), "train"), batch_size=16, progress=False)
