@@ -235,10 +235,7 @@ def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, 
     """
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    for name, wt in (("value_weight", value_weight), ("ownership_weight", ownership_weight),
-                     ("score_weight", score_weight)):
-        if not wt >= 0.0:
-            raise ValueError(f"{name} must be >= 0, got {wt!r}")
+    _check_weights(value_weight=value_weight, ownership_weight=ownership_weight, score_weight=score_weight)
     loss_fn_vec = cross_entropy if loss == "cross_entropy" else l2_loss
 
     def step(state, batch):
@@ -252,10 +249,8 @@ def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, 
             total = jnp.sum(vec * w) / jnp.maximum(jnp.sum(w), 1.0)
             if value is not None:
                 total = total + value_weight * value_loss(value, batch)
-            if ownership_weight > 0:
-                total = total + ownership_weight * ownership_loss(out.ownership, batch)
-            if score_weight > 0:
-                total = total + score_weight * score_loss(out.score, batch)
+            if ownership_weight > 0 or score_weight > 0:
+                total = total + head_losses(out, batch, ownership_weight, score_weight)
             return total, (logits, value, new_extra, vec)
 
         # pmap semantics: each device differentiates its own loss with respect to its own copy of the
@@ -312,6 +307,23 @@ def value_loss(value, batch):
     k = jax.lax.psum(jnp.sum(w * known.astype(w.dtype)), AXIS)
     n = jax.lax.psum(1, AXIS)
     return n * jnp.sum(w * sq) / jnp.maximum(k, 1.0)
+
+
+def _check_weights(**weights) -> None:
+    for name, wt in weights.items():
+        if not wt >= 0.0:
+            raise ValueError(f"{name} must be >= 0, got {wt!r}")
+
+
+def head_losses(out, batch, ownership_weight: float, score_weight: float):
+    """``ownership_weight`` x :func:`ownership_loss` + ``score_weight`` x :func:`score_loss` of the outputs ``out``;
+    a weight of 0 adds no term."""
+    total = 0.0
+    if ownership_weight > 0:
+        total = total + ownership_weight * ownership_loss(out.ownership, batch)
+    if score_weight > 0:
+        total = total + score_weight * score_loss(out.score, batch)
+    return total
 
 
 def _masked_mean(per_row, known, batch):
