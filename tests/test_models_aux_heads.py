@@ -202,3 +202,4 @@ def test_eval_reports_the_heads_on_counted_games_and_adds_up_over_parts(tmp_path
     assert merge_results(parts)["heads"]["ownership"]["correct"] == res["heads"]["ownership"]["correct"]
     plain = Predictor(models.create("gonn_tiny", board_size=9, in_planes=26, rngs=rngs(0)), "gonn")
     assert "heads" not in evaluate(plain, open_split(str(out), "train"), batch_size=16, progress=False)
+

@@ -210,3 +210,44 @@ def test_real_kgs_games_counted_and_resigned_and_the_estimate_against_kgss_marks
         marked = sum(1 for m in tf if m.isfile() and (b"TB[" in tf.extractfile(m).read()
                                                        or b"TW[" in tf.extractfile(m).read()))
     assert marked == 0
+
+
+@pytest.mark.slow
+def test_a_run_with_both_heads_trains_and_show_prints_them(tmp_path, capsys):
+    """8 steps of ``gonn_tiny`` with both heads on a 9x9 build with targets, then ``kifunet show`` of a position.
+    Compiled with XLA's optimisations (not tests/model_helpers.py's ``_fast_compiles``): unoptimised, the CPU
+    backend gives the score head's trunk gradient NaN (its optimised gradient is finite; docs/training.md)."""
+    import contextlib
+    import io
+    from pathlib import Path
+
+    from kifunet.cli import main
+    from kifunet.train import configs
+    from kifunet.train.train import train_and_evaluate
+
+    d = tmp_path / "in"
+    d.mkdir()
+    for i, (res, marks) in enumerate([("W+0.5", "TB[aa:ci]TW[ga:ii]"), ("B+R", ""), ("B+3.5", "")]):
+        (d / f"g{i}.sgf").write_bytes(game(res, marks, f"s{i}"))
+    out = _build(d, tmp_path / "ds")
+    tiny = Path(__file__).resolve().parents[1] / "train" / "configs" / "tiny.py"
+    cfg = configs.load(str(tiny), [("dataset", str(out)), ("model.name", "gonn_tiny"), ("batch_size", "8"),
+                                   ("eval_batch_size", "8"), ("train_positions", "64"),
+                                   ("ownership_weight", "1.0"), ("score_weight", "0.1"), ("eval_split", ""),
+                                   ("eval_every_positions", "0"), ("final_eval_positions", "0"),
+                                   ("checkpoint_every_positions", "0"), ("async_checkpoints", "false")])
+    with cfg.unlocked():
+        cfg.model.kwargs.ownership_head = True
+        cfg.model.kwargs.score_head = True
+        cfg.input.window_blocks = 1
+    run = tmp_path / "run"
+    with contextlib.redirect_stdout(io.StringIO()):
+        final = train_and_evaluate(cfg, str(run))
+    assert final["step"] == 8
+    capsys.readouterr()
+    assert main(["show", str(d / "g0.sgf"), "--move", "10", "--checkpoint", str(run),
+                 "--out", str(tmp_path / "b.png")]) == 0
+    shown = capsys.readouterr().out
+    assert "ownership head: White (to move) owns" in shown and "score head:" in shown  # move 10 is White's
+    white, black = float(shown.split("owns ")[1].split(" points")[0]), float(shown.split(", Black ")[1].split(" ")[0])
+    assert white + black == pytest.approx(81, abs=0.2)  # each point's expected owner: the two add up to the board
