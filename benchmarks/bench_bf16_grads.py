@@ -29,7 +29,7 @@ def loss_and_grads(name: str, dtype, batch: dict, seed: int):
     rows = jnp.arange(batch["target"].shape[0])
 
     def loss(m):
-        logits, _ = m(batch["planes"], batch["rank"], batch["to_move"])
+        logits = m(batch["planes"], batch["rank"], batch["to_move"]).logits
         return -jnp.mean(jax.nn.log_softmax(logits)[rows, batch["target"]])
 
     return nnx.value_and_grad(loss)(net)

@@ -10,7 +10,7 @@ Two sources:
   their ``RE`` is GNU Go's ``final_score`` (Chinese rules: area, dead stones removed, komi).
 
 For every game the final position is replayed with the project's rules engine and judged by each method of
-:func:`kifunet.play.life_death.estimate` (``combined``, ``playouts``, ``benson``) and by the old Tromp-Taylor
+:func:`kifunet.data_prep.rules.life_death.estimate` (``combined``, ``playouts``, ``benson``) and by the old Tromp-Taylor
 count (every stone alive, the baseline). The score is counted the way the game's rules count it:
 
 * ``RU[Japanese]`` (KGS's default): territory = empty points of one colour after the dead stones are removed,
@@ -103,7 +103,7 @@ def kgs_marks(raw: bytes, n: int):
 
 def count(stones, dead, caps_b, caps_w, komi, rules, handicap):
     """Score (black minus white) of a position with ``dead`` removed under ``rules`` (see the docstring)."""
-    from kifunet.play import scoring
+    from kifunet.data_prep.rules import scoring
 
     final = scoring.remove_stones(stones, dead)
     owner = scoring.area_owner(final)
@@ -123,7 +123,7 @@ def count(stones, dead, caps_b, caps_w, komi, rules, handicap):
 
 def judge(stones, to_move, playouts, seed=0):
     """dead masks of each method."""
-    from kifunet.play import life_death
+    from kifunet.data_prep.rules import life_death
 
     out = {}
     for m in METHODS:
@@ -244,7 +244,7 @@ def main() -> None:
     ap.add_argument("--playouts", type=int, default=None)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dead_stones.json"))
     args = ap.parse_args()
-    from kifunet.play import life_death
+    from kifunet.data_prep.rules import life_death
 
     playouts = args.playouts or life_death.DEFAULT_PLAYOUTS
     t0 = time.time()

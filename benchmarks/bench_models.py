@@ -95,7 +95,7 @@ def bench_model(name: str, *, batch: int, microbatch: int, iters: int, iters_big
         m = nnx.merge(graphdef, state)
 
         def loss(m):
-            logits, _ = m(x)  # a two-headed net's value is computed, not trained
+            logits = m(x).logits  # a two-headed net's value is computed, not trained
             return optax.softmax_cross_entropy_with_integer_labels(logits, y).sum()
 
         return nnx.value_and_grad(loss)(m)

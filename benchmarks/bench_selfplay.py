@@ -11,7 +11,7 @@ first 20 moves; ``--argmax`` plays the top move) with the game's seed. Each seed
 * ``new``: :func:`choose_move` with :class:`PlaySettings` defaults (Chinese rules, resign on).
 
 A game ends by two passes, a resignation or the move cap. Each is scored by
-:func:`kifunet.play.life_death.estimate` (dead stones removed, area, komi), by GNU Go's ``final_score`` (level
+:func:`kifunet.data_prep.rules.life_death.estimate` (dead stones removed, area, komi), by GNU Go's ``final_score`` (level
 10, Chinese rules: the match runner's referee; ``--referee none`` skips it) and by Tromp-Taylor with every stone
 alive. The time ``choose_move`` takes (the estimate included, the net excluded) is measured per
 move; the report gives its median and 95th percentile from move ``N*N/2`` on (where the new rules estimate at
@@ -48,7 +48,8 @@ def _old_dame_points(board) -> np.ndarray:
 def old_choose_move(probs, board, colour, *, moves_played, opponent_passed, komi, settings, rng, has_pass,
                     cleanup=False):
     """``choose_move`` as it was before the dead-stone estimate (rules 1-4 of that version's docstring)."""
-    from kifunet.play import move_choice, scoring
+    from kifunet.data_prep.rules import scoring
+    from kifunet.play import move_choice
     from kifunet.data_prep.game import BLACK
 
     n = board.size
@@ -98,7 +99,8 @@ def gnugo_score(referee, n: int, komi: float, moves, board) -> float | None:
 def play_game(policy, rules: str, seed: int, *, sample: bool, komi: float, n: int, referee=None):
     from kifunet.data_prep.rules.board import Board
     from kifunet.data_prep.game import BLACK
-    from kifunet.play import life_death, move_choice, scoring
+    from kifunet.data_prep.rules import life_death, scoring
+    from kifunet.play import move_choice
 
     board = Board(n)
     moves: list[tuple[int, int]] = []

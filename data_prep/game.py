@@ -97,6 +97,9 @@ class GameRecord:
     colours: np.ndarray  # int8 [E]: BLACK / WHITE (EMPTY only for SETUP = AE)
     points: np.ndarray  # int16 [E]: flat index, N*N = pass (MOVE only)
     info: GameInfo = dataclasses.field(default_factory=GameInfo)
+    # int8 [N*N]: the last main-line node's territory marks (BLACK on TB points, WHITE on TW, else EMPTY);
+    # None when it has none or one is malformed
+    territory: np.ndarray | None = None
 
     @property
     def num_moves(self) -> int:

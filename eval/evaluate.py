@@ -5,8 +5,8 @@ logits ``[B, N*N + 1]``, ``predict_with_value(batch)`` ``(logits, value)`` with 
 :func:`kifunet.eval.runs.load_run` builds one from a training run directory. :func:`evaluate` reads the split once,
 in order, and returns the result dict (``format = "kifunet-eval"``, version :data:`FORMAT_VERSION`);
 :func:`load_result` accepts every version up to it and :func:`merge_results` adds parts up. The metric rules are in
-:mod:`kifunet.eval.metrics`; the result file in docs/evaluation.md ("The metrics and the result file").
-"""
+:mod:`kifunet.eval.metrics`; the result file in docs/evaluation.md ("The metrics and the result file"). A net with an
+ownership or score head adds a ``heads`` block (:mod:`kifunet.eval.head_metrics`)."""
 
 from __future__ import annotations
 
@@ -108,6 +108,12 @@ class Predictor:
     def predict_with_value(self, batch: dict, *, pad_to: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """``(logits float32 [B, N*N + 1], value float32 [B] or None)``: the value of the side to move, in [-1, 1]
         (+1 it wins), for a net with a value head; None for a policy-only net."""
+        out = self.predict_outputs(batch, pad_to=pad_to)
+        return out["logits"], out["value"]
+
+    def predict_outputs(self, batch: dict, *, pad_to: int | None = None) -> dict:
+        """Every head's output of a batch as float32 NumPy arrays: ``logits``, ``value``, ``ownership``,
+        ``score`` (:class:`kifunet.models.forward.Outputs`; None for a head the net lacks)."""
         planes = np.asarray(batch["planes"])
         b = planes.shape[0]
         n = self.board_size
@@ -130,9 +136,8 @@ class Predictor:
         import jax
 
         planes, rank, to_move, profile = jax.device_put((planes, rank, to_move, profile), self._batch_sharding)
-        logits, value = self.net(planes, rank, to_move, profile)
-        return (np.asarray(logits, dtype=np.float32)[:b],
-                None if value is None else np.asarray(value, dtype=np.float32)[:b])
+        out = self.net(planes, rank, to_move, profile)
+        return {k: None if v is None else np.asarray(v, dtype=np.float32)[:b] for k, v in out._asdict().items()}
 
     def predict_symmetries(self, batch: dict, *, pad_to: int | None = None) -> list[np.ndarray]:
         """The 8 passes, each mapped back to the batch's orientation: ``out[s][:, k]`` is move ``k``'s logit."""
@@ -269,6 +274,9 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
     stop = len(reader) if limit is None else min(len(reader), start + int(limit))
     masker = LegalMasker(reader) if legal_mask else None
     acc = {m: M.Breakdown(predictor.num_moves, phase_starts) for m in (MODES if ensemble else MODES[:1])}
+    heads = _head_sums(predictor, reader)
+    if heads is not None:
+        acc["heads"] = heads
     t0 = time.perf_counter()
     bar = tqdm(total=stop - start, unit="pos", desc=f"eval {reader.split}", disable=not progress, leave=False)
     try:
@@ -285,6 +293,22 @@ def evaluate(predictor: Predictor, reader, *, batch_size: int = 256, ensemble: b
                 "phase_starts": list(acc["single"].phase_starts), "batch_size": int(batch_size),
                 "limit": None if limit is None else int(limit), "as_rank": None if as_rank is None else int(as_rank)}
     return _result(predictor, reader, acc, settings, fields, (start, stop), time.perf_counter() - t0)
+
+
+def _head_sums(predictor: Predictor, reader):
+    """A :class:`kifunet.eval.head_metrics.HeadSums` for a net with an ownership or score head, ``reader`` then
+    asked for its targets; None for a net without them or a split without targets (TFDS)."""
+    from kifunet.data_prep.datasets.dataset_base import DatasetError
+    from kifunet.eval.head_metrics import HeadSums
+
+    facts = predictor.facts
+    if not (facts.has_ownership or facts.has_score):
+        return None
+    try:
+        reader.with_targets(True)
+    except DatasetError:
+        return None
+    return HeadSums(ownership=facts.has_ownership, score=facts.has_score)
 
 
 def _open_for(predictor: Predictor, reader, profile: str | None) -> dict:
@@ -327,8 +351,13 @@ def _score_batch(predictor: Predictor, batch: dict, acc: dict, *, legal, ensembl
         ens_value = None if values is None else np.mean(np.stack(values).astype(np.float64), axis=0)
         acc["ensemble"].update(*M.example_stats(M.ensemble_log_probs(passes, legal), target), **keys,
                                **_value_keys(ens_value, batch))
+    elif "heads" in acc:
+        outs = predictor.predict_outputs(batch, pad_to=batch_size)
+        single, value = outs["logits"], outs["value"]
     else:
         single, value = predictor.predict_with_value(batch, pad_to=batch_size)
+    if "heads" in acc:
+        acc["heads"].update(outs if not ensemble else predictor.predict_outputs(batch, pad_to=batch_size), batch)
     acc["single"].update(*M.example_stats(single, target, legal), **keys, **_value_keys(value, batch))
 
 
@@ -350,7 +379,8 @@ def _result(predictor: Predictor, reader, acc: dict, settings: dict, fields: dic
                     "evaluated": total, "ranges": [[start, stop]],
                     "spec": dataset_spec(reader.manifest, reader.split)},
         "settings": settings,
-        "results": {m: a.to_dict() for m, a in acc.items()},
+        "results": {m: a.to_dict() for m, a in acc.items() if m in MODES},
+        **({"heads": acc["heads"].to_dict()} if "heads" in acc else {}),
         "seconds": seconds,
         "positions_per_second": total / seconds if seconds > 0 else None,
         "devices": predictor.devices,
@@ -407,6 +437,10 @@ def merge_results(results: list[dict]) -> dict:
     out["results"] = {m: M.merge_breakdown_dicts([r["results"][m] for r in results]) for m in first["results"]}
     out["seconds"] = sum(float(r.get("seconds") or 0.0) for r in results)
     out["positions_per_second"] = out["dataset"]["evaluated"] / out["seconds"] if out["seconds"] > 0 else None
+    if all("heads" in r for r in results):
+        from kifunet.eval import head_metrics
+
+        out["heads"] = head_metrics.merge([r["heads"] for r in results])
     out["merged_from"] = len(results)
     return out
 
@@ -496,6 +530,10 @@ def format_result(res: dict, *, breakdowns: bool = True) -> str:
                 if st.get("as_rank") is not None else ""), ""]
     rows = [_row(MODE_TEXT[m], res["results"][m]) for m in MODES if m in res["results"]]
     lines.append(_table(HEADER, rows))
+    if res.get("heads"):
+        from kifunet.eval import head_metrics
+
+        lines += [""] + head_metrics.summary(res["heads"]) + ["(single pass; eval/head_metrics.py has the rules)"]
     valued = [m for m in MODES if m in res["results"] and "value" in res["results"][m]]
     if valued:
         lines += ["", "value head (MSE over positions with a known result, draws as 0; winner % over those with a "

@@ -1,11 +1,11 @@
 """Policy networks in Flax NNX: the paper architectures, the GoNN experiments, and value heads.
 
 Every model: ``model(planes, rank=None, to_move=None, profile=None) ->`` :class:`Outputs` ``(logits, value)``,
-``value`` None unless ``model.has_value``; ``model.facts`` (:class:`NetFacts`) says what the net is without
-running it; :func:`forward` / :class:`Forward` run a split model. The arguments, modes and constructor options
-are tabled in docs/models.md. Names: :func:`create`, :func:`names`, :func:`default_in_planes`,
-:func:`default_board_size`; accounting: :func:`count_params`, :func:`count_macs`, :func:`lr_multipliers`,
-:func:`scale_by_lr_multipliers`."""
+``value`` None unless ``model.has_value`` (``ownership`` and ``score`` likewise: :mod:`kifunet.models.aux_heads`);
+``model.facts`` (:class:`NetFacts`) says what the net is without running it; :func:`forward` / :class:`Forward` run a
+split model. The arguments, modes and constructor options are tabled in docs/models.md. Names: :func:`create`,
+:func:`names`, :func:`default_in_planes`, :func:`default_board_size`; accounting: :func:`count_params`,
+:func:`count_macs`, :func:`lr_multipliers`, :func:`scale_by_lr_multipliers`."""
 
 import importlib
 

@@ -37,6 +37,10 @@ class PolicyNet(nnx.Module):
     has_value: bool = False
     has_pass: ClassVar[bool] = False
     resizable: bool = False
+    has_ownership: bool = False
+    has_score: bool = False
+    ownership_head = None
+    score_head = None
 
     def _setup(self, *, board_size: int, in_planes: int, dtype, param_dtype, rank_embedding: bool,
                trunk_features: int, rngs: nnx.Rngs, value_head: bool = False, profile_embedding: int = 0) -> None:
@@ -61,18 +65,38 @@ class PolicyNet(nnx.Module):
         if planes.ndim != 4 or tuple(planes.shape[1:]) != expected:
             raise ValueError(f"planes must be [B, {expected[0]}, {expected[1]}, {expected[2]}], got {planes.shape}")
         cond = Condition(rank, profile)
-        logits, value = self.heads(jnp.asarray(planes).astype(self.dtype), cond, to_move)
+        out = self.heads(jnp.asarray(planes).astype(self.dtype), cond, to_move)
+        logits, value = out[0], out[1]
+        ownership, score = out[2] if len(out) > 2 else (None, None)
         if (value is not None) != self.has_value:
             raise RuntimeError(f"{type(self).__name__}: has_value is {self.has_value} but heads() gave "
                                f"{'a' if value is not None else 'no'} value")
-        return Outputs(logits.astype(jnp.float32), None if value is None else value.astype(jnp.float32))
+        return Outputs(logits.astype(jnp.float32), _f32(value), _f32(ownership), _f32(score))
+
+    def _setup_aux(self, features: int, *, ownership_head: bool, score_head: bool, dtype, param_dtype,
+                   rngs: nnx.Rngs) -> None:
+        """Build the ownership and score heads asked for (:mod:`kifunet.models.aux_heads`) over ``features``
+        trunk channels; call it after every other layer, so a net without them draws the same weights."""
+        from kifunet.models import aux_heads
+
+        self.ownership_head, self.score_head = aux_heads.make(features, ownership_head=ownership_head,
+                                                              score_head=score_head, dtype=dtype,
+                                                              param_dtype=param_dtype, rngs=rngs)
+        self.has_ownership, self.has_score = bool(ownership_head), bool(score_head)
+
+    def aux(self, h: jax.Array) -> tuple[jax.Array | None, jax.Array | None]:
+        """``(ownership [B, N, N] or None, score [B] or None)`` of the trunk's last features ``h``, which a
+        family's :meth:`heads` returns third."""
+        return (None if self.ownership_head is None else self.ownership_head(h),
+                None if self.score_head is None else self.score_head(h))
 
     @property
     def facts(self) -> NetFacts:
         """What this net is (:class:`~kifunet.models.forward.NetFacts`), without running it."""
         return NetFacts(board_size=int(self.board_size), in_planes=int(self.in_planes), has_value=bool(self.has_value),
                         has_pass=bool(self.has_pass), reads_rank=self.rank_embedding is not None,
-                        reads_profile=self.profile_embedding is not None, resizable=bool(self.resizable))
+                        reads_profile=self.profile_embedding is not None, resizable=bool(self.resizable),
+                        has_ownership=bool(self.has_ownership), has_score=bool(self.has_score))
 
     def heads(self, x: jax.Array, cond: "Condition",
               to_move: jax.Array | None) -> tuple[jax.Array, jax.Array | None]:
@@ -90,6 +114,10 @@ class PolicyNet(nnx.Module):
         if self.profile_embedding is not None:
             h = add_param(h, self.profile_embedding(cond.profile, h.shape[0]))
         return h
+
+
+def _f32(a):
+    return None if a is None else a.astype(jnp.float32)
 
 
 class Condition(NamedTuple):

@@ -19,6 +19,8 @@ class Outputs(NamedTuple):
 
     logits: jax.Array
     value: jax.Array | None = None
+    ownership: jax.Array | None = None
+    score: jax.Array | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +36,8 @@ class NetFacts:
     reads_rank: bool
     reads_profile: bool
     resizable: bool
+    has_ownership: bool = False
+    has_score: bool = False
 
     def accepts(self, n: int) -> bool:
         """Whether the net plays an n x n board: its own, or any from 2 up when it is resizable."""

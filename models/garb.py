@@ -1,6 +1,7 @@
 """NoGoZero+ residual net with global attention residual blocks (Gao & Wu 2021, 3.2.1; structure:
 docs/architectures.md). ``value_head=True`` (ours) adds a
-:class:`~kifunet.models.layers.PooledValueHead`. Any board size."""
+:class:`~kifunet.models.layers.PooledValueHead`; ``ownership_head``, ``score_head``:
+:mod:`kifunet.models.aux_heads`. Any board size."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ class GARBNet(PolicyNet):
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 21, channels: int = 64, blocks: int = 10,
                  garb_channels: int | None = None, value_head: bool = False, value_channels: int = 32,
-                 value_hidden: int = 64, rank_embedding: bool = False, profile_embedding: int = 0, dtype=jnp.float32,
+                 value_hidden: int = 64, rank_embedding: bool = False, profile_embedding: int = 0,
+                 ownership_head: bool = False, score_head: bool = False, dtype=jnp.float32,
                  param_dtype=jnp.float32, rngs: nnx.Rngs):
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
                     rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=channels,
@@ -68,6 +70,7 @@ class GARBNet(PolicyNet):
         self.policy_dense = nnx.Linear(2 * board_size * board_size, board_size * board_size + 1, **kw)
         self.value = (PooledValueHead(channels, channels=value_channels, hidden=value_hidden, **kw)
                       if value_head else None)
+        self._setup_aux(channels, ownership_head=ownership_head, score_head=score_head, **kw)
 
     def heads(self, x, cond, to_move):
         h = self.add_condition(self.stem(x), cond)
@@ -75,4 +78,5 @@ class GARBNet(PolicyNet):
             h = block(h)
         h = jax.nn.relu(self.final_bn(h))
         p = jax.nn.relu(self.policy_bn(self.policy_conv(h)))
-        return self.policy_dense(p.reshape(p.shape[0], -1)), None if self.value is None else self.value(h)
+        logits = self.policy_dense(p.reshape(p.shape[0], -1))
+        return logits, None if self.value is None else self.value(h), self.aux(h)

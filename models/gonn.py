@@ -175,7 +175,7 @@ class GoNNResNet(PolicyNet):
                  prelu_init: float = 0.0, center_emphasis: bool = True, pool_stdev: bool = False,
                  pool_board_scaling: bool = False, value_head: bool = False, value_channels: int = 32,
                  value_hidden: int = 64, rank_embedding: bool = False, profile_embedding: int = 0,
-                 wide_blocks: Sequence[int] = (),
+                 ownership_head: bool = False, score_head: bool = False, wide_blocks: Sequence[int] = (),
                  wide_channels: int = 0, wide_length: int = 9, chain_blocks: Sequence[int] = (),
                  chain_channels: int = 0, chain_stone_planes: Sequence[int] = (1, 2), dtype=jnp.float32, param_dtype=jnp.float32,
                  rngs: nnx.Rngs):
@@ -223,6 +223,8 @@ class GoNNResNet(PolicyNet):
                                       board_scaling=pool_board_scaling, dtype=dtype, param_dtype=param_dtype,
                                       rngs=rngs)
                       if value_head else None)
+        self._setup_aux(channels, ownership_head=ownership_head, score_head=score_head, dtype=dtype,
+                        param_dtype=param_dtype, rngs=rngs)
 
     def heads(self, x, cond, to_move):
         h = self.add_condition(self.stem(x), cond)
@@ -236,4 +238,4 @@ class GoNNResNet(PolicyNet):
             else:
                 h = block(h)
         h = self.final_act(self.final_bn(h))
-        return board_logits_without_pass(self.head(h)), None if self.value is None else self.value(h)
+        return board_logits_without_pass(self.head(h)), None if self.value is None else self.value(h), self.aux(h)

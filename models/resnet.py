@@ -61,7 +61,7 @@ class AGZResNet(PolicyNet):
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 17, filters: int = 256, blocks: int = 19,
                  value_head: bool = False, value_hidden: int = 256, rank_embedding: bool = False,
-                 profile_embedding: int = 0,
+                 profile_embedding: int = 0, ownership_head: bool = False, score_head: bool = False,
                  dtype=jnp.float32, param_dtype=jnp.float32, rngs: nnx.Rngs):
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
                     rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=filters,
@@ -82,6 +82,7 @@ class AGZResNet(PolicyNet):
             self.value_out = nnx.Linear(value_hidden, 1, **conv)
         else:
             self.value_conv = self.value_bn = self.value_hidden = self.value_out = None
+        self._setup_aux(filters, ownership_head=ownership_head, score_head=score_head, **conv)
 
     def heads(self, x, cond, to_move):
         h = jax.nn.relu(self.add_condition(self.stem_bn(self.stem(x)), cond))
@@ -90,7 +91,7 @@ class AGZResNet(PolicyNet):
         p = jax.nn.relu(self.policy_bn(self.policy_conv(h)))
         logits = self.policy_dense(p.reshape(p.shape[0], -1))
         if self.value_conv is None:
-            return logits, None
+            return logits, None, self.aux(h)
         v = jax.nn.relu(self.value_bn(self.value_conv(h)))
         v = jax.nn.relu(self.value_hidden(v.reshape(v.shape[0], -1)))
-        return logits, jnp.tanh(self.value_out(v)[:, 0])
+        return logits, jnp.tanh(self.value_out(v)[:, 0]), self.aux(h)

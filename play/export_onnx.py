@@ -57,7 +57,8 @@ def forward_function(model):
     graphdef, state = nnx.split(model)
 
     def fn(planes, rank, to_move, profile=None):
-        logits, value = forward(graphdef, state, planes, rank, to_move, profile)
+        out = forward(graphdef, state, planes, rank, to_move, profile)
+        logits, value = out.logits, out.value
         return logits if value is None else (logits, value)
 
     return fn

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import math
 
-from . import gtp_args, life_death, scoring
+from kifunet.data_prep.rules import life_death, scoring
+
+from . import gtp_args
 from .game_state import chains_in
 from .gtp_protocol import MAX_COUNT, GtpError, command, parse_colour
 
 PROTOCOL_VERSION = "2"
 
-#: ``final_status_list``'s arguments -> the estimate's status (:mod:`kifunet.play.life_death`)
+#: ``final_status_list``'s arguments -> the estimate's status (:mod:`kifunet.data_prep.rules.life_death`)
 _STATUS = {"alive": life_death.ALIVE, "dead": life_death.DEAD, "seki": life_death.SEKI}
 
 

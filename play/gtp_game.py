@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from kifunet.data_prep import coords
 from kifunet.data_prep.game import BLACK, EMPTY, WHITE
+from kifunet.data_prep.rules import life_death
 
-from . import gtp_sgf, life_death
+from . import gtp_sgf
 from .game_state import GameState
 from .gtp_protocol import GtpError
 

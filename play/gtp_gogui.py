@@ -11,8 +11,9 @@ import numpy as np
 from kifunet.data_prep import coords
 from kifunet.data_prep.game import BLACK, EMPTY
 from kifunet.eval.legality import top_moves
+from kifunet.data_prep.rules import scoring
 
-from . import gtp_analysis, gtp_args, scoring
+from . import gtp_analysis, gtp_args
 from .gtp_protocol import MAX_COUNT, GtpError, command, parse_colour
 
 #: GoGui's analyze-command types (its manual's list)

@@ -16,8 +16,9 @@ from kifunet.data_prep.sgf import sgf_io
 from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.errors import SgfError
 from kifunet.data_prep.game import BLACK, EMPTY, MOVE, WHITE
+from kifunet.data_prep.rules import scoring
 
-from . import gtp_args, scoring
+from . import gtp_args
 from .gtp_protocol import GtpError, command, package_version
 
 

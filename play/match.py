@@ -17,7 +17,7 @@ from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.errors import UserError
 from kifunet.data_prep.game import BLACK, WHITE
 
-from . import scoring
+from kifunet.data_prep.rules import scoring
 from .gtp_client import EngineError, GtpProcess, resolve_command
 from .match_report import GameResult, LiveMoves, MatchSummary, running_score, summarise
 from .match_sgf import finished_games, game_path, write_game

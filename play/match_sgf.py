@@ -13,7 +13,7 @@ from kifunet.data_prep import coords
 from kifunet.data_prep.fileio import atomic
 from kifunet.data_prep.game import BLACK, WHITE
 
-from . import scoring
+from kifunet.data_prep.rules import scoring
 from .match_report import GameResult
 
 _GAME_RE = re.compile(r"^game-(\d{4,})\.sgf$")

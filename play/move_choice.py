@@ -13,7 +13,7 @@ from kifunet.data_prep.rules.analysis import is_eye
 from kifunet.data_prep.rules.board import Board, libs_after
 from kifunet.data_prep.game import BLACK, EMPTY
 
-from . import eye_space, life_death
+from kifunet.data_prep.rules import eye_space, life_death
 
 DEFAULT_PASS_THRESHOLD = 0.05
 DEFAULT_SETTLED = 0.8
@@ -63,7 +63,7 @@ def atari_rescues(board: Board, est: life_death.Estimate, colour: int) -> np.nda
 
 
 def vital_move(board: Board, est: life_death.Estimate, colour: int) -> int | None:
-    """The vital point of a killable eye space (:func:`kifunet.play.eye_space.killable_eyes`, walls not dead by
+    """The vital point of a killable eye space (:func:`kifunet.data_prep.rules.eye_space.killable_eyes`, walls not dead by
     the estimate) that ``colour`` may play: its own group's to live, the opponent's to kill; ``None`` if none."""
     dead = est.dead().reshape(-1)
     stones = board.stones
@@ -151,7 +151,7 @@ def resign_margin(settings: PlaySettings, n: int) -> float:
 
 def best_case(est: life_death.Estimate, colour: int, komi: float, settled: float) -> float:
     """``colour``'s score (its points minus the opponent's, komi counted) if it won every point that the
-    estimate's :attr:`~kifunet.play.life_death.Estimate.ownership` leaves unsettled (below ``settled`` in size)
+    estimate's :attr:`~kifunet.data_prep.rules.life_death.Estimate.ownership` leaves unsettled (below ``settled`` in size)
     and the settled points went as the estimate says."""
     own = est.ownership * (1.0 if colour == BLACK else -1.0)
     firm = np.abs(own) >= settled

@@ -99,8 +99,8 @@ def jax_outputs(net, planes, rank, to_move):
     """The net's own forward pass (JAX, batched): (logits, value or None) as NumPy."""
     import jax
 
-    logits, value = jax.jit(lambda x, r, t: net(x, rank=r, to_move=t))(planes, rank, to_move)
-    return np.asarray(logits), (None if value is None else np.asarray(value))
+    out = jax.jit(lambda x, r, t: net(x, rank=r, to_move=t))(planes, rank, to_move)
+    return np.asarray(out.logits), (None if out.value is None else np.asarray(out.value))
 
 
 @pytest.mark.slow
@@ -144,7 +144,7 @@ def test_export_command_writes_a_file_that_says_what_it_is(tiny):
     x = np.stack(xs).astype(np.float32)
     r, t = np.array(ranks_, np.int32), np.array(colours, np.int32)
     ref, _ = jax_outputs(net, x, r, t)
-    got, value = onx.run(x, r, t)
+    got, value = onx.run(x, r, t)[:2]
     assert value is None and got.shape == (60, 82)
     diff = float(np.abs(got - ref).max())
     print(f"\nmaddison_tiny (rank embedding): max |logit diff| {diff:.2e} on {len(x)} positions")
@@ -190,7 +190,7 @@ def test_pretrained_net_matches_jax_on_real_kgs_positions(tmp_path):
     assert x[..., -9:].any()  # real ranks reached the rank planes
     ref, _ = jax_outputs(pol.model, x, np.zeros(len(x), np.int32), t)
     onx = OnnxNet(res.path)
-    got, _ = onx.run(x, np.zeros(len(x), np.int32), t)
+    got = onx.run(x, np.zeros(len(x), np.int32), t).logits
     diff = float(np.abs(got[:, :-1] - ref[:, :-1]).max())  # pass: -1e9 in both
     assert np.array_equal(got[:, -1], ref[:, -1])
     print(f"\nkgs_cpu_small: max |logit diff| {diff:.2e} on {len(x)} real KGS positions "
@@ -331,7 +331,7 @@ def test_every_shipped_net_exports_and_plays_like_jax(tmp_path):
         colours = np.array([moves[t][0] for t in range(0, 40, 4)], np.int32)
         rank = np.full(len(x), 6, np.int32)
         ref, ref_v = jax_outputs(jpol.model, x, rank, colours)
-        got, got_v = onx.run(x, rank, colours)
+        got, got_v = onx.run(x, rank, colours)[:2]
         board = ref[:, :-1]
         scale = max(1.0, float(np.abs(board).max()))
         diff = float(np.abs(got[:, :-1] - board).max())

@@ -15,7 +15,8 @@ from kifunet.data_prep import coords
 from kifunet.data_prep.game import BLACK, MOVE, WHITE
 from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.sgf import sgf_io
-from kifunet.play import eye_space, life_death, move_choice, scoring
+from kifunet.data_prep.rules import eye_space, life_death, scoring
+from kifunet.play import move_choice
 from go_helpers import BIG_DEAD, DEAD_STONES, SEKI
 from kifunet.play.gtp_engine import Engine
 from kifunet.play.move_choice import PlaySettings, choose_move

@@ -1,4 +1,4 @@
-"""The dead-stone estimate (play/life_death.py): hand-made end positions and two real ones, every method."""
+"""The dead-stone estimate (data_prep/rules/life_death.py): hand-made end positions and two real ones, every method."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 
 from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
-from kifunet.play import life_death as ld
-from kifunet.play import scoring
+from kifunet.data_prep.rules import life_death as ld
+from kifunet.data_prep.rules import scoring
 from go_helpers import BIG_DEAD, DEAD_STONES, SEKI
 
 
@@ -171,7 +171,7 @@ def test_the_rules_engine_s_chains_are_the_connected_stones_of_each_colour():
     """life_death and eye_space group stones with the rules engine's chains (``rules.board.chains``): the
     connected components of each colour's stones, ordered by their first point."""
     from kifunet.data_prep.rules.board import chains, from_stones, neighbours_cached
-    from kifunet.play.eye_space import components
+    from kifunet.data_prep.rules.eye_space import components
 
     rng = np.random.default_rng(3)
     for n in (5, 9, 19, 25):

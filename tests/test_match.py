@@ -17,7 +17,8 @@ from kifunet.data_prep.planes import replay
 from kifunet.data_prep.sgf import sgf_io
 from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
-from kifunet.play import match, scoring
+from kifunet.data_prep.rules import scoring
+from kifunet.play import match
 from kifunet.play.match_report import format_rank_table, format_summary
 from kifunet.play.match_sgf import finished_games, game_path, read_game
 

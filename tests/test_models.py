@@ -193,7 +193,7 @@ def test_gonn_wide_block_is_symmetric_under_transposition():
         assert float(jnp.abs(y - x).max()) > 1e-3  # the block does something
     m = create("gonn_tiny", board_size=9, in_planes=7, wide_blocks=(1,))
     x, _ = batch(m)
-    logits, _ = m(x)
+    logits = m(x).logits
     assert logits.shape == (4, 82) and bool(jnp.all(jnp.isfinite(logits)))
 
 def test_gonn_chain_block_counts_and_placement():
@@ -241,7 +241,7 @@ def test_gonn_chain_block_carries_information_along_a_chain():
     cut = x.copy()
     cut[0, 2, 4, 1] = 0
     assert far_change(cut, m.stem(jnp.asarray(cut))) == 0.0
-    logits, _ = m(batch(m)[0])
+    logits = m(batch(m)[0]).logits
     assert logits.shape == (4, 82) and bool(jnp.all(jnp.isfinite(logits)))
 
 
@@ -364,7 +364,7 @@ def _call(model, x, rank=None, to_move=None):
 @nnx.jit
 def _value_and_grad(model, x, y):
     def loss(model):
-        logits, _ = model(x)
+        logits = model(x).logits
         return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
     return nnx.value_and_grad(loss)(model)
@@ -479,7 +479,8 @@ def _names(tree) -> dict[str, object]:
 @nnx.jit
 def _value_loss_and_grad(model, x):
     def loss(model):
-        logits, value = model(x)
+        out = model(x)
+        logits, value = out.logits, out.value
         return jnp.mean((value - 1.0) ** 2), (logits, value)
 
     return nnx.value_and_grad(loss, has_aux=True)(model)

@@ -8,7 +8,7 @@ import pytest
 
 from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
-from kifunet.play import life_death
+from kifunet.data_prep.rules import life_death
 from kifunet.play.move_choice import PlaySettings, choose_move
 from go_helpers import BIG_DEAD, DEAD_STONES, SEKI
 

@@ -70,8 +70,8 @@ def test_leading_and_trailing_space_as_sgf_io_strips_it():
 
 
 def test_what_the_scorer_writes_reads_back():
-    """RE as kifunet's own scorer writes it for its matches (``play/scoring.format_score``)."""
-    from kifunet.play import scoring
+    """RE as kifunet's own scorer writes it for its matches (``data_prep/rules/scoring.format_score``)."""
+    from kifunet.data_prep.rules import scoring
 
     for score, kind, winner in ((3.5, "score", B), (-0.5, "score", W), (-12.0, "score", W), (0.0, "draw", N)):
         r = parse_result(scoring.format_score(score))

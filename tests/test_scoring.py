@@ -7,7 +7,7 @@ import pytest
 
 from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, WHITE
-from kifunet.play import scoring
+from kifunet.data_prep.rules import scoring
 
 
 def test_area_scoring_helpers():

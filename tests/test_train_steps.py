@@ -107,7 +107,8 @@ def test_the_step_descends_policy_plus_weighted_masked_value_mse():
     graph, _, extra = nnx.split(model, nnx.Param, ...)
 
     def hand_loss(params):
-        logits, value = nnx.merge(graph, params, extra)(jnp.asarray(batch["planes"]), None, None)
+        out = nnx.merge(graph, params, extra)(jnp.asarray(batch["planes"]), None, None)
+        logits, value = out.logits, out.value
         ce = jax.nn.logsumexp(logits, -1) - logits[jnp.arange(6), batch["target"]]
         known = np.array([1, 1, 1, 0, 1, 0], np.float32)
         z = np.where(OUTCOME == -128, 0, OUTCOME).astype(np.float32)

@@ -1,5 +1,6 @@
-"""Batches: rows of a window as a device-ready batch (:func:`window_batch`, shapes only: :func:`batch_spec`),
-and the checkpointable iterator that cuts them (:class:`BatchIterator`). Planes leave the host as ``uint8``."""
+"""Batches: rows of a window as a device-ready batch (:func:`window_batch`, shapes only: :func:`batch_spec`), and the
+checkpointable iterator that cuts them (:class:`BatchIterator`). Planes leave the host as ``uint8``. Windows with
+targets (:func:`wants_targets`) add ``ownership``, ``ownership_source`` and ``score``."""
 
 from __future__ import annotations
 
@@ -38,11 +39,20 @@ def window_batch(window: dict, a: int, b: int, host_dtype: str = "uint8") -> dic
             "rank": window["player_rank"][a:b].astype(np.int32),
             "outcome": window["outcome"][a:b].astype(np.int8),
             "weight": window["weight"][a:b].astype(np.float32),
-            **({"profile": window["profile"][a:b].astype(np.float32)} if "profile" in window else {})}
+            **({"profile": window["profile"][a:b].astype(np.float32)} if "profile" in window else {}),
+            **({"ownership": window["ownership"][a:b].astype(np.int8),
+                "ownership_source": window["ownership_source"][a:b].astype(np.int8),
+                "score": window["score"][a:b].astype(np.float32)} if "ownership" in window else {})}
+
+
+def wants_targets(config) -> bool:
+    """Whether a run's config trains the ownership or score head (its ``ownership_weight`` / ``score_weight``
+    > 0): its batches then carry ``ownership`` int8 [B, N, N], ``ownership_source`` int8 and ``score`` float32."""
+    return float(config.get("ownership_weight", 0.0)) > 0 or float(config.get("score_weight", 0.0)) > 0
 
 
 def batch_spec(batch_size: int, board_size: int, num_planes: int, host_dtype: str = "uint8",
-               profile: bool = False) -> dict[str, tuple]:
+               profile: bool = False, targets: bool = False) -> dict[str, tuple]:
     """``{name: (shape, numpy dtype)}`` of a :func:`window_batch` batch, without reading data (for compiling the
     train step ahead and estimating its memory, :mod:`kifunet.train.memory`)."""
     dtype = {"uint8": np.uint8, "float32": np.float32}.get(host_dtype)
@@ -54,7 +64,9 @@ def batch_spec(batch_size: int, board_size: int, num_planes: int, host_dtype: st
     return {"planes": ((b, n, n, int(num_planes)), np.dtype(dtype)), "target": ((b,), np.dtype(np.int32)),
             "to_move": ((b,), np.dtype(np.int32)), "rank": ((b,), np.dtype(np.int32)),
             "outcome": ((b,), np.dtype(np.int8)), "weight": ((b,), np.dtype(np.float32)),
-            **({"profile": ((b, profiles.SIZE), np.dtype(np.float32))} if profile else {})}
+            **({"profile": ((b, profiles.SIZE), np.dtype(np.float32))} if profile else {}),
+            **({"ownership": ((b, n, n), np.dtype(np.int8)), "ownership_source": ((b,), np.dtype(np.int8)),
+                "score": ((b,), np.dtype(np.float32))} if targets else {})}
 
 
 class BatchIterator(grain.DatasetIterator):

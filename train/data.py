@@ -12,11 +12,11 @@ from kifunet.train import mixture
 
 
 def open_blocks(root: str, split: str, *, block_rows: int = 0, add_planes: str = "", profile: bool = False,
-                require_rows: bool = False):
+                require_rows: bool = False, targets: bool = False):
     """One split of one dataset as a grain source of blocks of ``block_rows`` rows (0: the dataset's chunk rows),
     stored planes unassembled (:func:`kifunet.data_prep.datasets.dataset.open_split` for the other arguments)."""
     split_ = dataset_mod.open_split(root, split, assemble=False, require_rows=require_rows, add_planes=add_planes,
-                                    profile=profile)
+                                    profile=profile, targets=targets)
     return split_.blocks(block_rows)
 
 
@@ -30,32 +30,35 @@ class TrainData:
     evals: tuple
     weights: np.ndarray
     profile: bool = False
+    targets: bool = False
 
     @classmethod
     def open(cls, config) -> "TrainData":
         """The datasets ``config`` names, with ``config.input``'s planes and the rows' profiles for a profiled net.
         ``EmptySplitError`` for a training split without rows, ``ValueError`` (one line) for datasets that cannot be
         mixed or bad mixing weights."""
+        from kifunet.train.batches import wants_targets
+
         return cls.open_datasets(config.dataset, config.train_split, config.input, eval_split=config.eval_split,
-                                 profile=bool(config.model.get("profile_embedding")))
+                                 profile=bool(config.model.get("profile_embedding")), targets=wants_targets(config))
 
     @classmethod
     def open_datasets(cls, spec: str, split: str, input_config, *, eval_split: str = "",
-                      profile: bool = False) -> "TrainData":
+                      profile: bool = False, targets: bool = False) -> "TrainData":
         """``spec``'s ``split`` for training and ``eval_split`` (``""``: none) for evaluation, read as
         ``input_config`` (``config.input``) says."""
         roots = mixture.split_datasets(spec)
         roots = tuple(roots if len(roots) > 1 else [spec])
         add = input_config.add_planes
         train = tuple(open_blocks(r, split, block_rows=input_config.block_rows, add_planes=add, profile=profile,
-                                  require_rows=True) for r in roots)
+                                  require_rows=True, targets=targets) for r in roots)
         if len(roots) > 1:
             mixture.check_compatible([(r, b.split) for r, b in zip(roots, train)])
         weights = mixture.row_weights(input_config.get("mix_weights", "") if len(roots) > 1 else "",
                                       [b.num_rows() for b in train])
-        evals = tuple(open_blocks(r, eval_split, add_planes=add, profile=profile) for r in roots) if eval_split \
-            else ()
-        return cls(roots, train, evals, weights, profile)
+        evals = tuple(open_blocks(r, eval_split, add_planes=add, profile=profile, targets=targets)
+                      for r in roots) if eval_split else ()
+        return cls(roots, train, evals, weights, profile, targets)
 
     @property
     def mixed(self) -> bool:

@@ -64,7 +64,8 @@ def abstract_batch(config, mesh, *, board_size: int, num_planes: int) -> dict:
     puts it, to compile the step ahead."""
     sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(parallel.AXIS))
     spec = batches.batch_spec(config.batch_size, board_size, num_planes, config.input.host_dtype,
-                              profile=bool(config.model.get("profile_embedding")))
+                              profile=bool(config.model.get("profile_embedding")),
+                              targets=batches.wants_targets(config))
     return {k: jax.ShapeDtypeStruct(shape, dtype, sharding=sharding) for k, (shape, dtype) in spec.items()}
 
 
@@ -81,7 +82,8 @@ def estimate(compiled, config, mesh, *, board_size: int, num_planes: int, block_
         step = (ma.temp_size_in_bytes + max(ma.output_size_in_bytes - ma.alias_size_in_bytes, 0)) * local_devices
     pc = jax.process_count()
     spec = batches.batch_spec(config.batch_size // pc, board_size, num_planes, config.input.host_dtype,
-                              profile=bool(config.model.get("profile_embedding")))
+                              profile=bool(config.model.get("profile_embedding")),
+                              targets=batches.wants_targets(config))
     batch = sum(int(np.prod(shape)) * dtype.itemsize for shape, dtype in spec.values())
     in_flight = config.input.prefetch + config.max_steps_ahead + 2
     rows = config.input.window_blocks * int(block_rows)

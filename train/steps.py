@@ -4,7 +4,8 @@ Every step here sees this device's rows and the replicated state and reduces wit
 :func:`kifunet.train.parallel.data_parallel` maps it. State: ``{'params', 'extra', 'opt_state', 'step'}``;
 batch: :func:`kifunet.train.batches.window_batch`'s. A two-headed net's loss adds ``value_weight`` x the value MSE
 over the global batch's known rows; a policy-only net's step is unchanged by it (docs/training.md, Nets with a
-value head)."""
+value head). The ownership and score heads add ``ownership_weight`` / ``score_weight`` x their masked losses
+(0 by default: nothing added)."""
 
 from __future__ import annotations
 
@@ -54,14 +55,19 @@ class ModelDef:
     def apply(self, params, extra, batch, *, train: bool):
         """``(logits [B, N*N + 1], value [B] or None, the model's non-parameter state after the call)``; the value
         is None for a policy-only net."""
+        out, new_extra = self.apply_outputs(params, extra, batch, train=train)
+        return out.logits, out.value, new_extra
+
+    def apply_outputs(self, params, extra, batch, *, train: bool):
+        """``(Outputs, the model's non-parameter state after the call)``: every head's output."""
         # fresh Variable objects at the current trace level (BatchNorm and RNG counters are mutated in the call)
         extra = jax.tree.map(lambda x: x, extra)
         model = nnx.merge(self.graph_train if train else self.graph_eval, params, extra)
         # the profile only when the batch has one (a profiled net's): any other net keeps the 3-argument call
         extra = {"profile": batch["profile"]} if "profile" in batch else {}
-        logits, value = model(batch["planes"], batch["rank"], batch["to_move"], **extra)
+        out = model(batch["planes"], batch["rank"], batch["to_move"], **extra)
         _, new_extra = nnx.state(model, nnx.Param, ...)
-        return logits, value, new_extra
+        return out, new_extra
 
 
 def path_tuple(path) -> tuple:
@@ -160,26 +166,31 @@ def with_matmul_precision(fn, precision: str = "default"):
 
 
 def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, *, loss: str = "cross_entropy",
-               value_weight: float = 0.01, matmul_precision: str = "default", fused_norms: bool = True):
+               value_weight: float = 0.01, matmul_precision: str = "default", fused_norms: bool = True,
+               ownership_weight: float = 0.0, score_weight: float = 0.0):
     r"""The per-device step ``(state, local_batch) -> (state, metrics)``: gradients ``pmean``\ ed over ``'data'``,
     metrics ``psum``\ s plus gradient / parameter / update norms and ``logit_abs``. ``matmul_precision``:
-    :func:`with_matmul_precision`; ``fused_norms``: norms by :func:`global_norm` (same parameters either way)."""
+    :func:`with_matmul_precision`; ``fused_norms``: norms by :func:`global_norm` (same parameters either way).
+    ``ownership_weight`` / ``score_weight`` > 0 add :func:`ownership_loss` / :func:`score_loss` (the net must
+    have the head); at 0, the default, nothing is added."""
     if loss not in LOSSES:
         raise ConfigError(f"loss must be one of {LOSSES}, got {loss!r}")
-    if not value_weight >= 0.0:
-        raise ConfigError(f"value_weight must be >= 0, got {value_weight!r}")
+    _check_weights(value_weight=value_weight, ownership_weight=ownership_weight, score_weight=score_weight)
     loss_fn_vec = cross_entropy if loss == "cross_entropy" else l2_loss
 
     def step(state, batch):
         params, extra = state["params"], state["extra"]
 
         def loss_fn(p):
-            logits, value, new_extra = model_def.apply(p, extra, batch, train=True)
+            out, new_extra = model_def.apply_outputs(p, extra, batch, train=True)
+            logits, value = out.logits, out.value
             vec = loss_fn_vec(logits, batch["target"])
             w = batch["weight"]
             total = jnp.sum(vec * w) / jnp.maximum(jnp.sum(w), 1.0)
             if value is not None:
                 total = total + value_weight * value_loss(value, batch)
+            if ownership_weight > 0 or score_weight > 0:
+                total = total + head_losses(out, batch, ownership_weight, score_weight)
             return total, (logits, value, new_extra, vec)
 
         # pmap semantics: each device differentiates its own loss with respect to its own copy of the
@@ -235,6 +246,54 @@ def value_loss(value, batch):
     k = jax.lax.psum(jnp.sum(w * known.astype(w.dtype)), AXIS)
     n = jax.lax.psum(1, AXIS)
     return n * jnp.sum(w * sq) / jnp.maximum(k, 1.0)
+
+
+def _check_weights(**weights) -> None:
+    for name, wt in weights.items():
+        if not wt >= 0.0:
+            raise ConfigError(f"{name} must be >= 0, got {wt!r}")
+
+
+def head_losses(out, batch, ownership_weight: float, score_weight: float):
+    """``ownership_weight`` x :func:`ownership_loss` + ``score_weight`` x :func:`score_loss` of the outputs ``out``;
+    a weight of 0 adds no term."""
+    total = 0.0
+    if ownership_weight > 0:
+        total = total + ownership_weight * ownership_loss(out.ownership, batch)
+    if score_weight > 0:
+        total = total + score_weight * score_loss(out.score, batch)
+    return total
+
+
+def _masked_mean(per_row, known, batch):
+    """This device's share of the global batch's mean of ``per_row`` over the rows with weight and ``known``
+    (``n_devices x sum_local / max(K, 1)``, K their ``psum``): as :func:`value_loss` masks."""
+    w = batch["weight"] * known.astype(batch["weight"].dtype)
+    k = jax.lax.psum(jnp.sum(w), AXIS)
+    n = jax.lax.psum(1, AXIS)
+    return n * jnp.sum(w * per_row) / jnp.maximum(k, 1.0)
+
+
+def ownership_loss(ownership, batch):
+    """Mean over the rows with an ownership target (``ownership_source`` > 0) of the points' mean squared error
+    of ``ownership [B, N, N]`` against ``batch['ownership']`` (+1 / -1 / 0, the mover's view)."""
+    if ownership is None:
+        raise ConfigError("ownership_weight > 0 needs a net with an ownership head (model ownership_head=True)")
+    target = batch["ownership"].astype(jnp.float32)
+    per_row = jnp.mean(jnp.square(ownership.astype(jnp.float32) - target), axis=(1, 2))
+    return _masked_mean(per_row, batch["ownership_source"] > 0, batch)
+
+
+def score_loss(score, batch):
+    """Mean over the rows with a score target (finite ``batch['score']``) of ``((score - target) / N)^2``, N the
+    board side (a margin of N points costs 1)."""
+    if score is None:
+        raise ConfigError("score_weight > 0 needs a net with a score head (model score_head=True)")
+    target = batch["score"].astype(jnp.float32)
+    known = jnp.isfinite(target)
+    n = batch["planes"].shape[1]
+    err = jnp.where(known, (score.astype(jnp.float32) - jnp.where(known, target, 0.0)) / n, 0.0)
+    return _masked_mean(jnp.square(err), known, batch)
 
 
 def eval_step(model_def: ModelDef, *, loss: str = "cross_entropy", matmul_precision: str = "default"):

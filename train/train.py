@@ -46,6 +46,11 @@ def setup(config, *, board_size: int, in_planes: int, mesh, flat_optimizer: bool
     runs on the concatenated parameters (``flat_optimizer``; default: unless ``mesh`` is a TPU's, see
     :func:`on_tpu`)."""
     model = model_config.build_model(config.model, seed=config.seed, board_size=board_size, in_planes=in_planes)
+    for key, has, head in (("ownership_weight", model.facts.has_ownership, "ownership_head"),
+                           ("score_weight", model.facts.has_score, "score_head")):
+        if float(config.get(key, 0.0)) > 0 and not has:
+            raise ValueError(f"{key} {config.get(key)} needs a net with the head: a config that sets "
+                             f"c.model.kwargs.{head} = True (AlphaGo Zero ResNets, GoNN and GARB have it)")
     model_def = ModelDef(model, config.batchnorm)
     schedule = optim.make_schedule(config.schedule, config.batch_size, config.train_positions)
     tx = optim.make_optimizer(config.optimizer, schedule, params=model_def.params, model=model,
@@ -69,7 +74,9 @@ def train_function(config, model_def, tx, schedule, mesh):
     fused_norms = not on_tpu(mesh)
     return parallel.data_parallel(
         windowed(train_step(model_def, tx, schedule, loss=config.loss, value_weight=config.value_weight,
-                            matmul_precision=config.get("matmul_precision", "default"), fused_norms=fused_norms)),
+                            matmul_precision=config.get("matmul_precision", "default"), fused_norms=fused_norms,
+                            ownership_weight=config.get("ownership_weight", 0.0),
+                            score_weight=config.get("score_weight", 0.0))),
         mesh, donate_state=True, carry=True)
 
 

@@ -2,8 +2,9 @@
 
 :class:`WindowBuilder` ``(blocks, rng) -> window``: per-row arrays (``target`` moved by the row's symmetry,
 ``to_move``, ``player_rank``, ``outcome``, ``weight``, ``index``, ``symmetry``, ``history_level``, optional
-``profile`` and ``dataset``) plus ``idx`` and ``table`` (the ``codes`` layout) or ``planes``; the same ``rng``
-gives the same window. Encoding and history dropout: docs/training.md (Input pipeline)."""
+``profile`` and ``dataset``) plus ``idx`` and ``table`` (the ``codes`` layout) or ``planes``, and ``ownership``
+(moved by the row's symmetry), ``ownership_source`` and ``score`` when the blocks carry them; the same ``rng`` gives
+the same window. Encoding and history dropout: docs/training.md (Input pipeline)."""
 
 from __future__ import annotations
 
@@ -197,6 +198,9 @@ class WindowBuilder:
             out["dataset"] = cols["dataset"].astype(np.int8)
         if self.profile:
             out["profile"] = self._profiles(cols, rng)
+        if "ownership" in cols:  # a split read with its targets: the ownership turns with the planes
+            out["ownership"] = _apply_symmetries(cols["ownership"], s)
+            out["ownership_source"], out["score"] = cols["ownership_source"], cols["score"]
         if all("codes" in b for b in blocks):
             self._encode_codes(blocks, order, s, level, cols, out)
         else:

@@ -301,7 +301,7 @@ def _build_locked(cfg: BuildConfig, fs, fingerprint: dict, log, timings, t0: flo
             sp = per_split[split]
             path = os.path.join(cfg.out, split, "games.h5")
             build_space.ensure_free(path, build_space.GAME_BYTES * len(sp["games"]))
-            shards_mod.write_games_table(path, sp["games"], attrs={"split": split})
+            shards_mod.write_games_table(path, sp["games"], attrs={"split": split}, board_size=cfg.filters.board_size)
         manifest = make_manifest(cfg, fs, fingerprint, infos, accounting, per_split, split_names, results, tasks)
         atomic.commit(os.path.join(work, "rejects.jsonl.part"), os.path.join(cfg.out, REJECTS))
         write_manifest(cfg.out, manifest)

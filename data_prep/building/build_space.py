@@ -21,9 +21,9 @@ from ..sgf import inputs as inputs_mod
 from ..datasets import shards as shards_mod
 
 MB = 1_000_000
-#: bytes of a record's ``games.json`` entry in the spill, measured: 670 a record (samples/gnugo), 691
-#: (KGS-2017_01), 677 (KGS-2001), 709 (KGS-2017_01 ``--min-rank 7d``), 630 (``--preset gonn-kgs``)
-GAME_BYTES = 720
+#: bytes of a record's ``games.json`` entry in the spill, measured: 1,042 a record (samples/gnugo, every game
+#: counted: its ownership text is N*N bytes), 881 (KGS-2017_01, 149 of 733 counted)
+GAME_BYTES = 1100
 #: final gzip ``codes`` shards / spill, measured: 0.1032 (samples/gnugo), 0.1027 (KGS-2017_01), 0.1029 (KGS-2001)
 SHARD_RATIO_GZIP_CODES = 0.105
 #: bytes a record adds to the final files besides the shards (its ``rejects.jsonl`` line or games-table row),

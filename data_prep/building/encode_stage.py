@@ -30,6 +30,7 @@ from .. import profiles
 from ..errors import UserError
 from .. import results as results_mod
 from ..datasets import shards as shards_mod
+from ..rules import final_ownership
 from .build_space import count_moves_in
 from ..errors import IllegalMoveError, KifunetInputError, naming
 from .filters import MOVE_REASONS, Filters
@@ -40,8 +41,9 @@ UNIT_GAMES = 256  # records per work unit, by default
 # What a unit's spill holds. Part of the build's fingerprint, so that a build started by a kifunet whose units
 # hold something else is never resumed with them. 2: game dicts carry ``game_id`` (the dedupe key). 3: rows
 # carry ``outcome``, game dicts ``result_kind``, ``winner`` and ``margin``. 4: game dicts carry the profile codes
-# ``days``, ``source`` and ``time_control`` (issue 33).
-SPILL_VERSION = 4
+# ``days``, ``source`` and ``time_control`` (issue 33). 5: game dicts carry ``ownership`` (text of
+# :func:`kifunet.data_prep.rules.final_ownership.encode`), ``ownership_source`` and ``estimate_agreement``.
+SPILL_VERSION = 5
 
 SPILL_DTYPE = np.dtype([("target", np.int16), ("to_move", np.int8), ("move_number", np.int16),
                         ("player_rank", np.int8), ("opponent_rank", np.int8), ("game", np.int32),
@@ -53,7 +55,9 @@ SPILL_DTYPE = np.dtype([("target", np.int16), ("to_move", np.int8), ("move_numbe
 COLUMN_LIMITS = {"num_moves": "too_many_moves", "positions": "too_many_moves", "handicap": "bad_handicap",
                  "black_rank": "bad_rank", "white_rank": "bad_rank", "year": "bad_year", "size": "board_size",
                  "result_kind": "bad_result", "winner": "bad_result", "days": "bad_year", "source": "bad_source",
-                 "time_control": "bad_time_control"}
+                 "time_control": "bad_time_control",
+                 # computed here, always in range; checked so that a change cannot bring a crash
+                 "ownership_source": "internal_error", "estimate_agreement": "internal_error"}
 
 
 class SpillDamaged(UserError, ValueError):
@@ -219,6 +223,8 @@ def _encode_one(src, fs, filt: Filters, rule, symmetries: str, source: str | Non
     if k == 0:
         g.update(status="filtered", reason="no_positions")
         return g, None, None
+    own, g["ownership_source"], g["estimate_agreement"] = final_ownership.game_targets(rec)
+    g["ownership"] = final_ownership.encode(own) if g["ownership_source"] else ""
     over = limit_reason(g)  # every column of the games table is known now
     if over is not None:
         g.update(status="rejected", reason=over[0], detail=over[1])

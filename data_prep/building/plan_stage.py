@@ -80,7 +80,8 @@ class _Tally:
         """Count a used game in its split (its games-table row appended) and overall; returns the split's dict."""
         self.counts["used"] += 1
         sp = self.per_split[g["split"]]
-        sp["games"].append({k: g.get(k) for k in shards_mod.GAME_STR_COLUMNS + tuple(shards_mod.GAME_NUM_COLUMNS)})
+        sp["games"].append({k: g.get(k) for k in shards_mod.GAME_STR_COLUMNS + tuple(shards_mod.GAME_NUM_COLUMNS)
+                            + (shards_mod.GAME_OWNERSHIP,)})
         sp["positions"] += g["positions"]
         sp["rows"] += g["rows"]
         add_result(sp["results"], g)

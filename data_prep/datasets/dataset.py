@@ -44,11 +44,12 @@ def parse_tfds(spec: str) -> tuple[str, str | None]:
 
 
 def open_split(spec, split: str = "train", *, assemble: bool = True, require_rows: bool = False,
-               add_planes: str = "", profile: bool = False) -> DatasetSplit:
+               add_planes: str = "", profile: bool = False, targets: bool = False) -> DatasetSplit:
     """The split ``split`` of the dataset ``spec`` (the specs of the module docstring), files not yet open.
 
     ``add_planes``: constant-only feature sets added to its own (:meth:`DatasetSplit.add_constant_planes`).
-    ``profile``: batches carry the rows' game fields (:meth:`DatasetSplit.with_profile`). ``assemble=False``:
+    ``profile``: batches carry the rows' game fields (:meth:`DatasetSplit.with_profile`); ``targets``: their
+    ownership and score targets (:meth:`DatasetSplit.with_targets`; HDF5 builds only). ``assemble=False``:
     batches hold ``stored`` instead of ``planes``. Raises :class:`NotADatasetError`, :class:`UnknownSplitError`,
     and with ``require_rows`` :class:`EmptySplitError`."""
     if is_tfds(spec):
@@ -60,7 +61,7 @@ def open_split(spec, split: str = "train", *, assemble: bool = True, require_row
         out = Reader(os.fspath(spec), split, assemble=assemble)
     if require_rows and len(out) == 0:
         raise EmptySplitError.at(os.fspath(spec), split)
-    return out.add_constant_planes(add_planes).with_profile(profile)
+    return out.add_constant_planes(add_planes).with_profile(profile).with_targets(targets)
 
 
 def verify_dataset(spec) -> list:

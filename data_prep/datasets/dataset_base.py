@@ -1,15 +1,14 @@
 """The contract of a dataset container: what one split of a built dataset offers, whatever holds it.
 
 The HDF5 shards (:class:`kifunet.data_prep.datasets.reader.Reader`) and the TFDS ``go_moves`` files
-(:class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader`) subclass :class:`DatasetSplit`, read by rows
-(``len``, ``[i]``, ``batch``, ``read_range``, ``iter_batches``: dicts of NumPy arrays) or by blocks
-(``block_spans``, ``read_blocks``: stored planes, never assembled nor transformed; :class:`Blocks` is a grain
-``RandomAccessDataSource`` of them). ``outcome`` is -128 on every row of a dataset built without it. A split opens
-its files lazily in each process and pickles as its description only. Both containers raise
-:class:`NotADatasetError` (a ``FileNotFoundError``), :class:`UnknownSplitError` (``KeyError``),
-:class:`EmptySplitError` (``ValueError``) and :class:`CorruptDatasetError`. The batch and piece layouts:
-docs/building.md ("Reading a dataset").
-"""
+(:class:`kifunet.data_prep.datasets.tfds_reader.TfdsReader`) subclass :class:`DatasetSplit`, read by rows (``len``,
+``[i]``, ``batch``, ``read_range``, ``iter_batches``: dicts of NumPy arrays) or by blocks (``block_spans``,
+``read_blocks``: stored planes, never assembled nor transformed; :class:`Blocks` is a grain
+``RandomAccessDataSource`` of them). ``outcome`` is -128 on every row of a dataset built without it;
+:meth:`DatasetSplit.with_targets` adds the ownership and score targets. A split opens its files lazily in each
+process and pickles as its description only. Both containers raise :class:`NotADatasetError` (a
+``FileNotFoundError``), :class:`UnknownSplitError` (``KeyError``), :class:`EmptySplitError` (``ValueError``) and
+:class:`CorruptDatasetError`. The batch and piece layouts: docs/building.md ("Reading a dataset")."""
 
 from __future__ import annotations
 
@@ -137,6 +136,13 @@ class DatasetSplit(abc.ABC):
     # -- shared ------------------------------------------------------------------------------------------
     added_planes: str = ""
     profile_columns: bool = False
+    targets: bool = False
+
+    def with_targets(self, on: bool = True) -> "DatasetSplit":
+        """Give every batch and block piece's ``columns`` the rows' ownership and score targets
+        (:mod:`kifunet.data_prep.datasets.game_targets`). Kept through pickling. Returns ``self``."""
+        self.targets = bool(on)
+        return self
 
     def with_profile(self, on: bool = True) -> "DatasetSplit":
         """Give every batch and block piece's ``columns`` the game fields of the rows' profiles
@@ -229,6 +235,8 @@ class DatasetSplit(abc.ABC):
             stored = sym.apply_planes_batch(stored, s)
             cols["target"] = sym.apply_index_batch(cols["target"].astype(np.int64), s,
                                                    self.board_size).astype(np.int16)
+            if "ownership" in cols:
+                cols["ownership"] = sym.apply_planes_batch(cols["ownership"], s)
         out = dict(cols)
         out["index"] = idx
         if self.assemble:

@@ -18,7 +18,9 @@ import sys
 MANIFEST = "manifest.json"
 REJECTS = "rejects.jsonl"
 FORMAT = "kifunet-dataset"
-FORMAT_VERSION = 1
+# 2: the games tables carry ownership targets (ownership, ownership_source, estimate_agreement); a version-1
+# dataset reads with every target masked
+FORMAT_VERSION = 2
 #: the key holding the sha256 of the manifest's own content (:func:`content_sha256`)
 SEAL = "manifest_sha256"
 _SHARD_NAME = re.compile(r"shard-\d+\.h5")

@@ -3,10 +3,10 @@
 The HDF5 :class:`~kifunet.data_prep.datasets.dataset_base.DatasetSplit` (batches, pieces and errors are described
 there). Keys: ``planes``, every shard column (``game_index`` and ``symmetry`` included) and ``index``. Random
 access works on any row, decoding whole ``chunk_rows`` chunks; reading in order is the fast path. Blocks are
-``chunk_rows`` consecutive rows of one shard, as point codes plus the shard's code table. Profile fields come from
-the games table through ``game_index``. Files open lazily in each process (again after a fork); each shard is
-checked against the manifest when it first opens (:mod:`kifunet.data_prep.datasets.verify`), and a pickled Reader
-carries those checks to workers.
+``chunk_rows`` consecutive rows of one shard, as point codes plus the shard's code table. Profile fields and the
+ownership and score targets come from the games table through ``game_index``. Files open lazily in each process
+(again after a fork); each shard is checked against the manifest when it first opens
+(:mod:`kifunet.data_prep.datasets.verify`), and a pickled Reader carries those checks to workers.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import os
 import numpy as np
 
 from ..errors import InvalidValue, UnknownName
-from . import profile_columns
+from . import game_targets, profile_columns
 from . import shards as shards_mod
 from . import verify as verify_mod
 from .dataset_base import CorruptDatasetError, DatasetSplit, NotADatasetError, UnknownSplitError
@@ -62,12 +62,13 @@ class Reader(DatasetSplit):
         self.games_path = os.path.join(root, info["games_table"])
         self._games = None
         self._profile_games = None  # the game fields of every game (profile_columns.games_table_fields), cached
+        self._target_games = None  # the targets of every game (game_targets.games_table_targets), cached
 
     # -- pickling: no open files travel (what this process verified does) ----------------------------------
     def __getstate__(self):
         return {"root": self.root, "split": self.split, "assemble": self.assemble, "cache_bytes": self.cache_bytes,
                 "check_version": self.check_version, "added_planes": self.added_planes,
-                "profile_columns": self.profile_columns,
+                "profile_columns": self.profile_columns, "targets": self.targets,
                 "verified": verify_mod.found_entries(self.shard_paths + [self.games_path])}
 
     def __setstate__(self, st):
@@ -77,6 +78,7 @@ class Reader(DatasetSplit):
                       check_version=st["check_version"])
         self.add_constant_planes(st.get("added_planes", ""))
         self.with_profile(st.get("profile_columns", False))
+        self.with_targets(st.get("targets", False))
 
     def file_checks(self) -> list:
         """Every shard against its manifest entry (sha256, rows) and the games table against its sha256 (when
@@ -189,10 +191,21 @@ class Reader(DatasetSplit):
 
     # -- games ---------------------------------------------------------------------------------------------
     def _with_profile(self, cols: dict) -> dict:
-        """``cols`` plus the game fields of its rows' games when :attr:`profile_columns` is set."""
+        """``cols`` plus the game fields of its rows' games when :attr:`profile_columns` is set, and their
+        targets when :attr:`targets` is."""
         if self.profile_columns:
             cols.update(profile_columns.rows_of(self.profile_games(), cols["game_index"]))
+        if self.targets:
+            cols.update(game_targets.rows_of(self.target_games(), cols, self.board_size))
         return cols
+
+    def target_games(self) -> dict[str, np.ndarray]:
+        """The ownership and score targets of every game of the split (black's view), indexed by ``game_index``,
+        read once per process (:func:`kifunet.data_prep.datasets.game_targets.games_table_targets`)."""
+        if self._target_games is None:
+            self._target_games = self._read_games_table(
+                lambda path: game_targets.games_table_targets(path, self.board_size))
+        return self._target_games
 
     def profile_games(self) -> dict[str, np.ndarray]:
         """The game fields (:data:`kifunet.data_prep.profiles.GAME_FIELDS`) of every game of the split, indexed by
@@ -222,5 +235,5 @@ class Reader(DatasetSplit):
 
     def game(self, game_index: int) -> dict:
         g = self.games()
-        return {k: (v[int(game_index)].item() if hasattr(v[int(game_index)], "item") else v[int(game_index)])
-                for k, v in g.items()}
+        i = int(game_index)
+        return {k: (v[i].item() if v.ndim == 1 and hasattr(v[i], "item") else v[i]) for k, v in g.items()}

@@ -416,13 +416,18 @@ GAME_STR_COLUMNS = ("path", "black", "white", "black_rank_text", "white_rank_tex
                     "content_hash", "moves_hash", "game_id")  # game_id: GameRecord.game_id, the dedupe key
 # result_kind: a code of kifunet.data_prep.results.KINDS (the table's ``result_kinds`` attribute lists them),
 # winner: BLACK/WHITE (0: none), margin: points for kind ``score`` (NaN otherwise); days, source, time_control:
-# the game's profile codes (kifunet.data_prep.profiles.game_codes; a table written before them lacks them)
+# the game's profile codes (kifunet.data_prep.profiles.game_codes; a table written before them lacks them);
+# ownership_source, estimate_agreement: kifunet.data_prep.rules.final_ownership (a table written before them lacks
+# them, and the 2-D ``ownership`` int8 [games, N*N] beside them)
 GAME_NUM_COLUMNS = {"black_rank": np.int8, "white_rank": np.int8, "komi": np.float32, "handicap": np.int8,
                     "year": np.int16, "size": np.int8, "num_moves": np.int16, "positions": np.int32,
                     "result_kind": np.int8, "winner": np.int8, "margin": np.float32,
+                    "ownership_source": np.int8, "estimate_agreement": np.int16,
                     **{k: dt for k, (dt, _) in profiles.GAME_TABLE_COLUMNS.items()}}
 #: the value a games-table numeric column stores for a game that lacks it (the rest: NaN for floats, else 0)
-GAME_MISSING = {k: v for k, (_, v) in profiles.GAME_TABLE_COLUMNS.items()}
+GAME_MISSING = {**{k: v for k, (_, v) in profiles.GAME_TABLE_COLUMNS.items()}, "estimate_agreement": -1}
+#: the games table's per-game ownership: int8 [games, N*N], +1 black, -1 white, 0 nobody or unknown
+GAME_OWNERSHIP = "ownership"
 
 
 def _utf8(v) -> str:
@@ -430,12 +435,14 @@ def _utf8(v) -> str:
     return str(v or "").encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def write_games_table(path: str, games: list[dict], attrs: dict | None = None) -> None:
+def write_games_table(path: str, games: list[dict], attrs: dict | None = None, board_size: int | None = None) -> None:
     """The split's games, one row per game (its ``game_index``), as 1-D datasets; written atomically.
 
     Numeric columns GAME_NUM_COLUMNS (unknown: komi and margin NaN, year 0, result_kind 0, winner 0, and
-    :data:`GAME_MISSING` for ``days``, ``source``, ``time_control``); string columns GAME_STR_COLUMNS (UTF-8);
-    the attribute ``result_kinds`` (JSON). Values must fit (the encode stage checks them)."""
+    :data:`GAME_MISSING` for ``days``, ``source``, ``time_control``, ``estimate_agreement``); string columns
+    GAME_STR_COLUMNS (UTF-8); the attributes ``result_kinds`` and ``ownership_sources`` (JSON). With
+    ``board_size``, :data:`GAME_OWNERSHIP` from each game's ``ownership`` text. Values must fit (the encode
+    stage checks them)."""
     with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
         f.attrs["format"] = GAMES_FORMAT
         f.attrs["rows"] = len(games)
@@ -454,6 +461,16 @@ def write_games_table(path: str, games: list[dict], attrs: dict | None = None) -
                     v = GAME_MISSING.get(name, np.nan if dt is np.float32 else 0)
                 vals.append(v)
             f.create_dataset(name, data=np.array(vals, dtype=dt), track_times=False, **kw)
+        if board_size is not None:
+            from ..rules import final_ownership
+
+            f.attrs["ownership_sources"] = json.dumps(final_ownership.SOURCES)
+            nn = int(board_size) ** 2
+            own = np.zeros((len(games), nn), np.int8)
+            for i, g in enumerate(games):
+                own[i] = final_ownership.decode(g.get(GAME_OWNERSHIP) or "", nn)
+            f.create_dataset(GAME_OWNERSHIP, data=own, chunks=(max(1, min(len(games), 256)), nn) if games else None,
+                             track_times=False, **kw)
 
 
 def read_games_table(path: str) -> dict[str, np.ndarray]:

@@ -2,7 +2,9 @@
 
 :func:`dataset_stats` reads an HDF5 build's manifest, games tables and rank columns (never the planes) into a
 JSON-able dict: per split games, positions, rows, shards and bytes; positions by rank; games and positions by
-year, result kind, source and time control (``unknown`` where not recorded); the build's accounting.
+year, result kind, source and time control (``unknown`` where not recorded); the ownership targets by source and,
+over the games with territory marks, how often the dead-stone estimate agrees with the marks (:func:`ownership_stats`);
+the build's accounting.
 :func:`render_position` draws one row of a split of either container.
 """
 
@@ -19,6 +21,8 @@ from .manifest import check_manifest, read_manifest
 from ..ranks import UNKNOWN, is_known, rank_to_text
 from .reader import Reader
 from ..results import KINDS, parse_result
+from ..rules.final_ownership import MARKS
+from ..rules.final_ownership import SOURCES as OWNERSHIP_SOURCES
 
 
 def _rank_key(v: int) -> str:
@@ -82,8 +86,23 @@ def dataset_stats(root: str) -> dict:
             "positions_by_result": {k: res_p[k] for k in KINDS if res_g[k]},
             "games_by_source": by_source[0], "positions_by_source": by_source[1],
             "games_by_time_control": by_time[0], "positions_by_time_control": by_time[1],
+            "ownership": ownership_stats(games, int(m["board_size"])),
         }
     return out
+
+
+def ownership_stats(games: dict, board_size: int) -> dict | None:
+    """Games by ownership source (``none``, ``marks``, ``estimate``) and, over the games with marks, the estimate
+    against them: ``marks_games``, ``exact_games`` (every point agrees), ``points_agree`` (share of the points).
+    None for a games table written before the targets."""
+    if "ownership_source" not in games:
+        return None
+    src = np.asarray(games["ownership_source"])
+    agree = np.asarray(games["estimate_agreement"])[src == MARKS].astype(np.int64)
+    nn = board_size * board_size
+    return {"games_by_source": {k: int(np.count_nonzero(src == i)) for i, k in enumerate(OWNERSHIP_SOURCES)},
+            "marks_games": int(agree.size), "exact_games": int(np.count_nonzero(agree == nn)),
+            "points_agree": float(agree.sum() / (agree.size * nn)) if agree.size else None}
 
 
 def format_stats(st: dict) -> str:
@@ -123,7 +142,20 @@ def format_stats(st: dict) -> str:
             lines.append(f"[{name}] games (positions) by {what.replace('_', ' ')}")
             lines.append("  " + "  ".join(f"{k}: {g:,} ({s[f'positions_by_{what}'][k]:,})"
                                           for k, g in s[f"games_by_{what}"].items()))
+        lines += _ownership_lines(name, s.get("ownership"))
     return "\n".join(lines)
+
+
+def _ownership_lines(name: str, o: dict | None) -> list[str]:
+    if o is None:
+        return [f"[{name}] ownership targets: none (built before kifunet stored them)"]
+    out = [f"[{name}] games by ownership target source",
+           "  " + "  ".join(f"{k}: {v:,}" for k, v in o["games_by_source"].items())]
+    k = o["marks_games"]
+    if k:
+        out.append(f"[{name}] the dead-stone estimate against the territory marks, {k:,} games: exactly the same "
+                   f"in {o['exact_games']:,} ({o['exact_games'] / k:.1%}), points {o['points_agree']:.2%}")
+    return out
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ for the HDF5 build of the same positions, plus ``game`` (no ``game_index`` nor g
 with ``outcome`` -128 and the profile fields unknown (:data:`PROFILE_DEFAULTS`). ``manifest`` is the builder's
 ``kifunet`` metadata. A block is ``block_rows`` (256) consecutive records; a split TFDS left out (empty) opens with
 0 rows. Each array_record file is checked (:mod:`kifunet.data_prep.datasets.verify`) when the split's source first
-opens in a process.
+opens in a process. TFDS datasets carry no ownership or score targets:
+:meth:`TfdsReader.with_targets` refuses.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from ..errors import InvalidValue
 from . import shards as shards_mod
 from .profile_columns import STORED_NAMES
 from . import verify as verify_mod
-from .dataset_base import DEFAULT_BLOCK_ROWS, CorruptDatasetError, DatasetSplit, NotADatasetError, UnknownSplitError
+from .dataset_base import (DEFAULT_BLOCK_ROWS, CorruptDatasetError, DatasetError, DatasetSplit, NotADatasetError,
+                           UnknownSplitError)
 
 #: per-row columns of a ``go_moves`` example (besides ``planes`` and ``game``); a dataset of a version before a
 #: column of :data:`kifunet.data_prep.datasets.shards.COLUMN_DEFAULTS` (``outcome``: 1.2.0) reads as its default
@@ -183,6 +185,13 @@ def decode_raw(raw_records, fs, board_size: int, *, assemble: bool = True,
 class TfdsReader(DatasetSplit):
     """One split of a prepared ``go_moves`` dataset (see the module docstring); opens lazily in each process.
     Records are parsed by :func:`decode_raw`, falling back to :func:`decode` when that fails."""
+
+    def with_targets(self, on: bool = True) -> "TfdsReader":
+        """Refuses ``on`` (:class:`DatasetError`): the TFDS builder stores no ownership or score targets."""
+        if on:
+            raise DatasetError(f"{self.root}: a TFDS dataset has no ownership or score targets; build it with "
+                               "kifunet build (HDF5) to train or evaluate the ownership and score heads")
+        return super().with_targets(False)
 
     def __init__(self, dataset: str, split: str = "train", *, data_dir: str | None = None, assemble: bool = True,
                  check_version: bool = True):

@@ -189,7 +189,23 @@ def _load(raw: bytes, path: str) -> GameRecord:
     game = sgf.Sgf_game.from_coarse_game_tree(coarse, override_encoding="UTF-8")
     kinds, colours, points = _events(game, n, path)
     info = _read_info(game.get_root(), n, path, decoded, raw)
-    return GameRecord(size=n, kinds=kinds, colours=colours, points=points, info=info)
+    return GameRecord(size=n, kinds=kinds, colours=colours, points=points, info=info,
+                      territory=_territory(game.get_last_node(), n))
+
+
+def _territory(node, n: int) -> np.ndarray | None:
+    """``GameRecord.territory`` from ``node``'s ``TB``/``TW``; None without marks or with a malformed one."""
+    if not (node.has_property("TB") or node.has_property("TW")):
+        return None
+    out = np.zeros(n * n, np.int8)
+    try:
+        for ident, colour in (("TB", BLACK), ("TW", WHITE)):
+            if node.has_property(ident):
+                for p in node.get(ident):
+                    out[coords.to_flat(coords.from_sgfmill(p, n), n)] = colour
+    except ValueError:
+        return None
+    return out
 
 
 def load_game(source: str | os.PathLike | bytes | bytearray | memoryview, *, path: str | None = None

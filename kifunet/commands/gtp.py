@@ -136,7 +136,8 @@ def run(args) -> int:
 
     _check_inputs(args)
     from kifunet.data_prep._jit import announce_compile
-    from kifunet.play import gtp_engine, gtp_protocol, lazy_policy, move_choice, scoring
+    from kifunet.data_prep.rules import scoring
+    from kifunet.play import gtp_engine, gtp_protocol, lazy_policy, move_choice
 
     # Everything but GTP responses goes to stderr, for the whole session: the net loads in a background thread,
     # and what JAX or a checkpoint library prints must not reach the controller.

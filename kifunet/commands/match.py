@@ -59,7 +59,7 @@ def _check_options(args) -> None:
         raise CommandError(f"--board-size must be at most 25 (GTP's largest board), not {args.board_size}")
     if not args.move_timeout > 0:
         raise CommandError(f"--move-timeout must be a positive number of seconds, not {args.move_timeout}")
-    from kifunet.play.scoring import komi_problem
+    from kifunet.data_prep.rules.scoring import komi_problem
 
     problem = komi_problem(args.komi, args.board_size)
     if problem:

@@ -5,7 +5,8 @@ checked before the net loads: the SGF replays to move N, the output's folder exi
 ``--checkpoint`` is a run directory. The stones come from the game's replay, whatever the net's feature set. The
 title names the rank only when the net reads one, and adds a value head's value for the side to move.
 ``--profile KEY=VALUE,...`` replaces those fields of the SGF's own profile for a profiled net (docs/profiles.md);
-a net without a profile input draws the same policy, and a note on stderr says so."""
+a net without a profile input draws the same policy, and a note on stderr says so. A net with an ownership or
+score head prints what they read of the position (points per side, margin for the side to move)."""
 
 from __future__ import annotations
 
@@ -55,14 +56,17 @@ def run(args) -> int:
     predictor = _load_predictor(args, record, named) if args.checkpoint else None
     pos = board_image.load_position(args.sgf, args.move, predictor.feature_set if predictor else None)
     logits = value = title = None
+    heads = {}
     if predictor is not None:
-        logits, value = _predict(predictor, record, pos, args.ensemble, rank, fields)
+        logits, value, heads = _predict(predictor, record, pos, args.ensemble, rank, fields)
         title = _title(args, predictor, pos, value, rank if rank is not None else pos.player_rank, fields)
     fig = board_image.draw_position(pos, logits, top_k=args.top_k, title=title)
     fig.savefig(args.out)
     if predictor is not None and value is not None:
         who = "Black" if pos.to_move == 1 else "White"
         print(f"value of the position for {who} (the side to move; +1 a win, -1 a loss): {value:+.3f}")
+    for line in _head_lines(heads, pos.to_move):
+        print(line)
     print(f"wrote {args.out}")
     return 0
 
@@ -111,7 +115,8 @@ def _load_predictor(args, record, named: bool):
 
 
 def _predict(predictor, record, pos, ensemble: bool, rank: int | None, fields: dict):
-    """(logits [N*N + 1], value for the side to move or None) of the net at ``pos``, as a player of ``rank``
+    """(logits [N*N + 1], value for the side to move or None, the ownership and score heads' single-pass outputs
+    ``{"ownership": [N, N], "score": float}`` for those the net has) of the net at ``pos``, as a player of ``rank``
     (None: the SGF's), with the profile ``fields`` forced; ``ensemble``: the 8 symmetric passes averaged."""
     import numpy as np
 
@@ -126,12 +131,28 @@ def _predict(predictor, record, pos, ensemble: bool, rank: int | None, fields: d
         batch = with_player_rank(batch, rank, predictor.feature_set)
     if predictor.reads_profile:
         batch["profile"] = _position_profile(record, pos.to_move, fields, rank)[None]
+    out = predictor.predict_outputs(batch)
+    heads = {k: (out[k][0] if k == "ownership" else float(out[k][0])) for k in ("ownership", "score")
+             if out[k] is not None}
     if ensemble:
         passes, values = predictor.predict_symmetries_with_value(batch)
         value = None if values is None else float(np.mean([v[0] for v in values]))
-        return metrics.ensemble_log_probs(passes)[0], value
-    z, v = predictor.predict_with_value(batch)
-    return z[0], (None if v is None else float(v[0]))
+        return metrics.ensemble_log_probs(passes)[0], value, heads
+    v = out["value"]
+    return out["logits"][0], (None if v is None else float(v[0])), heads
+
+
+def _head_lines(heads: dict, to_move: int) -> list[str]:
+    """Report lines of the ownership and score heads (single pass; the side to move's view turned into colours)."""
+    who, other = ("Black", "White") if to_move == 1 else ("White", "Black")
+    lines = []
+    if "ownership" in heads:
+        o = heads["ownership"].astype(float)
+        lines.append(f"ownership head: {who} (to move) owns {float(((1 + o) / 2).sum()):.1f} points, {other} "
+                     f"{float(((1 - o) / 2).sum()):.1f} (each point's expected owner, summed)")
+    if "score" in heads:
+        lines.append(f"score head: {heads['score']:+.1f} points for {who} (the side to move) at the end")
+    return lines
 
 
 def _title(args, predictor, pos, value: float | None, rank: int, fields: dict) -> str:

@@ -24,6 +24,10 @@ def get_config() -> ml_collections.ConfigDict:
     # nets with a value head (model.has_value): loss = policy loss + value_weight x value MSE over the rows whose
     # game result is known (train/steps.py); 0.01 is AlphaGo Zero's supervised setting. Policy-only nets ignore it.
     c.value_weight = 0.01
+    # nets with ownership / score heads (model.kwargs.ownership_head / score_head; ResNets and GARB): weights of
+    # their losses, masked to the games that ended by counting (train/steps.py); 0 = off, the default
+    c.ownership_weight = 0.0
+    c.score_weight = 0.0
     c.batchnorm = "per_device"  # or "sync" (statistics over the global batch); see train/steps.py
     # precision of float32 convolutions and matmuls: "default" (the backend's: TF32 on recent NVIDIA GPUs, one bfloat16
     # pass on TPUs), "high" or "highest" (full float32) (train/steps.py MATMUL_PRECISIONS; docs/training.md)

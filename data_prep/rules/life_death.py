@@ -320,7 +320,7 @@ def _chain_masks(st: np.ndarray) -> list[np.ndarray]:
 
 def _critical_groups(st: np.ndarray, to_move: int, dead: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """(stones, eye space) flat index arrays of the groups whose fate the side to move decides
-    (:func:`kifunet.play.eye_space.killable_eyes`) and whose walls are not ``dead``."""
+    (:func:`kifunet.data_prep.rules.eye_space.killable_eyes`) and whose walls are not ``dead``."""
     nb = neighbours_cached(st.shape[0])
     flat = st.reshape(-1)
     out = []

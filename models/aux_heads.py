@@ -1,0 +1,57 @@
+"""The ownership and score heads (NoGoZero+'s dominion and score heads), a model option of the ResNets and GARB.
+
+Both read the trunk's last features ``h`` ``[B, N, N, C]`` (after its final activation), beside the policy head:
+
+=======================  ========================================================================================
+head                     layers and output
+=======================  ========================================================================================
+:class:`OwnershipHead`   1x1 conv ``C -> 1`` with bias, tanh: ``[B, N, N]`` in [-1, 1], +1 the player to move
+                         owns the point at the game's end (the targets of
+                         :mod:`kifunet.data_prep.datasets.game_targets`); ``C + 1`` parameters, any board size
+:class:`ScoreHead`       1x1 conv ``C -> channels`` (no bias), BN, ReLU, channel means and maxes, dense to
+                         ``hidden``, ReLU, dense to 1: ``[B]``, the final margin in points for the player to move
+                         (no squashing); the same size on every board
+=======================  ========================================================================================
+
+:func:`make` builds the pair a family asks for (None for a head that is off).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from kifunet.models.layers import Conv, batch_norm, global_pool, pooled_features
+
+
+class OwnershipHead(nnx.Module):
+    """``tanh(conv1x1(h))``: trunk ``[B, N, N, C]`` -> ownership ``[B, N, N]`` (module table)."""
+
+    def __init__(self, features: int, *, dtype=jnp.float32, param_dtype=jnp.float32, rngs: nnx.Rngs):
+        self.conv = Conv(features, 1, 1, use_bias=True, dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+
+    def __call__(self, h: jax.Array) -> jax.Array:
+        return jnp.tanh(self.conv(h)[..., 0])
+
+
+class ScoreHead(nnx.Module):
+    """``dense(relu(dense(global_pool(relu(BN(conv1x1(h)))))))``: trunk -> score ``[B]`` in points (module table)."""
+
+    def __init__(self, features: int, *, channels: int = 32, hidden: int = 64, dtype=jnp.float32,
+                 param_dtype=jnp.float32, rngs: nnx.Rngs):
+        kw = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
+        self.conv = Conv(features, channels, 1, **kw)
+        self.bn = batch_norm(channels, **kw)
+        self.hidden = nnx.Linear(pooled_features(channels), hidden, **kw)
+        self.out = nnx.Linear(hidden, 1, **kw)
+
+    def __call__(self, h: jax.Array) -> jax.Array:
+        v = jax.nn.relu(self.bn(self.conv(h)))
+        return self.out(jax.nn.relu(self.hidden(global_pool(v))))[:, 0]
+
+
+def make(features: int, *, ownership_head: bool, score_head: bool, **kw):
+    """``(OwnershipHead or None, ScoreHead or None)`` over a trunk of ``features`` channels."""
+    return (OwnershipHead(features, **kw) if ownership_head else None,
+            ScoreHead(features, **kw) if score_head else None)
