@@ -10,8 +10,8 @@ the scale's and the PReLU slope's gradients) and one elementwise pass for ``x``'
 zero), where autodiff of the same forward keeps the normalised ``x`` and the activation's input as well and sums
 the mean's and the variance's paths separately. The gradients are the same to rounding, not bit for bit.
 
-In eval mode, without scale or offset, with statistics over other axes or a named axis, ``norm_act`` is
-``act(bn(x))`` unchanged. With a lower-precision ``x`` (bfloat16) the whole layer is computed in float32 and its
+In eval mode, without scale or offset, with statistics over other axes or a named axis, or for a TPU
+(:func:`fusable`), ``norm_act`` is ``act(bn(x))`` unchanged. With a lower-precision ``x`` (bfloat16) the whole layer is computed in float32 and its
 output cast to ``bn.dtype``; its parameter gradients are float32 sums.
 """
 
@@ -80,10 +80,11 @@ _bn_act.defvjp(_bn_act_fwd, _bn_act_bwd)
 
 
 def fusable(bn: nnx.BatchNorm) -> bool:
-    """Whether :func:`norm_act` takes its fused path for ``bn`` (training mode, scale and offset, the last axis,
-    no named axis, no mask)."""
+    """Whether :func:`norm_act` takes its fused path for ``bn``: training mode, scale and offset, the last axis, no
+    named axis, and no ``fused_norm_act = False`` attribute (set by :class:`kifunet.train.steps.ModelDef` for
+    TPUs, whose compiler fuses flax's layer into fewer kernels than this one)."""
     return (not bn.use_running_average and bn.scale is not None and bn.bias is not None
-            and bn.axis in (-1,) and bn.axis_name is None)
+            and bn.axis in (-1,) and bn.axis_name is None and getattr(bn, "fused_norm_act", True))
 
 
 def norm_act(bn: nnx.BatchNorm, x: jax.Array, kind: str, alpha: nnx.Param | None = None,

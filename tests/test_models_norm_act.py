@@ -110,3 +110,18 @@ def test_an_unknown_activation_is_refused():
     pair = _Pair("prelu", jnp.float32, True)
     with pytest.raises(ValueError, match="kind must be one of"):
         norm_act(pair.bn, jnp.ones((1, 2, 2, 6)), "gelu")
+
+
+def test_a_model_def_for_a_tpu_keeps_flaxs_layer():
+    from kifunet import models
+    from kifunet.models.norm_act import fusable
+    from kifunet.train.steps import ModelDef
+
+    def bns(md):
+        model = nnx.merge(md.graph_train, md.params, md.extra)
+        return [m for _, m in nnx.iter_modules(model) if isinstance(m, nnx.BatchNorm)]
+
+    make = lambda: models.create("gonn_resnet5", board_size=9, channels=8, dilated_channels=4, head_features=4,
+                                 head_pooled=4, rngs=rngs(0))
+    assert all(fusable(bn) for bn in bns(ModelDef(make())))
+    assert not any(fusable(bn) for bn in bns(ModelDef(make(), fused_norm_act=False)))

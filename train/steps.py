@@ -42,6 +42,8 @@ BatchNorm (``batchnorm`` option): ``'per_device'`` normalises with each device's
 (pmap's default) and averages the running statistics over devices after the step (the Flax ImageNet
 example's ``sync_batch_stats``); ``'sync'`` sets ``axis_name='data'`` on every ``nnx.BatchNorm``, which then
 ``pmean``\\ s its batch statistics: the same numbers as one device on the whole batch.
+``ModelDef(..., fused_norm_act=False)`` keeps every BatchNorm that a model passes through
+:func:`kifunet.models.norm_act.norm_act` on flax's layer and autodiff (what TPUs run: docs/accelerators.md).
 """
 
 from __future__ import annotations
@@ -73,16 +75,18 @@ class ModelDef:
     :meth:`apply` is :func:`kifunet.models.forward.forward` over the state split in two (``params``, ``extra``)
     that also returns the ``extra`` the call mutated (BatchNorm statistics in training mode)."""
 
-    def __init__(self, model: nnx.Module, batchnorm: str = "per_device"):
+    def __init__(self, model: nnx.Module, batchnorm: str = "per_device", *, fused_norm_act: bool = True):
         if batchnorm not in BATCHNORM_MODES:
             raise ValueError(f"batchnorm must be one of {BATCHNORM_MODES}, got {batchnorm!r}")
         self.batchnorm = batchnorm
         self.bn_paths = [tuple(p) for p, m in nnx.iter_modules(model) if isinstance(m, nnx.BatchNorm)]
         self.has_value = model.facts.has_value
-        if batchnorm == "sync":
-            for _, m in nnx.iter_modules(model):
-                if isinstance(m, nnx.BatchNorm):
+        for _, m in nnx.iter_modules(model):
+            if isinstance(m, nnx.BatchNorm):
+                if batchnorm == "sync":
                     m.axis_name = AXIS
+                if not fused_norm_act:  # flax's layer and autodiff (kifunet.models.norm_act.fusable)
+                    m.fused_norm_act = False
         model.train()
         self.graph_train, params, extra = nnx.split(model, nnx.Param, ...)
         model.eval()
