@@ -4,7 +4,8 @@ The structure is GoNN's at a201e46 as docs/gonn.md section 4 gives it, C = ``cha
 folded 1x1 centre weight; an ordinary block, then dilated blocks (``dilated_channels`` from rate
 ``dilation_rates[i % len]``) and ``global_blocks``; BN -> act at the end of the trunk; the globally biased policy
 head to N*N logits (pass gets :data:`~kifunet.models.base.NO_PASS_LOGIT`); PReLU (init 0), BN momentum 0.99 and
-eps 1e-3, no conv bias; ``center_emphasis`` as GoNN's learning-rate multipliers (1.5 on residual centre taps, 0.25
+eps 1e-3 (each BatchNorm and the activation after it through :func:`~kifunet.models.norm_act.norm_act`, one
+hand-written backward pass in training), no conv bias; ``center_emphasis`` as GoNN's learning-rate multipliers (1.5 on residual centre taps, 0.25
 on the policy head's BN and last conv). Not in GoNN's nets: ``wide_blocks`` (:class:`GoNNWideBlock`),
 ``chain_blocks`` (:class:`GoNNChainBlock`; chains from ``chain_stone_planes``, labelled once per forward pass),
 ``value_head`` (:class:`~kifunet.models.layers.PooledValueHead`, ``value_channels`` 32, ``value_hidden`` 64; the
