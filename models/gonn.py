@@ -1,5 +1,7 @@
 """GoNN sandbox (2018) pre-activation ResNet with each of its ideas switchable for ablations (structure and
-counts: docs/gonn.md section 4), plus our wide low-rank, chain-pooling and value-head blocks (section 7)."""
+counts: docs/gonn.md section 4), plus our wide low-rank, chain-pooling and value-head blocks (section 7). Each
+BatchNorm and the activation after it run as :func:`~kifunet.models.norm_act.norm_act` (one hand-written backward
+pass in training)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from kifunet.models.layers import (
     batch_norm,
     crelu,
 )
+from kifunet.models.norm_act import norm_act
 
 
 class _Act(nnx.Module):
@@ -34,6 +37,12 @@ class _Act(nnx.Module):
 
     def __call__(self, x):
         return jax.nn.relu(x) if self.prelu is None else self.prelu(x)
+
+    def after(self, bn: nnx.BatchNorm, x):
+        """``self(bn(x))``, BatchNorm and activation fused in training mode (:func:`~kifunet.models.norm_act.norm_act`)."""
+        if self.prelu is None:
+            return norm_act(bn, x, "relu", act=self)
+        return norm_act(bn, x, "prelu", self.prelu.alpha, act=self)
 
 
 class GoNNBlock(nnx.Module):
@@ -48,8 +57,8 @@ class GoNNBlock(nnx.Module):
         self.conv2 = Conv(features, features, 3, rngs=rngs, **conv)
 
     def __call__(self, x):
-        h = self.conv1(self.act1(self.bn1(x)))
-        return x + self.conv2(self.act2(self.bn2(h)))
+        h = self.conv1(self.act1.after(self.bn1, x))
+        return x + self.conv2(self.act2.after(self.bn2, h))
 
 
 class GoNNGlobalBlock(nnx.Module):
@@ -69,10 +78,10 @@ class GoNNGlobalBlock(nnx.Module):
         self.conv2 = Conv(kept, features, 3, rngs=rngs, **conv)
 
     def __call__(self, x):
-        h = self.conv1(self.act1(self.bn1(x)))
+        h = self.conv1(self.act1.after(self.bn1, x))
         a, b = h[..., : -self.pooled], h[..., -self.pooled:]
-        a = self.pool_bias(a, self.act_g(self.bn_g(b)))
-        return x + self.conv2(self.act2(self.bn2(a)))
+        a = self.pool_bias(a, self.act_g.after(self.bn_g, b))
+        return x + self.conv2(self.act2.after(self.bn2, a))
 
 
 class GoNNWideBlock(nnx.Module):
@@ -91,9 +100,9 @@ class GoNNWideBlock(nnx.Module):
         self.conv2 = LinePairConv(mid, features, length, horizontal=False, **conv)
 
     def __call__(self, x):
-        h = self.act1(self.bn1(x))
+        h = self.act1.after(self.bn1, x)
         a, b = self.conv1(h, h)
-        ab = self.act2(self.bn2(jnp.concatenate([a, b], axis=0)))
+        ab = self.act2.after(self.bn2, jnp.concatenate([a, b], axis=0))
         a, b = jnp.split(ab, 2, axis=0)
         a, b = self.conv2(a, b)
         return x + a + b
@@ -113,8 +122,8 @@ class GoNNChainBlock(nnx.Module):
         self.conv2 = Conv(pooled, features, 3, rngs=rngs, **conv)
 
     def __call__(self, x, labels):
-        h = pool_chains(self.conv1(self.act1(self.bn1(x))), labels)
-        return x + self.conv2(self.act2(self.bn2(h)))
+        h = pool_chains(self.conv1(self.act1.after(self.bn1, x)), labels)
+        return x + self.conv2(self.act2.after(self.bn2, h))
 
 
 class GoNNPolicyHead(nnx.Module):
@@ -140,8 +149,8 @@ class GoNNPolicyHead(nnx.Module):
     def __call__(self, h):
         p = self.p1(h)
         if self.g1 is not None:
-            p = self.pool_bias(p, self.g_act(self.g_bn(self.g1(h))))
-        return self.p2(crelu(self.p_bn(p)))[..., 0]
+            p = self.pool_bias(p, self.g_act.after(self.g_bn, self.g1(h)))
+        return self.p2(crelu(norm_act(self.p_bn, p, "none")))[..., 0]
 
 
 def _block_kinds(blocks: int, global_blocks, wide_blocks, chain_blocks) -> tuple[tuple[int, ...], ...]:
@@ -237,5 +246,5 @@ class GoNNResNet(PolicyNet):
                 h = block(h, labels)
             else:
                 h = block(h)
-        h = self.final_act(self.final_bn(h))
+        h = self.final_act.after(self.final_bn, h)
         return board_logits_without_pass(self.head(h)), None if self.value is None else self.value(h), self.aux(h)

@@ -175,7 +175,8 @@ def _compile(config, mesh, *, board_size: int, planes: int):
 
     model_def, tx, schedule, state, model = train.setup(config, board_size=board_size, in_planes=planes,
                                                         mesh=parallel.make_mesh(1),
-                                                        flat_optimizer=not train.on_tpu(mesh))
+                                                        flat_optimizer=not train.on_tpu(mesh),
+                                                        fused_norm_act=not train.on_tpu(mesh))
     rep = NamedSharding(mesh, P())
     window = {k: np.asarray(v) for k, v in steps.zeros_window(model_def.has_value).items()}
     args = (_abstract(state, rep), memory.abstract_batch(config, mesh, board_size=board_size, num_planes=planes),

@@ -5,7 +5,8 @@ Every step here sees this device's rows and the replicated state and reduces wit
 batch: :func:`kifunet.train.batches.window_batch`'s. A two-headed net's loss adds ``value_weight`` x the value MSE
 over the global batch's known rows; a policy-only net's step is unchanged by it (docs/training.md, Nets with a
 value head). The ownership and score heads add ``ownership_weight`` / ``score_weight`` x their masked losses
-(0 by default: nothing added)."""
+(0 by default: nothing added). ``ModelDef(..., fused_norm_act=False)`` keeps
+flax's BatchNorm and autodiff for :func:`kifunet.models.norm_act.norm_act` (what TPUs run: docs/accelerators.md)."""
 
 from __future__ import annotations
 
@@ -35,16 +36,18 @@ class ModelDef:
     """Graph definitions (training and evaluation mode) of an NNX model; :meth:`apply` is
     :func:`kifunet.models.forward.forward` over ``(params, extra)``, also returning the mutated ``extra``."""
 
-    def __init__(self, model: nnx.Module, batchnorm: str = "per_device"):
+    def __init__(self, model: nnx.Module, batchnorm: str = "per_device", *, fused_norm_act: bool = True):
         if batchnorm not in BATCHNORM_MODES:
             raise ConfigError(f"batchnorm must be one of {BATCHNORM_MODES}, got {batchnorm!r}")
         self.batchnorm = batchnorm
         self.bn_paths = [tuple(p) for p, m in nnx.iter_modules(model) if isinstance(m, nnx.BatchNorm)]
         self.has_value = model.facts.has_value
-        if batchnorm == "sync":
-            for _, m in nnx.iter_modules(model):
-                if isinstance(m, nnx.BatchNorm):
+        for _, m in nnx.iter_modules(model):
+            if isinstance(m, nnx.BatchNorm):
+                if batchnorm == "sync":
                     m.axis_name = AXIS
+                if not fused_norm_act:  # flax's layer and autodiff (kifunet.models.norm_act.fusable)
+                    m.fused_norm_act = False
         model.train()
         self.graph_train, params, extra = nnx.split(model, nnx.Param, ...)
         model.eval()

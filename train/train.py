@@ -41,17 +41,20 @@ def _log(msg: str) -> None:
         print(msg, flush=True)
 
 
-def setup(config, *, board_size: int, in_planes: int, mesh, flat_optimizer: bool | None = None):
+def setup(config, *, board_size: int, in_planes: int, mesh, flat_optimizer: bool | None = None,
+          fused_norm_act: bool | None = None):
     """(model_def, optimizer, schedule, replicated initial state, model) for a config and data shape. The optimizer
-    runs on the concatenated parameters (``flat_optimizer``; default: unless ``mesh`` is a TPU's, see
-    :func:`on_tpu`)."""
+    runs on the concatenated parameters (``flat_optimizer``) and GoNN's BatchNorms and activations have their
+    hand-written backward pass (``fused_norm_act``; :mod:`kifunet.models.norm_act`); both by default unless
+    ``mesh`` is a TPU's (see :func:`on_tpu`)."""
     model = model_config.build_model(config.model, seed=config.seed, board_size=board_size, in_planes=in_planes)
     for key, has, head in (("ownership_weight", model.facts.has_ownership, "ownership_head"),
                            ("score_weight", model.facts.has_score, "score_head")):
         if float(config.get(key, 0.0)) > 0 and not has:
-            raise ValueError(f"{key} {config.get(key)} needs a net with the head: a config that sets "
+            raise ConfigError(f"{key} {config.get(key)} needs a net with the head: a config that sets "
                              f"c.model.kwargs.{head} = True (AlphaGo Zero ResNets, GoNN and GARB have it)")
-    model_def = ModelDef(model, config.batchnorm)
+    model_def = ModelDef(model, config.batchnorm,
+                         fused_norm_act=not on_tpu(mesh) if fused_norm_act is None else fused_norm_act)
     schedule = optim.make_schedule(config.schedule, config.batch_size, config.train_positions)
     tx = optim.make_optimizer(config.optimizer, schedule, params=model_def.params, model=model,
                               bn_paths=model_def.bn_paths,
@@ -62,7 +65,8 @@ def setup(config, *, board_size: int, in_planes: int, mesh, flat_optimizer: bool
 
 
 def on_tpu(mesh) -> bool:
-    """Whether ``mesh`` is a TPU's (then norms and optimizer updates stay per array: docs/accelerators.md)."""
+    """Whether ``mesh`` is a TPU's (then norms and optimizer updates stay per array and BatchNorm is flax's:
+    docs/accelerators.md)."""
     return mesh.devices.flat[0].platform == "tpu"
 
 
