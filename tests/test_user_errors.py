@@ -236,6 +236,17 @@ def test_the_library_classes_keep_their_builtin_bases():
         configs.override(cfg, "batch_size", "abc")
 
 
+
+def test_the_refusals_of_a_run_are_user_errors():
+    """The trainer's own refusals (a batch that cannot fit the memory, a resume on another dataset) reach the
+    command line as user errors: one line, exit 2 (the slow tests in test_preemption.py and
+    test_train_dataset_change.py run them end to end)."""
+    from kifunet.train.memory import DoesNotFit
+    from kifunet.train.run_dataset import DatasetChanged
+
+    for cls in (DoesNotFit, DatasetChanged):
+        assert issubclass(cls, UserError) and issubclass(cls, ValueError), cls
+
 def test_a_builtin_error_inside_a_command_is_a_bug_with_its_traceback(tmp_path, monkeypatch, capsys):
     """A ValueError from deep inside (numpy, say) while ``show`` replays the game is not the user's fault: it is
     raised through :func:`kifunet.cli.main` (a traceback, exit 1), not printed as ``error:`` with exit 2."""

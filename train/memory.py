@@ -9,12 +9,13 @@ import os
 import jax
 import numpy as np
 
+from kifunet.data_prep.errors import UserError
 from kifunet.train import batches, parallel
 
 GB = 1e9
 
 
-class DoesNotFit(ValueError):
+class DoesNotFit(UserError, ValueError):
     """The run's estimated memory exceeds the memory available (reported as bad input)."""
 
 

@@ -8,11 +8,12 @@ import hashlib
 import json
 import os
 
+from kifunet.data_prep.errors import UserError
 from kifunet.data_prep.fileio import store
 from kifunet.train.mixture import split_datasets
 
 
-class DatasetChanged(ValueError):
+class DatasetChanged(UserError, ValueError):
     """A resume names other datasets than the run trained on (one line, naming both)."""
 
 
