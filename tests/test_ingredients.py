@@ -80,7 +80,8 @@ NOT_RESULTS = {"dataset", "checkpoint_every_minutes"}
 ADDED_LATER = {"model.kwargs.wide_blocks": (), "model.kwargs.chain_blocks": (), "model.kwargs.chain_channels": 0,
                "input.add_planes": "", "model.profile_embedding": 0,
                "input.profile_dropout": 0.1, "input.mix_weights": "",  # profile_dropout acts only on a profiled net
-               "allow_dataset_change": False, "matmul_precision": "default"}  # (embedding > 0); "default": JAX's own
+               "allow_dataset_change": False, "matmul_precision": "default",  # (embedding > 0); "default": JAX's own
+               "ownership_weight": 0.0, "score_weight": 0.0}  # 0: no head loss, the step without the heads
 
 
 def test_added_keys_hold_what_the_code_did_before():
