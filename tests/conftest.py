@@ -115,6 +115,20 @@ def kgs_dir() -> Path:
 
 
 # ------------------------------------------------------------------------------------------------------------
+# the longest files first: with pytest-xdist's --dist loadfile (pyproject.toml) a worker takes whole files in
+# collection order, so a long file collected last keeps one worker busy while the other has nothing left to do
+
+#: the files with the longest tests (from a run's --durations), longest first
+LONG_FILES = ("test_build.py", "test_pretrained.py", "test_bucket_workdir.py", "test_bench_device.py",
+              "test_wheel_install.py", "test_docs_site.py", "test_replay.py", "test_aot.py", "test_train.py",
+              "test_ownership_targets.py", "test_preemption.py", "test_dataset_verify.py", "test_jit.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FILES)))  # stable: each file keeps its order
+
+# ------------------------------------------------------------------------------------------------------------
 # in CI, nothing is skipped unless it is marked manual
 
 
