@@ -180,3 +180,34 @@ def test_the_rules_engine_s_chains_are_the_connected_stones_of_each_colour():
         flat, nb = st.reshape(-1), neighbours_cached(n)
         want = sorted((sorted(c) for colour in (1, 2) for c in components(flat == colour, nb)), key=lambda c: c[0])
         assert got == want
+
+
+def _components_reference(mask, nb):
+    """Depth-first components in plain Python: the order :func:`eye_space.components` promises."""
+    seen, out = set(), []
+    for start in np.nonzero(mask)[0].tolist():
+        if start in seen:
+            continue
+        seen.add(start)
+        comp, stack = [], [start]
+        while stack:
+            p = stack.pop()
+            comp.append(p)
+            for q in nb[p].tolist():
+                if q >= 0 and mask[q] and q not in seen:
+                    seen.add(q)
+                    stack.append(q)
+        out.append(comp)
+    return out
+
+
+def test_components_are_depth_first_from_each_first_point():
+    from kifunet.data_prep.rules.board import neighbours_cached
+    from kifunet.data_prep.rules.eye_space import components
+
+    rng = np.random.default_rng(7)
+    for n in (2, 5, 9, 19, 25):
+        nb = neighbours_cached(n)
+        for p in (0.0, 0.3, 0.6, 1.0):
+            mask = rng.random(n * n) < p
+            assert components(mask, nb) == _components_reference(mask, nb)

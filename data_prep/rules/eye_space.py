@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kifunet.data_prep._jit import njit
 from kifunet.data_prep.game import EMPTY
 from kifunet.data_prep.rules.board import chains as board_chains
 from kifunet.data_prep.rules.board import from_stones, neighbours_cached
@@ -47,23 +48,48 @@ def sealed(k: KillableEye, flat: np.ndarray, nb: np.ndarray) -> bool:
 
 
 def components(mask: np.ndarray, nb: np.ndarray) -> list[list[int]]:
-    """Connected components (through neighbours) of the flat points where ``mask`` is true."""
-    seen = np.zeros(mask.shape[0], dtype=bool)
-    out = []
-    for start in np.nonzero(mask)[0]:
-        if seen[start]:
+    """Connected components (through neighbours) of the flat points where ``mask`` is true, in the order of their
+    first point; each lists its points in depth-first order from that point."""
+    order, ends = _components(np.ascontiguousarray(mask, dtype=np.bool_), nb)
+    flat = order.tolist()
+    out, start = [], 0
+    for end in ends.tolist():
+        out.append(flat[start:end])
+        start = end
+    return out
+
+
+@njit(cache=True)
+def _components(mask, nb):
+    """(points of every component one after another, the end of each component in that array)."""
+    n = mask.shape[0]
+    seen = np.zeros(n, dtype=np.bool_)
+    order = np.empty(n, dtype=np.int64)
+    ends = np.empty(n, dtype=np.int64)
+    stack = np.empty(n, dtype=np.int64)
+    k = 0
+    m = 0
+    for start in range(n):
+        if not mask[start] or seen[start]:
             continue
         seen[start] = True
-        comp, stack = [], [int(start)]
-        while stack:
-            p = stack.pop()
-            comp.append(p)
-            for q in nb[p]:
+        top = 0
+        stack[top] = start
+        top += 1
+        while top > 0:
+            top -= 1
+            p = stack[top]
+            order[k] = p
+            k += 1
+            for j in range(nb.shape[1]):
+                q = nb[p, j]
                 if q >= 0 and mask[q] and not seen[q]:
                     seen[q] = True
-                    stack.append(int(q))
-        out.append(comp)
-    return out
+                    stack[top] = q
+                    top += 1
+        ends[m] = k
+        m += 1
+    return order[:k], ends[:m]
 
 
 def vital_point(space: list[int], nb: np.ndarray) -> int | None:

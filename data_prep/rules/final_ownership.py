@@ -5,8 +5,8 @@ the owner of every point of its final position, from black's view: +1 black, -1 
 liberties of a seki, or unknown). Where the record's last node carries territory marks (``TB``/``TW``, what KGS
 writes after counting; ``GameRecord.territory``) they decide: a marked point belongs to the marking colour (the
 points of dead stones are marked as the other colour's), an unmarked stone to its colour, any other point to
-nobody. Else the dead-stone estimate (:func:`kifunet.data_prep.rules.life_death.estimate`, ``combined``, 256
-playouts, seed 0) of the final position decides, by :meth:`~kifunet.data_prep.rules.life_death.Estimate.point_owner`.
+nobody. Else the dead-stone estimate of the final position decides (:func:`estimate_ownership`: two halves of 32
+playouts, or 256 where they disagree; ``combined``), by :meth:`~kifunet.data_prep.rules.life_death.Estimate.point_owner`.
 Any other result (resignation, time, forfeit, a bare win, draw, void, unknown) has no ownership: source ``none``.
 
 :data:`SOURCES` names the source codes (the games tables' ``ownership_source``): 0 ``none`` (masked),
@@ -31,6 +31,8 @@ SOURCES = ("none", "marks", "estimate")
 NONE, MARKS, ESTIMATE = 0, 1, 2
 #: playouts and seed of the estimate (fixed: a build is byte-reproducible)
 PLAYOUTS, SEED = life_death.DEFAULT_PLAYOUTS, 0
+#: playouts and seeds of the two halves judged first (:func:`estimate_ownership`)
+HALF, HALF_SEEDS = 32, (1, 2)
 
 
 def final_position(record) -> tuple[np.ndarray, int]:
@@ -65,9 +67,17 @@ def marks_ownership(stones: np.ndarray, territory: np.ndarray) -> np.ndarray:
 
 
 def estimate_ownership(stones: np.ndarray, to_move: int) -> np.ndarray:
-    """int8 [N*N] from black's view: the dead-stone estimate's owner of each point."""
-    est = life_death.estimate(stones, to_move, playouts=PLAYOUTS, seed=SEED)
-    return est.point_owner().reshape(-1).astype(np.int8)
+    """int8 [N*N] from black's view: the dead-stone estimate's owner of each point. Two independent halves of
+    :data:`HALF` playouts (seeds :data:`HALF_SEEDS`) are judged first; where their owners agree on every point that
+    owner is the answer, else the full :data:`PLAYOUTS`-playout estimate (seed :data:`SEED`) is."""
+    st = life_death.check_stones(stones)
+    verdict = life_death.benson_verdict(st)  # the stones' alone: shared by every judgement below
+    owners = [life_death.judge(st, to_move, life_death.playout_ownership(st, to_move, HALF, seed), playouts=HALF,
+                               verdict=verdict).point_owner() for seed in HALF_SEEDS]
+    if not np.array_equal(*owners):
+        raw = life_death.playout_ownership(st, to_move, PLAYOUTS, SEED)
+        owners[0] = life_death.judge(st, to_move, raw, playouts=PLAYOUTS, verdict=verdict).point_owner()
+    return owners[0].reshape(-1).astype(np.int8)
 
 
 def score_margin(result_kind: str, winner: int, margin: float) -> float:

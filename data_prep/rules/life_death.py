@@ -87,6 +87,12 @@ class Estimate:
         return np.abs(self.ownership) < threshold
 
 
+def check_to_move(to_move: int) -> None:
+    """``ValueError`` unless ``to_move`` is BLACK or WHITE."""
+    if to_move not in (BLACK, WHITE):
+        raise ValueError(f"to_move must be BLACK (1) or WHITE (2), not {to_move}")
+
+
 def check_stones(stones) -> np.ndarray:
     """``stones`` as a square int8 array of EMPTY/BLACK/WHITE with a side of 2 to 25, or ``ValueError``."""
     st = np.asarray(stones)
@@ -195,6 +201,7 @@ def _add_area(B, nb, nn, own):
 
 def playout_ownership(stones: np.ndarray, to_move: int, playouts: int, seed: int = 0) -> np.ndarray:
     """float32 [N, N]: mean area ownership over ``playouts`` random playouts."""
+    check_to_move(to_move)
     st = check_stones(stones)
     n = st.shape[0]
     B, nb = from_stones(st)
@@ -355,20 +362,28 @@ def estimate(stones, to_move: int, *, playouts: int = DEFAULT_PLAYOUTS, seed: in
     """Which stones of ``stones`` are dead or in seki, with ``to_move`` to play."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: one of {', '.join(METHODS)}")
-    if to_move not in (BLACK, WHITE):
-        raise ValueError(f"to_move must be BLACK (1) or WHITE (2), not {to_move}")
     if playouts < 0:
         raise ValueError(f"playouts must be >= 0, not {playouts}")
+    check_to_move(to_move)
+    st = check_stones(stones)
+    raw = playout_ownership(st, to_move, playouts, seed) if method != "benson" else None
+    return judge(st, to_move, raw, method=method, playouts=playouts)
+
+
+def judge(stones, to_move: int, raw: np.ndarray | None, *, method: str = "combined", playouts: int = 0,
+          verdict: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> Estimate:
+    """:func:`estimate` from the playouts' mean ownership ``raw`` float [N, N] (:func:`playout_ownership`; None for
+    ``benson``); ``playouts`` only labels the result. ``verdict``: :func:`benson_verdict` of ``stones`` when the
+    caller has it (it depends on the stones alone)."""
+    check_to_move(to_move)
     st = check_stones(stones)
     n = st.shape[0]
     flat = st.reshape(-1)
     sign = np.where(flat == BLACK, 1.0, np.where(flat == WHITE, -1.0, 0.0))
     dead = np.zeros(n * n, dtype=bool)
     chain_own = np.zeros(n * n, dtype=np.float64)  # each stone: its chain's mean playout ownership
-    raw = None
     if method in ("playouts", "combined"):
-        raw = playout_ownership(st, to_move, playouts, seed)
-        own = raw.reshape(-1).astype(np.float64)
+        own = np.asarray(raw, dtype=np.float64).reshape(-1).copy()
         for pts in _chain_masks(st):
             chain_own[pts] = np.mean(own[pts])
             if np.mean(sign[pts] * own[pts]) < 0:
@@ -377,7 +392,7 @@ def estimate(stones, to_move: int, *, playouts: int = DEFAULT_PLAYOUTS, seed: in
         own = np.zeros(n * n, dtype=np.float64)
     safe = np.zeros(n * n, dtype=bool)
     if method in ("benson", "combined"):
-        alive_b, dead_b, owner_b = (a.reshape(-1) for a in benson_verdict(st))
+        alive_b, dead_b, owner_b = (a.reshape(-1) for a in (verdict or benson_verdict(st)))
         safe = alive_b
         dead = (dead & ~alive_b) | dead_b
         enclosed = owner_b != EMPTY
