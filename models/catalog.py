@@ -1,7 +1,8 @@
 """The registered models as data, without importing JAX or flax: each name's family, constructor arguments, note
 and board, and each family's value-head rule. :mod:`kifunet.models.registry` builds the models from this table,
 :class:`kifunet.models.base.PolicyNet` sets ``has_value`` (so ``model.facts.has_value``) by :func:`family_has_value`,
-and :func:`config_has_value` answers the same from a run's config before flax loads (``kifunet gtp``).
+and :func:`config_has_value` answers the same from a run's config before flax loads (``kifunet gtp``);
+:func:`config_heads` does so for the ownership and score heads, an option of the families in :data:`AUX_HEADS`.
 
 =====================  ==========================================================================================
 value-head rule        families
@@ -81,3 +82,17 @@ def config_has_value(model: str, kwargs: dict | None = None) -> bool:
     entry = MODELS.get(model)
     value_head = bool({**(entry.kwargs if entry else {}), **(kwargs or {})}.get("value_head", False))
     return family_has_value(entry.family, value_head) if entry else value_head
+
+
+#: the families with the ownership and score heads as options (``ownership_head=True``, ``score_head=True``:
+#: :mod:`kifunet.models.aux_heads`); the others refuse them
+AUX_HEADS: tuple[str, ...] = ("AGZResNet", "GoNNResNet", "GARBNet")
+
+
+def config_heads(model: str, kwargs: dict | None = None) -> tuple[bool, bool]:
+    """``(has_ownership, has_score)`` of the registered model ``model`` built with ``kwargs`` (a run's
+    ``model.kwargs``), without building it; a name not registered takes ``kwargs`` at their word."""
+    entry = MODELS.get(model)
+    merged = {**(entry.kwargs if entry else {}), **(kwargs or {})}
+    allowed = entry is None or entry.family in AUX_HEADS
+    return (allowed and bool(merged.get("ownership_head", False)), allowed and bool(merged.get("score_head", False)))

@@ -1,9 +1,10 @@
 """Export a trained net to one ONNX file that says what it is (``kifunet export RUN --out net.onnx``).
 
 jax2onnx traces the net's forward pass (float32, eval mode) with a dynamic batch; inputs the jaxpr does not read
-are dropped (:func:`used_inputs`), a value output is kept when the net has one, and the file is written only if
-onnxruntime and JAX agree on :data:`CHECK_POSITIONS` random positions within :data:`CHECK_TOLERANCE`
-(``ValueError`` otherwise). The format: docs/playing.md (The ONNX file)."""
+are dropped (:func:`used_inputs`), a value, ownership and score output is kept for each of those heads the net
+has (:func:`output_names`), and the file is written only if onnxruntime and JAX agree on
+:data:`CHECK_POSITIONS` random positions within :data:`CHECK_TOLERANCE` (``ValueError`` otherwise). The format:
+docs/playing.md (The ONNX file)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ RANK_SCALE = ("int32 rank of the player to move (kifunet.data_prep.ranks): 30k..
 POLICY_INDEX = ("logits[b, row*N + col], row 0 at the top, col 0 at the left (GTP A19 = 0 at 19x19; "
                 "kifunet.data_prep.coords); index N*N = pass; softmax over the N*N+1 logits gives probabilities")
 VALUE_MEANING = "value[b] in [-1, 1]: expected result for the side to move (+1 a win, -1 a loss)"
+OWNERSHIP_MEANING = ("ownership[b, row, col] in [-1, 1]: the point's expected owner at the game's end, +1 the side to "
+                     "move, -1 the other (rows and columns as the planes')")
+SCORE_MEANING = ("score[b]: the expected final margin in points for the side to move (positive: it wins), as the "
+                 "training games' results count it, with their komi")
 
 
 @dataclasses.dataclass
@@ -46,22 +51,30 @@ class ExportResult:
 
 
 def forward_function(model):
-    """``fn(planes, rank, to_move, profile) -> logits`` or ``(logits, value)`` (the graph's outputs): the net in
-    eval mode as :func:`kifunet.models.forward.forward` of its inputs (parameters and BatchNorm statistics closed
-    over; ``profile`` None: all unknown)."""
+    """``fn(planes, rank, to_move, profile) -> tuple`` of the net's outputs, the graph's, in the order of
+    :data:`kifunet.play.onnx_policy.OUTPUTS` (``logits`` first; each of ``value``, ``ownership``, ``score`` only when
+    the net has that head: :func:`output_names`): the net in eval mode as :func:`kifunet.models.forward.forward` of
+    its inputs (parameters and BatchNorm statistics closed over; ``profile`` None: all unknown)."""
     from flax import nnx
 
     from kifunet.models.forward import forward
 
     model.eval()
     graphdef, state = nnx.split(model)
+    names = output_names(model.facts)
 
     def fn(planes, rank, to_move, profile=None):
         out = forward(graphdef, state, planes, rank, to_move, profile)
-        logits, value = out.logits, out.value
-        return logits if value is None else (logits, value)
+        return tuple(getattr(out, k) for k in names)
 
     return fn
+
+
+def output_names(facts) -> tuple[str, ...]:
+    """The graph outputs of a net with these :class:`~kifunet.models.forward.NetFacts`: ``logits``, then
+    ``value``, ``ownership`` and ``score`` for the heads it has."""
+    has = {"logits": True, "value": facts.has_value, "ownership": facts.has_ownership, "score": facts.has_score}
+    return tuple(k for k in onnx_policy.OUTPUTS if has[k])
 
 
 def _specs(batch, board_size: int, in_planes: int) -> dict:
@@ -158,10 +171,7 @@ def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict 
     """Write ``model`` (a :class:`kifunet.models.PolicyNet`; its feature set named) to ``out`` as ONNX. ``info``:
     further metadata (strings, or JSON-able values); ``profile``: the default profile recorded
     (:func:`profile_metadata`, checked before anything is converted)."""
-    import jax
-
     from kifunet import __version__
-    from kifunet.models import NO_PASS_LOGIT
 
     profile_meta = profile_metadata(model, profile)
     to_onnx, onnx = _converter()
@@ -175,9 +185,10 @@ def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict 
 
     def exported(*args):
         given = dict(zip(names, args))
-        return fn(given["planes"], given.get("rank"), given.get("to_move"), given.get("profile"))
+        out = fn(given["planes"], given.get("rank"), given.get("to_move"), given.get("profile"))
+        return out[0] if len(out) == 1 else out
 
-    out_names = onnx_policy.OUTPUTS[: 2 if model.facts.has_value else 1]
+    out_names = output_names(model.facts)
     specs = _specs("B", n, c)
     with _converting():
         proto = to_onnx(exported, [specs[k] for k in names], model_name=f"kifunet_{type(model).__name__}",
@@ -186,23 +197,14 @@ def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict 
     # work in NCHW), which onnxruntime warns about at every load; they are optional, onnxruntime infers its own
     del proto.graph.value_info[:]
 
-    # the check: the same positions through JAX (all four inputs) and onnxruntime (the file's inputs)
-    planes, rank, to_move, check_profile = check_positions(n, c)
-    ref = jax.jit(fn)(planes, rank, to_move, check_profile)
-    ref = tuple(np.asarray(r, np.float32) for r in (ref if isinstance(ref, tuple) else (ref,)))
     meta = _metadata(model, fs, names, out_names)
     meta.update(profile_meta)
     meta.update(info or {})
     meta = {k: _text(v) for k, v in meta.items()}
     onnx.helper.set_model_props(proto, {onnx_policy.PREFIX + k: v for k, v in meta.items()})
-    got = onnx_policy.OnnxNet(proto.SerializeToString()).run(planes, rank, to_move, check_profile)
-    diff = max(float(np.abs(g.astype(np.float64) - r).max()) for g, r in zip(got, ref) if g is not None)
-    scale = max(1.0, float(np.abs(ref[0][ref[0] > NO_PASS_LOGIT / 2]).max(initial=0.0)))
-    if not diff <= CHECK_TOLERANCE * scale:
-        raise ValueError(f"onnxruntime and JAX differ by {diff:.3g} on random positions, more than "
-                         f"{CHECK_TOLERANCE:g} x the largest |logit| ({scale:.3g})")
-    meta["export_check"] = json.dumps({"positions": CHECK_POSITIONS, "max_abs_logit_diff": diff,
-                                       "max_abs_logit": scale})
+    check = _check(proto, fn, out_names, n, c)
+    diff = check["max_abs_logit_diff"]
+    meta["export_check"] = json.dumps(check)
     onnx.helper.set_model_props(proto, {onnx_policy.PREFIX + k: v for k, v in meta.items()})
     proto.doc_string = (f"kifunet {__version__}: {meta['model']}, {n}x{n}, {fs.name} features; inputs "
                         f"{', '.join(names)}; outputs {', '.join(out_names)} (metadata: kifunet.*)")
@@ -210,6 +212,33 @@ def export_model(model, feature_set: str, out: str | os.PathLike, *, info: dict 
     with atomic.atomic_path(out) as tmp:
         onnx.save(proto, tmp)
     return ExportResult(out, os.path.getsize(out), time.perf_counter() - t0, names, out_names, meta, diff)
+
+
+def _check(proto, fn, out_names, n: int, c: int) -> dict:
+    """The same positions (:func:`check_positions`) through JAX (``fn``, all four inputs) and onnxruntime
+    (``proto``'s inputs): ``export_check``'s dict (the largest logit or value difference against the largest
+    |logit|; the ownership and score outputs' each against its own largest |value|, at least 1); ``ValueError``
+    when a difference is beyond :data:`CHECK_TOLERANCE` times its scale."""
+    import jax
+
+    from kifunet.models import NO_PASS_LOGIT
+
+    planes, rank, to_move, profile = check_positions(n, c)
+    ref = dict(zip(out_names, (np.asarray(r, np.float32) for r in jax.jit(fn)(planes, rank, to_move, profile))))
+    got = onnx_policy.OnnxNet(proto.SerializeToString()).run(planes, rank, to_move, profile)._asdict()
+    diff = max(float(np.abs(got[k].astype(np.float64) - ref[k]).max()) for k in out_names if k in ("logits", "value"))
+    scale = max(1.0, float(np.abs(ref["logits"][ref["logits"] > NO_PASS_LOGIT / 2]).max(initial=0.0)))
+    if not diff <= CHECK_TOLERANCE * scale:
+        raise ValueError(f"onnxruntime and JAX differ by {diff:.3g} on random positions, more than "
+                         f"{CHECK_TOLERANCE:g} x the largest |logit| ({scale:.3g})")
+    check = {"positions": CHECK_POSITIONS, "max_abs_logit_diff": diff, "max_abs_logit": scale}
+    for k in (k for k in ("ownership", "score") if k in out_names):  # ownership in [-1, 1], score in points
+        d, head_scale = float(np.abs(got[k].astype(np.float64) - ref[k]).max()), max(1.0, float(np.abs(ref[k]).max()))
+        if not d <= CHECK_TOLERANCE * head_scale:
+            raise ValueError(f"onnxruntime and JAX differ by {d:.3g} in the {k} output on random positions, more "
+                             f"than {CHECK_TOLERANCE:g} x its largest |value| ({head_scale:.3g})")
+        check[f"max_abs_{k}_diff"] = d
+    return check
 
 
 def _metadata(model, fs, names, out_names) -> dict:
@@ -224,10 +253,15 @@ def _metadata(model, fs, names, out_names) -> dict:
                      for f in fs.features],
         "inputs": list(names), "rank_input": _rank_input(model, fs), "rank_scale": RANK_SCALE,
         "to_move": "1 = black, 2 = white", "policy_index": POLICY_INDEX,
-        "has_pass": model.facts.has_pass, "value_head": len(out_names) == 2,
+        "has_pass": model.facts.has_pass, "value_head": "value" in out_names,
     }
-    if len(out_names) == 2:
+    if "value" in out_names:
         meta["value"] = VALUE_MEANING
+    meta["ownership_head"], meta["score_head"] = "ownership" in out_names, "score" in out_names
+    if "ownership" in out_names:
+        meta["ownership"] = OWNERSHIP_MEANING
+    if "score" in out_names:
+        meta["score"] = SCORE_MEANING
     return meta
 
 

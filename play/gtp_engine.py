@@ -39,8 +39,9 @@ LISTED = ("protocol_version", "name", "version", "known_command", "list_commands
           "final_score", "final_status_list", "kifunet-dead_gfx", "kifunet-resign", "fixed_handicap",
           "place_free_handicap", "set_free_handicap", "time_settings", "time_left", "kgs-time_settings",
           "cputime", "loadsgf", "printsgf", "gogui-analyze_commands", "kifunet-policy_gfx",
-          "kifunet-policy_dboard", "kifunet-value", "set_random_seed", "kifunet-policy", "kifunet-policy_percent",
-          "kifunet-profile", "lz-analyze", "kata-analyze", "lz-genmove_analyze", "kata-genmove_analyze")
+          "kifunet-policy_dboard", "kifunet-value", "kifunet-ownership_gfx", "kifunet-score", "set_random_seed",
+          "kifunet-policy", "kifunet-policy_percent", "kifunet-profile", "lz-analyze", "kata-analyze",
+          "lz-genmove_analyze", "kata-genmove_analyze")
 
 
 class Engine:

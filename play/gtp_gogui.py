@@ -13,7 +13,7 @@ from kifunet.data_prep.game import BLACK, EMPTY
 from kifunet.eval.legality import top_moves
 from kifunet.data_prep.rules import scoring
 
-from . import gtp_analysis, gtp_args
+from . import gtp_analysis, gtp_args, head_view
 from .gtp_protocol import MAX_COUNT, GtpError, command, parse_colour
 
 #: GoGui's analyze-command types (its manual's list)
@@ -50,12 +50,22 @@ def reads_profile(engine) -> bool:
     return bool(engine.policy.reads_profile)
 
 
+def has_ownership_head(engine) -> bool:
+    return bool(engine.policy.has_ownership)
+
+
+def has_score_head(engine) -> bool:
+    return bool(engine.policy.has_score)
+
+
 #: what ``gogui-analyze_commands`` lists (in this order), when ``offered``
 ANALYZE_COMMANDS: list[AnalyzeCommand] = [
     AnalyzeCommand("gfx", "Policy heat map", "kifunet-policy_gfx %m"),
     AnalyzeCommand("dboard", "Policy board", "kifunet-policy_dboard %m"),
     AnalyzeCommand("pspairs", "Policy top 10", f"kifunet-policy_percent %m {LABELLED_MOVES}"),
     AnalyzeCommand("string", "Value (net)", "kifunet-value %m", has_value_head),
+    AnalyzeCommand("gfx", "Ownership (net)", "kifunet-ownership_gfx %m", has_ownership_head),
+    AnalyzeCommand("string", "Score (net)", "kifunet-score %m", has_score_head),
     AnalyzeCommand("string", "Profile", "kifunet-profile", reads_profile),
     AnalyzeCommand("gfx", "Dead stones", "kifunet-dead_gfx"),
 ]
@@ -133,6 +143,31 @@ def value_line(value: float, colour: int) -> str:
     return f"{side} to play: value {value:+.3f} (expected result in [-1, 1]), {50 * (value + 1):.1f}% to win"
 
 
+def ownership_gfx(ownership: np.ndarray, n: int, colour: int, score: float | None = None) -> str:
+    """The ``gfx`` response of ``kifunet-ownership_gfx`` for the heads' outputs with ``colour`` to move (ownership
+    ``[N, N]`` and score from ``colour``'s view, the heads' contract): ``INFLUENCE`` each point's expected owner
+    from Black's view, as GoGui draws it (+1 a full black square, -1 a full white one; points below
+    :data:`MIN_INFLUENCE` in size left out), ``TEXT`` the points each side owns and the score head's margin."""
+    own = head_view.black_view(ownership, colour).reshape(-1)
+    pts = [i for i in range(n * n) if abs(own[i]) >= MIN_INFLUENCE]
+    lines = ["INFLUENCE " + " ".join(f"{_vertex(i, n)} {own[i]:.3f}" for i in pts)] if pts else []
+    black, white = head_view.owned_points(own)
+    text = (f"TEXT {'black' if colour == BLACK else 'white'} to play: ownership (net) Black {black:.1f} points, "
+            f"White {white:.1f}")
+    if score is not None:
+        text += f"; score (net) {head_view.margin_text(head_view.black_view(score, colour))}"
+    lines.append(text)
+    return "\n".join(lines)
+
+
+def score_line(score: float, colour: int) -> str:
+    """The ``string`` response of ``kifunet-score``: the score head's final margin, as a result (Black's view) and
+    in points for ``colour`` (to move)."""
+    side = "black" if colour == BLACK else "white"
+    return (f"{side} to play: score (net) {head_view.margin_text(head_view.black_view(score, colour))} "
+            f"({score:+.1f} points for {side}, komi as in the net's training games)")
+
+
 class GoGuiCommands:
     """The GoGui handler group over ``engine`` (its ``game`` and ``policy``)."""
 
@@ -177,6 +212,28 @@ class GoGuiCommands:
         if value is None:
             raise GtpError("the net has no value head")
         return value_line(value, colour)
+
+    def _heads(self, a, head: str):
+        """``(colour, Outputs)`` of the single pass for ``kifunet-ownership_gfx`` / ``kifunet-score``; a net
+        without ``head`` is a GTP error."""
+        colour = self._one_colour(a)
+        pol = self.engine.policy
+        if not (pol.has_ownership if head == "ownership" else pol.has_score):
+            raise GtpError(f"the net has no {head} head")
+        s = self.engine.game.state
+        return colour, pol.outputs(s.moves, colour, s.setup)
+
+    @command("kifunet-ownership_gfx")
+    def ownership_gfx(self, a):
+        """``gfx``: the ownership head (``INFLUENCE``, Black's view) and, with a score head, its margin (``TEXT``)."""
+        colour, out = self._heads(a, "ownership")
+        return ownership_gfx(out.ownership[0], self.engine.game.size, colour,
+                             None if out.score is None else float(out.score[0]))
+
+    @command("kifunet-score")
+    def score(self, a):
+        colour, out = self._heads(a, "score")
+        return score_line(float(out.score[0]), colour)
 
     @command("kifunet-dead_gfx")
     def dead_gfx(self, a):

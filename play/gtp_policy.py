@@ -10,6 +10,7 @@ import numpy as np
 
 from kifunet.data_prep import coords, profiles
 from kifunet.data_prep.rules.board import Board
+from kifunet.models.forward import Outputs
 
 from . import gtp_analysis
 from .gtp_protocol import package_version
@@ -31,10 +32,18 @@ class GtpPolicy(Protocol):
     @property
     def has_value(self) -> bool: ...
 
+    @property
+    def has_ownership(self) -> bool: ...
+
+    @property
+    def has_score(self) -> bool: ...
+
     def probabilities(self, moves: Moves, colour: int, setup: Moves = (), *, symmetries: int = 1) -> np.ndarray: ...
 
     def evaluate(self, moves: Moves, colour: int, setup: Moves = (), *,
                  symmetries: int = 1) -> tuple[np.ndarray, float | None]: ...
+
+    def outputs(self, moves: Moves, colour: int, setup: Moves = (), *, symmetries: int = 1) -> Outputs: ...
 
     def size_problem(self, n: int) -> str | None: ...
 

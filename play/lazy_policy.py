@@ -1,8 +1,10 @@
 """A policy that answers at once and loads its net in a background thread: how ``kifunet gtp`` starts fast.
 
-:class:`LazyPolicy` gives the cheap facts (board size, description, ``has_value``, ``reads_profile``) from the
-run's config and checkpoint metadata (``has_value``: :func:`kifunet.models.catalog.config_has_value`) or the ONNX
-file's, without running the net; what needs the net waits for it. A failed load is kept as one line and raised as ``error(...)``. The main thread never imports JAX."""
+:class:`LazyPolicy` gives the cheap facts (board size, description, ``has_value``, ``has_ownership``,
+``has_score``, ``reads_profile``) from the run's config and checkpoint metadata (``has_value``:
+:func:`kifunet.models.catalog.config_has_value`; the heads: :func:`kifunet.models.catalog.config_heads`) or the
+ONNX file's, without running the net; what needs the net waits for it. A failed load is kept as one line and raised
+as ``error(...)``. The main thread never imports JAX."""
 
 from __future__ import annotations
 
@@ -73,14 +75,16 @@ def _one_line(e: BaseException) -> str:
 
 class LazyPolicy:
     """The policy interface over a policy built by ``load()`` in a background thread. ``board_size``,
-    ``feature_set``, ``description``, ``has_value``, ``trained_size``, ``reads_profile``, ``profile``: the cheap facts;
+    ``feature_set``, ``description``, ``has_value``, ``has_ownership``, ``has_score``, ``trained_size``,
+    ``reads_profile``, ``profile``: the cheap facts;
     ``error``: the class a failed load is raised as; ``warm_up``: run the net once when loaded; ``start``: start
     now (else :meth:`start`)."""
 
     def __init__(self, load: Callable[[], object], *, board_size: int, feature_set: str, description: str,
                  has_value: bool, rank=None, trained_size: int | None = None,
                  error: type[Exception] = RuntimeError, warm_up: bool = True, start: bool = True,
-                 reads_profile: bool = False, profile=None):
+                 reads_profile: bool = False, profile=None, has_ownership: bool = False,
+                 has_score: bool = False):
         self.board_size = int(board_size)
         self.trained_size = int(trained_size if trained_size is not None else board_size)
         self.fs = features_mod.get(feature_set)
@@ -90,6 +94,7 @@ class LazyPolicy:
         self.window = HISTORY_WINDOW
         self.description = description
         self._has_value = bool(has_value)
+        self._heads = (bool(has_ownership), bool(has_score))
         self._load = load
         self._error_type = error
         self._warm = warm_up
@@ -165,6 +170,16 @@ class LazyPolicy:
         return self._has_value
 
     @property
+    def has_ownership(self) -> bool:
+        """Whether the net has an ownership head (from its config; no need to run it)."""
+        return self._heads[0]
+
+    @property
+    def has_score(self) -> bool:
+        """Whether the net has a score head (from its config; no need to run it)."""
+        return self._heads[1]
+
+    @property
     def has_pass(self) -> bool | None:
         """Whether the net has a pass output: learnt by the warm-up (waits for the net)."""
         return self.policy().has_pass
@@ -175,6 +190,9 @@ class LazyPolicy:
 
     def evaluate(self, record_or_moves, colour: int, setup=(), *, symmetries: int = 1):
         return self.policy().evaluate(record_or_moves, colour, setup, symmetries=symmetries)
+
+    def outputs(self, record_or_moves, colour: int, setup=(), *, symmetries: int = 1):
+        return self.policy().outputs(record_or_moves, colour, setup, symmetries=symmetries)
 
     def logits(self, record_or_moves, colour: int, setup=()):
         return self.policy().logits(record_or_moves, colour, setup)
@@ -194,7 +212,8 @@ class LazyPolicy:
         return LazyPolicy(lambda: self.policy().with_rank(rank), board_size=self.board_size,
                           feature_set=self.fs.name, description=self.description, has_value=self._has_value,
                           rank=rank, trained_size=self.trained_size, error=self._error_type, warm_up=False,
-                          reads_profile=self.reads_profile, profile=self.profile)
+                          reads_profile=self.reads_profile, profile=self.profile, has_ownership=self._heads[0],
+                          has_score=self._heads[1])
 
     def with_profile(self, profile) -> "LazyPolicy":
         """The same net given another profile: a lazy policy over this one's (loading goes on)."""
@@ -202,7 +221,8 @@ class LazyPolicy:
         return LazyPolicy(lambda: self.policy().with_profile(profile), board_size=self.board_size,
                           feature_set=self.fs.name, description=self.description, has_value=self._has_value,
                           rank=self.rank, trained_size=self.trained_size, error=self._error_type, warm_up=False,
-                          reads_profile=self.reads_profile, profile=profile)
+                          reads_profile=self.reads_profile, profile=profile, has_ownership=self._heads[0],
+                          has_score=self._heads[1])
 
     def effective_profile(self):
         """The profile the net is given (:meth:`kifunet.play.policy.Policy.effective_profile`), at once."""
@@ -269,10 +289,12 @@ def lazy_run_policy(path: str, rank=None, *, step: int | None = None, feature_se
             if restore is not None:
                 restore()
 
+    own, score = catalog.config_heads(info["model"], info["model_kwargs"])
     return LazyPolicy(load, board_size=info["board_size"], feature_set=info["feature_set"],
                       description=info["description"],
                       has_value=catalog.config_has_value(info["model"], info["model_kwargs"]), rank=rank,
-                      error=error, start=start, reads_profile=info["profile_input"], profile=profile)
+                      error=error, start=start, reads_profile=info["profile_input"], profile=profile,
+                      has_ownership=own, has_score=score)
 
 
 def lazy_wrap(policy, *, error: type[Exception] = RuntimeError, start: bool = True) -> LazyPolicy:
@@ -281,4 +303,5 @@ def lazy_wrap(policy, *, error: type[Exception] = RuntimeError, start: bool = Tr
     return LazyPolicy(lambda: policy, board_size=policy.board_size, feature_set=policy.fs.name,
                       description=policy.description, has_value=policy.has_value, rank=policy.rank,
                       trained_size=policy.trained_size, error=error, start=start,
-                      reads_profile=policy.reads_profile, profile=policy.profile)
+                      reads_profile=policy.reads_profile, profile=policy.profile,
+                      has_ownership=policy.has_ownership, has_score=policy.has_score)

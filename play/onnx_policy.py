@@ -22,7 +22,8 @@ PREFIX = "kifunet."
 INPUTS = ("planes", "rank", "to_move", "profile")
 #: the name and version of the profile vector's encoding (:mod:`kifunet.data_prep.profiles`), in the metadata
 PROFILE_ENCODING = "kifunet.profiles/1"
-OUTPUTS = ("logits", "value")
+#: the graph's outputs in this order, ``logits`` always, each head's only when the net has it
+OUTPUTS = ("logits", "value", "ownership", "score")
 #: the metadata a player needs (the rest describes the net)
 REQUIRED = ("format_version", "board_size", "feature_set", "plane_names", "has_pass")
 
@@ -71,7 +72,11 @@ class OnnxNet:
             raise NotAnExport(f"{name}: inputs {self.inputs} / outputs {self.outputs} are not a kifunet export's")
         self.board_size = int(self.metadata["board_size"])
         self.feature_set = self.metadata["feature_set"]
+        if set(self.outputs) - set(OUTPUTS):
+            raise NotAnExport(f"{name}: outputs {self.outputs} are not a kifunet export's ({', '.join(OUTPUTS)})")
         self.has_value = "value" in self.outputs
+        self.has_ownership = "ownership" in self.outputs
+        self.has_score = "score" in self.outputs
 
     @property
     def reads_profile(self) -> bool:
@@ -125,7 +130,8 @@ class OnnxPolicy(Policy):
                             or f"{meta.get('model', 'net')} from {meta.get('run') or 'ONNX'}{step} (ONNX)")
         self.facts = NetFacts(board_size=self.board_size, in_planes=self.fs.num_planes, has_value=net.has_value,
                               has_pass=meta.get("has_pass") == "true", reads_rank="rank" in net.inputs,
-                              reads_profile=net.reads_profile, resizable=False)
+                              reads_profile=net.reads_profile, resizable=False,
+                              has_ownership=net.has_ownership, has_score=net.has_score)
         self.trained_size = self.board_size
 
     def size_problem(self, n: int) -> str | None:

@@ -20,6 +20,7 @@ from kifunet.data_prep.planes import replay
 from kifunet.data_prep import symmetries as sym
 from kifunet.data_prep.rules.board import Board
 from kifunet.data_prep.game import BLACK, MOVE, SETUP, GameInfo, GameRecord
+from kifunet.models.forward import Outputs
 
 #: moves replayed as moves before the position (the rest of the game becomes setup stones); >= 8 is exact
 HISTORY_WINDOW = 16
@@ -203,6 +204,16 @@ class Policy:
         """Whether the net has a profile input (``facts.reads_profile``)."""
         return self.facts.reads_profile
 
+    @property
+    def has_ownership(self) -> bool:
+        """Whether the net has an ownership head (``facts.has_ownership``): :meth:`outputs` then gives it."""
+        return self.facts.has_ownership
+
+    @property
+    def has_score(self) -> bool:
+        """Whether the net has a score head (``facts.has_score``): :meth:`outputs` then gives it."""
+        return self.facts.has_score
+
     def with_rank(self, rank) -> "Policy":
         """The same net and features with another rank (shares the compiled forward pass)."""
         other = object.__new__(type(self))
@@ -249,32 +260,49 @@ class Policy:
         return record_planes(self.record(record_or_moves, colour, setup), self.fs)
 
     # --- the net -----------------------------------------------------------------------------------------
-    def run_batch(self, planes: np.ndarray, colour: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(float32 logits [B, N*N + 1], float32 values [B] or None)`` of a batch of planes ``[B, N, N, C]``,
-        every row with this policy's rank and ``colour`` to play."""
+    def run_batch(self, planes: np.ndarray, colour: int) -> Outputs:
+        """The net's :class:`~kifunet.models.forward.Outputs` for a batch of planes ``[B, N, N, C]``, every row with
+        this policy's rank and ``colour`` to play, as float32 NumPy arrays: ``logits [B, N*N + 1]``, ``value [B]``,
+        ``ownership [B, N, N]`` and ``score [B]``, each None where the net lacks that head."""
         b = planes.shape[0]
         out = self.net(np.asarray(planes, dtype=np.float32), np.full(b, self.rank, np.int32),
                        np.full(b, int(colour), np.int32), self.profile_batch(b) if self.reads_profile else None)
-        return (np.asarray(out.logits, dtype=np.float32),
-                None if out.value is None else np.asarray(out.value, dtype=np.float32).reshape(-1))
+        n = self.board_size
+        shapes = {"logits": (b, n * n + 1), "value": (b,), "ownership": (b, n, n), "score": (b,)}
+        return Outputs(**{k: None if v is None else np.asarray(v, dtype=np.float32).reshape(shapes[k])
+                          for k, v in out._asdict().items()})
 
-    def _run(self, record_or_moves, colour: int, setup=(), symmetries: int = 1):
-        """``(logits [k, N*N + 1], values [k] or None)`` of the position with ``colour`` to play under the first
-        ``symmetries`` board symmetries (row 0: the position itself)."""
+    def _run(self, record_or_moves, colour: int, setup=(), symmetries: int = 1) -> Outputs:
+        """:meth:`run_batch` of the position with ``colour`` to play under the first ``symmetries`` board
+        symmetries (row 0: the position itself; row s on symmetry s's board, not mapped back)."""
         k = check_symmetries(symmetries)
         x = self.planes(record_or_moves, colour, setup)
         return self.run_batch(symmetric_batch(x, k) if k > 1 else x[None], colour)
 
+    def outputs(self, record_or_moves, colour: int, setup=(), *, symmetries: int = 1) -> Outputs:
+        """Every head's output for the position with ``colour`` to play, one row per symmetry ``s = 0..k-1``
+        (``k = symmetries``), each row's logits and ownership mapped back onto the position (``INVERSE[s]``):
+        :meth:`run_batch`'s arrays; ``ownership`` +1 where ``colour`` owns the point at the end, ``score`` the final
+        margin in points for ``colour`` (the heads' contract: :mod:`kifunet.models.aux_heads`)."""
+        out = self._run(record_or_moves, colour, setup, symmetries)
+        k = out.logits.shape[0]
+        if k == 1:
+            return out
+        back = sym.INVERSE[:k].astype(np.int64)
+        own = out.ownership
+        return out._replace(logits=sym.apply_policy_batch(out.logits, back, self.board_size),
+                            ownership=None if own is None else sym.apply_planes_batch(own[..., None], back)[..., 0])
+
     def logits(self, record_or_moves, colour: int, setup=()) -> np.ndarray:
         """float32 [N*N + 1] logits of the position with ``colour`` to play."""
-        return self._run(record_or_moves, colour, setup)[0][0]
+        return self._run(record_or_moves, colour, setup).logits[0]
 
     def evaluate(self, record_or_moves, colour: int, setup=(), *,
                  symmetries: int = 1) -> tuple[np.ndarray, float | None]:
         """``(probabilities, value)``: :meth:`probabilities`, and the value head's expected result in [-1, 1] for
         ``colour`` (None without a value head); with ``symmetries=k`` both are means over the first k symmetries."""
-        logits, values = self._run(record_or_moves, colour, setup, symmetries)
-        return symmetry_mean(logits, values, self.board_size)
+        out = self._run(record_or_moves, colour, setup, symmetries)
+        return symmetry_mean(out.logits, out.value, self.board_size)
 
     def probabilities(self, record_or_moves, colour: int, setup=(), *, symmetries: int = 1) -> np.ndarray:
         """float64 [N*N + 1] move probabilities (softmax over every point and pass, legal or not); with

@@ -1,5 +1,6 @@
 """A base for the tests' stand-in policies: every member of :class:`kifunet.play.gtp_policy.GtpPolicy` that a test
-does not set itself, as a net without a value head or profile input that plays only its own size would have it.
+does not set itself, as a net without a value, ownership or score head or profile input that plays only its own
+size would have it.
 
 A subclass sets ``board_size`` (and ``has_pass``) and defines ``probabilities(moves, colour, setup=(), *,
 symmetries=1)``; ``evaluate`` gives its probabilities and no value.
@@ -16,6 +17,8 @@ class FakePolicy:
     description = "fake"
     reads_profile = False
     has_value = False
+    has_ownership = False
+    has_score = False
     profile = profiles.UNKNOWN_PROFILE
 
     @property
@@ -31,6 +34,9 @@ class FakePolicy:
 
     def evaluate(self, moves, colour, setup=(), *, symmetries=1):
         return self.probabilities(moves, colour, setup), None
+
+    def outputs(self, moves, colour, setup=(), *, symmetries=1):
+        raise NotImplementedError
 
     def size_problem(self, n):
         return None if n == self.board_size else f"the net plays only {self.board_size}x{self.board_size}"

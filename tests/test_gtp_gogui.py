@@ -285,3 +285,76 @@ def test_the_top_10_labels_are_percentages_that_fit_on_a_point():
     gfx = parse_gfx(ok(e.handle("kifunet-policy_gfx b")), 9)["LABEL"]
     assert {rc: s for rc, s in pairs} == gfx  # the same labels as the heat map's
     assert ok(e.handle("kifunet-policy b 3")).split()[1].startswith("0.")  # kifunet-policy is unchanged
+
+
+class Heads(Fake):
+    """``Fake`` with an ownership head (a fixed map, +1 the side to move) and/or a score head (a fixed margin for
+    the side to move), given through ``outputs`` as a net gives them."""
+
+    def __init__(self, ownership: bool = True, score: float | None = None):
+        super().__init__()
+        rng = np.random.default_rng(2)
+        self.own = np.tanh(rng.normal(0, 1, (9, 9))).astype(np.float32) if ownership else None
+        self.own_score = score
+        self.has_ownership, self.has_score = ownership, score is not None
+        self.asked: list = []
+
+    def outputs(self, moves, colour, setup=(), *, symmetries=1):
+        from kifunet.models.forward import Outputs
+
+        self.asked.append((list(moves), colour, symmetries))
+        return Outputs(np.log(self.probs + 1e-12)[None], None, None if self.own is None else self.own[None],
+                       None if self.own_score is None else np.array([self.own_score], np.float32))
+
+
+def test_the_ownership_and_score_are_listed_only_for_a_net_with_those_heads():
+    for pol, want in ((Fake(), set()), (Heads(), {"Ownership (net)"}), (Heads(False, 2.5), {"Score (net)"}),
+                      (Heads(True, 2.5), {"Ownership (net)", "Score (net)"})):
+        e = Engine(pol)
+        listed = parse_analyze_commands(ok(e.handle("gogui-analyze_commands")), known(e))
+        assert {label for _, label, _ in listed} & {"Ownership (net)", "Score (net)"} == want
+        assert (("gfx", "Ownership (net)", "kifunet-ownership_gfx %m") in listed) == pol.has_ownership
+        assert (("string", "Score (net)", "kifunet-score %m") in listed) == pol.has_score
+    e = Engine(Fake())
+    assert e.handle("kifunet-ownership_gfx b") == "? the net has no ownership head\n\n"
+    assert e.handle("kifunet-score w") == "? the net has no score head\n\n"
+    e = Engine(Heads(True, None))
+    assert e.handle("kifunet-score b") == "? the net has no score head\n\n"
+    for bad in ("kifunet-ownership_gfx", "kifunet-ownership_gfx b w", "kifunet-score purple"):
+        assert e.handle(bad) == "? syntax error\n\n"
+
+
+@pytest.mark.parametrize("colour", [BLACK, WHITE])
+def test_the_ownership_gfx_draws_black_s_view_and_the_score_as_a_result(colour):
+    """INFLUENCE is the head's map from Black's view (the head's own, +1 the side to move, turned for White), every
+    point whose ownership reaches MIN_INFLUENCE in size; TEXT the points each side owns and the margin as
+    ``B+x.x`` / ``W+x.x``; the position asked about is the game's, with the colour GoGui gave."""
+    pol = Heads(True, 3.26)
+    e = Engine(pol)
+    assert ok(e.handle("play b E5")) == "" and ok(e.handle("play w D4")) == ""
+    word, sign = ("b", 1) if colour == BLACK else ("w", -1)
+    g = parse_gfx(ok(e.handle(f"kifunet-ownership_gfx {word}")), 9)
+    assert pol.asked[-1] == ([(BLACK, coords.to_flat(coords.from_gtp("E5", 9), 9)),
+                              (WHITE, coords.to_flat(coords.from_gtp("D4", 9), 9))], colour, 1)
+    want = {(r, c): sign * float(pol.own[r, c]) for r in range(9) for c in range(9)
+            if abs(pol.own[r, c]) >= gtp_gogui.MIN_INFLUENCE}
+    assert set(g["INFLUENCE"]) == set(want) and len(want) > 70
+    for rc, v in g["INFLUENCE"].items():
+        assert v == pytest.approx(want[rc], abs=5e-4), rc
+    black = float(((1 + sign * pol.own) / 2).sum())
+    side, result = ("black", "B+3.3") if colour == BLACK else ("white", "W+3.3")
+    assert g["TEXT"] == f"{side} to play: ownership (net) Black {black:.1f} points, White {81 - black:.1f}; " \
+                        f"score (net) {result}"
+    assert ok(e.handle(f"kifunet-score {word}")) == (f"{side} to play: score (net) {result} (+3.3 points for "
+                                                     f"{side}, komi as in the net's training games)")
+    assert "score" not in parse_gfx(ok(Engine(Heads(True, None)).handle(f"kifunet-ownership_gfx {word}")), 9)["TEXT"]
+
+
+def test_a_margin_is_written_as_a_result():
+    from kifunet.play import head_view
+
+    assert [head_view.margin_text(m) for m in (3.26, -0.5, 0.04, -0.04, 0.05, 120.0)] == \
+        ["B+3.3", "W+0.5", "0", "0", "B+0.1", "B+120.0"]
+    assert head_view.black_view(2.0, WHITE) == -2.0 and head_view.black_view(2.0, BLACK) == 2.0
+    np.testing.assert_array_equal(head_view.black_view(np.array([0.5, -1.0]), WHITE), [-0.5, 1.0])
+    assert head_view.owned_points(np.array([[1.0, -1.0], [0.0, 0.5]])) == (2.25, 1.75)

@@ -82,11 +82,12 @@ def test_a_net_that_fails_to_load_is_a_one_line_gtp_error():
 
 
 def test_the_lazy_facts_are_the_built_nets_for_every_registered_model(tmp_path):
-    """What ``kifunet gtp`` says before flax loads -- ``has_value`` (:func:`kifunet.models.catalog.config_has_value`)
-    and ``reads_profile`` (:func:`lazy_policy.config_reads_profile`, from the run's ``config.json``) -- against
-    the facts of the net built from the same config: each family's smallest registered model built abstractly,
-    with and without ``value_head=True`` and a profile input; every other name of a family has that family's
-    constructor and no ``value_head`` of its own, so it answers as its family does."""
+    """What ``kifunet gtp`` says before flax loads -- ``has_value`` (:func:`kifunet.models.catalog.config_has_value`),
+    ``has_ownership`` and ``has_score`` (:func:`kifunet.models.catalog.config_heads`) and ``reads_profile``
+    (:func:`lazy_policy.config_reads_profile`, from the run's ``config.json``) -- against the facts of the net
+    built from the same config: each family's smallest registered model built abstractly, with and without
+    ``value_head=True``, a profile input and the ownership and score heads; every other name of a family has that
+    family's constructor and no ``value_head`` of its own, so it answers as its family does."""
     import inspect
     import json
 
@@ -103,8 +104,12 @@ def test_the_lazy_facts_are_the_built_nets_for_every_registered_model(tmp_path):
         small = min(names, key=lambda nm: (not nm.endswith("_tiny"), nm))
         n = models.default_board_size(small)
         params = inspect.signature(family.__init__).parameters
-        for kwargs in ({}, {"value_head": True}, {"profile_embedding": 4}):
+        assert (family.__name__ in catalog.AUX_HEADS) == ("ownership_head" in params), family
+        for kwargs in ({}, {"value_head": True}, {"profile_embedding": 4}, {"ownership_head": True},
+                       {"score_head": True, "ownership_head": False}):
             if not set(kwargs) <= set(params):
+                for name in names:  # a family without the heads: a config asking for them gets none
+                    assert catalog.config_heads(name, kwargs) == (False, False), (name, kwargs)
                 continue
             facts = nnx.eval_shape(lambda: models.create(small, board_size=n, rngs=rngs(0), **kwargs)).facts
             (tmp_path / "config.json").write_text(json.dumps({"model": {"name": small, "kwargs": kwargs}}))
@@ -112,6 +117,7 @@ def test_the_lazy_facts_are_the_built_nets_for_every_registered_model(tmp_path):
             for name in names:
                 assert "value_head" not in registry.spec(name).kwargs, name
                 assert catalog.config_has_value(name, kwargs) == facts.has_value, (name, kwargs)
+                assert catalog.config_heads(name, kwargs) == (facts.has_ownership, facts.has_score), (name, kwargs)
 
 
 def test_the_command_line_imports_no_jax():

@@ -121,7 +121,8 @@ def test_every_wrapper_gives_the_models_own_outputs(name, extra):
     pred = Predictor(model, fs)
     p_logits, p_value = pred.predict_with_value({"planes": x, "player_rank": rank, "to_move": to_move,
                                                  "profile": prof})
-    r_logits, r_value = pol.run_batch(x, 2)
+    ran = pol.run_batch(x, 2)
+    r_logits, r_value = ran.logits, ran.value
     for lg, v in ((got.logits, got.value), (logits, value), (p_logits, p_value), (r_logits, r_value)):
         np.testing.assert_allclose(np.asarray(lg), np.asarray(want.logits), rtol=1e-5, atol=1e-5)
         if want.value is None:

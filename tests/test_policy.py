@@ -242,7 +242,8 @@ def test_symmetries_average_the_first_k_symmetric_passes():
     moves = random_game(9, 23, seed=4)
     colour = 3 - moves[-1][0]
     x = pol.planes(moves, colour)
-    logits, values = pol.run_batch(np.stack([sym.apply_planes(x, s) for s in range(8)]), colour)
+    out = pol.run_batch(np.stack([sym.apply_planes(x, s) for s in range(8)]), colour)
+    logits, values = out.logits, out.value
     probs = [sym.apply_policy(policy_mod.softmax(logits[s]), int(sym.INVERSE[s]), 9) for s in range(8)]
     p8, v8 = pol.evaluate(moves, colour, symmetries=8)
     np.testing.assert_allclose(p8, np.mean(probs, axis=0), atol=1e-6)

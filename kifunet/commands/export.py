@@ -76,7 +76,9 @@ def run(args) -> int:
         print(f"  profile: input float32 [B, 46] ({m['profile_encoding']}); default "
               f"{m['profile'] or 'all unknown' if 'profile' in m else 'none recorded (all unknown)'}")
     print(f"  outputs: logits float32 [B, {int(n) ** 2 + 1}] (pass last; has pass: {m['has_pass']})"
-          + (", value float32 [B]" if "value" in res.outputs else ", no value head"))
+          + (", value float32 [B]" if "value" in res.outputs else ", no value head")
+          + (f", ownership float32 [B, {n}, {n}]" if "ownership" in res.outputs else "")
+          + (", score float32 [B]" if "score" in res.outputs else ""))
     print(f"  onnxruntime vs JAX: max |logit difference| {res.max_abs_logit_diff:.2g} on "
           f"{export_onnx.CHECK_POSITIONS} random positions")
     print(f"  play it: kifunet gtp --model {res.path}")

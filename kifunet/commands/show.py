@@ -143,15 +143,19 @@ def _predict(predictor, record, pos, ensemble: bool, rank: int | None, fields: d
 
 
 def _head_lines(heads: dict, to_move: int) -> list[str]:
-    """Report lines of the ownership and score heads (single pass; the side to move's view turned into colours)."""
+    """Report lines of the ownership and score heads (single pass; the side to move's view turned into colours by
+    :mod:`kifunet.play.head_view`, as ``kifunet gtp``'s GoGui commands turn them)."""
+    from kifunet.play import head_view
+
     who, other = ("Black", "White") if to_move == 1 else ("White", "Black")
     lines = []
     if "ownership" in heads:
-        o = heads["ownership"].astype(float)
-        lines.append(f"ownership head: {who} (to move) owns {float(((1 + o) / 2).sum()):.1f} points, {other} "
-                     f"{float(((1 - o) / 2).sum()):.1f} (each point's expected owner, summed)")
+        mine, theirs = head_view.owned_points(heads["ownership"])
+        lines.append(f"ownership head: {who} (to move) owns {mine:.1f} points, {other} {theirs:.1f} (each point's "
+                     f"expected owner, summed)")
     if "score" in heads:
-        lines.append(f"score head: {heads['score']:+.1f} points for {who} (the side to move) at the end")
+        result = head_view.margin_text(head_view.black_view(heads["score"], to_move))
+        lines.append(f"score head: {heads['score']:+.1f} points for {who} (the side to move) at the end: {result}")
     return lines
 
 
