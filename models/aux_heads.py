@@ -18,11 +18,13 @@ head                     layers and output
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from kifunet.models.layers import Conv, batch_norm, global_pool, pooled_features
+from kifunet.models.layers import Conv, batch_norm, pooled_features
 
 
 class OwnershipHead(nnx.Module):
@@ -33,6 +35,41 @@ class OwnershipHead(nnx.Module):
 
     def __call__(self, h: jax.Array) -> jax.Array:
         return jnp.tanh(self.conv(h)[..., 0])
+
+
+def board_max(x: jax.Array) -> jax.Array:
+    """``jnp.max(x, axis=(1, 2))``, ``[B, H, W, C] -> [B, C]``, whose gradient goes whole to the first point holding
+    the max (``jnp.argmax``'s) instead of by JAX's rule, which splits it over the points equal to the max and divides
+    by their count: on the CPU backend with unoptimised compiles that count comes out 0 for some channels and the
+    gradient NaN (docs/training.md, "The score head's NaN"). The same values forward; the same gradient wherever
+    one point holds the max."""
+    return _board_max(x, x.shape[1:3])
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def _board_max(x, board):
+    return jnp.max(x, axis=(1, 2))
+
+
+def _board_max_fwd(x, board):
+    flat = x.reshape(x.shape[0], board[0] * board[1], x.shape[3])
+    return jnp.max(x, axis=(1, 2)), jnp.argmax(flat, axis=1)
+
+
+def _board_max_bwd(board, first, g):
+    one_hot = jax.nn.one_hot(first, board[0] * board[1], dtype=g.dtype, axis=1)  # [B, H * W, C]
+    return ((one_hot * g[:, None, :]).reshape(g.shape[0], *board, g.shape[1]),)
+
+
+_board_max.defvjp(_board_max_fwd, _board_max_bwd)
+
+
+def mean_max_pool(g: jax.Array) -> jax.Array:
+    """:func:`kifunet.models.layers.global_pool` (channel means, then maxes; float32 inside, ``g``'s dtype out) with
+    the maxes by :func:`board_max`: the same values."""
+    g32 = g.astype(jnp.float32)
+    return jnp.concatenate([jnp.mean(g32, axis=(1, 2)), board_max(g32)],
+                           axis=-1).astype(g.dtype)
 
 
 class ScoreHead(nnx.Module):
@@ -48,7 +85,7 @@ class ScoreHead(nnx.Module):
 
     def __call__(self, h: jax.Array) -> jax.Array:
         v = jax.nn.relu(self.bn(self.conv(h)))
-        return self.out(jax.nn.relu(self.hidden(global_pool(v))))[:, 0]
+        return self.out(jax.nn.relu(self.hidden(mean_max_pool(v))))[:, 0]
 
 
 def make(features: int, *, ownership_head: bool, score_head: bool, **kw):
