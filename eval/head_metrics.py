@@ -10,7 +10,9 @@ score ``mae``            mean absolute error in points of the predicted margin o
                          with a score (a finite ``score``: results by counting)
 =======================  ===================================================================================
 
-Sums add up over parts of a split (:func:`merge`); a head the net lacks has no block.
+Sums add up over parts of a split (:func:`merge`); a head the net lacks has no block. The two rules, on one batch,
+are :func:`kifunet.models.aux_heads.ownership_counts` and :func:`~kifunet.models.aux_heads.score_errors`, run with
+NumPy here and with jax.numpy by the evaluation during training (:func:`kifunet.train.steps.eval_step`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+
+from kifunet.models.aux_heads import ownership_counts, score_errors
 
 
 @dataclasses.dataclass
@@ -36,18 +40,15 @@ class HeadSums:
         """Add one batch: ``outputs`` (``ownership`` [B, N, N], ``score`` [B] or None), ``batch`` with the split's
         targets (:mod:`kifunet.data_prep.datasets.game_targets`)."""
         if self.ownership and outputs.get("ownership") is not None:
-            rows = np.asarray(batch["ownership_source"]) > 0
-            t = np.asarray(batch["ownership"])[rows].astype(np.int64)
-            p = np.asarray(outputs["ownership"])[rows]
-            owned = t != 0
-            self.own_rows += int(rows.sum())
-            self.own_points += int(owned.sum())
-            self.own_correct += int(np.count_nonzero(owned & (np.sign(p) == t)))
+            rows, points, right = ownership_counts(outputs["ownership"], batch)
+            self.own_rows += int(rows)
+            self.own_points += int(points)
+            self.own_correct += int(right)
         if self.score and outputs.get("score") is not None:
-            s = np.asarray(batch["score"], np.float64)
-            known = np.isfinite(s)
-            self.score_rows += int(known.sum())
-            self.score_abs_sum += float(np.abs(np.asarray(outputs["score"], np.float64)[known] - s[known]).sum())
+            rows, abs_sum = score_errors(np.asarray(outputs["score"], np.float64),
+                                         {**batch, "score": np.asarray(batch["score"], np.float64)})
+            self.score_rows += int(rows)
+            self.score_abs_sum += float(abs_sum)
 
     def to_dict(self) -> dict:
         out = {}

@@ -203,3 +203,46 @@ def test_eval_reports_the_heads_on_counted_games_and_adds_up_over_parts(tmp_path
     plain = Predictor(models.create("gonn_tiny", board_size=9, in_planes=26, rngs=rngs(0)), "gonn")
     assert "heads" not in evaluate(plain, open_split(str(out), "train"), batch_size=16, progress=False)
 
+
+
+def _score_grads(name: str, planes: int) -> np.ndarray:
+    """Every parameter's gradient of the summed score head output of ``name`` with both heads, in training mode,
+    compiled under the current ``jax_disable_most_optimizations``, as one vector."""
+    net = models.create(name, board_size=9, in_planes=planes, rngs=rngs(0), ownership_head=True, score_head=True)
+    net.train()
+    graph, params, rest = nnx.split(net, nnx.Param, ...)
+    x = jnp.asarray(np.random.default_rng(0).random((8, 9, 9, planes)) < 0.3, jnp.float32)
+
+    def score_sum(p):
+        return jnp.sum(nnx.merge(graph, p, jax.tree.map(lambda a: a, rest))(x).score)
+
+    grads = jax.jit(jax.grad(score_sum))(params)
+    return np.concatenate([np.ravel(np.asarray(v.get_value())) for _, v in nnx.to_flat_state(grads)])
+
+
+@pytest.mark.parametrize("name,planes", [("agz_tiny", 17), ("gonn_tiny", 26), ("garb_tiny", 21)])
+def test_the_score_heads_gradient_is_finite_and_the_same_under_both_compiles(name, planes):
+    """The NaN of docs/training.md ("The score head's NaN"): unoptimised (this module's fast compiles) the CPU
+    backend found no point equal to a channel's max, and JAX's max gradient divided by that count."""
+    fast = _score_grads(name, planes)
+    jax.config.update("jax_disable_most_optimizations", False)
+    try:
+        optimised = _score_grads(name, planes)
+    finally:
+        jax.config.update("jax_disable_most_optimizations", True)
+    assert np.isfinite(optimised).all()
+    assert np.isfinite(fast).all(), f"{np.count_nonzero(~np.isfinite(fast))} non-finite gradient entries"
+    np.testing.assert_allclose(fast, optimised, rtol=1e-4, atol=1e-4 * np.abs(optimised).max())
+
+
+def test_board_max_is_the_max_and_its_gradient_goes_to_the_first_point_holding_it():
+    from kifunet.models.aux_heads import board_max
+
+    x = jnp.asarray(np.random.default_rng(1).normal(size=(2, 3, 3, 4)), jnp.float32)
+    np.testing.assert_array_equal(np.asarray(board_max(x)), np.asarray(jnp.max(x, axis=(1, 2))))
+    w = jnp.arange(1.0, 9.0).reshape(2, 4)
+    np.testing.assert_array_equal(np.asarray(jax.grad(lambda a: jnp.sum(board_max(a) * w))(x)),
+                                  np.asarray(jax.grad(lambda a: jnp.sum(jnp.max(a, axis=(1, 2)) * w))(x)))
+    ties = jnp.zeros((1, 3, 3, 1)).at[0, 1, 2, 0].set(1.0).at[0, 2, 0, 0].set(1.0)
+    g = np.asarray(jax.grad(lambda a: jnp.sum(board_max(a)))(ties))[0, :, :, 0]
+    assert g[1, 2] == 1.0 and g.sum() == 1.0  # JAX's rule would give 0.5 to each of the two

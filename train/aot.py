@@ -178,7 +178,8 @@ def _compile(config, mesh, *, board_size: int, planes: int):
                                                         flat_optimizer=not train.on_tpu(mesh),
                                                         fused_norm_act=not train.on_tpu(mesh))
     rep = NamedSharding(mesh, P())
-    window = {k: np.asarray(v) for k, v in steps.zeros_window(model_def.has_value).items()}
+    heads = steps.trained_heads(config.get("ownership_weight", 0.0), config.get("score_weight", 0.0))
+    window = {k: np.asarray(v) for k, v in steps.zeros_window(model_def.has_value, heads).items()}
     args = (_abstract(state, rep), memory.abstract_batch(config, mesh, board_size=board_size, num_planes=planes),
             _abstract(window, rep))
     fn = train.train_function(config, model_def, tx, schedule, mesh)

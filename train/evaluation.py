@@ -1,6 +1,6 @@
-"""The evaluation of a training run: top-1, top-4, nats, loss and value metrics over each dataset's evaluation
-split, summed on the devices and fetched once. A mixture's record keeps the first dataset's metrics under the
-usual keys and adds ``by_dataset``."""
+"""The evaluation of a training run: top-1, top-4, nats, loss, value metrics and the trained heads' figures over
+each dataset's evaluation split, summed on the devices and fetched once. A mixture's record keeps the first
+dataset's metrics under the usual keys and adds ``by_dataset``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from kifunet.train import parallel
 from kifunet.train.dispatch import InFlight, fetch
 from kifunet.train.eval_batches import eval_batches
 from kifunet.train.prefetch import Prefetcher
-from kifunet.train.steps import value_metrics
+from kifunet.train.steps import head_metrics_of, value_metrics
 
 
 def finite(metrics: dict) -> dict:
@@ -21,16 +21,18 @@ def finite(metrics: dict) -> dict:
     return {k: v for k, v in metrics.items() if math.isfinite(v)}
 
 
-def evaluate(eval_fn, state, config, mesh, source, *, limit: int, value: bool = False, stop=None) -> dict:
-    """Top-1, top-4, nats and loss (and a two-headed net's value metrics) over the first ``limit`` rows (0: all) of
-    ``source``. ``eval_fn``: ``data_parallel(summed(eval_step(...)), mesh, carry=True)``; batches prefetched, the last
-    one padded; ``stop``: read after every batch, true ends it at once with ``{}``."""
+def evaluate(eval_fn, state, config, mesh, source, *, limit: int, value: bool = False, heads: tuple = (),
+             stop=None) -> dict:
+    """Top-1, top-4, nats and loss (and a two-headed net's value metrics, the ``heads``' ownership accuracy and
+    score MAE: :func:`kifunet.train.steps.head_metrics_of`) over the first ``limit`` rows (0: all) of ``source``.
+    ``eval_fn``: ``data_parallel(summed(eval_step(...)), mesh, carry=True)`` (the same ``heads``); batches
+    prefetched, the last one padded; ``stop``: read after every batch, true ends it at once with ``{}``."""
     pc = jax.process_count()
     t0 = time.perf_counter()
     batches = eval_batches(source, batch_size=config.eval_batch_size // pc, process_index=jax.process_index(),
                            process_count=pc, limit=limit, host_dtype=config.input.host_dtype)
     prefetch = Prefetcher(batches, fn=lambda b: parallel.shard_batch(b, mesh), depth=config.input.prefetch)
-    sums = parallel.empty_sums(mesh, value=value)
+    sums = parallel.empty_sums(mesh, value=value, heads=heads)
     inflight = InFlight(config.max_steps_ahead)
     try:
         for batch in prefetch:
@@ -46,17 +48,19 @@ def evaluate(eval_fn, state, config, mesh, source, *, limit: int, value: bool = 
         return {}
     return {"loss": sums["loss_sum"] / n, "nats": sums["nats_sum"] / n, "top1": sums["top1_sum"] / n,
             "top4": sums["top4_sum"] / n, "eval_positions": n, **finite(value_metrics(sums)),
-            "seconds": time.perf_counter() - t0}
+            **finite(head_metrics_of(sums)), "seconds": time.perf_counter() - t0}
 
 
-def evaluate_datasets(eval_fn, state, config, mesh, data, *, limit: int, value: bool = False, stop=None) -> dict:
+def evaluate_datasets(eval_fn, state, config, mesh, data, *, limit: int, value: bool = False, heads: tuple = (),
+                      stop=None) -> dict:
     """:func:`evaluate` on the evaluation split of every dataset of ``data``; a ``stop`` between two
     datasets gives ``{}``."""
     if not data.mixed:
-        return evaluate(eval_fn, state, config, mesh, data.evals[0], limit=limit, value=value, stop=stop)
+        return evaluate(eval_fn, state, config, mesh, data.evals[0], limit=limit, value=value, heads=heads,
+                        stop=stop)
     by = {}
     for root, source in zip(data.roots, data.evals):
-        one = evaluate(eval_fn, state, config, mesh, source, limit=limit, value=value, stop=stop)
+        one = evaluate(eval_fn, state, config, mesh, source, limit=limit, value=value, heads=heads, stop=stop)
         if not one and stop is not None and stop():
             return {}
         by[root] = one

@@ -142,17 +142,17 @@ def shard_batch(batch: dict, mesh) -> dict:
 # the carries of windowed / summed steps, on the devices
 
 
-def empty_window(mesh, *, value: bool = False) -> dict:
+def empty_window(mesh, *, value: bool = False, heads: tuple = ()) -> dict:
     """A zeroed metric window on the devices (replicated), the third argument of a
     :func:`kifunet.train.steps.windowed` step; ``value``: with the sums of a two-headed net
-    (``ModelDef.has_value``)."""
-    return replicate(steps.zeros_window(value), mesh)
+    (``ModelDef.has_value``); ``heads``: of the heads trained (:func:`kifunet.train.steps.trained_heads`)."""
+    return replicate(steps.zeros_window(value, heads), mesh)
 
 
-def empty_sums(mesh, *, value: bool = False) -> dict:
+def empty_sums(mesh, *, value: bool = False, heads: tuple = ()) -> dict:
     """Zeroed evaluation sums on the devices (replicated), the third argument of a
-    :func:`kifunet.train.steps.summed` step; ``value``: with the sums of a two-headed net."""
-    return replicate(steps.zeros_sums(value), mesh)
+    :func:`kifunet.train.steps.summed` step; ``value``: with the sums of a two-headed net; ``heads``: as above."""
+    return replicate(steps.zeros_sums(value, heads), mesh)
 
 
 def data_parallel(per_device_fn, mesh, *, donate_state: bool = False, carry: bool = False):

@@ -5,8 +5,10 @@ Every step here sees this device's rows and the replicated state and reduces wit
 batch: :func:`kifunet.train.batches.window_batch`'s. A two-headed net's loss adds ``value_weight`` x the value MSE
 over the global batch's known rows; a policy-only net's step is unchanged by it (docs/training.md, Nets with a
 value head). The ownership and score heads add ``ownership_weight`` / ``score_weight`` x their masked losses
-(0 by default: nothing added). ``ModelDef(..., fused_norm_act=False)`` keeps
-flax's BatchNorm and autodiff for :func:`kifunet.models.norm_act.norm_act` (what TPUs run: docs/accelerators.md)."""
+(0 by default: nothing added); a head trained (:func:`trained_heads`) adds its loss's sums to the training
+metrics and its :mod:`kifunet.eval.head_metrics` figures' sums to the evaluation's.
+``ModelDef(..., fused_norm_act=False)`` keeps flax's BatchNorm and autodiff for
+:func:`kifunet.models.norm_act.norm_act` (what TPUs run: docs/accelerators.md)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import numpy as np
 import optax
 from flax import nnx
 
+from kifunet.models.aux_heads import ownership_counts, score_errors
 from kifunet.models.base import NO_PASS_LOGIT, constant_predictor_mse, played_move_rank, value_outcome_stats
 from kifunet.train.configs import ConfigError
 
@@ -175,11 +178,12 @@ def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, 
     metrics ``psum``\ s plus gradient / parameter / update norms and ``logit_abs``. ``matmul_precision``:
     :func:`with_matmul_precision`; ``fused_norms``: norms by :func:`global_norm` (same parameters either way).
     ``ownership_weight`` / ``score_weight`` > 0 add :func:`ownership_loss` / :func:`score_loss` (the net must
-    have the head); at 0, the default, nothing is added."""
+    have the head) and the head's :data:`HEAD_LOSS_SUMS` to the metrics; at 0, the default, nothing is added."""
     if loss not in LOSSES:
         raise ConfigError(f"loss must be one of {LOSSES}, got {loss!r}")
     _check_weights(value_weight=value_weight, ownership_weight=ownership_weight, score_weight=score_weight)
     loss_fn_vec = cross_entropy if loss == "cross_entropy" else l2_loss
+    trained = trained_heads(ownership_weight, score_weight)
 
     def step(state, batch):
         params, extra = state["params"], state["extra"]
@@ -192,16 +196,18 @@ def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, 
             total = jnp.sum(vec * w) / jnp.maximum(jnp.sum(w), 1.0)
             if value is not None:
                 total = total + value_weight * value_loss(value, batch)
+            heads = {}
             if ownership_weight > 0 or score_weight > 0:
                 total = total + head_losses(out, batch, ownership_weight, score_weight)
-            return total, (logits, value, new_extra, vec)
+                heads = head_loss_sums(jax.lax.stop_gradient(out), batch, trained)
+            return total, (logits, value, new_extra, vec, heads)
 
         # pmap semantics: each device differentiates its own loss with respect to its own copy of the
         # parameters (marked device-varying). Differentiating with respect to the replicated (invariant)
         # parameters instead would make JAX sum the per-device gradients itself (replication transposes to
         # a reduction), and the pmean below would be a no-op on an 8x too large gradient.
         local_params = jax.lax.pcast(params, AXIS, to="varying")
-        (_, (logits, value, new_extra, vec)), grads = jax.value_and_grad(loss_fn, has_aux=True)(local_params)
+        (_, (logits, value, new_extra, vec, heads)), grads = jax.value_and_grad(loss_fn, has_aux=True)(local_params)
         grads = jax.lax.pmean(grads, AXIS)
         if model_def.batchnorm == "per_device":
             new_extra = jax.tree.map(
@@ -209,7 +215,10 @@ def train_step(model_def: ModelDef, tx: optax.GradientTransformation, schedule, 
         updates, opt_state = tx.update(grads, state["opt_state"], params)
         new_params = optax.apply_updates(params, updates)
         value = None if value is None else jax.lax.stop_gradient(value)
-        metrics = jax.lax.psum(_sums(jax.lax.stop_gradient(logits), batch, vec, value), AXIS)
+        sums = _sums(jax.lax.stop_gradient(logits), batch, vec, value)
+        if heads:
+            sums.update(heads)
+        metrics = jax.lax.psum(sums, AXIS)
         norm = global_norm if fused_norms else optax.tree.norm
         metrics.update(grad_norm=norm(grads), param_norm=norm(new_params),
                        update_norm=norm(updates), lr=jnp.asarray(schedule(state["step"]), jnp.float32),
@@ -268,10 +277,19 @@ def head_losses(out, batch, ownership_weight: float, score_weight: float):
     return total
 
 
+def trained_heads(ownership_weight: float, score_weight: float) -> tuple:
+    """The heads a run trains, in :data:`HEADS` order: those whose weight is above 0."""
+    return tuple(h for h, wt in zip(HEADS, (ownership_weight, score_weight)) if wt > 0)
+
+
+def _row_weights(known, batch):
+    return batch["weight"] * known.astype(batch["weight"].dtype)
+
+
 def _masked_mean(per_row, known, batch):
     """This device's share of the global batch's mean of ``per_row`` over the rows with weight and ``known``
     (``n_devices x sum_local / max(K, 1)``, K their ``psum``): as :func:`value_loss` masks."""
-    w = batch["weight"] * known.astype(batch["weight"].dtype)
+    w = _row_weights(known, batch)
     k = jax.lax.psum(jnp.sum(w), AXIS)
     n = jax.lax.psum(1, AXIS)
     return n * jnp.sum(w * per_row) / jnp.maximum(k, 1.0)
@@ -282,9 +300,14 @@ def ownership_loss(ownership, batch):
     of ``ownership [B, N, N]`` against ``batch['ownership']`` (+1 / -1 / 0, the mover's view)."""
     if ownership is None:
         raise ConfigError("ownership_weight > 0 needs a net with an ownership head (model ownership_head=True)")
+    return _masked_mean(*_ownership_rows(ownership, batch), batch)
+
+
+def _ownership_rows(ownership, batch):
+    """(per-row mean squared error of the points, rows with a target) of :func:`ownership_loss`."""
     target = batch["ownership"].astype(jnp.float32)
     per_row = jnp.mean(jnp.square(ownership.astype(jnp.float32) - target), axis=(1, 2))
-    return _masked_mean(per_row, batch["ownership_source"] > 0, batch)
+    return per_row, batch["ownership_source"] > 0
 
 
 def score_loss(score, batch):
@@ -292,22 +315,77 @@ def score_loss(score, batch):
     board side (a margin of N points costs 1)."""
     if score is None:
         raise ConfigError("score_weight > 0 needs a net with a score head (model score_head=True)")
+    return _masked_mean(*_score_rows(score, batch), batch)
+
+
+def _score_rows(score, batch):
+    """(per-row squared error over the board side, rows with a target) of :func:`score_loss`."""
     target = batch["score"].astype(jnp.float32)
     known = jnp.isfinite(target)
     n = batch["planes"].shape[1]
     err = jnp.where(known, (score.astype(jnp.float32) - jnp.where(known, target, 0.0)) / n, 0.0)
-    return _masked_mean(jnp.square(err), known, batch)
+    return jnp.square(err), known
 
 
-def eval_step(model_def: ModelDef, *, loss: str = "cross_entropy", matmul_precision: str = "default"):
+def head_loss_sums(out, batch, heads: tuple) -> dict:
+    """This device's :data:`HEAD_LOSS_SUMS` of the ``heads`` trained: each loss's numerator (the rows' weighted
+    terms) and its rows with a target; their ratio over a window is :func:`ownership_loss` / :func:`score_loss`."""
+    sums = {}
+    for h in heads:
+        per_row, known = (_ownership_rows(out.ownership, batch) if h == "ownership" else _score_rows(out.score, batch))
+        w = _row_weights(known, batch)
+        term, rows = HEAD_LOSS_SUMS[h]
+        sums[term], sums[rows] = jnp.sum(w * per_row), jnp.sum(w)
+    return sums
+
+
+def head_eval_sums(out, batch, heads: tuple) -> dict:
+    """This device's :data:`HEAD_EVAL_SUMS` of the ``heads``: :func:`kifunet.models.aux_heads.ownership_counts`'
+    owned points and points right, :func:`~kifunet.models.aux_heads.score_errors`' rows and absolute errors (the
+    rules of :mod:`kifunet.eval.head_metrics`)."""
+    sums = {}
+    if "ownership" in heads:
+        _, points, right = ownership_counts(out.ownership, batch, xp=jnp)
+        sums["ownership_points"], sums["ownership_correct"] = points.astype(jnp.float32), right.astype(jnp.float32)
+    if "score" in heads:
+        rows, abs_sum = score_errors(out.score.astype(jnp.float32), batch, xp=jnp)
+        sums["score_rows"], sums["score_abs_sum"] = rows.astype(jnp.float32), abs_sum
+    return sums
+
+
+def head_metrics_of(sums: dict) -> dict:
+    """The heads' figures of fetched sums (NaN where no row has the target): ``ownership_loss`` and ``score_loss``
+    (the losses' values over a training window) from :data:`HEAD_LOSS_SUMS`; ``ownership_acc`` (with
+    ``ownership_points``) and ``score_mae`` in points (with ``score_rows``) from :data:`HEAD_EVAL_SUMS`."""
+    nan = float("nan")
+    ratio = lambda a, b: float(sums[a]) / float(sums[b]) if float(sums[b]) > 0 else nan  # noqa: E731
+    out = {}
+    for h, (term, rows) in HEAD_LOSS_SUMS.items():
+        if term in sums:
+            out[f"{h}_loss"] = ratio(term, rows)
+    if "ownership_points" in sums:
+        out.update(ownership_acc=ratio("ownership_correct", "ownership_points"),
+                   ownership_points=float(sums["ownership_points"]))
+    if "score_abs_sum" in sums:
+        out.update(score_mae=ratio("score_abs_sum", "score_rows"), score_rows=float(sums["score_rows"]))
+    return out
+
+
+def eval_step(model_def: ModelDef, *, loss: str = "cross_entropy", matmul_precision: str = "default",
+              heads: tuple = ()):
     """The per-device evaluation step ``(state, local_batch) -> sums`` (weights mask padding rows);
-    ``matmul_precision``: :func:`with_matmul_precision`. ``fused_norms``: the three norms by :func:`global_norm`
-    (one reduction each) instead of ``optax.tree.norm`` (one per array); the parameters are the same either way."""
+    ``matmul_precision``: :func:`with_matmul_precision`; ``heads`` (:func:`trained_heads`) add their
+    :func:`head_eval_sums` (the batches then carry the targets)."""
     loss_fn_vec = cross_entropy if loss == "cross_entropy" else l2_loss
 
     def step(state, batch):
-        logits, value, _ = model_def.apply(state["params"], state["extra"], batch, train=False)
-        return jax.lax.psum(_sums(logits, batch, loss_fn_vec(logits, batch["target"]), value), AXIS)
+        if not heads:
+            logits, value, _ = model_def.apply(state["params"], state["extra"], batch, train=False)
+            return jax.lax.psum(_sums(logits, batch, loss_fn_vec(logits, batch["target"]), value), AXIS)
+        out, _ = model_def.apply_outputs(state["params"], state["extra"], batch, train=False)
+        sums = _sums(out.logits, batch, loss_fn_vec(out.logits, batch["target"]), out.value)
+        sums.update(head_eval_sums(out, batch, heads))
+        return jax.lax.psum(sums, AXIS)
 
     return with_matmul_precision(step, matmul_precision)
 
@@ -319,6 +397,12 @@ def eval_step(model_def: ModelDef, *, loss: str = "cross_entropy", matmul_precis
 SUM_METRICS = ("loss_sum", "nats_sum", "top1_sum", "top4_sum", "count")
 #: the sums a two-headed net adds (:func:`value_sums`; :func:`value_metrics` divides them)
 VALUE_SUM_METRICS = ("value_sq_sum", "value_known", "winner_decided", "winner_correct", "outcome_sum")
+#: the heads a run may train (:func:`trained_heads`)
+HEADS = ("ownership", "score")
+#: per head trained, the sums a training step adds (:func:`head_loss_sums`): the loss's numerator, its rows
+HEAD_LOSS_SUMS = {"ownership": ("ownership_sq_sum", "ownership_rows"), "score": ("score_sq_sum", "score_rows")}
+#: per head trained, the sums an evaluation step adds (:func:`head_eval_sums`)
+HEAD_EVAL_SUMS = {"ownership": ("ownership_points", "ownership_correct"), "score": ("score_rows", "score_abs_sum")}
 #: per-step metrics of which a window keeps the last value
 LAST_METRICS = ("grad_norm", "param_norm", "update_norm", "lr", "logit_abs")
 #: per-step metrics of which a window also keeps the maximum, as ``<name>_max`` (:data:`MAX_METRICS`): a run-up
@@ -333,18 +417,21 @@ def sum_keys(value: bool) -> tuple:
     return SUM_METRICS + (VALUE_SUM_METRICS if value else ())
 
 
-def zeros_window(value: bool = False) -> dict:
-    """A zeroed metric window on the host, the carry of a :func:`windowed` step (``value``: a two-headed net's);
-    :func:`kifunet.train.parallel.empty_window` puts it on the devices."""
-    w = {k: np.zeros((), np.float32) for k in sum_keys(value) + LAST_METRICS + MAX_METRICS}
+def zeros_window(value: bool = False, heads: tuple = ()) -> dict:
+    """A zeroed metric window on the host, the carry of a :func:`windowed` step (``value``: a two-headed net's;
+    ``heads``: the heads trained, :data:`HEAD_LOSS_SUMS`); :func:`kifunet.train.parallel.empty_window` puts it on
+    the devices."""
+    keys = sum_keys(value) + tuple(k for h in heads for k in HEAD_LOSS_SUMS[h])
+    w = {k: np.zeros((), np.float32) for k in keys + LAST_METRICS + MAX_METRICS}
     w.update(steps=np.zeros((), np.int32), first_bad=np.zeros((), np.int32), bad_loss=np.zeros((), np.float32))
     return w
 
 
-def zeros_sums(value: bool = False) -> dict:
-    """Zeroed evaluation sums on the host, the carry of a :func:`summed` step
-    (:func:`kifunet.train.parallel.empty_sums` puts them on the devices)."""
-    return {k: np.zeros((), np.float32) for k in sum_keys(value)}
+def zeros_sums(value: bool = False, heads: tuple = ()) -> dict:
+    """Zeroed evaluation sums on the host, the carry of a :func:`summed` step (``heads``: :data:`HEAD_EVAL_SUMS`;
+    :func:`kifunet.train.parallel.empty_sums` puts them on the devices)."""
+    keys = sum_keys(value) + tuple(k for h in heads for k in HEAD_EVAL_SUMS[h])
+    return {k: np.zeros((), np.float32) for k in keys}
 
 
 def windowed(step_fn):
@@ -362,6 +449,9 @@ def windowed(step_fn):
         if "value_sq_sum" in m:
             loss = loss + m["value_sq_sum"].astype(jnp.float32) / jnp.maximum(m["value_known"].astype(jnp.float32),
                                                                              1.0)
+        for term, rows in HEAD_LOSS_SUMS.values():  # a head's non-finite loss stops the run as the policy's does
+            if term in m:
+                loss = loss + m[term].astype(jnp.float32) / jnp.maximum(m[rows].astype(jnp.float32), 1.0)
         first = (window["first_bad"] == 0) & ~jnp.isfinite(loss)
         out["first_bad"] = jnp.where(first, number.astype(jnp.int32), window["first_bad"])
         out["bad_loss"] = jnp.where(first, loss, window["bad_loss"])

@@ -23,8 +23,8 @@ from kifunet.train import (checkpointing, evaluation, input_pipeline, memory, me
 from kifunet.train.data import TrainData
 from kifunet.train.dispatch import InFlight, fetch
 from kifunet.train.prefetch import Prefetcher
-from kifunet.train.steps import (LAST_METRICS, MAX_METRICS, ModelDef, eval_step, summed, train_step, value_metrics,
-                                 windowed)
+from kifunet.train.steps import (LAST_METRICS, MAX_METRICS, ModelDef, eval_step, head_metrics_of, summed, train_step,
+                                 trained_heads, value_metrics, windowed)
 
 
 class NonFiniteLoss(FloatingPointError):
@@ -198,13 +198,15 @@ def _train(config, workdir: str, mesh, ckpt, latest: int | None, signals, histor
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Net:
-    """The model of a run (:func:`setup`), its compiled steps and memory estimate (:func:`_build`)."""
+    """The model of a run (:func:`setup`), its compiled steps and memory estimate (:func:`_build`), the heads it
+    trains (:func:`~kifunet.train.steps.trained_heads`: their figures in the records)."""
 
     model_def: ModelDef
     train_fn: object
     eval_fn: object
     nparams: int
     memory: dict
+    heads: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,12 +228,14 @@ def _build(config, mesh, data: TrainData) -> tuple[Net, dict]:
                                                   in_planes=info["num_planes"], mesh=mesh)
     nparams = models.count_params(model)
     del model
+    heads = trained_heads(config.get("ownership_weight", 0.0), config.get("score_weight", 0.0))
     train_fn = train_function(config, model_def, tx, schedule, mesh)
     eval_fn = parallel.data_parallel(
-        summed(eval_step(model_def, loss=config.loss, matmul_precision=config.get("matmul_precision", "default"))),
+        summed(eval_step(model_def, loss=config.loss, matmul_precision=config.get("matmul_precision", "default"),
+                         heads=heads)),
         mesh, carry=True)
-    mem = _fit_memory(train_fn, state, config, mesh, data, value=model_def.has_value)
-    return Net(model_def, train_fn, eval_fn, nparams, mem), state
+    mem = _fit_memory(train_fn, state, config, mesh, data, value=model_def.has_value, heads=heads)
+    return Net(model_def, train_fn, eval_fn, nparams, mem, heads), state
 
 
 def _restore(config, ckpt, latest: int | None, state, mesh):
@@ -311,12 +315,12 @@ def _headline(config, mesh, data: TrainData, net: Net) -> str:
             f"{data.mix_text()}, {total_steps:,} steps = {total_steps * B:,} positions, {memory.text(net.memory)}")
 
 
-def _fit_memory(train_fn, state, config, mesh, data: TrainData, *, value: bool) -> dict:
+def _fit_memory(train_fn, state, config, mesh, data: TrainData, *, value: bool, heads: tuple = ()) -> dict:
     """Compile the train step for the global batch's shapes (the loop's first step reuses this compilation),
     estimate this process's memory from it, and refuse a run that cannot fit (:mod:`kifunet.train.memory`)."""
     info = data.facts()
     batch = memory.abstract_batch(config, mesh, board_size=info["board_size"], num_planes=info["num_planes"])
-    compiled = train_fn.lower(state, batch, parallel.empty_window(mesh, value=value)).compile()
+    compiled = train_fn.lower(state, batch, parallel.empty_window(mesh, value=value, heads=heads)).compile()
     est = memory.estimate(compiled, config, mesh, board_size=info["board_size"], num_planes=info["num_planes"],
                           block_rows=data.block_rows())
     memory.check(est, config, model=config.model.name)
@@ -358,7 +362,7 @@ class Run:
                    math.ceil(config.train_positions / B), max(1, config.log_every_steps),
                    _every(config.eval_every_positions, B) if config.eval_split else 0,
                    _every(config.checkpoint_every_positions, B),
-                   parallel.empty_window(mesh, value=net.model_def.has_value))
+                   parallel.empty_window(mesh, value=net.model_def.has_value, heads=net.heads))
 
     def eval_stop(self):
         """What ends an evaluation at once: a signal (one process; several would have to agree), else None."""
@@ -469,6 +473,7 @@ def _train_record(run: Run, st: LoopState, m: dict, dt: float) -> dict:
     train_value = evaluation.finite(value_metrics(m))
     train_value.pop("value_baseline_mse", None)  # the baseline is the evaluation split's (docs/training.md: value heads)
     rec.update(train_value)
+    rec.update(evaluation.finite(head_metrics_of(m)))
     if timed > 0 and dt > 0:  # (a window holding only the compiling first step has no rate)
         rec["positions_per_s"] = timed * B / dt
         rec["data_wait_fraction"] = wait / dt
@@ -489,7 +494,8 @@ def _evaluate(run: Run, st: LoopState, limit: int) -> dict:
     """Evaluate every dataset of the run (:func:`kifunet.train.evaluation.evaluate_datasets`), write and print the
     record; a signal ends it at once (one process) and gives ``{}``."""
     res = evaluation.evaluate_datasets(run.net.eval_fn, st.state, run.config, run.mesh, run.data, limit=limit,
-                                       value=run.net.model_def.has_value, stop=run.eval_stop())
+                                       value=run.net.model_def.has_value, heads=run.net.heads,
+                                       stop=run.eval_stop())
     if res:
         run.writer.write("eval", st.step, {"positions": st.step * run.config.batch_size, **res})
         for root, one in (res["by_dataset"].items() if "by_dataset" in res else [(None, res)]):
