@@ -339,7 +339,7 @@ def _openings(cfg: MatchConfig, log: Callable[[str], None]) -> list:
         raise MatchConfigError(f"--opening-moves must be at least 1 with --openings, not {cfg.opening_moves}")
     chosen, skipped = openings.choose(cfg.openings, cfg.opening_moves, (cfg.games + 1) // 2, cfg.board_size)
     log(f"openings: the first {cfg.opening_moves} moves of {len(chosen)} games of {', '.join(cfg.openings)} "
-        f"(split-hash fractions {chosen[0].fraction:.4f} to {chosen[-1].fraction:.4f}); skipped "
+        f"(split-hash fractions {chosen[0].fraction:.6f} to {chosen[-1].fraction:.6f}); skipped "
         + (", ".join(f"{n} {r}" for r, n in sorted(skipped.items())) or "none"))
     return chosen
 
