@@ -353,3 +353,18 @@ def test_a_time_limited_row_is_replayed_to_its_kept_final_positions(monkeypatch)
     monkeypatch.setitem(ing.ROWS, "cosine_900s", ing.Row("cosine, 900 s", overrides=("--config.time_limit_s=900",)))
     with pytest.raises(SystemExit, match="cosine_900s is time-limited and its schedule depends on its length"):
         ing.replay_command("cosine_900s", data)
+
+
+def test_the_manuals_run_commands_name_rows_and_the_claim_rows_are_all_there():
+    """docs/runs.md's `scripts/ingredients.py run ...` lines (continued with a backslash) name rows only, and
+    every issue-51 row is in one of them."""
+    import re
+
+    from docs_pages import page
+
+    text = page("runs").replace("\\\n", " ")
+    named = set()
+    for m in re.finditer(r"python scripts/ingredients\.py run ([^#\n]*)", text):
+        named |= set(m.group(1).split())
+    assert named <= set(ing.ROWS), named - set(ing.ROWS)
+    assert set(ing.CLAIM_ROWS) <= named
