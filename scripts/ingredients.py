@@ -2,6 +2,7 @@
 
     python scripts/ingredients.py list                     # the rows: name, change, command
     python scripts/ingredients.py run base base_seed1 relu # train each row (15 min) and keep its metrics
+    python scripts/ingredients.py run mao resnet18 garb garb_plain   # issue 51's claim rows (docs/runs.md)
     python scripts/ingredients.py probes base              # score a row's trained net on the probe set again
     python scripts/ingredients.py retrain constant         # train a kept row again, check it, score its probes
     python scripts/ingredients.py probes base --workdir runs/profiles/kgs   # ... a run elsewhere that is the row
