@@ -9,7 +9,7 @@ one random batch of the config's size on the devices: :func:`bench_train_step.pr
 each time ``--steps`` steps of every row in turn, so a change in the machine's load falls on all rows alike. A row's
 figure is the median over its rounds of positions/s; its ratio to ``base`` is the median of the per-round ratios.
 Rows that differ from another only in the seed or the schedule (``*_seed1``, ``constant*``) run the same step and
-are left out. Prints a Markdown table and writes the JSON (with the load average before and after) to ``--out``.
+are left out; issue 51's claim rows (``scripts/ingredients.py`` ``CLAIM_ROWS``) are timed when named in ``--rows``. Prints a Markdown table and writes the JSON (with the load average before and after) to ``--out``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ SAME_STEP = ("base_seed1", "constant", "constant_seed1")  # the base's step: onl
 
 
 def rows_to_time(names=None) -> list[str]:
-    names = list(names or ing.ROWS)
+    """The rows ``names`` (default: the ingredient table's, issue 51's claim rows left out) that have a step of
+    their own."""
+    names = list(names or (n for n in ing.ROWS if n not in ing.CLAIM_ROWS))
     return [n for n in names if n not in SAME_STEP and not n.endswith("_seed1")]
 
 
@@ -56,12 +58,9 @@ def main(argv=None) -> int:
         names.insert(0, "base")
 
     from kifunet.data_prep.planes import features
-    from kifunet.train import configs, parallel
+    from kifunet.train import parallel
 
-    cfgs = {}
-    for n in names:
-        overrides, _ = configs.parse_overrides(list(ing.ROWS[n].overrides))
-        cfgs[n] = configs.load(str(ing.REPO / ing.CONFIG), overrides)
+    cfgs = {n: ing.row_config(ing.ROWS[n]) for n in names}
     parallel.use_cpu_devices(int(cfgs["base"].cpu_devices))  # as `kifunet train` does, before JAX starts
     import jax
 

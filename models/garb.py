@@ -1,7 +1,8 @@
 """NoGoZero+ residual net with global attention residual blocks (Gao & Wu 2021, 3.2.1; structure:
 docs/architectures.md). ``value_head=True`` (ours) adds a
 :class:`~kifunet.models.layers.PooledValueHead`; ``ownership_head``, ``score_head``:
-:mod:`kifunet.models.aux_heads`. Any board size."""
+:mod:`kifunet.models.aux_heads`. ``plain=True`` makes every block a plain pre-activation residual block (no GARB):
+the same net without its global attention, the ablation the paper measures GARB by. Any board size."""
 
 from __future__ import annotations
 
@@ -47,14 +48,15 @@ class GARBBlock(nnx.Module):
 
 
 class GARBNet(PolicyNet):
-    """Alternating standard / GARB residual tower with an AlphaGo Zero policy head."""
+    """Alternating standard / GARB residual tower (every block standard with ``plain``) with an AlphaGo Zero
+    policy head."""
 
     has_pass = True
 
     def __init__(self, *, board_size: int = 19, in_planes: int = 21, channels: int = 64, blocks: int = 10,
                  garb_channels: int | None = None, value_head: bool = False, value_channels: int = 32,
                  value_hidden: int = 64, rank_embedding: bool = False, profile_embedding: int = 0,
-                 ownership_head: bool = False, score_head: bool = False, dtype=jnp.float32,
+                 ownership_head: bool = False, score_head: bool = False, plain: bool = False, dtype=jnp.float32,
                  param_dtype=jnp.float32, rngs: nnx.Rngs):
         self._setup(board_size=board_size, in_planes=in_planes, dtype=dtype, param_dtype=param_dtype,
                     rank_embedding=rank_embedding, profile_embedding=profile_embedding, trunk_features=channels,
@@ -62,7 +64,7 @@ class GARBNet(PolicyNet):
         kw = dict(dtype=dtype, param_dtype=param_dtype, rngs=rngs)
         c3 = garb_channels or channels // 2
         self.stem = Conv(in_planes, channels, 3, **kw)
-        self.blocks = nnx.List([GARBBlock(channels, c3, **kw) if i % 2 else PreActBlock(channels, **kw)
+        self.blocks = nnx.List([GARBBlock(channels, c3, **kw) if i % 2 and not plain else PreActBlock(channels, **kw)
                                 for i in range(blocks)])
         self.final_bn = batch_norm(channels, **kw)
         self.policy_conv = Conv(channels, 2, 1, use_bias=True, **kw)

@@ -53,6 +53,8 @@ class MatchConfig:
     move_timeout: float = 600.0
     seed: int = 0  # games get set_random_seed seed + 2*i (black) and seed + 2*i + 1 (white) where known
     resign: bool = False  # kifunet players may resign (``kifunet-resign on``); off: ``kifunet-resign off``
+    openings: tuple[str, ...] = ()  # SGF files, folders, archives: game pair i starts from opening i (play/openings.py)
+    opening_moves: int = 0  # the openings' length in moves
 
     @property
     def cap(self) -> int:
@@ -60,9 +62,12 @@ class MatchConfig:
 
     def identity(self) -> dict:
         """Settings that must match for games in one directory to belong to one match."""
-        return {"engine": self.engine, "opponent": self.opponent, "board_size": self.board_size, "komi": self.komi,
-                "max_moves": self.cap, "referee": self.referee or "tromp-taylor", "seed": self.seed,
-                "resign": self.resign}
+        ident = {"engine": self.engine, "opponent": self.opponent, "board_size": self.board_size, "komi": self.komi,
+                 "max_moves": self.cap, "referee": self.referee or "tromp-taylor", "seed": self.seed,
+                 "resign": self.resign}
+        if self.openings:  # only then: a match without openings keeps the identity it had before they existed
+            ident.update(openings=list(self.openings), opening_moves=self.opening_moves)
+        return ident
 
 
 def engine_colour(index: int) -> int:
@@ -139,10 +144,12 @@ def _score(players: _Players, cfg: MatchConfig, moves, board: Board) -> tuple[in
     return winner, scoring.format_score(score), note
 
 
-def play_game(index: int, players: _Players, cfg: MatchConfig, on_move: Callable[[int, int], None] | None = None
-              ) -> tuple[GameResult, list[tuple[int, int]], str]:
-    """Play game ``index``; returns (result, moves [(colour, flat)], referee note). ``on_move(index, moves so
-    far)`` is called after every move."""
+def play_game(index: int, players: _Players, cfg: MatchConfig, on_move: Callable[[int, int], None] | None = None,
+              opening=()) -> tuple[GameResult, list[tuple[int, int]], str]:
+    """Play game ``index`` from the moves ``opening`` [(colour, flat)] (told to both players with ``play``; legal,
+    alternating from black, no pass: :func:`kifunet.play.openings.opening_of`); returns (result, moves [(colour,
+    flat)] with the opening's first, referee note). ``on_move(index, moves so far)`` is called after every move
+    played by a player."""
     n = cfg.board_size
     nn = n * n
     ecol = engine_colour(index)
@@ -152,6 +159,15 @@ def play_game(index: int, players: _Players, cfg: MatchConfig, on_move: Callable
     board = Board(n)
     moves: list[tuple[int, int]] = []
     colour = BLACK
+    for colour, flat in opening:
+        board.play(flat, colour)
+        moves.append((colour, flat))
+        for p in by_colour.values():
+            good, text = p.command(f"play {'b' if colour == BLACK else 'w'} {_vertex(flat, n)}", cfg.move_timeout)
+            if not good:
+                raise EngineError(f"{p.label} refused opening move {len(moves)} ({_vertex(flat, n)}: {text})")
+    if opening:
+        colour = 3 - colour
     passes = 0
     winner, result, ended = None, "", ""
     think = {"engine": 0.0, "opponent": 0.0}
@@ -274,7 +290,12 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print, live: LiveMo
     ``log`` gets a line per finished game; ``live`` shows the move number of every game in play."""
     out = Path(cfg.out_dir)
     check_programs(cfg)
+    chosen = _openings(cfg, log)
     _check_config(cfg, out)
+    if cfg.openings:
+        (out / "openings.json").write_text(json.dumps(
+            {"source": list(cfg.openings), "moves": cfg.opening_moves, "rule": OPENINGS_RULE,
+             "openings": [o.to_json() for o in chosen]}, indent=1) + "\n")
     done = finished_games(out)
     todo = [i for i in range(cfg.games) if i not in done]
     if done:
@@ -283,7 +304,7 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print, live: LiveMo
     if live is not None:
         live.start(len(todo))
         log = live.wrap(log)
-    run = _MatchRun(cfg, out, done, todo, log, live)
+    run = _MatchRun(cfg, out, done, todo, log, live, chosen)
     threads = [threading.Thread(target=run.worker, args=(w,), daemon=True) for w in range(run.at_once)]
     for t in threads:
         t.start()
@@ -293,18 +314,44 @@ def run_match(cfg: MatchConfig, log: Callable[[str], None] = print, live: LiveMo
         live.close()
     remaining = [i for i in range(cfg.games) if i not in done]
     summary = summarise(done, cfg.games, out, failed=remaining)
+    if cfg.openings:
+        summary.openings = {"source": list(cfg.openings), "moves": cfg.opening_moves, "rule": OPENINGS_RULE,
+                            "games": [o.path for o in chosen]}
     (out / "results.json").write_text(json.dumps(summary.to_json(), indent=2) + "\n")
     if run.start_errors:
         raise run.start_errors[0]
     return summary
 
 
+#: how the openings are chosen, as results.json and openings.json say it
+OPENINGS_RULE = ("game pair i (games 2i and 2i+1, colours swapped) starts from the first moves of the i-th usable game "
+                 "of the source in split-hash order (smallest first: a --hash-split test:F build's test games)")
+
+
+def _openings(cfg: MatchConfig, log: Callable[[str], None]) -> list:
+    """The match's openings (one per pair of games; none without ``cfg.openings``), and a line saying what they
+    are and what was skipped."""
+    if not cfg.openings:
+        return []
+    from . import openings
+
+    if cfg.opening_moves < 1:
+        raise MatchConfigError(f"--opening-moves must be at least 1 with --openings, not {cfg.opening_moves}")
+    chosen, skipped = openings.choose(cfg.openings, cfg.opening_moves, (cfg.games + 1) // 2, cfg.board_size)
+    log(f"openings: the first {cfg.opening_moves} moves of {len(chosen)} games of {', '.join(cfg.openings)} "
+        f"(split-hash fractions {chosen[0].fraction:.6f} to {chosen[-1].fraction:.6f}); skipped "
+        + (", ".join(f"{n} {r}" for r, n in sorted(skipped.items())) or "none"))
+    return chosen
+
+
 class _MatchRun:
-    """The games ``todo`` of one :func:`run_match`, shared by its worker threads (one pair of programs each)."""
+    """The games ``todo`` of one :func:`run_match`, shared by its worker threads (one pair of programs each);
+    game ``i`` starts from ``openings[i // 2]`` when there are openings."""
 
     def __init__(self, cfg: MatchConfig, out: Path, done: dict, todo: list[int], log: Callable[[str], None],
-                 live: LiveMoves | None):
+                 live: LiveMoves | None, openings=()):
         self.cfg, self.out, self.done, self.log, self.live = cfg, out, done, log, live
+        self.openings = list(openings)
         self.log_dir = out / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.at_once = max(1, min(cfg.parallel, len(todo)))
@@ -364,10 +411,13 @@ class _MatchRun:
 
     def _play(self, i: int, players: _Players) -> None:
         cfg, live = self.cfg, self.live
-        res, moves, note = play_game(i, players, cfg, None if live is None else live.move)
+        opening = self.openings[i // 2] if self.openings else None
+        res, moves, note = play_game(i, players, cfg, None if live is None else live.move,
+                                     opening=opening.moves if opening else ())
         path = game_path(self.out, i)
         write_game(path, res, moves, board_size=cfg.board_size, komi=cfg.komi, engine=cfg.engine,
-                   opponent=cfg.opponent, names=players.names, note=note)
+                   opponent=cfg.opponent, names=players.names, note=note,
+                   opening=f"the first {len(opening.moves)} moves of {opening.path}" if opening else "")
         res.path = str(path)
         with self.lock:
             self.done[i] = res

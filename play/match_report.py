@@ -59,9 +59,14 @@ class MatchSummary:
     failed: list
     requested: int
     out_dir: str
+    openings: dict = dataclasses.field(default_factory=dict)  # where the games' first moves came from; {}: none
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields as a dict; ``openings`` only when the match had some (as results.json was before them)."""
+        d = dataclasses.asdict(self)
+        if not d["openings"]:
+            del d["openings"]
+        return d
 
 
 def summarise(results: dict[int, GameResult], requested: int, out_dir, failed=()) -> MatchSummary:
@@ -89,10 +94,14 @@ def _settings_lines(cfg, engine_suffix: str = "") -> list[str]:
     """The header of a table: ``cfg`` is a :class:`kifunet.play.match.MatchConfig` (or None: no header)."""
     if cfg is None:
         return []
-    return [f"engine:   {cfg.engine}{engine_suffix}",
-            f"opponent: {cfg.opponent}",
-            f"{cfg.board_size}x{cfg.board_size}, komi {cfg.komi:g}, move cap {cfg.cap}, referee: "
-            f"{cfg.referee or 'Tromp-Taylor'}"]
+    lines = [f"engine:   {cfg.engine}{engine_suffix}",
+             f"opponent: {cfg.opponent}",
+             f"{cfg.board_size}x{cfg.board_size}, komi {cfg.komi:g}, move cap {cfg.cap}, referee: "
+             f"{cfg.referee or 'Tromp-Taylor'}"]
+    if getattr(cfg, "openings", ()):
+        lines.append(f"openings: the first {cfg.opening_moves} moves of held-out games of {', '.join(cfg.openings)}, "
+                     "one per pair of games (colours swapped within the pair; openings.json names them)")
+    return lines
 
 
 def format_summary(s: MatchSummary, cfg=None) -> str:

@@ -25,9 +25,10 @@ def game_path(out_dir, index: int) -> Path:
 
 
 def write_game(path: Path, res: GameResult, moves, *, board_size: int, komi: float, engine: str, opponent: str,
-               names: dict, note: str) -> None:
+               names: dict, note: str, opening: str = "") -> None:
     """Write one finished game: ``moves`` [(colour, flat)], ``engine``/``opponent`` their command lines,
-    ``names`` their GTP names (``{"engine": ..., "opponent": ...}``), ``note`` how it was scored."""
+    ``names`` their GTP names (``{"engine": ..., "opponent": ...}``), ``note`` how it was scored, ``opening`` where
+    the game's first moves came from (the comment's ``opening`` line; none when empty)."""
     n = board_size
     game = sgf.Sgf_game(size=n)
     root = game.get_root()
@@ -44,7 +45,8 @@ def write_game(path: Path, res: GameResult, moves, *, board_size: int, komi: flo
     comment = {"engine": engine, "opponent": opponent, "engine_colour": "B" if res.engine_colour == BLACK
                else "W", "ended": res.ended, "moves": res.moves, "seconds": round(res.seconds, 1),
                "engine_genmove_seconds": round(res.think.get("engine", 0.0), 1),
-               "opponent_genmove_seconds": round(res.think.get("opponent", 0.0), 1), "scored_by": note or "-"}
+               "opponent_genmove_seconds": round(res.think.get("opponent", 0.0), 1), "scored_by": note or "-",
+               **({"opening": opening} if opening else {})}
     root.set("C", "\n".join(f"{k}: {v}" for k, v in comment.items()))
     node = root
     for colour, flat in moves:

@@ -2,6 +2,7 @@
 
     python scripts/ingredients.py list                     # the rows: name, change, command
     python scripts/ingredients.py run base base_seed1 relu # train each row (15 min) and keep its metrics
+    python scripts/ingredients.py run mao resnet18 garb garb_plain   # issue 51's claim rows (docs/runs.md)
     python scripts/ingredients.py probes base              # score a row's trained net on the probe set again
     python scripts/ingredients.py retrain constant         # train a kept row again, check it, score its probes
     python scripts/ingredients.py probes base --workdir runs/profiles/kgs   # ... a run elsewhere that is the row
@@ -43,6 +44,14 @@ class Row:
     change: str  # what differs from the baseline, as the table prints it
     features: str = "gonn"
     overrides: tuple[str, ...] = ()
+    net: str = ""  # another net on the same recipe: ``CONFIG:net`` (train/configs/ingredients.py ARCHS)
+    # (fast, slow): the row is kept row ``fast`` trained for as long as kept row ``slow`` took (:func:`equal_time`)
+    equal_time: tuple[str, str] = ()
+
+    @property
+    def config(self) -> str:
+        """The ``--config`` argument of the row's command."""
+        return f"{CONFIG}:{self.net}" if self.net else CONFIG
 
 
 # the schedule rows: the first two runs of the table, a constant rate under a time limit
@@ -92,20 +101,65 @@ ROWS.update({f"{n}_seed1": Row(f"{ROWS[n].change} (seed 1)", ROWS[n].features, (
              for n in SECOND_SEEDS})
 SEED_ROWS = (*SEED_ROWS, *((n, f"{n}_seed1") for n in SECOND_SEEDS))
 
+# issue 51: the papers' claims, each net on the baseline's recipe (data, batch, schedule, evaluation, probes).
+# MAO against its paper's ResNet-18 at equal parameters; NoGoZero+'s GARB blocks against plain residual blocks in the
+# same 5-block net; NoGoZero+'s extra heads on the baseline, with KataGo's ownership weight (1.5) and the score weight
+# of the heads' first run (0.1; neither paper has a loss like ours for the score: docs/runs.md). Each with a seed-1
+# twin; the faster net of each pair also at the slower one's CPU-seconds (``*_equal_time``)
+OWNERSHIP = ("--config.model.kwargs.ownership_head=True", "--config.ownership_weight=1.5")
+SCORE = ("--config.model.kwargs.score_head=True", "--config.score_weight=0.1")
+CLAIM_ROWS = {
+    "mao": Row("MAO net (Li et al. 2020) at its paper's size, 489,802 parameters, instead of GoNN's", net="mao"),
+    "resnet18": Row("MAO's ResNet-18 (AlphaGo Zero blocks, 8 x 39), 491,949 parameters, instead of GoNN's",
+                    net="resnet18"),
+    "garb": Row("NoGoZero+ GARB net, 5 blocks x 32 (GARB blocks 2 and 4), 373,540 parameters, instead of GoNN's",
+                net="garb"),
+    "garb_plain": Row("the GARB net with plain residual blocks only (5 x 32), 362,148 parameters, instead of GoNN's",
+                      net="garb_plain"),
+    "heads_ownership": Row("+ ownership head (weight 1.5)", overrides=OWNERSHIP),
+    "heads_score": Row("+ score head (weight 0.1)", overrides=SCORE),
+    "heads_both": Row("+ ownership and score heads (weights 1.5, 0.1)", overrides=(*OWNERSHIP, *SCORE)),
+}
+# each pair at equal CPU-seconds: the faster net trained as long as the slower took (its seeds alike, by seed 0's pair)
+for fast, slow in (("resnet18", "mao"), ("garb_plain", "garb")):
+    CLAIM_ROWS[f"{fast}_equal_time"] = Row(f"{CLAIM_ROWS[fast].change}, for as long as `{slow}` took",
+                                           net=CLAIM_ROWS[fast].net, equal_time=(fast, slow))
+CLAIM_ROWS.update({f"{n}_seed1": Row(f"{r.change} (seed 1)", r.features, (*r.overrides, "--config.seed=1"), r.net,
+                                     r.equal_time) for n, r in list(CLAIM_ROWS.items())})
+#: the pairs a claim compares (the first the paper's ingredient, the second what it is measured against)
+CLAIM_PAIRS = (("mao", "resnet18"), ("garb", "garb_plain"))
+ROWS.update(CLAIM_ROWS)
+SEED_ROWS = (*SEED_ROWS, *((n, f"{n}_seed1") for n in CLAIM_ROWS if not n.endswith("_seed1")))
+
+
+def equal_time(row: Row) -> tuple[str, ...]:
+    """The length override of an equal-time row (none for another row): kept row ``slow``'s final positions times
+    the ratio of the kept rows' median training speeds, ``fast`` over ``slow`` (:func:`summary`), so that the
+    faster net trains as many CPU-seconds as the slower one, on a whole schedule (a time limit would cut its cosine
+    short). ``SystemExit`` until both rows are kept."""
+    if not row.equal_time:
+        return ()
+    fast, slow = row.equal_time
+    if not all((KEPT / n / "row.json").exists() for n in row.equal_time):
+        raise SystemExit(f"ingredients: an equal-time row of {fast} takes its length from the kept rows {fast} and "
+                         f"{slow} (their speeds): run them first")
+    f, s = summary(KEPT / fast), summary(KEPT / slow)
+    return (f"--config.train_positions={round(s['positions'] * f['rate'] / s['rate'])}",)
+
 
 def command(name: str, row: Row, data_root: Path) -> list[str]:
-    return ["kifunet", "train", "--config", CONFIG, "--workdir", f"runs/ingredients/{name}",
-            f"--config.dataset={data_root}/kgs_{row.features}", *row.overrides]
+    return ["kifunet", "train", "--config", row.config, "--workdir", f"runs/ingredients/{name}",
+            f"--config.dataset={data_root}/kgs_{row.features}", *row.overrides, *equal_time(row)]
 
 
 def row_config(row: Row):
     """The config ``row``'s overrides give: the baseline config with the row's changes."""
     from kifunet.train import configs
 
-    overrides, rest = configs.parse_overrides(list(row.overrides))
+    overrides, rest = configs.parse_overrides([*row.overrides, *equal_time(row)])
     if rest:
         raise SystemExit(f"ingredients: not config overrides: {' '.join(rest)}")
-    return configs.load(str(REPO / CONFIG), overrides)
+    return configs.load(str(REPO / row.config), overrides)
 
 
 def replay_command(name: str, data_root: Path) -> list[str]:
@@ -126,12 +180,31 @@ def replay_command(name: str, data_root: Path) -> list[str]:
     return [a for a in cmd if not a.startswith(("--config.train_positions=", "--config.time_limit_s="))] + list(pinned)
 
 
+def check_dataset(name: str, data_root: Path) -> None:
+    """``SystemExit`` in one line when row ``name`` trains the ownership head on a dataset built before the ownership
+    targets (``manifest.json`` ``format_version`` below 2): that dataset reads with every ownership target masked,
+    so the head would add nothing and the row would measure nothing. The score targets come from the games'
+    results, which every version holds; a missing dataset is left to ``kifunet train`` to report."""
+    from kifunet.data_prep.datasets.manifest import FORMAT_VERSION, MANIFEST
+
+    if not float(row_config(ROWS[name]).ownership_weight) > 0:
+        return
+    path = data_root / f"kgs_{ROWS[name].features}" / MANIFEST
+    if not path.exists():
+        return
+    version = json.loads(path.read_text()).get("format_version", 1)
+    if version < FORMAT_VERSION:
+        raise SystemExit(f"ingredients: {name} trains the ownership head, but {path} is format version {version}, "
+                         f"built before ownership targets (version {FORMAT_VERSION}): build it again")
+
+
 def retrain(name: str, data_root: Path) -> Path:
     """Train kept row ``name`` again (:func:`replay_command`) in ``runs/ingredients/ROW`` and score its net on the
     probe set once :func:`check_same_run` finds it the kept row's: how a row kept before the probe set existed, with
     its net not kept, gets its probe scores. The kept metrics are not touched."""
     if not (KEPT / name / "row.json").exists():
         raise SystemExit(f"ingredients: {name} is not kept yet: `run` it")
+    check_dataset(name, data_root)
     cmd = replay_command(name, data_root)
     print("ingredients: " + " ".join(cmd), file=sys.stderr, flush=True)
     subprocess.run(cmd, cwd=REPO, check=True)
@@ -144,6 +217,7 @@ def run(name: str, data_root: Path) -> Path:
     if (kept / "row.json").exists():
         print(f"ingredients: {name} is kept already ({kept}); delete it to run again", file=sys.stderr)
         return kept
+    check_dataset(name, data_root)
     cmd = command(name, row, data_root)
     print("ingredients: " + " ".join(cmd), file=sys.stderr, flush=True)
     load_before, t0 = os.getloadavg(), time.time()
@@ -314,7 +388,11 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.what == "list":
         for name, row in ROWS.items():
-            print(f"{name}: {row.change}\n    {' '.join(command(name, row, Path('data')))}")
+            try:
+                cmd = " ".join(command(name, row, Path("data")))
+            except SystemExit as e:  # an equal-time row before its pair is kept
+                cmd = str(e)
+            print(f"{name}: {row.change}\n    {cmd}")
     elif args.what in ("run", "retrain"):
         for name in args.rows:
             (run if args.what == "run" else retrain)(name, args.data_root)

@@ -48,10 +48,99 @@ CHANGED = {
     "rank_planes": {"input.add_planes"},
 }
 CHANGED.update({f"{n}_seed1": CHANGED[n] | {"seed"} for n in ing.SECOND_SEEDS})
+# issue 51's heads rows: the baseline net with a head and its loss weight
+CHANGED.update({"heads_ownership": {"model.kwargs.ownership_head", "ownership_weight"},
+                "heads_score": {"model.kwargs.score_head", "score_weight"}})
+CHANGED["heads_both"] = CHANGED["heads_ownership"] | CHANGED["heads_score"]
+CHANGED.update({f"{n}_seed1": CHANGED[n] | {"seed"} for n in ("heads_ownership", "heads_score", "heads_both")})
+
+#: issue 51's rows of other nets: (model name, constructor arguments, parameters on the 26 gonn planes at 19x19)
+NETS = {"mao": ("mao", {}, 489_802), "resnet18": ("resnet18", {}, 491_949),
+        "garb": ("garb5", {"plain": False}, 373_540), "garb_plain": ("garb5", {"plain": True}, 362_148)}
+
+
+#: issue 51's equal-time rows: the faster net of each pair, trained as long as the slower took
+EQUAL_TIME = {"resnet18_equal_time": ("resnet18", "mao"), "garb_plain_equal_time": ("garb_plain", "garb")}
 
 
 def test_every_row_is_listed_here():
-    assert set(ing.ROWS) == set(CHANGED)
+    nets = {f"{n}{s}" for n in (*NETS, *EQUAL_TIME) for s in ("", "_seed1")}
+    assert set(ing.ROWS) == set(CHANGED) | nets and not set(CHANGED) & nets
+    assert {n for n, r in ing.ROWS.items() if r.net} == nets
+    assert {n: r.equal_time for n, r in ing.ROWS.items() if r.equal_time} == {
+        **EQUAL_TIME, **{f"{n}_seed1": pair for n, pair in EQUAL_TIME.items()}}
+
+
+def test_an_equal_time_row_trains_the_faster_net_as_long_as_the_slower_took(tmp_path, monkeypatch):
+    """Its length is the slower kept row's final positions times the kept rows' speed ratio (median positions/s,
+    fast over slow); the rest is its net's row (and seed). Before both rows are kept it has no command."""
+    monkeypatch.setattr(ing, "KEPT", tmp_path)
+    with pytest.raises(SystemExit, match="^ingredients: an equal-time row of resnet18 takes its length from the kept "
+                       "rows resnet18 and mao"):
+        ing.command("resnet18_equal_time", ing.ROWS["resnet18_equal_time"], ing.Path("data"))
+    _kept(tmp_path, "mao", 0.40, 2.4, [90, 100, 110])
+    _kept(tmp_path, "resnet18", 0.40, 2.4, [150, 150])  # final positions 640,000 (the helper's)
+    assert ing.main(["list"]) == 0
+    for name in ("resnet18_equal_time", "resnet18_equal_time_seed1"):
+        cmd = ing.command(name, ing.ROWS[name], ing.Path("data"))
+        assert cmd[-1] == "--config.train_positions=960000"  # 640,000 x 150 / 100
+        got = _flat(_config(ing.ROWS[name]).to_dict())
+        net = _flat(_config(ing.ROWS["resnet18" + name[len("resnet18_equal_time"):]]).to_dict())
+        assert {k for k in got if got[k] != net[k]} == {"train_positions"} and got["train_positions"] == 960_000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(NETS))
+def test_each_net_row_is_the_baseline_recipe_with_its_net_at_its_parameter_count(name):
+    """A net row (issue 51) changes the model only: its name and constructor arguments replace the baseline's,
+    and every other key (data, batch, schedule, evaluation) is the baseline's; its seed-1 twin adds the seed. The
+    parameter counts are exact: MAO and its ResNet-18 within 0.5% of each other, the GARB net 3.1% above its plain
+    twin (its two GARB blocks' global pooling and wider middle)."""
+    from kifunet import models
+    from kifunet.data_prep.planes import features
+    from kifunet.train import model_config
+
+    model, kwargs, params = NETS[name]
+    base = _flat(_config(ing.ROWS["base"]).to_dict())
+    for row in (name, f"{name}_seed1"):
+        got = _flat(_config(ing.ROWS[row]).to_dict())
+        rest = {k for k in set(got) | set(base) if not k.startswith("model.kwargs.") and got.get(k) != base.get(k)}
+        assert rest == ({"model.name"} if row == name else {"model.name", "seed"})
+        assert got["model.name"] == model and {k[13:]: v for k, v in got.items() if k.startswith("model.kwargs.")
+                                               } == kwargs
+        cmd = ing.command(row, ing.ROWS[row], ing.Path("data"))
+        assert cmd[2:4] == ["--config", f"train/configs/ingredients.py:{ing.ROWS[name].net}"]
+    cfg = _config(ing.ROWS[name])
+    net = model_config.build_model(cfg.model, seed=0, board_size=19, in_planes=features.get("gonn").num_planes)
+    assert models.count_params(net) == params
+    pair = next(p for p in ing.CLAIM_PAIRS if name in p)
+    a, b = (NETS[n][2] for n in pair)
+    assert round(100 * (a - b) / b, 2) == {"mao": -0.44, "garb": 3.15}[pair[0]]
+
+
+def test_an_unknown_net_of_the_config_is_refused_in_one_line():
+    from kifunet.train import configs
+
+    with pytest.raises(ValueError, match="ingredients.py: no net 'mao2'; known: mao, resnet18, garb, garb_plain"):
+        configs.load(str(ing.REPO / "train/configs/ingredients.py:mao2"))
+
+
+def test_an_ownership_row_refuses_a_dataset_built_before_ownership_targets(tmp_path):
+    """``run``/``retrain`` of a row that trains the ownership head stop in one line on a version-1 dataset (read
+    with every ownership target masked); a version-2 dataset, a row without the head, and a dataset not built yet
+    (``kifunet train`` reports it) pass."""
+    (tmp_path / "kgs_gonn").mkdir()
+    man = tmp_path / "kgs_gonn" / "manifest.json"
+    ing.check_dataset("heads_both", tmp_path)  # not built yet
+    man.write_text(json.dumps({"format": "kifunet-dataset", "format_version": 1}))
+    for name in ("heads_ownership", "heads_both", "heads_both_seed1"):
+        with pytest.raises(SystemExit, match=rf"^ingredients: {name} trains the ownership head, but .*manifest.json "
+                           r"is format version 1, built before ownership targets \(version 2\): build it again$"):
+            ing.check_dataset(name, tmp_path)
+    ing.check_dataset("heads_score", tmp_path)  # the score targets come from the results: every version has them
+    ing.check_dataset("base", tmp_path)
+    man.write_text(json.dumps({"format": "kifunet-dataset", "format_version": 2}))
+    ing.check_dataset("heads_both", tmp_path)
 
 
 @pytest.mark.slow
@@ -81,7 +170,8 @@ ADDED_LATER = {"model.kwargs.wide_blocks": (), "model.kwargs.chain_blocks": (), 
                "input.add_planes": "", "model.profile_embedding": 0,
                "input.profile_dropout": 0.1, "input.mix_weights": "",  # profile_dropout acts only on a profiled net
                "allow_dataset_change": False, "matmul_precision": "default",  # (embedding > 0); "default": JAX's own
-               "ownership_weight": 0.0, "score_weight": 0.0}  # 0: no head loss, the step without the heads
+               "ownership_weight": 0.0, "score_weight": 0.0,  # 0: no head loss, the step without the heads
+               "model.kwargs.ownership_head": False, "model.kwargs.score_head": False}
 
 
 def test_added_keys_hold_what_the_code_did_before():
@@ -206,11 +296,12 @@ def test_the_baseline_probe_scores_are_those_of_the_profile_arms_that_reproduced
 
 
 def test_every_kept_row_is_scored_on_the_net_of_its_final_evaluation():
-    """Every row of the table has a probe score, measured on a net at the row's final step and positions."""
+    """Every row of the table has a probe score, measured on a net at the row's final step and positions (issue
+    51's claim rows once they are run)."""
     from kifunet.train.metric_writer import read_jsonl
 
     rows = ing.kept_rows()
-    assert set(rows) == set(ing.ROWS)
+    assert set(rows) <= set(ing.ROWS) and set(ing.ROWS) - set(rows) <= set(ing.CLAIM_ROWS)
     for name in rows:
         net = json.loads((ing.KEPT / name / "probes.json").read_text())["net"]
         final = read_jsonl(str(ing.KEPT / name / "metrics_eval.jsonl"))[-1]
@@ -262,3 +353,18 @@ def test_a_time_limited_row_is_replayed_to_its_kept_final_positions(monkeypatch)
     monkeypatch.setitem(ing.ROWS, "cosine_900s", ing.Row("cosine, 900 s", overrides=("--config.time_limit_s=900",)))
     with pytest.raises(SystemExit, match="cosine_900s is time-limited and its schedule depends on its length"):
         ing.replay_command("cosine_900s", data)
+
+
+def test_the_manuals_run_commands_name_rows_and_the_claim_rows_are_all_there():
+    """docs/runs.md's `scripts/ingredients.py run ...` lines (continued with a backslash) name rows only, and
+    every issue-51 row is in one of them."""
+    import re
+
+    from docs_pages import page
+
+    text = page("runs").replace("\\\n", " ")
+    named = set()
+    for m in re.finditer(r"python scripts/ingredients\.py run ([^#\n]*)", text):
+        named |= set(m.group(1).split())
+    assert named <= set(ing.ROWS), named - set(ing.ROWS)
+    assert set(ing.CLAIM_ROWS) <= named

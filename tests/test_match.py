@@ -283,3 +283,75 @@ def test_an_engine_that_cannot_start_stops_the_match(tmp_path, fake):
     assert lines == [] and finished_games(tmp_path / "m") == {}
     fixed = match.run_match(dataclasses.replace(cfg, engine=fake("first")), log=lines.append)
     assert fixed.games == 3 and fixed.failed == []
+
+
+OPENINGS = Path(__file__).parent / "fixtures" / "openings" / "held_out_9x9.sgf"
+
+
+def test_held_out_openings_are_chosen_in_split_hash_order_and_the_unusable_skipped_with_a_reason():
+    """``play/openings.py``: the fixture's 11 games hold 5 that open with 4 legal alternating moves, two of them
+    alike; the rest are skipped, each for its reason, and too few usable games are refused in one line."""
+    from kifunet.data_prep.building.splits import hash_fraction
+    from kifunet.play import openings
+
+    chosen, skipped = openings.choose([str(OPENINGS)], 4, 4, 9)
+    assert skipped == {"ends before move 4": 1, "illegal move 2": 1, "a 19x19 game": 1, "setup stones": 1,
+                       "a pass at move 2": 1, "moves do not alternate from black": 1,
+                       "the same first 4 moves as an earlier game": 1}
+    assert len({o.moves for o in chosen}) == 4 and all(len(o.moves) == 4 for o in chosen)
+    assert [o.fraction for o in chosen] == sorted(o.fraction for o in chosen)
+    rec = sgf_io.load_game(OPENINGS.read_bytes().split(b"\n")[1])  # the second game of the file
+    assert chosen[0].path.endswith("held_out_9x9.sgf#2") and chosen[0].fraction == hash_fraction(rec.moves_hash())
+    assert chosen[0].moves == tuple(rec.moves()[:4])
+    with pytest.raises(openings.OpeningsError, match=r"^--openings: 4 usable games of at least 4 moves in .*"
+                       r"held_out_9x9.sgf, 5 needed \(skipped: 1 a 19x19 game, 1 a pass at move 2, "):
+        openings.choose([str(OPENINGS)], 4, 5, 9)
+    with pytest.raises(openings.OpeningsError, match="--openings: /no/such.sgf: no such file or directory"):
+        openings.choose(["/no/such.sgf"], 4, 1, 9)
+
+
+def test_a_match_from_held_out_openings_plays_a_different_game_in_each_pair(tmp_path, fake):
+    """Two deterministic players (the fake's first empty points) would play one game over and over; from the
+    openings, each pair of games starts from its own opening, told to both players and kept in the SGF, with the
+    colours swapped within the pair. A rerun plays nothing; other openings are another match."""
+    from kifunet.play import openings
+
+    cfg = match.MatchConfig(engine=fake("first", "3"), opponent=fake("first", "2"), games=4, board_size=9, komi=0.5,
+                            referee=None, out_dir=str(tmp_path / "m"), openings=(str(OPENINGS),), opening_moves=4)
+    lines = []
+    s = match.run_match(cfg, log=lines.append)
+    assert s.games == 4 and s.failed == [] and s.ended == {"two passes": 4}
+    chosen, _ = openings.choose([str(OPENINGS)], 4, 2, 9)
+    assert lines[0].startswith(f"openings: the first 4 moves of 2 games of {OPENINGS} (split-hash fractions ")
+    games = [sgf_io.load_game(game_path(cfg.out_dir, i)) for i in range(4)]
+    for i, rec in enumerate(games):
+        moves = rec.moves()
+        assert tuple(moves[:4]) == chosen[i // 2].moves  # the opening, then the players' own moves
+        eng = BLACK if i % 2 == 0 else WHITE
+        assert sum(1 for c, p in moves[4:] if c == eng and p != 81) == 3
+        assert sum(1 for c, p in moves[4:] if c != eng and p != 81) == 2
+        assert f"opening: the first 4 moves of {chosen[i // 2].path}" in game_path(cfg.out_dir, i).read_text()
+    assert rec.info.black == games[2].info.white  # colours alternate
+    assert len({tuple(g.moves()) for g in games}) == 4  # every game differs
+    saved = json.loads((Path(cfg.out_dir) / "results.json").read_text())
+    assert saved["openings"]["games"] == [o.path for o in chosen] and saved["openings"]["moves"] == 4
+    assert json.loads((Path(cfg.out_dir) / "openings.json").read_text())["openings"][1]["moves"] == [
+        list(m) for m in chosen[1].moves]
+    assert "openings: the first 4 moves of held-out games of" in format_summary(s, cfg)
+    again = []
+    assert match.run_match(cfg, log=again.append).games == 4 and "playing 0" in again[1]
+    with pytest.raises(match.MatchConfigError, match="opening_moves: 4 there, 3 now"):
+        match.run_match(dataclasses.replace(cfg, opening_moves=3), log=lambda m: None)
+
+
+def test_match_cli_refuses_openings_without_their_length_and_a_missing_source(tmp_path, fake):
+    base = [sys.executable, "-m", "kifunet.cli", "match", "--engine", fake("first"), "--opponent", fake("pass"),
+            "--referee", "none", "--games", "2", "--board-size", "9", "--out", str(tmp_path / "x")]
+    for extra, msg in ((["--openings", str(OPENINGS)], "--openings and --opening-moves go together: "
+                                                         "--openings SOURCE... --opening-moves K"),
+                       (["--openings", "/no/such.sgf", "--opening-moves", "4"],
+                        "--openings: /no/such.sgf: no such file or directory")):
+        proc = subprocess.run(base + extra, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [f"kifunet match: error: {msg}"], (
+            proc.stderr)
+        assert not (tmp_path / "x").exists()  # refused before the match directory is made

@@ -354,6 +354,16 @@ def test_create_overrides():
     assert isinstance(abstract("gonn_resnet12_global").blocks[5], GoNNGlobalBlock)
 
 
+def test_garb_plain_is_the_same_net_with_plain_blocks_only():
+    """``plain=True``: GARB's ablation (docs/architectures.md), every block a plain pre-activation block; the stem
+    and the policy head as before. Each GARB block held 5,696 parameters more than a plain one."""
+    g, p = abstract("garb5"), abstract("garb5", plain=True)
+    assert [type(b) for b in g.blocks] == [PreActBlock, GARBBlock] * 2 + [PreActBlock]
+    assert [type(b) for b in p.blocks] == [PreActBlock] * 5
+    assert (models.count_params(g), models.count_params(p)) == (372_100, 360_708) and 372_100 - 360_708 == 2 * 5_696
+    assert p.stem.kernel.shape == g.stem.kernel.shape and p.policy_dense.kernel.shape == g.policy_dense.kernel.shape
+
+
 # ------------------------------------------------------------------------------- the tiny-model checks
 
 @nnx.jit

@@ -45,6 +45,11 @@ def add_arguments(p) -> None:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="a live line of each game's move number (default: when stderr is a terminal); a line per "
                         "finished game with the running score is printed either way")
+    p.add_argument("--openings", nargs="+", metavar="SOURCE",
+                   help="SGF files, folders or archives of held-out games (e.g. the test split's archive): game pair "
+                        "i (colours swapped) starts from the first --opening-moves moves of the i-th usable game in "
+                        "split-hash order, told to both players; unusable games are skipped with a reason")
+    p.add_argument("--opening-moves", type=int, metavar="K", help="the openings' length in moves (with --openings)")
     p.add_argument("--rank-experiment", metavar="RANKS",
                    help="comma-separated ranks (e.g. 1d,5d,9d): one match per rank with --rank R appended to "
                         "the engine command, each in DIR/rank-R, and one table")
@@ -64,6 +69,10 @@ def _check_options(args) -> None:
     problem = komi_problem(args.komi, args.board_size)
     if problem:
         raise CommandError(f"--komi: {problem}")
+    if bool(args.openings) != (args.opening_moves is not None):
+        raise CommandError("--openings and --opening-moves go together: --openings SOURCE... --opening-moves K")
+    if args.opening_moves is not None and args.opening_moves < 1:
+        raise CommandError(f"--opening-moves must be at least 1, not {args.opening_moves}")
     if args.rank_experiment is not None and not [r for r in args.rank_experiment.split(",") if r.strip()]:
         raise CommandError("--rank-experiment needs ranks separated by commas, e.g. 1d,5d,9d")
 
@@ -80,7 +89,8 @@ def run(args) -> int:
     cfg = match.MatchConfig(engine=args.engine, opponent=args.opponent, games=args.games, board_size=args.board_size,
                             komi=args.komi, max_moves=args.max_moves, referee=referee, parallel=args.parallel,
                             out_dir=args.out, move_timeout=args.move_timeout, seed=args.seed,
-                            resign=args.resign)
+                            resign=args.resign, openings=tuple(args.openings or ()),
+                            opening_moves=args.opening_moves or 0)
     import sys
 
     from kifunet.play.match_report import LiveMoves
