@@ -119,9 +119,19 @@ def kgs_dir() -> Path:
 # collection order, so a long file collected last keeps one worker busy while the other has nothing left to do
 
 #: the files with the longest tests (from a run's --durations), longest first
-LONG_FILES = ("test_build.py", "test_pretrained.py", "test_bucket_workdir.py", "test_bench_device.py",
-              "test_wheel_install.py", "test_docs_site.py", "test_replay.py", "test_aot.py", "test_train.py",
-              "test_ownership_targets.py", "test_preemption.py", "test_dataset_verify.py", "test_jit.py")
+LONG_FILES = ("test_build.py", "test_pretrained.py", "test_aot.py", "test_bucket_workdir.py", "test_bench_device.py",
+              "test_build_faults.py", "test_ownership_targets.py", "test_train.py", "test_models.py",
+              "test_models_forward.py", "test_wheel_install.py", "test_docs_site.py", "test_replay.py",
+              "test_dataset_verify.py", "test_tfds_go_moves.py", "test_ingredients.py", "test_policy.py",
+              "test_preemption.py", "test_jit.py")
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n logical`` (pyproject.toml): one worker more than the logical CPUs, since the tests spend part of their
+    time waiting on the processes they start (builds, training runs, GTP engines); --maxprocesses caps it."""
+    import os
+
+    return len(os.sched_getaffinity(0)) + 1
 
 
 def pytest_collection_modifyitems(session, config, items):
