@@ -144,12 +144,24 @@ def _score(players: _Players, cfg: MatchConfig, moves, board: Board) -> tuple[in
     return winner, scoring.format_score(score), note
 
 
+def _play_opening(opening, board: Board, by_colour: dict, cfg: MatchConfig) -> list[tuple[int, int]]:
+    """Play ``opening`` [(colour, flat)] on ``board`` and tell both players with ``play``; returns the moves."""
+    moves: list[tuple[int, int]] = []
+    for colour, flat in opening:
+        board.play(flat, colour)
+        moves.append((colour, flat))
+        vertex = _vertex(flat, cfg.board_size)
+        for p in by_colour.values():
+            good, text = p.command(f"play {'b' if colour == BLACK else 'w'} {vertex}", cfg.move_timeout)
+            if not good:
+                raise EngineError(f"{p.label} refused opening move {len(moves)} ({vertex}: {text})")
+    return moves
+
+
 def play_game(index: int, players: _Players, cfg: MatchConfig, on_move: Callable[[int, int], None] | None = None,
               opening=()) -> tuple[GameResult, list[tuple[int, int]], str]:
-    """Play game ``index`` from the moves ``opening`` [(colour, flat)] (told to both players with ``play``; legal,
-    alternating from black, no pass: :func:`kifunet.play.openings.opening_of`); returns (result, moves [(colour,
-    flat)] with the opening's first, referee note). ``on_move(index, moves so far)`` is called after every move
-    played by a player."""
+    """Game ``index`` from ``opening`` [(colour, flat)] (:func:`kifunet.play.openings.opening_of`) -> (result, moves
+    [(colour, flat)] opening first, referee note); ``on_move(index, moves so far)`` after each move played."""
     n = cfg.board_size
     nn = n * n
     ecol = engine_colour(index)
@@ -157,17 +169,8 @@ def play_game(index: int, players: _Players, cfg: MatchConfig, on_move: Callable
     t0 = time.monotonic()
     _new_game(index, players, cfg, by_colour)
     board = Board(n)
-    moves: list[tuple[int, int]] = []
-    colour = BLACK
-    for colour, flat in opening:
-        board.play(flat, colour)
-        moves.append((colour, flat))
-        for p in by_colour.values():
-            good, text = p.command(f"play {'b' if colour == BLACK else 'w'} {_vertex(flat, n)}", cfg.move_timeout)
-            if not good:
-                raise EngineError(f"{p.label} refused opening move {len(moves)} ({_vertex(flat, n)}: {text})")
-    if opening:
-        colour = 3 - colour
+    moves = _play_opening(opening, board, by_colour, cfg)
+    colour = 3 - moves[-1][0] if moves else BLACK
     passes = 0
     winner, result, ended = None, "", ""
     think = {"engine": 0.0, "opponent": 0.0}
