@@ -24,6 +24,7 @@ def _score_params(c: int) -> int:
     return 32 * c + 2 * 32 + (64 * 64 + 64) + (64 + 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,planes,c", [("agz_tiny", 17, 8), ("gonn_tiny", 26, 8), ("garb5", 21, 32),
                                            ("resnet18", 17, 39)])
 def test_the_heads_add_exactly_their_layers_and_leave_the_rest_as_it_was(name, planes, c):
@@ -96,6 +97,7 @@ def _batch(n: int = 9, b: int = 8) -> dict:
             "score": rng.normal(0, 5, b).astype(np.float32)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("weights,moved", [((0.0, 0.0), set()), ((1.0, 0.0), {"ownership_head"}),
                                            ((0.0, 1.0), {"score_head"})])
 def test_a_head_learns_only_with_its_weight(weights, moved):
@@ -171,6 +173,7 @@ def test_head_sums_by_hand():
     assert merge([d, d])["ownership"]["accuracy"] == 2 / 3 and merge([d, d])["score"]["mae"] == 2.5
 
 
+@pytest.mark.slow
 def test_eval_reports_the_heads_on_counted_games_and_adds_up_over_parts(tmp_path):
     from test_ownership_targets import _build, game
 
@@ -220,6 +223,7 @@ def _score_grads(name: str, planes: int) -> np.ndarray:
     return np.concatenate([np.ravel(np.asarray(v.get_value())) for _, v in nnx.to_flat_state(grads)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,planes", [("agz_tiny", 17), ("gonn_tiny", 26), ("garb_tiny", 21)])
 def test_the_score_heads_gradient_is_finite_and_the_same_under_both_compiles(name, planes):
     """The NaN of docs/training.md ("The score head's NaN"): unoptimised (this module's fast compiles) the CPU
@@ -235,6 +239,7 @@ def test_the_score_heads_gradient_is_finite_and_the_same_under_both_compiles(nam
     np.testing.assert_allclose(fast, optimised, rtol=1e-4, atol=1e-4 * np.abs(optimised).max())
 
 
+@pytest.mark.slow
 def test_board_max_is_the_max_and_its_gradient_goes_to_the_first_point_holding_it():
     from kifunet.models.aux_heads import board_max
 

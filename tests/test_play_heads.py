@@ -32,6 +32,9 @@ HEADS = {"value_head": True, "ownership_head": True, "score_head": True}
 MOVES = [(BLACK, 40), (WHITE, 30), (BLACK, 22), (WHITE, 58), (BLACK, 50)]
 
 
+pytestmark = pytest.mark.slow  # every test runs a compiled net
+
+
 def heads_net(**kwargs):
     from kifunet import models
 

@@ -44,6 +44,7 @@ def _run(tmp_path, weights=("1.0", "0.1")):
     return data, run, final, out.getvalue()
 
 
+@pytest.mark.slow
 def test_a_run_with_both_heads_logs_their_losses_and_scores_them_as_kifunet_eval_does(tmp_path):
     from kifunet.data_prep.datasets.dataset import open_split
     from kifunet.eval import plots
@@ -78,6 +79,7 @@ def test_a_run_with_both_heads_logs_their_losses_and_scores_them_as_kifunet_eval
     assert any("ownership_acc" in label for label in drawn) and any("ownership_loss" in label for label in drawn)
 
 
+@pytest.mark.slow
 def test_a_head_weighted_0_is_not_in_the_logs(tmp_path):
     _, run, _, printed = _run(tmp_path, weights=("1.0", "0.0"))
     from kifunet.eval import plots
