@@ -116,22 +116,25 @@ def kgs_dir() -> Path:
 
 # ------------------------------------------------------------------------------------------------------------
 # the longest files first: with pytest-xdist's --dist loadfile (pyproject.toml) a worker takes whole files in
-# collection order, so a long file collected last keeps one worker busy while the other has nothing left to do
+# collection order (--no-loadscope-reorder: xdist would otherwise order the files by their number of tests), so a
+# long file collected last keeps one worker busy while the others have nothing left to do
 
-#: the files with the longest tests (from a run's --durations), longest first
-LONG_FILES = ("test_build.py", "test_pretrained.py", "test_aot.py", "test_bucket_workdir.py", "test_bench_device.py",
-              "test_build_faults.py", "test_ownership_targets.py", "test_train.py", "test_models.py",
-              "test_models_forward.py", "test_wheel_install.py", "test_docs_site.py", "test_replay.py",
-              "test_dataset_verify.py", "test_tfds_go_moves.py", "test_ingredients.py", "test_policy.py",
-              "test_preemption.py", "test_jit.py")
+#: the files whose tests take longest in all (a CI run's time per file, summed over its tests), longest first
+LONG_FILES = ("test_build.py", "test_pretrained.py", "test_aot.py", "test_train.py", "test_replay.py",
+              "test_bench_device.py", "test_build_faults.py", "test_models.py", "test_bucket_workdir.py",
+              "test_tfds_go_moves.py", "test_models_forward.py", "test_ownership_targets.py", "test_dataset_verify.py",
+              "test_cli_errors.py", "test_docs_site.py", "test_wheel_install.py", "test_play_profile.py",
+              "test_checkpoint_verify.py", "test_no_process_left.py", "test_preemption.py", "test_jit.py",
+              "test_tfds_faults.py", "test_models_aux_heads.py", "test_notebooks.py", "test_train_loop.py",
+              "test_eval_runs.py", "test_policy.py", "test_match.py", "test_ladders.py", "test_gtp_start.py")
 
 
 def pytest_xdist_auto_num_workers(config):
-    """``-n logical`` (pyproject.toml): one worker more than the logical CPUs, since the tests spend part of their
+    """``-n logical`` (pyproject.toml): two workers more than the logical CPUs, since the tests spend part of their
     time waiting on the processes they start (builds, training runs, GTP engines); --maxprocesses caps it."""
     import os
 
-    return len(os.sched_getaffinity(0)) + 1
+    return len(os.sched_getaffinity(0)) + 2
 
 
 def pytest_collection_modifyitems(session, config, items):

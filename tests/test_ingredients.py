@@ -96,6 +96,8 @@ def test_each_net_row_is_the_baseline_recipe_with_its_net_at_its_parameter_count
     and every other key (data, batch, schedule, evaluation) is the baseline's; its seed-1 twin adds the seed. The
     parameter counts are exact: MAO and its ResNet-18 within 0.5% of each other, the GARB net 3.1% above its plain
     twin (its two GARB blocks' global pooling and wider middle)."""
+    from flax import nnx
+
     from kifunet import models
     from kifunet.data_prep.planes import features
     from kifunet.train import model_config
@@ -111,7 +113,8 @@ def test_each_net_row_is_the_baseline_recipe_with_its_net_at_its_parameter_count
         cmd = ing.command(row, ing.ROWS[row], ing.Path("data"))
         assert cmd[2:4] == ["--config", f"train/configs/ingredients.py:{ing.ROWS[name].net}"]
     cfg = _config(ing.ROWS[name])
-    net = model_config.build_model(cfg.model, seed=0, board_size=19, in_planes=features.get("gonn").num_planes)
+    net = nnx.eval_shape(lambda: model_config.build_model(cfg.model, seed=0, board_size=19,
+                                                          in_planes=features.get("gonn").num_planes))
     assert models.count_params(net) == params
     pair = next(p for p in ing.CLAIM_PAIRS if name in p)
     a, b = (NETS[n][2] for n in pair)
@@ -146,6 +149,8 @@ def test_an_ownership_row_refuses_a_dataset_built_before_ownership_targets(tmp_p
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CHANGED))
 def test_each_row_changes_exactly_its_keys_and_builds(name):
+    from flax import nnx
+
     from kifunet.data_prep.planes import features
     from kifunet.train import model_config
 
@@ -156,7 +161,7 @@ def test_each_row_changes_exactly_its_keys_and_builds(name):
     cmd, ov = ing.command(name, ing.ROWS[name], ing.Path("data")), list(ing.ROWS[name].overrides)
     assert cmd[len(cmd) - len(ov):] == ov and f"--config.dataset=data/kgs_{ing.ROWS[name].features}" in cmd
     fs = features.get(features.with_constant_planes(ing.ROWS[name].features, cfg.input.add_planes))
-    model = model_config.build_model(cfg.model, seed=0, board_size=19, in_planes=fs.num_planes)
+    model = nnx.eval_shape(lambda: model_config.build_model(cfg.model, seed=0, board_size=19, in_planes=fs.num_planes))
     assert model.in_planes == (35 if name == "rank_planes" else fs.num_planes)
 
 
