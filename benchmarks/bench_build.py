@@ -1,6 +1,6 @@
 """End-to-end benchmark of ``kifunet build`` (and of the shard codecs and the reader).
 
-    python benchmarks/bench_build.py [--archive PATH] [--workers 1 2] [--out-dir runs/bench_build]
+    python benchmarks/bench_build.py [--archive PATH] [--workers 1 2] [--out-dir runs/bench_build] [--no-targets]
 
 Builds the KGS 2015 archive (8,133 games, 1,597,641 non-pass moves; every non-pass move, no other filter, like
 GoNN's reference run) with ``maddison`` features, once per worker count, each in a fresh process running the
@@ -200,11 +200,13 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", default="runs/bench_build")
     ap.add_argument("--work-dir", default=None, help="where the datasets are built (default: a temp dir)")
     ap.add_argument("--no-codecs", action="store_true", help="skip the codec table and reader timing")
+    ap.add_argument("--no-targets", action="store_true", help="build with --no-targets (no ownership targets)")
     args = ap.parse_args(argv)
     os.makedirs(args.out_dir, exist_ok=True)
     work = args.work_dir or tempfile.mkdtemp(prefix="bench_build_")
     res = {"archive": os.path.abspath(args.archive), "features": args.features, "cpu_count": os.cpu_count(),
-           "machine": platform.processor() or platform.machine(), "python": platform.python_version(), "runs": []}
+           "machine": platform.processor() or platform.machine(), "python": platform.python_version(),
+           "targets": not args.no_targets, "runs": []}
     # warm-up: compile / load the cached numba code once, untimed
     warm = os.path.join(work, "warm")
     run_build([args.archive, "--out", warm, "--features", args.features, "--workers", "0", "--date-from",
@@ -212,8 +214,8 @@ def main(argv=None) -> int:
     for w in args.workers:
         out = os.path.join(work, f"w{w}")
         shutil.rmtree(out, ignore_errors=True)
-        r = run_build([args.archive, "--out", out, "--features", args.features, "--workers", str(w)],
-                      os.path.join(work, f"w{w}.json"))
+        r = run_build([args.archive, "--out", out, "--features", args.features, "--workers", str(w),
+                       *(["--no-targets"] if args.no_targets else [])], os.path.join(work, f"w{w}.json"))
         m = r.pop("manifest")
         pos = sum(s["positions"] for s in m["splits"].values())
         shard_b, all_b = dataset_bytes(out)

@@ -130,16 +130,69 @@ LONG_FILES = ("test_build.py", "test_pretrained.py", "test_aot.py", "test_train.
 
 
 def pytest_xdist_auto_num_workers(config):
-    """``-n logical`` (pyproject.toml): two workers more than the logical CPUs, since the tests spend part of their
-    time waiting on the processes they start (builds, training runs, GTP engines); --maxprocesses caps it."""
+    """``-n logical`` (pyproject.toml): one worker more than the logical CPUs, since the tests spend part of their
+    time waiting on the processes they start (builds, training runs, GTP engines); --maxprocesses caps it. (Two more
+    kept both CPUs 96% busy instead of 80%, but spent 4% more CPU time and took longer: docs/tests.md.)"""
     import os
 
-    return len(os.sched_getaffinity(0)) + 2
+    return len(os.sched_getaffinity(0)) + 1
 
 
 def pytest_collection_modifyitems(session, config, items):
     rank = {name: i for i, name in enumerate(LONG_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FILES)))  # stable: each file keeps its order
+
+# ------------------------------------------------------------------------------------------------------------
+# the rules engine compiled once before the tests start: on a cold numba cache (a fresh clone) each worker, and each
+# `kifunet build` started before the cache is written, would compile the same kernels (about 22 CPU-seconds each)
+
+_WARM: dict = {}
+#: a run of fewer tests does not wait for the compilation (it is stopped)
+WARM_MIN_TESTS = 1000
+
+
+def pytest_sessionstart(session):
+    """In the main process (pytest-xdist's controller, or a run without workers), when the kernels are not cached:
+    compile them in the background with a `kifunet build` of one sample game, while the workers collect."""
+    if hasattr(session.config, "workerinput"):
+        return
+    import subprocess
+    import sys
+    import tempfile
+
+    from kifunet.data_prep import _jit
+
+    if _jit.kernels_cached():
+        return
+    out = tempfile.mkdtemp(prefix="kifunet-warm-")
+    cmd = [sys.executable, "-m", "kifunet.cli", "build", str(REPO / "samples" / "gnugo" / "gnugo-0000.sgf"),
+           "--out", os.path.join(out, "ds"), "--workers", "0", "--no-progress"]
+    _WARM.update(dir=out, proc=subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+
+def _warm_done(tests: int) -> None:
+    """Wait for the compilation (or stop it, for a run of fewer than :data:`WARM_MIN_TESTS` tests)."""
+    proc = _WARM.pop("proc", None)
+    if proc is None:
+        return
+    if tests < WARM_MIN_TESTS:
+        proc.kill()
+    proc.wait()
+    shutil.rmtree(_WARM.pop("dir"), ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    _warm_done(len(ids))  # in the controller, before it hands out the first tests
+
+
+def pytest_collection_finish(session):
+    if not hasattr(session.config, "workerinput"):  # a run without workers
+        _warm_done(len(session.items))
+
+
+def pytest_sessionfinish(session):
+    _warm_done(0)  # a run stopped before collection finished
 
 # ------------------------------------------------------------------------------------------------------------
 # in CI, nothing is skipped unless it is marked manual

@@ -165,6 +165,16 @@ def test_a_dataset_built_before_the_targets_reads_them_masked(built, tmp_path):
     np.testing.assert_array_equal(b["score"], new["score"])  # from RE, which every games table has
     np.testing.assert_array_equal(b["planes"], new["planes"])
     assert stats.dataset_stats(str(old))["splits"]["train"]["ownership"] is None
+    # and an ownership head is refused on it in one line (the score from RE still trains)
+    from pathlib import Path
+
+    from kifunet.train import configs
+    from kifunet.train.data import TrainData
+
+    config = configs.load_file(str(Path(__file__).resolve().parents[1] / "train" / "configs" / "tiny.py"))
+    with pytest.raises(configs.ConfigError, match=r"old was built before ownership targets \(manifest format_version 1\)"):
+        TrainData.open_datasets(str(old), "train", config.input).check_ownership_targets()
+    TrainData.open_datasets(str(built), "train", config.input).check_ownership_targets()
 
 
 def test_stats_report_the_sources_and_the_estimates_agreement_with_the_marks(built):
@@ -173,6 +183,41 @@ def test_stats_report_the_sources_and_the_estimates_agreement_with_the_marks(bui
     assert o["marks_games"] == 2 and o["exact_games"] == 1 and o["points_agree"] == pytest.approx(161 / 162)
     text = stats.format_stats(stats.dataset_stats(str(built)))
     assert "2 games: exactly the same in 1 (50.0%), points 99.38%" in text
+
+
+@pytest.mark.slow
+def test_a_build_without_targets_keeps_everything_else_and_refuses_an_ownership_head(corpus, built, tmp_path, capsys):
+    """``kifunet build --no-targets``: the same rows, planes, columns and scores as the build with targets, every
+    ownership source ``none``, the manifest and ``kifunet stats`` say so, and a run with ``ownership_weight > 0`` on
+    it is refused in one line (exit 2) before it trains."""
+    from pathlib import Path
+
+    from kifunet.cli import main
+
+    out = tmp_path / "plain"
+    assert main(["build", str(corpus), "--out", str(out), "--features", "gonn", "--board-size", "9", "--seed", "7",
+                 "--chunk-rows", "32", "--shard-size", "400", "--unit-games", "8", "--workers", "0", "--no-progress",
+                 "--no-targets"]) == 0
+    assert json.loads((out / MANIFEST).read_text())["targets"] is False
+    assert json.loads((built / MANIFEST).read_text())["targets"] is True
+    plain, full = _games(out), _games(built)
+    assert set(plain) == set(full) and all(g["ownership_source"] == 0 for g in plain.values())
+    a, b = Reader(str(out), "train").with_targets(), Reader(str(built), "train").with_targets()
+    rows = np.arange(len(a))
+    ba, bb = a.batch(rows), b.batch(rows)
+    for k in ("planes", "target", "score"):
+        np.testing.assert_array_equal(ba[k], bb[k])
+    assert not ba["ownership"].any() and bb["ownership"].any()
+    assert stats.dataset_stats(str(out))["targets"] is False
+    assert "[train] ownership targets: none (built with --no-targets)" in stats.format_stats(
+        stats.dataset_stats(str(out)))
+    capsys.readouterr()
+    config = Path(__file__).resolve().parents[1] / "train" / "configs" / "ingredients.py"  # a GoNN net: the heads' keys
+    assert main(["train", "--config", f"{config}", "--workdir", str(tmp_path / "run"), f"--config.dataset={out}",
+                 "--config.model.kwargs.ownership_head=True", "--config.ownership_weight=1.5",
+                 "--config.eval_split="]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "was built with --no-targets" in err[0] and str(out) in err[0], err
 
 
 def test_a_tfds_split_refuses_targets_in_one_line():

@@ -39,8 +39,25 @@ class TrainData:
         mixed or bad mixing weights."""
         from kifunet.train.batches import wants_targets
 
-        return cls.open_datasets(config.dataset, config.train_split, config.input, eval_split=config.eval_split,
+        data = cls.open_datasets(config.dataset, config.train_split, config.input, eval_split=config.eval_split,
                                  profile=bool(config.model.get("profile_embedding")), targets=wants_targets(config))
+        if float(config.get("ownership_weight", 0.0)) > 0:
+            data.check_ownership_targets()
+        return data
+
+    def check_ownership_targets(self) -> None:
+        """``ConfigError`` (one line) naming the first dataset without ownership targets for an ownership head to
+        learn from: built with ``kifunet build --no-targets``, or before the targets (manifest version 1)."""
+        from kifunet.train.configs import ConfigError
+
+        for root, blocks in zip(self.roots, self.train):
+            m = getattr(blocks.split, "manifest", None) or {}
+            why = ("was built with --no-targets" if m.get("targets", True) is False else
+                   "was built before ownership targets (manifest format_version 1)"
+                   if int(m.get("format_version", 2)) < 2 else "")
+            if why:
+                raise ConfigError(f"ownership_weight > 0, but {root} {why}: it has no ownership targets (build it "
+                                  f"again without --no-targets, or set ownership_weight=0)")
 
     @classmethod
     def open_datasets(cls, spec: str, split: str, input_config, *, eval_split: str = "",

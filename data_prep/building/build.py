@@ -61,6 +61,7 @@ class BuildConfig:
     shard_rows: int = 65536
     unit_games: int = UNIT_GAMES
     symmetries: str = "none"
+    targets: bool = True  # False: no ownership targets (every game's source ``none``; ``kifunet build --no-targets``)
     workers: int = 0  # 0: run in this process (no crash isolation); N >= 1: N worker processes
     preset: str | None = None
     source: str | None = None  # the declared source (one of profiles.SOURCES) of every game; None: each record's
@@ -106,6 +107,7 @@ class BuildConfig:
             "unit_games": self.unit_games,
             "symmetries": self.symmetries,
             "source": self.source,
+            **({} if self.targets else {"targets": False}),  # absent when on: older builds' fingerprints hold
         }
 
 
@@ -277,7 +279,7 @@ def _build_locked(cfg: BuildConfig, fs, fingerprint: dict, log, timings, t0: flo
                                          inputs_mod.content_hashes(fingerprint["inputs"]))
             atomic.write_json_atomic(fp_path, fingerprint)
         split_names = cfg.splits.names()
-        ucfg = unit_config(cfg.features, cfg.filters, cfg.splits, cfg.symmetries, cfg.source)
+        ucfg = unit_config(cfg.features, cfg.filters, cfg.splits, cfg.symmetries, cfg.source, cfg.targets)
         infos: list = []
         summaries = encode_inputs(cfg.inputs, ucfg, work, infos, unit_games=cfg.unit_games, pool=pool,
                                   progress=cfg.progress, log=log, total=records)

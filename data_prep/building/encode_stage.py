@@ -88,12 +88,14 @@ def _komi(komi: float | None) -> float | None:
         return komi if np.isfinite(np.float32(komi)) else None
 
 
-def unit_config(features, filters: Filters, rule, symmetries: str = "none", source: str | None = None) -> dict:
+def unit_config(features, filters: Filters, rule, symmetries: str = "none", source: str | None = None,
+                targets: bool = True) -> dict:
     """The options a work unit is encoded with, pickled to the workers with each unit. ``features``: the
     :class:`~kifunet.data_prep.planes.features.FeatureSet`; ``source``: the build's declared source (one of
-    :data:`kifunet.data_prep.profiles.SOURCES`), which wins over each record's; None reads the record's."""
+    :data:`kifunet.data_prep.profiles.SOURCES`), which wins over each record's; None reads the record's.
+    ``targets``: False leaves every game's ownership target out (source ``none``; ``kifunet build --no-targets``)."""
     return {"features": features, "filters": dataclasses.asdict(filters), "rule": rule,
-            "symmetries": symmetries, "board_size": filters.board_size, "source": source}
+            "symmetries": symmetries, "board_size": filters.board_size, "source": source, "targets": targets}
 
 
 def spill_row_bytes(n: int, num_stored: int) -> int:
@@ -194,7 +196,7 @@ def sample_kept(inputs: list[str], step: int, filt: Filters, rule) -> tuple[int,
     return kept, moves
 
 
-def _encode_one(src, fs, filt: Filters, rule, symmetries: str, source: str | None = None):
+def _encode_one(src, fs, filt: Filters, rule, symmetries: str, source: str | None = None, targets: bool = True):
     """(game dict, planes uint8[R, N, N, Cs] | None, spill columns | None) for one record."""
     from ..planes import replay
 
@@ -223,7 +225,10 @@ def _encode_one(src, fs, filt: Filters, rule, symmetries: str, source: str | Non
     if k == 0:
         g.update(status="filtered", reason="no_positions")
         return g, None, None
-    own, g["ownership_source"], g["estimate_agreement"] = final_ownership.game_targets(rec)
+    if targets:
+        own, g["ownership_source"], g["estimate_agreement"] = final_ownership.game_targets(rec)
+    else:
+        own, g["ownership_source"], g["estimate_agreement"] = None, final_ownership.NONE, -1
     g["ownership"] = final_ownership.encode(own) if g["ownership_source"] else ""
     over = limit_reason(g)  # every column of the games table is known now
     if over is not None:
@@ -249,12 +254,13 @@ def _encode_one(src, fs, filt: Filters, rule, symmetries: str, source: str | Non
     return g, planes, cols
 
 
-def encode_record(src, fs, filt: Filters, rule, symmetries: str = "none", source: str | None = None):
+def encode_record(src, fs, filt: Filters, rule, symmetries: str = "none", source: str | None = None,
+                  targets: bool = True):
     """One record -> (game dict, packed points uint8 [R, N, N, W] | None, :data:`SPILL_DTYPE` columns | None); the
     arrays are None unless ``status`` is ``ok``. Never raises for a bad record (a bug rejects it as
-    ``internal_error``). ``source``: as :func:`unit_config`."""
+    ``internal_error``). ``source``, ``targets``: as :func:`unit_config`."""
     try:
-        g, planes, cols = _encode_one(src, fs, filt, rule, symmetries, source)
+        g, planes, cols = _encode_one(src, fs, filt, rule, symmetries, source, targets)
         packed = shards_mod.pack_points(planes) if planes is not None else None
     except Exception as e:  # noqa: BLE001 - a bug on one record must not stop the build
         g, packed, cols = ({"path": src.path, "status": "rejected", "reason": "internal_error",
@@ -301,7 +307,8 @@ def encode_unit(u: int, sources: list, cfg: dict, work: str, isolate: bool = Fal
                 if isolate:
                     with open(marker, "w") as m:
                         m.write(str(i))
-                g, packed, cols = encode_record(src, fs, filt, rule, cfg["symmetries"], cfg.get("source"))
+                g, packed, cols = encode_record(src, fs, filt, rule, cfg["symmetries"], cfg.get("source"),
+                                                cfg.get("targets", True))
                 if packed is not None:
                     cols["game"] = i
                     block = packed.tobytes()

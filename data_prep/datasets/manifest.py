@@ -72,6 +72,7 @@ def manifest(cfg, fs, fingerprint, infos, accounting, per_split, split_names, re
         "storage": cfg.storage.to_json(),
         "shard_rows": cfg.shard_rows,
         "symmetries": cfg.symmetries,
+        "targets": getattr(cfg, "targets", True),
         "seed": cfg.seed,
         "shuffle": "one permutation per split of all its rows, numpy default_rng(SeedSequence([seed, "
                    "sha256(split)[:8]])); shards are consecutive slices of it",

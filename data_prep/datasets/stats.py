@@ -49,7 +49,7 @@ def dataset_stats(root: str) -> dict:
     check_manifest(m, root, extra=("storage", "symmetries", "counts"))
     out = {"root": root, "features": {k: m["features"][k] for k in ("name", "version", "num_planes", "num_stored")},
            "board_size": m["board_size"], "storage": m["storage"], "symmetries": m["symmetries"],
-           "counts": m["counts"], "splits": {}}
+           "counts": m["counts"], "targets": m.get("targets", True), "splits": {}}
     for split, info in m["splits"].items():
         with Reader(root, split) as r:
             r.verify()  # every shard's columns are read below: check them all first (a missing one included)
@@ -142,11 +142,13 @@ def format_stats(st: dict) -> str:
             lines.append(f"[{name}] games (positions) by {what.replace('_', ' ')}")
             lines.append("  " + "  ".join(f"{k}: {g:,} ({s[f'positions_by_{what}'][k]:,})"
                                           for k, g in s[f"games_by_{what}"].items()))
-        lines += _ownership_lines(name, s.get("ownership"))
+        lines += _ownership_lines(name, s.get("ownership"), st.get("targets", True))
     return "\n".join(lines)
 
 
-def _ownership_lines(name: str, o: dict | None) -> list[str]:
+def _ownership_lines(name: str, o: dict | None, targets: bool = True) -> list[str]:
+    if not targets:
+        return [f"[{name}] ownership targets: none (built with --no-targets)"]
     if o is None:
         return [f"[{name}] ownership targets: none (built before kifunet stored them)"]
     out = [f"[{name}] games by ownership target source",

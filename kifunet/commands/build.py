@@ -37,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     o.add_argument("--chunk-rows", type=int, default=256, metavar="ROWS", help="HDF5 chunk rows (default 256)")
     o.add_argument("--symmetries", choices=("none", "all"), default="none",
                    help="none: store each position once (augment at load time); all: store the 8 copies")
+    o.add_argument("--no-targets", dest="targets", action="store_false",
+                   help="leave out the ownership targets (the dead-stone estimate of each counted game); training "
+                        "an ownership head on the dataset is then refused")
 
     r = p.add_argument_group("running")
     r.add_argument("--workers", type=int, default=None, metavar="N",
@@ -61,7 +64,7 @@ def config_from_args(args):
     return build.BuildConfig(
         inputs=list(args.inputs), out=args.out, features=d.features, filters=d.filters, splits=d.splits,
         seed=args.seed, storage=storage, shard_rows=args.shard_size, unit_games=args.unit_games,
-        symmetries=args.symmetries, workers=workers, preset=d.preset, source=d.source, options=d.options,
+        symmetries=args.symmetries, targets=args.targets, workers=workers, preset=d.preset, source=d.source, options=d.options,
         overwrite=args.overwrite,
         keep_work=args.keep_work, progress=args.progress, space_check=args.space_check)
 
