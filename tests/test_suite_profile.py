@@ -40,10 +40,11 @@ def test_the_plugin_records_the_cpu_of_a_test_and_of_the_process_it_waits_for(tm
     test.write_text("import subprocess, sys\n\ndef test_child():\n"
                     "    subprocess.run([sys.executable, '-c', 'x = 0\\nfor i in range(3_000_000): x += i'])\n")
     out = tmp_path / "p.jsonl"
-    env = dict(os.environ, SUITE_PROFILE_OUT=str(out), PYTHONPATH=str(REPO / "benchmarks"))
+    # the worker's name as pytest-xdist exports it (this test may itself run in a worker: the variable is set)
+    env = dict(os.environ, SUITE_PROFILE_OUT=str(out), PYTHONPATH=str(REPO / "benchmarks"), PYTEST_XDIST_WORKER="gw7")
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "suite_profile", "-p", "no:cacheprovider",
                         "-n", "0", "-c", os.devnull, str(test)], env=env, capture_output=True, text=True, cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     (rec,) = [json.loads(line) for line in out.read_text().splitlines()]
-    assert rec["id"].endswith("test_spin.py::test_child") and rec["worker"] == ""
+    assert rec["id"].endswith("test_spin.py::test_child") and rec["worker"] == "gw7"
     assert rec["children"] > 0.05 and rec["wall"] >= rec["children"] * 0.5
