@@ -172,7 +172,8 @@ def test_a_dataset_built_before_the_targets_reads_them_masked(built, tmp_path):
     from kifunet.train.data import TrainData
 
     config = configs.load_file(str(Path(__file__).resolve().parents[1] / "train" / "configs" / "tiny.py"))
-    with pytest.raises(configs.ConfigError, match=r"old was built before ownership targets \(manifest format_version 1\)"):
+    why = r"old was built before ownership targets \(manifest format_version 1\)"
+    with pytest.raises(configs.ConfigError, match=why):
         TrainData.open_datasets(str(old), "train", config.input).check_ownership_targets()
     TrainData.open_datasets(str(built), "train", config.input).check_ownership_targets()
 

@@ -64,8 +64,8 @@ def config_from_args(args):
     return build.BuildConfig(
         inputs=list(args.inputs), out=args.out, features=d.features, filters=d.filters, splits=d.splits,
         seed=args.seed, storage=storage, shard_rows=args.shard_size, unit_games=args.unit_games,
-        symmetries=args.symmetries, targets=args.targets, workers=workers, preset=d.preset, source=d.source, options=d.options,
-        overwrite=args.overwrite,
+        symmetries=args.symmetries, targets=args.targets, workers=workers, preset=d.preset, source=d.source,
+        options=d.options, overwrite=args.overwrite,
         keep_work=args.keep_work, progress=args.progress, space_check=args.space_check)
 
 
