@@ -181,21 +181,20 @@ def replay_command(name: str, data_root: Path) -> list[str]:
 
 
 def check_dataset(name: str, data_root: Path) -> None:
-    """``SystemExit`` in one line when row ``name`` trains the ownership head on a dataset built before the ownership
-    targets (``manifest.json`` ``format_version`` below 2): that dataset reads with every ownership target masked,
-    so the head would add nothing and the row would measure nothing. The score targets come from the games'
+    """``SystemExit`` in one line when row ``name`` trains the ownership head on a dataset without ownership targets
+    (built before them, ``manifest.json`` ``format_version`` below 2, or with ``kifunet build --no-targets``): it
+    reads with every ownership target masked, so the head would add nothing and the row would measure nothing. The score targets come from the games'
     results, which every version holds; a missing dataset is left to ``kifunet train`` to report."""
-    from kifunet.data_prep.datasets.manifest import FORMAT_VERSION, MANIFEST
+    from kifunet.data_prep.datasets.manifest import MANIFEST, missing_ownership_targets
 
     if not float(row_config(ROWS[name]).ownership_weight) > 0:
         return
     path = data_root / f"kgs_{ROWS[name].features}" / MANIFEST
     if not path.exists():
         return
-    version = json.loads(path.read_text()).get("format_version", 1)
-    if version < FORMAT_VERSION:
-        raise SystemExit(f"ingredients: {name} trains the ownership head, but {path} is format version {version}, "
-                         f"built before ownership targets (version {FORMAT_VERSION}): build it again")
+    why = missing_ownership_targets(json.loads(path.read_text()))
+    if why:
+        raise SystemExit(f"ingredients: {name} trains the ownership head, but {path} {why}: build it again")
 
 
 def retrain(name: str, data_root: Path) -> Path:

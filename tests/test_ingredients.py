@@ -128,20 +128,24 @@ def test_an_unknown_net_of_the_config_is_refused_in_one_line():
         configs.load(str(ing.REPO / "train/configs/ingredients.py:mao2"))
 
 
-def test_an_ownership_row_refuses_a_dataset_built_before_ownership_targets(tmp_path):
+def test_an_ownership_row_refuses_a_dataset_without_ownership_targets(tmp_path):
     """``run``/``retrain`` of a row that trains the ownership head stop in one line on a version-1 dataset (read
-    with every ownership target masked); a version-2 dataset, a row without the head, and a dataset not built yet
-    (``kifunet train`` reports it) pass."""
+    with every ownership target masked) or one built with ``--no-targets``; a version-2 dataset with targets, a row
+    without the head, and a dataset not built yet (``kifunet train`` reports it) pass."""
     (tmp_path / "kgs_gonn").mkdir()
     man = tmp_path / "kgs_gonn" / "manifest.json"
     ing.check_dataset("heads_both", tmp_path)  # not built yet
     man.write_text(json.dumps({"format": "kifunet-dataset", "format_version": 1}))
     for name in ("heads_ownership", "heads_both", "heads_both_seed1"):
         with pytest.raises(SystemExit, match=rf"^ingredients: {name} trains the ownership head, but .*manifest.json "
-                           r"is format version 1, built before ownership targets \(version 2\): build it again$"):
+                           r"was built before ownership targets \(manifest format_version 1\): build it again$"):
             ing.check_dataset(name, tmp_path)
     ing.check_dataset("heads_score", tmp_path)  # the score targets come from the results: every version has them
     ing.check_dataset("base", tmp_path)
+    man.write_text(json.dumps({"format": "kifunet-dataset", "format_version": 2, "targets": False}))
+    with pytest.raises(SystemExit, match=r"manifest.json was built with --no-targets: build it again$"):
+        ing.check_dataset("heads_ownership", tmp_path)
+    ing.check_dataset("heads_score", tmp_path)
     man.write_text(json.dumps({"format": "kifunet-dataset", "format_version": 2}))
     ing.check_dataset("heads_both", tmp_path)
 

@@ -15,7 +15,7 @@ from kifunet.data_prep.building import build, filters, splits
 from kifunet.data_prep.datasets import shards, stats
 from kifunet.data_prep.datasets.dataset import open_split
 from kifunet.data_prep.datasets.dataset_base import DatasetError
-from kifunet.data_prep.datasets.manifest import MANIFEST
+from kifunet.data_prep.datasets.manifest import FORMAT_VERSION, MANIFEST, missing_ownership_targets
 from kifunet.data_prep.datasets.reader import Reader
 from kifunet.data_prep.datasets.shards import Storage
 from kifunet.data_prep.rules import final_ownership
@@ -176,6 +176,18 @@ def test_a_dataset_built_before_the_targets_reads_them_masked(built, tmp_path):
     with pytest.raises(configs.ConfigError, match=why):
         TrainData.open_datasets(str(old), "train", config.input).check_ownership_targets()
     TrainData.open_datasets(str(built), "train", config.input).check_ownership_targets()
+
+
+@pytest.mark.parametrize("m, why", [
+    ({"format_version": FORMAT_VERSION}, ""),
+    ({"format_version": FORMAT_VERSION, "targets": True}, ""),
+    ({"format_version": FORMAT_VERSION, "targets": False}, "was built with --no-targets"),
+    ({"format_version": 1}, "was built before ownership targets (manifest format_version 1)"),
+    ({}, "was built before ownership targets (manifest format_version 1)"),
+])
+def test_the_manifest_says_why_a_dataset_has_no_ownership_targets(m, why):
+    """One home for the rule ``kifunet train`` and ``scripts/ingredients.py`` both apply."""
+    assert missing_ownership_targets(m) == why
 
 
 def test_stats_report_the_sources_and_the_estimates_agreement_with_the_marks(built):

@@ -48,13 +48,12 @@ class TrainData:
     def check_ownership_targets(self) -> None:
         """``ConfigError`` (one line) naming the first dataset without ownership targets for an ownership head to
         learn from: built with ``kifunet build --no-targets``, or before the targets (manifest version 1)."""
+        from kifunet.data_prep.datasets.manifest import missing_ownership_targets
         from kifunet.train.configs import ConfigError
 
         for root, blocks in zip(self.roots, self.train):
-            m = getattr(blocks.split, "manifest", None) or {}
-            why = ("was built with --no-targets" if m.get("targets", True) is False else
-                   "was built before ownership targets (manifest format_version 1)"
-                   if int(m.get("format_version", 2)) < 2 else "")
+            m = getattr(blocks.split, "manifest", None)
+            why = missing_ownership_targets(m) if m else ""
             if why:
                 raise ConfigError(f"ownership_weight > 0, but {root} {why}: it has no ownership targets (build it "
                                   f"again without --no-targets, or set ownership_weight=0)")

@@ -90,6 +90,17 @@ def manifest(cfg, fs, fingerprint, infos, accounting, per_split, split_names, re
     }
 
 
+def missing_ownership_targets(m: dict) -> str:
+    """Why a dataset with manifest ``m`` holds no ownership targets, as a phrase (``"was built with --no-targets"``),
+    or ``""`` when it holds them. A version-1 manifest predates the targets; ``"targets": false`` is
+    ``kifunet build --no-targets``."""
+    if m.get("targets", True) is False:
+        return "was built with --no-targets"
+    if int(m.get("format_version", 1)) < 2:
+        return "was built before ownership targets (manifest format_version 1)"
+    return ""
+
+
 def content_sha256(m: dict) -> str:
     """The sha256 of a manifest's content: :func:`hash_json` of every key but :data:`SEAL`, taken from the JSON the
     manifest reads back as (so the writer and every reader hash the same thing)."""
