@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from conftest import require_module, require_path
 
+from kifunet.data_prep import results
 from kifunet.data_prep import symmetries as sym
 from kifunet.data_prep.building import build, filters, splits
-from kifunet.data_prep.datasets import shards, stats
+from kifunet.data_prep.datasets import game_targets, shards, stats
 from kifunet.data_prep.datasets.dataset import open_split
 from kifunet.data_prep.datasets.dataset_base import DatasetError
 from kifunet.data_prep.datasets.manifest import FORMAT_VERSION, MANIFEST, missing_ownership_targets
@@ -43,7 +44,8 @@ def corpus(tmp_path_factory):
              "marked_dame.sgf": game("B+0.5", "TB[aa:ci][ea]TW[ga:ii]", "d"),
              "estimate.sgf": game("W+0.5", "", "e"),
              "resign.sgf": game("B+R", KGS_MARKS, "r"),
-             "time.sgf": game("W+T", "", "t")}
+             "time.sgf": game("W+T", "", "t"),
+             "beyond.sgf": game("B+90", "", "x")}  # a margin no 9x9 game can reach (81 points + komi 0.5)
     for k, v in files.items():
         (d / k).write_bytes(v)
     return d
@@ -105,6 +107,28 @@ def test_resignations_and_time_losses_have_no_targets(built, name):
     b = r.batch(np.arange(len(r)))
     rows = b["game_index"] == list(_games(built)).index(name)
     assert rows.any() and (b["ownership_source"][rows] == 0).all() and np.isnan(b["score"][rows]).all()
+
+
+def test_a_margin_beyond_the_board_has_no_score_target_but_keeps_its_winner(built):
+    """KGS records hold margins no game reaches (``B+8194.00`` after 69 moves): the score target is masked, the
+    value target and the ownership stay, and ``kifunet stats`` counts the game."""
+    r = Reader(str(built), "train").with_targets()
+    b = r.batch(np.arange(len(r)))
+    rows = b["game_index"] == list(_games(built)).index("beyond.sgf")
+    assert rows.any() and np.isnan(b["score"][rows]).all()
+    np.testing.assert_array_equal(b["outcome"][rows], np.where(b["to_move"][rows] == 1, 1, -1))  # black won
+    assert (b["ownership_source"][rows] > 0).all()
+    text = stats.format_stats(stats.dataset_stats(str(built)))
+    assert ("[train] score targets: 3 of 4 counted games; 1 masked, a margin beyond the board (9x9 points + komi)"
+            in text)
+
+
+@pytest.mark.parametrize("margin, komi, known", [(81.5, 0.5, True), (81.6, 0.5, False), (-81.5, -0.5, True),
+                                                 (81.0, np.nan, True), (81.5, np.nan, False), (np.nan, 0.5, False)])
+def test_a_score_target_is_known_up_to_every_point_plus_komi(margin, komi, known):
+    kind = results.KIND_CODES["score"]
+    assert game_targets.score_known(np.array([kind]), [margin], [komi], 9).tolist() == [known]
+    assert not game_targets.score_known(np.array([results.KIND_CODES["resign"]]), [1.0], [0.5], 9).any()
 
 
 def test_rows_are_seen_from_the_player_to_move(built):
@@ -192,7 +216,7 @@ def test_the_manifest_says_why_a_dataset_has_no_ownership_targets(m, why):
 
 def test_stats_report_the_sources_and_the_estimates_agreement_with_the_marks(built):
     o = stats.dataset_stats(str(built))["splits"]["train"]["ownership"]
-    assert o["games_by_source"] == {"none": 2, "marks": 2, "estimate": 1}
+    assert o["games_by_source"] == {"none": 2, "marks": 2, "estimate": 2}
     assert o["marks_games"] == 2 and o["exact_games"] == 1 and o["points_agree"] == pytest.approx(161 / 162)
     text = stats.format_stats(stats.dataset_stats(str(built)))
     assert "2 games: exactly the same in 1 (50.0%), points 99.38%" in text

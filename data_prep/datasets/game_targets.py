@@ -14,6 +14,11 @@ key                   dtype     value
 ``score``             float32   the final margin in points for the player to move; NaN: no score target
 ====================  ========  ===========================================================================
 
+A score target is known for a game counted to a margin (``result_kind`` ``score``) that the board can make:
+``|margin| <= N*N + |komi|`` (every point one side's, plus komi; :func:`score_known`). Records hold margins no game
+can reach (KGS has ``B+8194.00`` after 69 moves): their value target stands, their score target is masked, and
+``kifunet stats`` counts them.
+
 A games table written before the ownership columns gives source 0 to every game; the score comes from its
 ``result_kind``, ``winner`` and ``margin``, which every table has.
 """
@@ -38,15 +43,26 @@ def games_table_targets(path: str, board_size: int) -> dict[str, np.ndarray]:
     nn = int(board_size) ** 2
     with h5py.File(path, "r") as f:
         kind, winner, margin = f["result_kind"][()], f["winner"][()], f["margin"][()]
+        komi = f["komi"][()] if "komi" in f else np.zeros(kind.shape, np.float32)
         g = int(kind.shape[0])
         if GAME_OWNERSHIP in f and "ownership_source" in f:
             own, src = f[GAME_OWNERSHIP][()], f["ownership_source"][()]
         else:  # written before the targets: every ownership masked
             own, src = np.zeros((g, nn), np.int8), np.zeros(g, np.int8)
-    counted = kind == results.KIND_CODES["score"]
-    score = np.where(counted, np.where(winner == BLACK, margin, -margin), np.nan).astype(np.float32)
+    known = score_known(kind, margin, komi, board_size)
+    score = np.where(known, np.where(winner == BLACK, margin, -margin), np.nan).astype(np.float32)
     return {"ownership": own.astype(np.int8).reshape(g, nn), "ownership_source": src.astype(np.int8),
             "score": score}
+
+
+def score_known(kind, margin, komi, board_size: int) -> np.ndarray:
+    """bool per game: counted to a margin (kind ``score``) with ``|margin| <= N*N + |komi|`` (an unknown komi
+    counts 0), the games with a score target."""
+    margin = np.abs(np.asarray(margin, np.float64))
+    komi = np.nan_to_num(np.abs(np.asarray(komi, np.float64)))
+    with np.errstate(invalid="ignore"):
+        fits = margin <= int(board_size) ** 2 + komi
+    return (np.asarray(kind) == results.KIND_CODES["score"]) & fits
 
 
 def rows_of(per_game: dict[str, np.ndarray], cols: dict[str, np.ndarray], board_size: int) -> dict[str, np.ndarray]:

@@ -4,7 +4,7 @@
 JSON-able dict: per split games, positions, rows, shards and bytes; positions by rank; games and positions by
 year, result kind, source and time control (``unknown`` where not recorded); the ownership targets by source and,
 over the games with territory marks, how often the dead-stone estimate agrees with the marks (:func:`ownership_stats`);
-the build's accounting.
+the counted games with a score target (:func:`score_stats`); the build's accounting.
 :func:`render_position` draws one row of a split of either container.
 """
 
@@ -19,8 +19,9 @@ from ..coords import from_flat, to_gtp
 from ..profiles import SOURCES, TIME_CONTROLS, UNKNOWN_CODE
 from .manifest import check_manifest, read_manifest
 from ..ranks import UNKNOWN, is_known, rank_to_text
+from .game_targets import score_known
 from .reader import Reader
-from ..results import KINDS, parse_result
+from ..results import KIND_CODES, KINDS, parse_result
 from ..rules.final_ownership import MARKS
 from ..rules.final_ownership import SOURCES as OWNERSHIP_SOURCES
 
@@ -87,6 +88,7 @@ def dataset_stats(root: str) -> dict:
             "games_by_source": by_source[0], "positions_by_source": by_source[1],
             "games_by_time_control": by_time[0], "positions_by_time_control": by_time[1],
             "ownership": ownership_stats(games, int(m["board_size"])),
+            "score": score_stats(games, int(m["board_size"])),
         }
     return out
 
@@ -103,6 +105,18 @@ def ownership_stats(games: dict, board_size: int) -> dict | None:
     return {"games_by_source": {k: int(np.count_nonzero(src == i)) for i, k in enumerate(OWNERSHIP_SOURCES)},
             "marks_games": int(agree.size), "exact_games": int(np.count_nonzero(agree == nn)),
             "points_agree": float(agree.sum() / (agree.size * nn)) if agree.size else None}
+
+
+def score_stats(games: dict, board_size: int) -> dict | None:
+    """Games counted to a margin (``counted``) and those of them with a score target (``known``; the others' margin
+    is beyond what the board can make: :func:`~kifunet.data_prep.datasets.game_targets.score_known`). None for a
+    games table written before results were read."""
+    if "result_kind" not in games:
+        return None
+    kind = np.asarray(games["result_kind"])
+    komi = games.get("komi", np.zeros(kind.shape, np.float32))
+    known = score_known(kind, games["margin"], komi, board_size)
+    return {"counted": int(np.count_nonzero(kind == KIND_CODES["score"])), "known": int(np.count_nonzero(known))}
 
 
 def format_stats(st: dict) -> str:
@@ -143,6 +157,11 @@ def format_stats(st: dict) -> str:
             lines.append("  " + "  ".join(f"{k}: {g:,} ({s[f'positions_by_{what}'][k]:,})"
                                           for k, g in s[f"games_by_{what}"].items()))
         lines += _ownership_lines(name, s.get("ownership"), st.get("targets", True))
+        sc = s.get("score")
+        if sc:
+            n = st["board_size"]
+            lines.append(f"[{name}] score targets: {sc['known']:,} of {sc['counted']:,} counted games; "
+                         f"{sc['counted'] - sc['known']:,} masked, a margin beyond the board ({n}x{n} points + komi)")
     return "\n".join(lines)
 
 
