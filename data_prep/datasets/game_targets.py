@@ -43,7 +43,7 @@ def games_table_targets(path: str, board_size: int) -> dict[str, np.ndarray]:
     nn = int(board_size) ** 2
     with h5py.File(path, "r") as f:
         kind, winner, margin = f["result_kind"][()], f["winner"][()], f["margin"][()]
-        komi = f["komi"][()] if "komi" in f else np.zeros(kind.shape, np.float32)
+        komi = f["komi"][()] if "komi" in f else None
         g = int(kind.shape[0])
         if GAME_OWNERSHIP in f and "ownership_source" in f:
             own, src = f[GAME_OWNERSHIP][()], f["ownership_source"][()]
@@ -56,10 +56,10 @@ def games_table_targets(path: str, board_size: int) -> dict[str, np.ndarray]:
 
 
 def score_known(kind, margin, komi, board_size: int) -> np.ndarray:
-    """bool per game: counted to a margin (kind ``score``) with ``|margin| <= N*N + |komi|`` (an unknown komi
-    counts 0), the games with a score target."""
+    """bool per game: counted to a margin (kind ``score``) with ``|margin| <= N*N + |komi|`` (an unknown komi, NaN
+    or ``komi=None`` for a table without the column, counts 0), the games with a score target."""
     margin = np.abs(np.asarray(margin, np.float64))
-    komi = np.nan_to_num(np.abs(np.asarray(komi, np.float64)))
+    komi = np.nan_to_num(np.abs(np.asarray(0.0 if komi is None else komi, np.float64)))
     with np.errstate(invalid="ignore"):
         fits = margin <= int(board_size) ** 2 + komi
     return (np.asarray(kind) == results.KIND_CODES["score"]) & fits

@@ -114,8 +114,7 @@ def score_stats(games: dict, board_size: int) -> dict | None:
     if "result_kind" not in games:
         return None
     kind = np.asarray(games["result_kind"])
-    komi = games.get("komi", np.zeros(kind.shape, np.float32))
-    known = score_known(kind, games["margin"], komi, board_size)
+    known = score_known(kind, games["margin"], games.get("komi"), board_size)
     return {"counted": int(np.count_nonzero(kind == KIND_CODES["score"])), "known": int(np.count_nonzero(known))}
 
 
