@@ -1,4 +1,4 @@
-"""Self-play of the default net under the old and the new end-of-game rules: length, how games end, scores.
+"""Self-play of a net under the old and the new end-of-game rules: length, how games end, scores.
 
 The net (``pretrained/kgs_cpu_default`` unless ``--checkpoint``) plays both colours in-process:
 :func:`kifunet.play.policy.load_policy` for the probabilities and :func:`kifunet.play.move_choice.choose_move`

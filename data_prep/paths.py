@@ -31,7 +31,7 @@ def sample_games() -> Path:
 
 
 #: the run under ``pretrained/`` that kifunet reaches for when no net is named (one place to change it)
-DEFAULT_NET = "kgs_cpu_default"
+DEFAULT_NET = "kgs_cpu_default_ownership"
 
 
 def default_net(*, must_exist: bool = True) -> Path:

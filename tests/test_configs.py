@@ -86,6 +86,16 @@ def test_resnet18_is_trained_exactly_as_mao():
     assert resnet == mao
 
 
+def test_the_default_net_was_trained_by_its_config_file():
+    """pretrained/kgs_cpu_default_ownership's recorded config is ``cpu_default_ownership.py`` with its dataset, so
+    the command in its manual entry trains the same net."""
+    import json
+
+    kept = json.loads((CONFIG_DIR.parents[1] / "pretrained" / "kgs_cpu_default_ownership" / "config.json").read_text())
+    cfg = configs.load(str(CONFIG_DIR / "cpu_default_ownership.py"), [("dataset", kept["dataset"])])
+    assert json.loads(json.dumps(cfg.to_dict())) == kept
+
+
 def test_schedules_match_the_papers():
     g = configs.load_file(str(CONFIG_DIR / "gonn5.py"))
     s = optim.make_schedule(g.schedule, g.batch_size, g.train_positions)

@@ -71,7 +71,7 @@ def test_tables_of_the_default_net_name_the_data_in_short_and_describe_it_once_b
     assert notes[0].startswith("- [1] fox-pro test: fox-pro-2012-2019.tar.gz")
     assert notes[1].startswith("- [2] gonn-kgs test: ") and "built with preset gonn-kgs" in notes[1]
     nats = md.split("## Accuracy and nats")[1]
-    assert "| **ours: kgs_cpu_default @ step 11719 (8-symmetry ensemble)** | 45.6 | 1.992 | - | gonn-kgs test, " \
+    assert f"| **ours: {paths.DEFAULT_NET} @ step 11719 (8-symmetry ensemble)** | 46.0 | 1.971 | - | gonn-kgs test, " \
            "first 100,000 of 954,190 positions |" in nats
 
 

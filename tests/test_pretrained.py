@@ -1,5 +1,6 @@
-"""The 60-minute KGS runs kept in the repository (pretrained/kgs_cpu_small, the first; pretrained/kgs_cpu_default,
-the default net) load in a fresh clone and are trained; each scores exactly its recorded figures on a fixed slice
+"""The 60-minute KGS runs kept in the repository (pretrained/kgs_cpu_small, the first;
+pretrained/kgs_cpu_default, the second; pretrained/kgs_cpu_default_ownership, the default net) load in a fresh
+clone and are trained; each scores exactly its recorded figures on a fixed slice
 of real KGS positions; their match games replay through ``kifunet build``; the manual's tables (docs/) are their
 records."""
 
@@ -19,9 +20,9 @@ pytestmark = pytest.mark.slow  # loads and evaluates the 60-minute net
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / "pretrained" / "kgs_cpu_small"
-DEFAULT = REPO / "pretrained" / "kgs_cpu_default"
+DEFAULT = REPO / "pretrained" / "kgs_cpu_default_ownership"
 #: the hour-long KGS nets (each builds the slice with its config's ``expect_features``)
-HOUR_NETS = ("kgs_cpu_small", "kgs_cpu_default")
+HOUR_NETS = ("kgs_cpu_small", "kgs_cpu_default", "kgs_cpu_default_ownership")
 #: a net's figures on the slice (``RUN/eval/kgs2015_0101_slice.json``), measured by
 #: test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs itself (KIFUNET_RECORD=1 rewrites the file; the
 #: commands are in it)
@@ -92,21 +93,35 @@ TOPK_TOLERANCE = 10
 NATS_TOLERANCE = 1e-5
 
 
+@pytest.fixture(scope="module")
+def slice_builds(tmp_path_factory):
+    """The slice built once per feature set (the two gonn nets share one): features -> dataset folder."""
+    from kifunet.cli import main as cli_main
+
+    archive = require_path(KGS_2015, "the real KGS 2015 archive")
+    built = {}
+
+    def build(features: str) -> Path:
+        if features not in built:
+            ds = tmp_path_factory.mktemp(f"slice_{features}") / "slice"
+            assert cli_main(["build", str(archive), "--out", str(ds), "--features", features, *SLICE_BUILD]) == 0
+            built[features] = ds
+        return built[features]
+
+    return build
+
+
 @pytest.mark.parametrize("net", HOUR_NETS)
-def test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs(net, tmp_path):
+def test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs(net, tmp_path, slice_builds):
     """`kifunet build` of the slice with the net's feature set, then `kifunet eval` of the committed net on all of
     it (single pass and the 8-symmetry ensemble, one CPU device): the top-1..10 counts within ``TOPK_TOLERANCE`` of
     the recorded ones, the nats within ``NATS_TOLERANCE``. Measured (see the constants): across CPU models the
     counts moved by at most 5 and the nats by 7e-9; skipping one symmetry of the ensemble moves a count by 19 and
     the nats by 2.3e-3 or more, and fails both checks."""
-    from kifunet.cli import main as cli_main
-
-    archive = require_path(KGS_2015, "the real KGS 2015 archive")
     run = REPO / "pretrained" / net
     features = json.loads((run / "config.json").read_text())["expect_features"]
     build = ["--features", features, *SLICE_BUILD]
-    ds = tmp_path / "slice"
-    assert cli_main(["build", str(archive), "--out", str(ds), *build]) == 0
+    ds = slice_builds(features)
     out = tmp_path / "eval.json"
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
@@ -258,21 +273,33 @@ def test_readme_strength_table_is_the_committed_records():
         assert row[2:8] == _match_cells(res), row
 
 
-def test_the_default_net_loads_without_its_dataset_and_plays():
-    """pretrained/kgs_cpu_default (the default net: 3 x 48 GoNN ResNet, gonn planes) loads from its checkpoint's
-    metadata alone, at its final step, and predicts real moves."""
+#: the two hour-long gonn_resnet5 nets: (run, parameters, has an ownership head, the manual's table headers)
+CPU_DEFAULTS = (("kgs_cpu_default", 166_536, False, "`cpu_default`"),
+                ("kgs_cpu_default_ownership", 166_585, True, "`cpu_default` + ownership head"))
+
+
+def test_the_default_net_is_the_one_with_the_ownership_head():
     from kifunet.data_prep import paths
+
+    assert paths.default_net() == DEFAULT
+
+
+@pytest.mark.parametrize("net,params,ownership,_", CPU_DEFAULTS)
+def test_the_default_nets_load_without_their_dataset_and_play(net, params, ownership, _):
+    """pretrained/kgs_cpu_default and kgs_cpu_default_ownership (3 x 48 GoNN ResNets, gonn planes; the second the
+    default net) load from their checkpoint's metadata alone, at their final step, and predict real moves."""
     from kifunet.eval.runs import load_run
     from kifunet.models import count_params
     from kifunet.play.policy import load_policy
 
-    assert paths.default_net() == DEFAULT
-    pred = load_run(str(DEFAULT))  # config.dataset (data/kgs_gonn) is not in a clone
-    cfg = json.loads((DEFAULT / "config.json").read_text())
+    run = REPO / "pretrained" / net
+    pred = load_run(str(run))  # config.dataset (data/kgs_gonn) is not in a clone
+    cfg = json.loads((run / "config.json").read_text())
     steps = -(-cfg["train_positions"] // cfg["batch_size"])
     assert (pred.feature_set, pred.board_size, pred.info["step"]) == ("gonn", 19, steps)
-    assert count_params(pred.model) == 166_536
-    pol = load_policy(DEFAULT, rank="9d")
+    assert count_params(pred.model) == params
+    pol = load_policy(run, rank="9d")
+    assert pol.has_ownership is ownership
     p = pol.probabilities([(1, 3 * 19 + 15), (2, 15 * 19 + 3)], colour=1)  # black to move after Q16, D4
     assert p.shape == (362,) and abs(float(p.sum()) - 1) < 1e-5
     assert max(p[3 * 19 + 15], p[15 * 19 + 3]) < 1e-6
@@ -281,21 +308,52 @@ def test_the_default_net_loads_without_its_dataset_and_plays():
     assert min(top // 19, 18 - top // 19) in (2, 3) and min(top % 19, 18 - top % 19) in (2, 3), top
 
 
-def test_readme_default_net_tables_are_its_committed_records():
-    """The manual's figures of the default net (docs/runs.md) are its committed records at the
+@pytest.mark.parametrize("net,_,__,name", CPU_DEFAULTS)
+def test_readme_default_net_tables_are_its_committed_records(net, _, __, name):
+    """The manual's figures of the default nets (docs/runs.md) are their committed records at the
     digits printed: the whole-split single pass and the ensemble on the split's first 100,000 rows (both
     ``kifunet eval`` JSON), and the learning curve (metrics_eval.jsonl)."""
-    whole = json.loads((DEFAULT / "eval" / "kgs_gonn_test.json").read_text())
-    first = json.loads((DEFAULT / "eval" / "kgs_gonn_test_first100000.json").read_text())
+    run = REPO / "pretrained" / net
+    whole = json.loads((run / "eval" / "kgs_gonn_test.json").read_text())
+    first = json.loads((run / "eval" / "kgs_gonn_test_first100000.json").read_text())
     assert whole["results"]["single"]["count"] == 954_190 and "ensemble" not in whole["results"]
     assert first["results"]["single"]["count"] == first["results"]["ensemble"]["count"] == 100_000
-    head, *rows = _readme_rows("| `cpu_default`, 60 min on 2 CPU cores |")
+    head, *rows = _readme_rows(f"| {name}, 60 min on 2 CPU cores |")
     cases = [("single pass, whole split", whole, "single"), ("single pass, first 100,000 rows", first, "single"),
              ("8-symmetry ensemble, first 100,000 rows", first, "ensemble")]
     assert [r[0] for r in rows] == [c[0] for c in cases]
     for row, (_, res, kind) in zip(rows, cases):
         assert row[1:] == _eval_cells(res["results"][kind]), (kind, row)
-    _check_curve_table(DEFAULT, "| positions (`cpu_default`) |", 6)
+    _check_curve_table(run, f"| positions ({name}) |", 6)
+
+
+#: the two-domain table's rows of each hour-long net (docs/evaluation.md, copied into the README): eval column ->
+#: (its KGS eval JSON, its Fox eval JSON, which pass)
+_GONN_EVALS = {"single pass": ("kgs_gonn_test", "fox_pro_gonn_test", "single"),
+               "8-symmetry ensemble, first 100,000 rows": ("kgs_gonn_test_first100000",
+                                                           "fox_pro_gonn_test_first100000", "ensemble")}
+TWO_DOMAIN = {"kgs_cpu_small": {"single pass": ("kgs_maddison_test", "fox_pro_test", "single"),
+                                "8-symmetry ensemble": ("kgs_maddison_test", "fox_pro_test", "ensemble")},
+              "kgs_cpu_default": _GONN_EVALS, "kgs_cpu_default_ownership": _GONN_EVALS}
+
+
+def test_the_two_domain_table_is_the_committed_records():
+    """docs/evaluation.md's two-domain rows of our nets are their eval JSON at the digits printed: KGS and pro
+    top-1, their difference (of the printed figures), KGS and pro nats."""
+    from docs_pages import page
+
+    rows = [[c.strip() for c in x.strip().strip("|").split("|")] for x in page("evaluation").splitlines()
+            if x.startswith("| **ours: `")]
+    assert {(r[0].split("`")[1], r[2]) for r in rows} == {(n, e) for n, d in TWO_DOMAIN.items() for e in d}
+    for row in rows:
+        net = row[0].split("`")[1]
+        kgs, fox, kind = TWO_DOMAIN[net][row[2]]
+        k, f = (json.loads((REPO / "pretrained" / net / "eval" / f"{n}.json").read_text())["results"][kind]
+                for n in (kgs, fox))
+        top1 = [f"{100 * r['accuracy']['1']:.2f}" for r in (k, f)]
+        want = [*top1, f"{float(top1[1]) - float(top1[0]):.2f}", f"{k['cross_entropy_nats']:.4f}",
+                f"{f['cross_entropy_nats']:.4f}"]
+        assert row[3:] == want, (row, want)
 
 
 QIQIAO = REPO / "pretrained" / "qiqiao9x9"

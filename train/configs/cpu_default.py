@@ -1,5 +1,5 @@
-"""The default net: the ingredient table's recipe for 60 minutes on both cores of a 2-core CPU.
-Command, hardware and result: docs/training.md (Each config)."""
+"""The second default net (now the base of ``cpu_default_ownership``): the ingredient table's recipe for 60
+minutes on both cores of a 2-core CPU. Command, hardware and result: docs/training.md (Each config)."""
 
 from __future__ import annotations
 
