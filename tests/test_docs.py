@@ -200,6 +200,6 @@ def test_the_readme_headline_tables_are_the_manuals():
         if x.startswith("| GNU Go 3.8 level 10 |") and "(19x19" not in x and len(cells) == 9:
             strength[cells[1].split(",")[0]] = cells[2:6] + cells[8:]
     gnugo = [[c.strip() for c in x.strip().strip("|").split("|")] for x in readme if x.startswith("| `kgs_cpu_")]
-    assert len(gnugo) == 2
+    assert len(gnugo) == 3
     for cells in gnugo:
         assert cells[1:] == strength[cells[0]], (cells, strength)

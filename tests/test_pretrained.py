@@ -160,7 +160,8 @@ KEPT_MATCHES = sorted(p.parent for p in (REPO / "pretrained").rglob("results.jso
 
 def test_the_kept_matches_are_found():
     names = {str(d.relative_to(REPO / "pretrained")) for d in KEPT_MATCHES}
-    assert {"kgs_cpu_small/match-gnugo10", "kgs_cpu_default/match-gnugo10"} <= names, names
+    assert {"kgs_cpu_small/match-gnugo10", "kgs_cpu_default/match-gnugo10",
+            "kgs_cpu_default_ownership/match-gnugo10"} <= names, names
 
 
 @pytest.mark.parametrize("match_dir", KEPT_MATCHES, ids=lambda d: str(d.relative_to(REPO / "pretrained")))
@@ -267,7 +268,7 @@ def test_readme_strength_table_is_the_committed_records():
     dirs = {"GNU Go 3.8 level 10": "match-gnugo10", "Pachi 11.99, 500 playouts (`pachi:500`)": "match-pachi500"}
     assert {r[0] for r in rows} == set(dirs)
     nets = [r[1].split("`")[1] for r in rows]
-    assert {"kgs_cpu_small", "kgs_cpu_default"} <= set(nets), nets
+    assert {"kgs_cpu_small", "kgs_cpu_default", "kgs_cpu_default_ownership"} <= set(nets), nets
     for row, net in zip(rows, nets):
         res = json.loads((REPO / "pretrained" / net / dirs[row[0]] / "results.json").read_text())
         assert row[2:8] == _match_cells(res), row
