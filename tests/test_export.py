@@ -306,7 +306,8 @@ def test_the_file_decides_features_and_board_size(tiny, tmp_path):
         load_onnx_policy(tmp_path / "old.onnx")
 
 
-SHIPPED = ("kgs_cpu_default", "kgs_cpu_default_ownership", "kgs_cpu_small", "qiqiao9x9", "rank_experiment/base", "rank_experiment/cond")
+SHIPPED = ("kgs_cpu_default", "kgs_cpu_default_ownership", "kgs_cpu_small", "qiqiao9x9", "rank_experiment/base",
+           "rank_experiment/cond")
 
 
 @pytest.mark.slow
