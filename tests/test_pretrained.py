@@ -96,35 +96,21 @@ TOPK_TOLERANCE = 10
 NATS_TOLERANCE = 1e-5
 
 
-@pytest.fixture(scope="module")
-def slice_builds(tmp_path_factory):
-    """The slice built once per feature set (the two gonn nets share one): features -> dataset folder."""
-    from kifunet.cli import main as cli_main
-
-    archive = require_path(KGS_2015, "the real KGS 2015 archive")
-    built = {}
-
-    def build(features: str) -> Path:
-        if features not in built:
-            ds = tmp_path_factory.mktemp(f"slice_{features}") / "slice"
-            assert cli_main(["build", str(archive), "--out", str(ds), "--features", features, *SLICE_BUILD]) == 0
-            built[features] = ds
-        return built[features]
-
-    return build
-
-
 @pytest.mark.parametrize("net", HOUR_NETS)
-def test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs(net, tmp_path, slice_builds):
+def test_the_pretrained_net_scores_its_recorded_figures_on_real_kgs(net, tmp_path):
     """`kifunet build` of the slice with the net's feature set, then `kifunet eval` of the committed net on all of
     it (single pass and the 8-symmetry ensemble, one CPU device): the top-1..10 counts within ``TOPK_TOLERANCE`` of
     the recorded ones, the nats within ``NATS_TOLERANCE``. Measured (see the constants): across CPU models the
     counts moved by at most 5 and the nats by 7e-9; skipping one symmetry of the ensemble moves a count by 19 and
     the nats by 2.3e-3 or more, and fails both checks."""
+    from kifunet.cli import main as cli_main
+
+    archive = require_path(KGS_2015, "the real KGS 2015 archive")
     run = REPO / "pretrained" / net
     features = json.loads((run / "config.json").read_text())["expect_features"]
     build = ["--features", features, *SLICE_BUILD]
-    ds = slice_builds(features)
+    ds = tmp_path / "slice"
+    assert cli_main(["build", str(archive), "--out", str(ds), *build]) == 0
     out = tmp_path / "eval.json"
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
