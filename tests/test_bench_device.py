@@ -8,6 +8,7 @@ and the JSON are), without the install step. The helpers' arithmetic is checked 
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -20,8 +21,10 @@ REPO = Path(__file__).resolve().parents[1]
 DEVICE = REPO / "benchmarks" / "device"
 sys.path.insert(0, str(DEVICE))
 
+import bf16_runs  # noqa: E402
 import common  # noqa: E402
 import measure  # noqa: E402
+import session  # noqa: E402
 
 #: the configs the quick run times: one per family of step code (plain CNN, GoNN ResNet with global pooling and
 #: dilations, AGZ ResNet, MAO); every config's name -> tiny model mapping is checked by test_tiny_models, and
@@ -110,6 +113,43 @@ def test_nan_report_names_the_repository_lines_of_the_first_nan():
     assert common.nan_report(tail[:2]) is None
 
 
+def test_train_step_items_in_order():
+    """``--items`` names the steps in their order (bf16 unless a dtype is given); without it, the first batch for
+    every config (and the f32 configs) comes before the next batch for any; a malformed item is one line."""
+    a = measure.parse_args(["--out", "x", "--configs", "gonn5", "mao", "--batches", "256", "1024"])
+    assert [(i["config"], i["dtype"], i["batch"]) for i in measure.train_step_items(a)] == [
+        ("gonn5", "bfloat16", 256), ("mao", "bfloat16", 256), ("maddison12", "float32", 256),
+        ("gonn5", "bfloat16", 1024), ("mao", "bfloat16", 1024)]
+    a = measure.parse_args(["--out", "x", "--items", *session.STEP_ITEMS[:4], "maddison12@256@float32"])
+    assert [(i["config"], i["dtype"], i["batch"]) for i in measure.train_step_items(a)] == [
+        ("agz20", "bfloat16", 256), ("mao", "bfloat16", 256), ("garb10", "bfloat16", 256),
+        ("gonn5", "bfloat16", 1024), ("maddison12", "float32", 256)]
+    with pytest.raises(SystemExit, match="'gonn5:1024': expected CONFIG@BATCH"):
+        measure.train_step_items(measure.parse_args(["--out", "x", "--items", "gonn5:1024"]))
+
+
+def test_a_bf16_run_is_read_back_from_its_exit_and_windows():
+    """A run stopped by a non-finite loss: its step and loss from the trainer's message, the window maxima over the
+    run, the final evaluation's top-1; the verdict counts it per arm, and the third part of a session then trains
+    in float32."""
+    windows = [{"step": 10, "loss": 5.8, "grad_norm_max": 2.0, "logit_abs_max": 9.0},
+               {"step": 20, "loss": 5.7, "grad_norm_max": 40.0, "logit_abs_max": 3.0},
+               {"step": 30, "loss": 5.9, "grad_norm_max": 7.0, "logit_abs_max": 120.0}]
+    tail = ["step 30/4000 ...", "kifunet: error: non-finite training loss (nan) at step 37: stopping; the last "
+            "checkpoint is kept"]
+    bad = bf16_runs.summarize("gonn5_bf16", 1, {"rc": 3, "seconds": 12.0, "tail": tail}, windows, [])
+    assert (bad["non_finite"], bad["non_finite_step"], bad["non_finite_loss"], bad["steps"]) == (True, 37, "nan", 30)
+    assert (bad["grad_norm_max"], bad["logit_abs_max"], bad["last_loss"], bad["top1"]) == (40.0, 120.0, 5.9, None)
+    good = bf16_runs.summarize("gonn5_bf16", 0, {"rc": 0, "seconds": 30.0, "tail": ["done"]}, windows,
+                               [{"step": 4000, "top1": 0.31, "eval_positions": 10000}])
+    assert (good["non_finite"], good["finished"], good["top1"]) == (False, True, 0.31)
+    assert bf16_runs.verdict([good, bad]) == {
+        "gonn5_bf16": {"runs": 2, "finished": 1, "non_finite": 1, "non_finite_steps": [37]}}
+    assert session.choose_train_dtype({"runs": [good, bad]})[0] == "float32"
+    assert session.choose_train_dtype({"runs": [good]})[0] == "bfloat16"
+    assert "| gonn5_bf16 | 1 | 3 | 30 | 37 | 40 | 120 | 5.9 | - |" in bf16_runs.table([bad])
+
+
 # --- the scripts, end to end on the CPU
 
 
@@ -118,14 +158,18 @@ def quick_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("device")
     out, work = root / "out", root / "work"
     _run([str(DEVICE / "measure.py"), "--out", str(out), "--work", str(work), "--quick", "--no-install",
-          "--configs", *CONFIGS])
+          "--configs", *CONFIGS, "--hlo", "gonn5"])
     return out, work
 
 
 @pytest.mark.slow
 def test_measure_quick_cpu(quick_run):
     out, _ = quick_run
-    assert sorted(p.name for p in out.iterdir()) == ["device.json", "device.log", "real_run_metrics_train.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == ["device.json", "device.log", "hlo", "real_run_metrics_train.jsonl"]
+    from kifunet.train import aot
+
+    with gzip.open(out / "hlo" / "gonn5_bfloat16_b16.hlo.txt.gz", "rt") as f:  # the compiled step, whose ops count
+        hlo_ops = aot.count_ops(f.read())
     norms = [json.loads(ln) for ln in (out / "real_run_metrics_train.jsonl").read_text().splitlines()]
     assert norms and all("grad_norm" in m and "param_norm" in m for m in norms)
     assert "train_step" in (out / "device.log").read_text()
@@ -151,9 +195,11 @@ def test_measure_quick_cpu(quick_run):
         assert r["train_flops_per_position"] > 0 and r["params"] > 0
         assert r["compile_s"] > 0 and r["first_step_s"] > 0 and r["setup_s"] > 0  # compile kept apart
         assert r["positions_per_s"] == pytest.approx(r["batch"] / r["step_s"])
+        assert r["ops"] > 50 and (r.get("hlo") is not None) == (r["config"] == "gonn5" and r["dtype"] == "bfloat16")
         assert r["achieved_tflops"] == pytest.approx(r["train_flops_per_position"] * r["positions_per_s"] / 1e12)
         assert r["mfu"] is None and r["mfu_datasheet"] is None  # a CPU: no datasheet peak
     assert next(r for r in ts["rows"] if r["dtype"] == "float32")["mfu_datasheet_tf32"] is None
+    assert next(r for r in ts["rows"] if r.get("hlo"))["ops"] == hlo_ops
 
     ld = d["loader"]
     assert [r["workers"] for r in ld["rows"]] == [0, 1] and all(r["positions_per_s"] > 0 for r in ld["rows"])
@@ -169,11 +215,31 @@ def test_measure_quick_cpu(quick_run):
 
 
 @pytest.mark.slow
-def test_train_eval_quick_cpu(quick_run):
-    _, work = quick_run  # its dataset is reused
-    out = work.parent / "out_train_eval"
-    _run([str(DEVICE / "train_eval.py"), "--config", "gonn5", "--minutes", "0.25", "--out", str(out),
-          "--work", str(work), "--quick", "--no-install"])
+def test_session_quick_cpu_then_train_eval_resumes(quick_run):
+    """``session.py --quick``: the bf16 runs (both feature sets' datasets built, each run's windows kept), then
+    ``train_eval.py`` of gonn5 in the dtype the bf16 runs chose, evaluated on the test split; the train-step part
+    is ``measure.py --items``, which test_measure_quick_cpu runs. Then ``train_eval.py --resume``."""
+    _, work = quick_run  # its maddison dataset is reused
+    root = work.parent / "out_session"
+    _run([str(DEVICE / "session.py"), "--out", str(root), "--work", str(work), "--quick", "--no-install",
+          "--parts", "bf16", "train", "--train-s", "32", "--eval-s", "25"])
+    s = json.loads((root / "session.json").read_text())
+    assert s["parts"]["steps"] == {"status": "skipped", "why": "not in --parts"}
+    assert s["parts"]["bf16"]["status"] == "ok" and s["parts"]["train"]["status"] == "ok", s["parts"]
+    assert s["parts"]["train"]["dtype"] == "bfloat16" and s["parts"]["train"]["budget_s"] <= 32
+    b = json.loads((root / "bf16_runs.json").read_text())
+    assert set(b["builds"]) == {"maddison", "gonn"} and all(x["status"] == "ok" for x in b["builds"].values())
+    assert [(r["arm"], r["seed"], r["rc"], r["steps"], r["non_finite"]) for r in b["runs"]] == [
+        ("maddison12_bf16_paper", 0, 0, 20, False), ("gonn5_bf16", 0, 0, 20, False)]
+    assert "--config.optimizer.clip_norm=0.0" in b["runs"][0]["command"]
+    assert b["verdict"]["gonn5_bf16"] == {"runs": 1, "finished": 1, "non_finite": 0, "non_finite_steps": []}
+    for r in b["runs"]:
+        windows = [json.loads(x) for x in (root / "bf16_runs" / f"{r['arm']}_s0.jsonl").read_text().splitlines()]
+        assert [w["step"] for w in windows] == [5, 10, 15, 20] and r["grad_norm_max"] == max(
+            w["grad_norm_max"] for w in windows) > 0
+        assert 0 <= r["top1"] <= 1 and r["eval_positions"] == 256
+
+    out = root / "train"
     assert sorted(p.name for p in out.iterdir()) == ["train_eval.json", "train_eval.log", "train_eval_eval.json"]
     d = json.loads((out / "train_eval.json").read_text())
     assert d["build"]["status"] == "ok" and d["build"]["features"] == "gonn"

@@ -341,11 +341,14 @@ def test_resume_checks_and_seals_an_unsealed_step(ds_maddison, run, tmp_path, ca
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fault", ["nan", "flip-first-byte"])
+@pytest.mark.parametrize("fault", ["nan", "truncate"])
 def test_resume_sets_aside_an_unsealed_step_that_fails_its_check(fault, ds_maddison, run, tmp_path, capsys):
-    """An unsealed newest step with a NaN in its parameters, or one that does not read back: set aside as damaged
-    (never sealed), one line, and the run resumes from the step before it -- its metrics too: the lines the run
-    that wrote step 30 logged after step 20 are dropped, not kept beside the new ones."""
+    """An unsealed newest step with a NaN in its parameters, or one that does not read back (its biggest state file
+    cut in half): set aside as damaged (never sealed), one line, and the run resumes from the step before it -- its
+    metrics too: the lines the run that wrote step 30 logged after step 20 are dropped, not kept beside the new
+    ones. Not a flipped byte: an unsealed step has no checksums yet, and a flip inside a raw float chunk of orbax's
+    data file (which chunk the file starts with depends on the order of the asynchronous writes) reads back as
+    another finite number; the test failed so once under load."""
     wd = _copy(run, tmp_path)
     _save_unsealed(wd, 30, ds_maddison, poison=fault == "nan")
     if fault != "nan":

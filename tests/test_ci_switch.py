@@ -51,7 +51,9 @@ def _outcomes(tmp_path: Path, ci: str | None, probe: str = PROBE) -> dict[str, s
     d.mkdir()
     shutil.copy(REPO / "tests" / "conftest.py", d / "conftest.py")
     (d / "test_probe.py").write_text(probe)
-    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    # the probe runs with this conftest alone: not with plugins the outer run was given (PYTEST_ADDOPTS="-p
+    # suite_profile", benchmarks/suite_profile.py's way, whose relative PYTHONPATH the probe's folder cannot see)
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS")}
     if ci is not None:
         env["CI"] = ci
     xml = d / "junit.xml"

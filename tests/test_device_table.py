@@ -105,3 +105,52 @@ def test_cli_names_a_bad_file_in_one_line(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 2 and p.stdout == ""
     assert len(p.stderr.strip().splitlines()) == 1 and str(bad) in p.stderr
+
+
+COMPILE = REPO / "benchmarks" / "results" / "aot" / "compile.json"
+COMPILE_SOURCE = "benchmarks/results/aot/compile.json"
+
+
+def test_the_accelerators_page_compares_every_measured_step_with_its_roofline(result):
+    """docs/accelerators.md's comparison is the committed JSON files rendered: one line per bf16 step measured on
+    the GPU, its MFU the table's, beside the compile table's roofline MFU and ops of that config at batch 256 on
+    v5e-8, v5p-8 and v6e-8 (and its CPU ops); a step with an op count shows it."""
+    compile_rows = json.loads(COMPILE.read_text())["rows"]
+    text = table.render_compare([(result, SOURCE)], compile_rows, COMPILE_SOURCE)
+    page = (REPO / "docs" / "accelerators.md").read_text()
+    assert table.between(page, table.COMPARE_BLOCK) == text, (
+        "docs/accelerators.md's comparison is stale: python benchmarks/device/table.py " + SOURCE
+        + " --compare " + COMPILE_SOURCE + " --into docs/accelerators.md")
+    bf16 = [r for r in result["train_step"]["rows"] if r["dtype"] == "bfloat16"]
+    rows = _rows(text)
+    assert len(rows) == len(bf16) >= 5
+    cell = {(r["config"], r["target"]): r for r in compile_rows if r["batch"] == 256}
+    for cells, r in zip(rows, bf16):
+        config, gpu, batch, mfu, ops, v5e, v5p, v6e, tpu_ops, cpu_ops = cells
+        assert config == f"`{r['config']}`" and gpu == result["jax"]["device_kind"] and ops == "-"
+        assert int(batch.replace(",", "")) == r["batch"] and abs(float(mfu.rstrip("%")) - 100 * r["mfu"]) <= 0.05
+        for got, target in ((v5e, "v5e-8"), (v5p, "v5p-8"), (v6e, "v6e-8")):
+            c = cell[(r["config"], target)]
+            assert got == f"{100 * c['predicted_mfu']:.1f}% ({c['bound']})", (config, target)
+        assert int(tpu_ops.replace(",", "")) == cell[(r["config"], "v5e-8")]["ops"]
+        assert int(cpu_ops.replace(",", "")) == cell[(r["config"], "cpu")]["ops"]
+    counted = copy.deepcopy(result)
+    counted["train_step"]["rows"][0]["ops"] = 1234
+    assert _rows(table.render_compare([(counted, SOURCE)], compile_rows, COMPILE_SOURCE))[0][4] == "1,234"
+
+
+def test_cli_compare_writes_its_block_and_names_a_bad_compile_table(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(f"# p\n\n{table.START}\nspeed\n{table.END}\n\n<!-- gpu-vs-roofline:start -->\nold\n"
+                    "<!-- gpu-vs-roofline:end -->\n")
+    script = str(REPO / "benchmarks" / "device" / "table.py")
+    p = subprocess.run([sys.executable, script, str(KEPT), "--compare", str(COMPILE), "--into", str(page)],
+                       capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    text = page.read_text()
+    assert f"{table.START}\nspeed\n{table.END}" in text and "| `gonn5` |" in table.between(text, table.COMPARE_BLOCK)
+    bad = tmp_path / "compile.json"
+    bad.write_text("[]")
+    p = subprocess.run([sys.executable, script, str(KEPT), "--compare", str(bad)], capture_output=True, text=True,
+                       cwd=REPO)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and str(bad) in p.stderr

@@ -51,6 +51,12 @@ DATASHEET = [
 ]
 
 
+# tiny.py's sizes: the `kifunet train` overrides of a quick (CPU) run, beside the family's *_tiny model
+QUICK_TRAIN = ["--config.batch_size=32", "--config.eval_batch_size=64", "--config.input.window_blocks=2",
+               "--config.input.block_rows=64", "--config.input.workers=0", "--config.log_every_steps=5",
+               "--config.eval_every_positions=320", "--config.eval_positions=256", "--config.final_eval_positions=256",
+               "--config.checkpoint_every_positions=320"]
+
 # the family's *_tiny model in the registry, for quick (CPU) runs
 TINY = {"qiqiao": "qiqiao_tiny", "maddison": "maddison_tiny", "alphago": "alphago_tiny", "cazenave": "cazenave_tiny",
         "gonn": "gonn_tiny", "agz": "agz_tiny", "mao": "mao_tiny", "garb": "garb_tiny", "clark": "clark_storkey_tiny",
@@ -95,14 +101,15 @@ class Log:
         self._f.close()
 
 
-def run(cmd: list[str], log: Log, *, timeout: float, cwd: str = REPO, env: dict | None = None) -> dict:
-    """Run ``cmd``, its output copied line by line into ``log``; after ``timeout`` seconds its whole process group
-    (it and the worker processes it started) is stopped. Returns ``{rc, seconds, timed_out, tail}``, ``tail`` its
-    last :data:`TAIL_LINES` lines of output."""
+def run(cmd: list[str], log: Log, *, timeout: float, cwd: str = REPO, env: dict | None = None, tag: str = "") -> dict:
+    """Run ``cmd``, its output copied line by line into ``log`` (after ``tag``, which tells apart the lines of
+    runs made at once); after ``timeout`` seconds its whole process group (it and the worker processes it
+    started) is stopped. Returns ``{rc, seconds, timed_out, tail}``, ``tail`` its last :data:`TAIL_LINES` lines
+    of output."""
     e = dict(os.environ, PYTHONUNBUFFERED="1")
     if env:
         e.update(env)
-    log(f"$ {' '.join(cmd)}  (timeout {timeout:.0f} s)")
+    log(f"{tag}$ {' '.join(cmd)}  (timeout {timeout:.0f} s)")
     t0 = time.perf_counter()
     if timeout <= 0:
         return {"rc": None, "seconds": 0.0, "timed_out": True}
@@ -114,7 +121,7 @@ def run(cmd: list[str], log: Log, *, timeout: float, cwd: str = REPO, env: dict 
     def pump():
         for line in p.stdout:
             tail.append(line.rstrip("\n"))
-            log("  | " + tail[-1], raw=True)
+            log(f"  |{tag} " + tail[-1], raw=True)
 
     th = threading.Thread(target=pump, daemon=True)
     th.start()
@@ -123,7 +130,7 @@ def run(cmd: list[str], log: Log, *, timeout: float, cwd: str = REPO, env: dict 
         p.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        log(f"timeout after {timeout:.0f} s: stopping process group {p.pid}")
+        log(f"{tag}timeout after {timeout:.0f} s: stopping process group {p.pid}")
         _kill_group(p)
     except BaseException:
         _kill_group(p)
@@ -143,6 +150,63 @@ def _kill_group(p: subprocess.Popen) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def config_path(name: str) -> str:
+    """``maddison12`` -> ``REPO/train/configs/maddison12.py``; a path ending in ``.py`` stays."""
+    return name if name.endswith(".py") else os.path.join(REPO, "train", "configs", f"{name}.py")
+
+
+def config_info(cfg_path: str) -> dict:
+    """A config file's feature set, model name and global batch, read in a child process (no JAX here)."""
+    code = ("import json, sys; from kifunet.train import configs; c = configs.load_file(sys.argv[1]); "
+            "print(json.dumps({'expect_features': c.expect_features, 'model': c.model.name, "
+            "'batch_size': c.batch_size}))")
+    out = subprocess.run([PY, "-c", code, cfg_path], capture_output=True, text=True, timeout=120,
+                         cwd=REPO)
+    if out.returncode:
+        raise SystemExit(f"cannot read {cfg_path}: {out.stderr.strip()[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def installed() -> bool:
+    """Whether the project and the packages the GPU image lacks import (then the install step is skipped)."""
+    code = "import kifunet.cli, grain, sgfmill, ml_collections, tensorboardX"
+    return subprocess.run([PY, "-c", code], capture_output=True, timeout=120, cwd="/").returncode == 0
+
+
+def install_step(log: Log, *, skip: bool, timeout: float = 180) -> dict:
+    """The scripts' install step: skipped (``--no-install``), already done, or :func:`install`."""
+    if skip:
+        return {"status": "skipped (--no-install)"}
+    if installed():
+        return {"status": "already installed"}
+    return install(log, timeout=timeout)
+
+
+class Record(dict):
+    """A script's result JSON, rewritten whole at each :meth:`save`: its first fields (schema, script, arguments,
+    quick, start time, machine) and what the script adds; ``total_s`` and, at :meth:`finish`, ``finished``."""
+
+    def __init__(self, path: str, script: str, argv: list[str] | None, quick: bool, **fields):
+        super().__init__(schema=1, script=script, argv=sys.argv[1:] if argv is None else argv, quick=quick,
+                         started=_now(), machine=machine_info(), **fields)
+        self.path = path
+        self.t0 = time.time()
+
+    def save(self) -> None:
+        self["total_s"] = time.time() - self.t0
+        write_json(self.path, clean_floats(dict(self)))
+
+    def finish(self) -> None:
+        self["finished"] = _now()
+        self.save()
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def install(log: Log, *, wheels: str = WHEELS, timeout: float = 180) -> dict:

@@ -14,9 +14,10 @@ default; what does not fit is skipped and recorded under ``skipped``), the JSON 
 3. **peak**: the bf16 matrix-product rate measured now (``jnp.dot``, sizes ``--matmul``, best of several), the
    denominator of every MFU figure, with the datasheet's dense bf16 peak of the device beside it;
 4. **train_step**: each config's training step (``--configs``) in bf16 at each batch of ``--batches`` (the
-   first batch for every config before the next batch for any), and in f32 for ``--f32-configs``: compile
-   seconds apart, step seconds, positions/s, achieved TFLOP/s (analytical FLOPs, ``kifunet.models.train_flops``),
-   MFU = achieved / measured bf16 peak (``mfu``) and / datasheet peak (``mfu_datasheet``); both ``null`` on a
+   first batch for every config before the next batch for any), and in f32 for ``--f32-configs``, or the
+   ``--items`` given (``gonn5@1024``): compile seconds apart, the compiled step's ops (on a GPU: its kernels;
+   ``--hlo CONFIG`` keeps the HLO text, gzipped, in ``OUT/hlo/``), step seconds, positions/s, achieved TFLOP/s
+   (analytical FLOPs, ``kifunet.models.train_flops``), MFU = achieved / measured bf16 peak (``mfu``) and / datasheet peak (``mfu_datasheet``); both ``null`` on a
    CPU. ``--quick``: the family's ``*_tiny`` model for each config, small batches;
 5. **loader**: device-ready positions/s of the training pipeline (``bench_loader.time_pipeline``) for worker
    counts up to the machine's cores;
@@ -70,6 +71,11 @@ def parse_args(argv=None):
     ap.add_argument("--batches", type=int, nargs="*", default=None,
                     help="train-step batch sizes in order of priority (default 256 1024 512 2048; quick 16)")
     ap.add_argument("--f32-configs", nargs="*", default=["maddison12"])
+    ap.add_argument("--items", nargs="*", default=None, metavar="CONFIG@BATCH[@DTYPE]",
+                    help="the train-step items, in this order, instead of --configs x --batches and --f32-configs "
+                         "(dtype bfloat16 unless given)")
+    ap.add_argument("--hlo", nargs="*", default=[], metavar="CONFIG",
+                    help="also write these configs' compiled training steps (optimised HLO text, gzipped) to OUT/hlo/")
     ap.add_argument("--matmul", type=int, nargs="*", default=None, help="bf16 matmul sizes (default 4096 8192 16384)")
     ap.add_argument("--loader-workers", type=int, nargs="*", default=None,
                     help="grain worker counts (default 0 1 2 4 8 and cores-1)")
@@ -191,11 +197,8 @@ class Runner:
             self.skip("train_step", "--skip train_step")
             return
         q = self.a.quick
-        batches = self.a.batches or ([16] if q else [256, 1024, 512, 2048])
-        items = [{"config": c, "dtype": "bfloat16", "batch": batches[0]} for c in self.a.configs]
-        items += [{"config": c, "dtype": "float32", "batch": batches[0]} for c in self.a.f32_configs]
-        for b in batches[1:]:
-            items += [{"config": c, "dtype": "bfloat16", "batch": b} for c in self.a.configs]
+        items = train_step_items(self.a)
+        order = list(dict.fromkeys(x["config"] for x in items))
         reserve = self.reserve_after_train_step()
         t0 = time.time()
         rows, failed, not_run, pending = [], [], [], list(items)
@@ -207,7 +210,7 @@ class Runner:
             attempt += 1
             spec = {"items": pending, "quick": q, "deadline": time.time() + budget - 5,
                     "first_guess_s": 3.0 if q else 25.0, "round_s": 0.05 if q else 1.0, "rounds": 2 if q else 3,
-                    "max_steps": 5 if q else 500}
+                    "max_steps": 5 if q else 500, "hlo_configs": self.a.hlo, "hlo_dir": os.path.join(self.a.out, "hlo")}
             recs, r = self.child("train_step", spec, timeout=budget, tag=f"_{attempt}")
             if not recs:  # nothing measured and nothing started: do not try again
                 failed.append({"config": None, "dtype": None, "batch": None,
@@ -241,8 +244,7 @@ class Runner:
         for p in pending:
             not_run.append({**p, "why": "time budget"})
         add_mfu(rows, self.res.get("peak", {}), self.res.get("jax", {}).get("platform"))
-        rows.sort(key=lambda x: (self.a.configs.index(x["config"]) if x["config"] in self.a.configs else 99,
-                                 x["dtype"], x["batch"]))
+        rows.sort(key=lambda x: (order.index(x["config"]) if x["config"] in order else 99, x["dtype"], x["batch"]))
         self.res["train_step"] = {"rows": rows, "failed": failed, "not_run": not_run,
                                   "mfu_denominator": "peak.bf16_tflops (bf16 jnp.dot measured in this run)",
                                   "mfu_datasheet_denominator": "peak.datasheet.bf16_tflops",
@@ -436,6 +438,26 @@ class Runner:
             self.log(f"wrote {self.json_path} ({time.time() - self.t0:.0f} s)")
             self.log.close()
         return 0
+
+
+def train_step_items(a) -> list[dict]:
+    """The train-step items of the parsed arguments ``a``, in order: ``--items``, else the first of ``--batches``
+    for every config (and the f32 configs) before the next batch for any."""
+    if a.items is not None:
+        out = []
+        for text in a.items:
+            parts = text.split("@")
+            if len(parts) not in (2, 3) or not parts[1].isdigit():
+                raise SystemExit(f"measure.py: --items {text!r}: expected CONFIG@BATCH or CONFIG@BATCH@DTYPE")
+            out.append({"config": parts[0], "dtype": parts[2] if len(parts) == 3 else "bfloat16",
+                        "batch": int(parts[1])})
+        return out
+    batches = a.batches or ([16] if a.quick else [256, 1024, 512, 2048])
+    items = [{"config": c, "dtype": "bfloat16", "batch": batches[0]} for c in a.configs]
+    items += [{"config": c, "dtype": "float32", "batch": batches[0]} for c in a.f32_configs]
+    for b in batches[1:]:
+        items += [{"config": c, "dtype": "bfloat16", "batch": b} for c in a.configs]
+    return items
 
 
 def add_mfu(rows: list[dict], peak: dict, platform_name: str | None) -> None:

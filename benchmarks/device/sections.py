@@ -11,8 +11,10 @@ section stopped by its timeout or killed by a crash keeps what it measured.
   model, optimizer and loss from ``kifunet.train.train.setup``, ``parallel.data_parallel`` of
   ``steps.train_step`` over all local devices, state donated, random 0/1 planes and targets already on
   the devices), for each (config, dtype, batch) item in the order given, while time is left: compile seconds
-  (``lower().compile()``), the first step, then ``rounds`` rounds of back-to-back steps; step seconds = the
-  median round's time per step; FLOPs from :func:`kifunet.models.train_flops`.
+  (``lower().compile()``), the compiled step's ops (:func:`kifunet.train.aot.count_ops` of its optimised HLO:
+  on a GPU, its kernels; the HLO text itself, gzipped into ``hlo_dir``, for the configs in ``hlo_configs``),
+  the first step, then ``rounds`` rounds of back-to-back steps; step seconds = the median round's time per step; FLOPs
+  from :func:`kifunet.models.train_flops`.
 * ``loader``: :func:`bench_loader.time_pipeline` (device-ready batches of the training pipeline) for each
   worker count.
 """
@@ -20,6 +22,7 @@ section stopped by its timeout or killed by a crash keeps what it measured.
 from __future__ import annotations
 
 import gc
+import gzip
 import json
 import os
 import statistics
@@ -110,14 +113,14 @@ def is_oom(e: BaseException) -> bool:
 
 
 def time_train_step(name: str, *, dtype: str, batch: int, quick: bool, round_s: float, rounds: int,
-                    max_steps: int) -> dict:
+                    max_steps: int, hlo_path: str | None = None) -> dict:
     import jax
     import numpy as np
 
     from kifunet import models
     from kifunet.data_prep.planes import features
     from kifunet.train import configs as configs_mod
-    from kifunet.train import parallel, steps, train
+    from kifunet.train import aot, parallel, steps, train
 
     t_setup = time.perf_counter()
     cfg = configs_mod.load_file(os.path.join(CONFIG_DIR, f"{name}.py"))
@@ -145,6 +148,11 @@ def time_train_step(name: str, *, dtype: str, batch: int, quick: bool, round_s: 
     t0 = time.perf_counter()
     compiled = step.lower(state, batch_dev).compile()
     compile_s = time.perf_counter() - t0
+    hlo = compiled.as_text()
+    ops = aot.count_ops(hlo)
+    if hlo_path:
+        with gzip.open(hlo_path, "wt", encoding="utf-8") as f:
+            f.write(hlo)
     mem = None
     try:
         ma = compiled.memory_analysis()
@@ -174,7 +182,8 @@ def time_train_step(name: str, *, dtype: str, batch: int, quick: bool, round_s: 
     pps = b / step_s
     return {"config": name, "model": cfg.model.name, "dtype": dtype, "batch": b, "config_batch": config_batch,
             "devices": mesh.size, "planes": planes, "params": params, "loss": cfg.loss,
-            "train_flops_per_position": flops, "setup_s": setup_s, "compile_s": compile_s, "first_step_s": first_s,
+            "train_flops_per_position": flops, "ops": ops, "setup_s": setup_s, "compile_s": compile_s,
+            "first_step_s": first_s,
             "step_s": step_s, "step_s_rounds": per_step, "steps_per_round": n, "positions_per_s": pps,
             "achieved_tflops": flops * pps / 1e12, "memory_gib": mem, "loss_finite": bool(np.isfinite(loss))}
 
@@ -200,8 +209,15 @@ def section_train_step(spec: dict) -> None:
         emit(out, {"kind": "start", **item})
         t0 = time.perf_counter()
         try:
+            hlo = None
+            if item["config"] in spec.get("hlo_configs", ()):
+                os.makedirs(spec["hlo_dir"], exist_ok=True)
+                hlo = os.path.join(spec["hlo_dir"], f"{item['config']}_{item['dtype']}_b{item['batch']}.hlo.txt.gz")
             row = time_train_step(item["config"], dtype=item["dtype"], batch=item["batch"], quick=spec["quick"],
-                                  round_s=spec["round_s"], rounds=spec["rounds"], max_steps=spec["max_steps"])
+                                  round_s=spec["round_s"], rounds=spec["rounds"], max_steps=spec["max_steps"],
+                                  hlo_path=hlo)
+            if hlo:
+                row["hlo"] = os.path.basename(hlo)
             row["wall_s"] = time.perf_counter() - t0
             emit(out, {"kind": "row", **row})
             done_cost[item["config"]] = row["wall_s"] * (1.3 if item["batch"] < 1024 else 1.0)

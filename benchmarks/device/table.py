@@ -11,7 +11,18 @@ peak, the date and the command that reproduces it. Several JSON files (runs on d
 of the configs an earlier one left out) give one such block each, in the order given, and a config measured by
 any of them is not named as left out by another. ``--into`` replaces the text between the page's
 ``<!-- gpu-table:start -->`` and ``<!-- gpu-table:end -->`` lines (``tests/test_device_table.py`` checks that the
-README's table is this script's output for the committed JSON). Standard library only.
+README's table is this script's output for the committed JSON).
+
+    python benchmarks/device/table.py DEVICE.json ... --compare benchmarks/results/aot/compile.json \
+        --into docs/accelerators.md
+
+``--compare`` renders instead the comparison of measured and predicted: one line per config measured on a GPU
+(in bf16; its rows at each batch, newest run last) with its measured MFU and op count (the compiled step's
+top-level ops; on a GPU, its kernels; ``-`` for runs that did not count them), beside the compile table's
+roofline MFU of the same config at batch 256 in bf16 on the single-host TPU slices (:data:`ROOFLINE_TARGETS`)
+and its op counts there and on the CPU; ``--into`` writes it between the page's ``<!-- gpu-vs-roofline:start
+-->`` and ``<!-- gpu-vs-roofline:end -->`` lines (``tests/test_device_table.py`` checks docs/accelerators.md's).
+Standard library only.
 """
 
 from __future__ import annotations
@@ -25,6 +36,10 @@ from kifunet.eval import page_blocks
 
 BLOCK = "gpu-table"  # README.md's block (kifunet.eval.page_blocks)
 START, END = page_blocks.markers(BLOCK)
+COMPARE_BLOCK = "gpu-vs-roofline"  # docs/accelerators.md's block
+#: the compile table's targets beside the GPU's figures: one host each, batch 256 in bf16
+ROOFLINE_TARGETS = ("v5e-8", "v5p-8", "v6e-8")
+ROOFLINE_BATCH = 256
 COMMAND = "python benchmarks/device/measure.py --out OUT"
 
 
@@ -64,24 +79,56 @@ def render_runs(runs: list[tuple[dict, str]]) -> str:
                         for i, (result, source) in enumerate(runs))
 
 
-def replace_between(page: str, new: str) -> str:
-    """``page`` with the text between its marker lines replaced by ``new``; ``SystemExit`` without the markers."""
+def render_compare(runs: list[tuple[dict, str]], compile_rows: list[dict], compile_source: str) -> str:
+    """Markdown: each bf16 train step measured by the ``(device.json, source)`` runs beside the compile table's
+    (``compile_rows``, kept in ``compile_source``) roofline MFU and ops of the same config."""
+    cells = {(r["config"], r["target"]): r for r in compile_rows
+             if r["batch"] == ROOFLINE_BATCH and (r["dtype"] == "bfloat16" or r["target"] == "cpu")}
+    heads = " | ".join(f"{t} roofline MFU" for t in ROOFLINE_TARGETS)
+    out = [f"Measured on a GPU (`{'`, `'.join(src for _, src in runs)}`) and predicted by the compile table "
+           f"(`{compile_source}`; batch {ROOFLINE_BATCH}, bf16, the CPU in float32). GPU ops: the compiled step's "
+           "top-level ops, its kernels (`-`: not counted by that run).", "",
+           f"| config | GPU | batch | GPU MFU | GPU ops | {heads} | v5e-8 ops | CPU ops |",
+           "|---|---|---:|---:|---:|" + "---:|" * len(ROOFLINE_TARGETS) + "---:|---:|"]
+    for result, _ in runs:
+        kind = result["jax"]["device_kind"]
+        for r in result["train_step"]["rows"]:
+            if r["dtype"] != "bfloat16":
+                continue
+            tpu = [cells.get((r["config"], t)) for t in ROOFLINE_TARGETS]
+            roof = [f"{_pct(c['predicted_mfu'])} ({c['bound']})" if c else "-" for c in tpu]
+            ops = [cells.get((r["config"], t), {}).get("ops") for t in ("v5e-8", "cpu")]
+            out.append(f"| `{r['config']}` | {kind} | {r['batch']:,} | {_pct(r.get('mfu'))} | "
+                       f"{_count(r.get('ops'))} | {' | '.join(roof)} | {_count(ops[0])} | {_count(ops[1])} |")
+    return "\n".join(out)
+
+
+def _count(x) -> str:
+    return "-" if x is None else f"{x:,}"
+
+
+def replace_between(page: str, new: str, block: str = BLOCK) -> str:
+    """``page`` with the text between its ``block``'s marker lines replaced by ``new``; ``SystemExit`` without
+    the markers."""
     try:
-        return page_blocks.replace_block(page, BLOCK, new)
+        return page_blocks.replace_block(page, block, new)
     except ValueError as e:
         raise SystemExit(f"table: {e}") from None
 
 
-def between(page: str) -> str:
-    """The text between the page's marker lines (what :func:`replace_between` wrote)."""
-    return page_blocks.block(page, BLOCK)
+def between(page: str, block: str = BLOCK) -> str:
+    """The text between the page's ``block`` marker lines (what :func:`replace_between` wrote)."""
+    return page_blocks.block(page, block)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", type=Path, nargs="+", help="device.json files written by measure.py, in page order")
     ap.add_argument("--into", type=Path, default=None, metavar="PAGE.md",
-                    help="replace the table between the page's gpu-table markers instead of printing it")
+                    help="replace the table between the page's gpu-table (or gpu-vs-roofline) markers instead of "
+                         "printing it")
+    ap.add_argument("--compare", type=Path, default=None, metavar="COMPILE.json",
+                    help="render the measured-vs-roofline comparison against this `kifunet compile` table")
     a = ap.parse_args(argv)
     runs = []
     for path in a.json:
@@ -93,11 +140,20 @@ def main(argv=None) -> int:
                   file=sys.stderr)
             return 2
         runs.append((result, path.as_posix()))
-    text = render_runs(runs)
+    block = BLOCK
+    if a.compare is None:
+        text = render_runs(runs)
+    else:
+        try:
+            compile_rows = json.loads(a.compare.read_text())["rows"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"table: {a.compare}: not a `kifunet compile` table ({type(e).__name__}: {e})", file=sys.stderr)
+            return 2
+        text, block = render_compare(runs, compile_rows, a.compare.as_posix()), COMPARE_BLOCK
     if a.into is None:
         print(text)
     else:
-        a.into.write_text(replace_between(a.into.read_text(), text))
+        a.into.write_text(replace_between(a.into.read_text(), text, block))
         print(f"table: wrote {sum(len(r['train_step']['rows']) for r, _ in runs)} rows of {len(runs)} run(s) "
               f"into {a.into}")
     return 0

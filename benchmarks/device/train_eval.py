@@ -26,7 +26,6 @@ same machine.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import glob
 import json
 import os
@@ -38,13 +37,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
-
-# tiny.py's sizes, for --quick
-QUICK = ["--config.batch_size=32", "--config.eval_batch_size=64", "--config.input.window_blocks=2",
-         "--config.input.block_rows=64", "--config.input.workers=0", "--config.log_every_steps=5",
-         "--config.eval_every_positions=320", "--config.eval_positions=256", "--config.final_eval_positions=256",
-         "--config.checkpoint_every_positions=320"]
-
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
@@ -72,22 +64,6 @@ def parse_args(argv=None):
     return ap.parse_args(argv)
 
 
-def config_info(cfg_path: str) -> dict:
-    code = ("import json, sys; from kifunet.train import configs; c = configs.load_file(sys.argv[1]); "
-            "print(json.dumps({'expect_features': c.expect_features, 'model': c.model.name, "
-            "'batch_size': c.batch_size}))")
-    out = subprocess.run([common.PY, "-c", code, cfg_path], capture_output=True, text=True, timeout=120,
-                         cwd=common.REPO)
-    if out.returncode:
-        raise SystemExit(f"cannot read {cfg_path}: {out.stderr.strip()[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def installed() -> bool:
-    code = "import kifunet.cli, grain, sgfmill, ml_collections, tensorboardX"
-    return subprocess.run([common.PY, "-c", code], capture_output=True, timeout=120, cwd="/").returncode == 0
-
-
 def last_checkpoint_meta(workdir: str) -> dict:
     steps = [int(os.path.basename(p)) for p in glob.glob(os.path.join(workdir, "checkpoints", "*"))
              if os.path.basename(p).isdigit()]
@@ -102,28 +78,18 @@ def main(argv=None) -> int:
     os.makedirs(a.out, exist_ok=True)
     log = common.Log(os.path.join(a.out, "train_eval.log"))
     res_path = os.path.join(a.out, "train_eval.json")
-    res = {"schema": 1, "script": "benchmarks/device/train_eval.py", "argv": sys.argv[1:] if argv is None else argv,
-           "quick": a.quick, "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-           "machine": common.machine_info()}
-
-    def save():
-        res["total_s"] = time.time() - t0
-        common.write_json(res_path, common.clean_floats(res))
+    res = common.Record(res_path, "benchmarks/device/train_eval.py", argv, a.quick)
+    save = res.save
 
     try:
         # 1. install
-        if a.no_install:
-            res["install"] = {"status": "skipped (--no-install)"}
-        elif installed():
-            res["install"] = {"status": "already installed"}
-        else:
-            res["install"] = common.install(log)
+        res["install"] = common.install_step(log, skip=a.no_install)
         save()
         # 2. dataset
         name = a.config
-        cfg_path = name if name.endswith(".py") else os.path.join(common.REPO, "train", "configs", f"{name}.py")
+        cfg_path = common.config_path(name)
         name = os.path.splitext(os.path.basename(cfg_path))[0]
-        info = config_info(cfg_path)
+        info = common.config_info(cfg_path)
         features = info["expect_features"] or "maddison"
         if a.data:
             data = os.path.abspath(a.data)
@@ -152,7 +118,7 @@ def main(argv=None) -> int:
                f"--config.dataset={data}", f"--config.time_limit_s={limit}", f"--config.model.dtype={a.dtype}",
                "--config.final_eval_positions=10000"]
         if a.quick:
-            cmd += [f"--config.model.name={common.tiny_model(info['model'])}", *QUICK]
+            cmd += [f"--config.model.name={common.tiny_model(info['model'])}", *common.QUICK_TRAIN]
         workers = a.input_workers
         if workers is None and not a.quick:
             workers = max(1, min(8, (os.cpu_count() or 1) - 2))
@@ -196,8 +162,7 @@ def main(argv=None) -> int:
         save()
         return 0 if r["rc"] == 0 and ev else 1
     finally:
-        res["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        save()
+        res.finish()
         tr, ev = res.get("train", {}), res.get("eval", {})
         if tr:
             log(f"train {tr.get('config')} ({tr.get('model')}, {tr.get('dtype')}, batch {tr.get('batch')}): "
