@@ -140,9 +140,10 @@ def test_a_bf16_run_is_read_back_from_its_exit_and_windows():
     bad = bf16_runs.summarize("gonn5_bf16", 1, {"rc": 3, "seconds": 12.0, "tail": tail}, windows, [])
     assert (bad["non_finite"], bad["non_finite_step"], bad["non_finite_loss"], bad["steps"]) == (True, 37, "nan", 30)
     assert (bad["grad_norm_max"], bad["logit_abs_max"], bad["last_loss"], bad["top1"]) == (40.0, 120.0, 5.9, None)
+    assert bad["error"] == tail[-1]
     good = bf16_runs.summarize("gonn5_bf16", 0, {"rc": 0, "seconds": 30.0, "tail": ["done"]}, windows,
                                [{"step": 4000, "top1": 0.31, "eval_positions": 10000}])
-    assert (good["non_finite"], good["finished"], good["top1"]) == (False, True, 0.31)
+    assert (good["non_finite"], good["finished"], good["top1"], good["error"]) == (False, True, 0.31, None)
     assert bf16_runs.verdict([good, bad]) == {
         "gonn5_bf16": {"runs": 2, "finished": 1, "non_finite": 1, "non_finite_steps": [37]}}
     assert session.choose_train_dtype({"runs": [good, bad]})[0] == "float32"

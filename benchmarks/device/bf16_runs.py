@@ -20,13 +20,13 @@ budget's end (its windows so far are kept).
 
 Datasets: ``kifunet build`` of the KGS archives on the GoNN protocol with each arm's feature set, into
 ``--work`` (reused there), as ``measure.py`` builds: the first with all cores, the next beside the first arms'
-runs on half of them; ``--data FEATURES=DIR`` gives one instead. ``--quick``:
-the sample corpus, the family's ``*_tiny`` models at tiny.py's sizes.
+runs on half of them; ``--data FEATURES=DIR`` gives one instead. ``--quick``: the sample corpus, the family's
+``*_tiny`` models at tiny.py's sizes.
 
-Writes ``OUT/bf16_runs.json`` (per run: the command, exit status, steps reached, the step of the first
-non-finite loss, the largest gradient norm and |logit|, the last window's loss, the final evaluation's top-1 on
-10,000 test positions; per arm, a ``verdict``), ``OUT/bf16_runs/<arm>_s<seed>.jsonl`` (the run's
-``metrics_train.jsonl``) and ``OUT/bf16_runs.log``.
+Writes ``OUT/bf16_runs.json`` (per run: the command, exit status and the last line of a failed run's output,
+steps reached, the step of the first non-finite loss, the largest gradient norm and |logit|, the last window's
+loss, the final evaluation's top-1 on 10,000 test positions; per arm, a ``verdict``),
+``OUT/bf16_runs/<arm>_s<seed>.jsonl`` (the run's ``metrics_train.jsonl``) and ``OUT/bf16_runs.log``.
 """
 
 from __future__ import annotations
@@ -100,6 +100,7 @@ def summarize(arm: str, seed: int, r: dict, metrics: list[dict], evals: list[dic
     config, dtype, overrides = ARMS[arm]
     return {"arm": arm, "config": config, "dtype": dtype, "overrides": overrides, "seed": seed, "rc": r.get("rc"),
             "timed_out": r.get("timed_out"), "wall_s": r.get("seconds"),
+            "error": (r.get("tail") or [""])[-1] if r.get("rc") not in (0, None) else None,
             "steps": windows[-1]["step"] if windows else 0,
             "non_finite": bad is not None or r.get("rc") == NON_FINITE_RC,
             "non_finite_step": int(bad.group(2)) if bad else None, "non_finite_loss": bad.group(1) if bad else None,
