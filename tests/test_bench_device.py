@@ -151,6 +151,24 @@ def test_a_bf16_run_is_read_back_from_its_exit_and_windows():
     assert "| gonn5_bf16 | 1 | 3 | 30 | 37 | 40 | 120 | 5.9 | - |" in bf16_runs.table([bad])
 
 
+def test_the_third_part_takes_its_dtype_from_this_call_or_an_earlier_one(tmp_path):
+    """A second call on a warm machine (a new OUT, the same --work) still trains in float32 when the first call's
+    gonn5 bf16 runs went non-finite; this call's record wins over an earlier one, and --train-dtype over both."""
+    out, work = tmp_path / "out", tmp_path / "work"
+    out.mkdir(), work.mkdir()
+    args = ["--out", str(out), "--work", str(work)]
+    assert session.train_dtype(session.parse_args(args))[0] == "bfloat16"
+    bad = {"runs": [{"arm": "gonn5_bf16", "non_finite": True}]}
+    (work / session.BF16_JSON).write_text(json.dumps(bad))
+    dtype, why = session.train_dtype(session.parse_args(args))
+    assert dtype == "float32" and why.endswith("(an earlier call on this machine)"), why
+    (out / session.BF16_JSON).write_text(json.dumps({"runs": [{"arm": "gonn5_bf16", "non_finite": False}]}))
+    assert session.train_dtype(session.parse_args(args)) == (
+        "bfloat16", "none of 1 gonn5 bf16 runs ended on a non-finite loss (this call)")
+    assert session.train_dtype(session.parse_args([*args, "--train-dtype", "float32"])) == (
+        "float32", "--train-dtype")
+
+
 # --- the scripts, end to end on the CPU
 
 
@@ -231,12 +249,12 @@ def test_session_quick_cpu_then_train_eval_resumes(quick_run):
     b = json.loads((root / "bf16_runs.json").read_text())
     assert set(b["builds"]) == {"maddison", "gonn"} and all(x["status"] == "ok" for x in b["builds"].values())
     assert [(r["arm"], r["seed"], r["rc"], r["steps"], r["non_finite"]) for r in b["runs"]] == [
-        ("maddison12_bf16_paper", 0, 0, 20, False), ("gonn5_bf16", 0, 0, 20, False)]
+        ("maddison12_bf16_paper", 0, 0, 10, False), ("gonn5_bf16", 0, 0, 10, False)]
     assert "--config.optimizer.clip_norm=0.0" in b["runs"][0]["command"]
     assert b["verdict"]["gonn5_bf16"] == {"runs": 1, "finished": 1, "non_finite": 0, "non_finite_steps": []}
     for r in b["runs"]:
         windows = [json.loads(x) for x in (root / "bf16_runs" / f"{r['arm']}_s0.jsonl").read_text().splitlines()]
-        assert [w["step"] for w in windows] == [5, 10, 15, 20] and r["grad_norm_max"] == max(
+        assert [w["step"] for w in windows] == [5, 10] and r["grad_norm_max"] == max(
             w["grad_norm_max"] for w in windows) > 0
         assert 0 <= r["top1"] <= 1 and r["eval_positions"] == 256
 

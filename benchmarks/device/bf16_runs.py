@@ -63,7 +63,7 @@ def parse_args(argv=None):
     ap.add_argument("--arms", nargs="*", default=None, choices=list(ARMS),
                     help="default: all, in this order (quick: maddison12_bf16_paper gonn5_bf16)")
     ap.add_argument("--seeds", type=int, nargs="*", default=None, help="default 0 1 2 (quick: 0)")
-    ap.add_argument("--steps", type=int, default=None, help="steps per run (default 4000; quick 20)")
+    ap.add_argument("--steps", type=int, default=None, help="steps per run (default 4000; quick 10)")
     ap.add_argument("--log-every", type=int, default=None, help="steps per logged window (default 10; quick 5)")
     ap.add_argument("--parallel", type=int, default=None, help="runs at once (default 3; quick 2)")
     ap.add_argument("--budget-s", type=float, default=300.0, help="whole-script time budget (default %(default)s)")
@@ -118,7 +118,7 @@ def main(argv=None) -> int:
     a = parse_args(argv)
     a.arms = a.arms or (QUICK_ARMS if a.quick else list(ARMS))
     a.seeds = a.seeds if a.seeds is not None else ([0] if a.quick else [0, 1, 2])
-    a.steps = a.steps or (20 if a.quick else 4000)
+    a.steps = a.steps or (10 if a.quick else 4000)
     a.log_every = a.log_every or (5 if a.quick else 10)
     a.parallel = max(1, a.parallel or (2 if a.quick else 3))
     t0 = time.time()

@@ -14,8 +14,10 @@ Parts, in this order (``--parts``), each a script of this folder in a child proc
    ``gonn5``, ``gonn12``, ``cazenave10`` at 1024, after the bf16 matmul peak) with each compiled step's op count
    (on a GPU: its kernels) and ``gonn5``'s optimised HLO kept, at most ``--steps-s`` seconds;
 3. ``train``: ``train_eval.py --config gonn5`` for what is left less ``--eval-s``, evaluated on the whole 2015
-   test split; in bfloat16, unless a ``gonn5`` bf16 run of the first part ended on a non-finite loss (then
-   float32: TF32 on NVIDIA GPUs). ``--resume`` continues the run that an earlier session left in ``--work``.
+   test split; in bfloat16, unless a ``gonn5`` bf16 run of the first part (of this call, or of an earlier call
+   on this machine: its record is kept in ``--work``) ended on a non-finite loss (then float32: TF32 on NVIDIA
+   GPUs; ``--train-dtype`` decides instead). ``--resume`` continues the run that an earlier call left in
+   ``--work``.
 
 Writes ``OUT/session.json`` (each part: command, exit status, seconds, or why it was skipped; the dtype chosen
 and why) and ``OUT/session.log``; the parts write their own files beside them (``bf16_runs.*``,
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import time
 
@@ -37,6 +40,7 @@ PARTS = ("bf16", "steps", "train")
 #: the train steps the 2026-11-27 H200 run left out, at the batches this session measures them
 STEP_ITEMS = ["agz20@256", "mao@256", "garb10@256", "gonn5@1024", "gonn12@1024", "cazenave10@1024"]
 QUICK_STEP_ITEMS = ["gonn5@16", "mao@16"]
+BF16_JSON = "bf16_runs.json"
 MIN_TRAIN_S = 60  # less than this left for the third part's training: skipped (quick: 6)
 
 
@@ -53,6 +57,8 @@ def parse_args(argv=None):
     ap.add_argument("--eval-s", type=float, default=120.0,
                     help="seconds kept for the third part's evaluation and start (default %(default)s)")
     ap.add_argument("--resume", action="store_true", help="the third part continues the run in --work")
+    ap.add_argument("--train-dtype", default="auto", choices=["auto", "bfloat16", "float32"],
+                    help="the third part's dtype (auto: from the bf16 runs, this call's or an earlier one's)")
     ap.add_argument("--quick", action="store_true", help="tiny models, the sample corpus (CPU tests)")
     ap.add_argument("--no-install", action="store_true")
     ap.add_argument("--kgs", default=None)
@@ -89,6 +95,20 @@ def choose_train_dtype(bf16_json: dict | None) -> tuple[str, str]:
     return "bfloat16", "no gonn5 bf16 run in this session: the shipped recipe's dtype"
 
 
+def train_dtype(a) -> tuple[str, str]:
+    """(dtype, why) of the third part: ``--train-dtype``, else :func:`choose_train_dtype` of this session's bf16
+    record, else of the one an earlier call left in ``--work`` (a second call on a warm machine has a new OUT)."""
+    if a.train_dtype != "auto":
+        return a.train_dtype, "--train-dtype"
+    for path, where in ((os.path.join(a.out, BF16_JSON), "this call"),
+                        (os.path.join(a.work, BF16_JSON), "an earlier call on this machine")):
+        rec = common.read_json(path)
+        if rec is not None:
+            dtype, why = choose_train_dtype(rec)
+            return dtype, f"{why} ({where})"
+    return choose_train_dtype(None)
+
+
 def main(argv=None) -> int:
     a = parse_args(argv)
     a.out, a.work = os.path.abspath(a.out), os.path.abspath(a.work)
@@ -108,7 +128,7 @@ def main(argv=None) -> int:
             if part not in a.parts:
                 res["parts"][part] = {"status": "skipped", "why": "not in --parts"}
                 continue
-            dtype, why = choose_train_dtype(common.read_json(os.path.join(a.out, "bf16_runs.json")))
+            dtype, why = train_dtype(a)
             left = min(caps[part], deadline - time.time())
             need = a.eval_s + (6 if a.quick else MIN_TRAIN_S) if part == "train" else (10.0 if a.quick else 30.0)
             if left < need:
@@ -126,6 +146,8 @@ def main(argv=None) -> int:
             r = common.run(cmd, log, timeout=left + 30, tag=f"[{part}]")
             rec.update(rc=r["rc"], seconds=round(r["seconds"], 1), timed_out=r["timed_out"],
                        status="ok" if r["rc"] == 0 else ("timeout" if r["timed_out"] else "failed"))
+            if part == "bf16" and os.path.isfile(os.path.join(a.out, BF16_JSON)):  # for a later call's third part
+                shutil.copyfile(os.path.join(a.out, BF16_JSON), os.path.join(a.work, BF16_JSON))
             save()
         return 0 if all(p["status"] in ("ok", "skipped") for p in res["parts"].values()) else 1
     finally:
