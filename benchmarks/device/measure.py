@@ -17,8 +17,9 @@ default; what does not fit is skipped and recorded under ``skipped``), the JSON 
    first batch for every config before the next batch for any), and in f32 for ``--f32-configs``, or the
    ``--items`` given (``gonn5@1024``): compile seconds apart, the compiled step's ops (on a GPU: its kernels;
    ``--hlo CONFIG`` keeps the HLO text, gzipped, in ``OUT/hlo/``), step seconds, positions/s, achieved TFLOP/s
-   (analytical FLOPs, ``kifunet.models.train_flops``), MFU = achieved / measured bf16 peak (``mfu``) and / datasheet peak (``mfu_datasheet``); both ``null`` on a
-   CPU. ``--quick``: the family's ``*_tiny`` model for each config, small batches;
+   (analytical FLOPs, ``kifunet.models.train_flops``), MFU = achieved / measured bf16 peak (``mfu``) and /
+   datasheet peak (``mfu_datasheet``); both ``null`` on a CPU. ``--quick``: the family's ``*_tiny`` model for
+   each config, small batches;
 5. **loader**: device-ready positions/s of the training pipeline (``bench_loader.time_pipeline``) for worker
    counts up to the machine's cores;
 6. **real_run**: ``kifunet train`` of ``--real-config`` (``maddison12`` in bf16; ``--quick``: ``tiny``) for
