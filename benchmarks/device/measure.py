@@ -38,7 +38,6 @@ OUT, which receives only the two files and the real run's ``metrics_train.jsonl`
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import os
 import shutil
 import sys
@@ -109,17 +108,15 @@ class Runner:
         os.makedirs(self.parts)
         self.log = common.Log(os.path.join(a.out, "device.log"))
         self.json_path = os.path.join(a.out, "device.json")
-        self.res = {"schema": 1, "script": "benchmarks/device/measure.py", "argv": sys.argv[1:], "quick": a.quick,
-                    "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                    "budget_s": self.budget, "machine": common.machine_info(), "sections": {}, "skipped": []}
+        self.res = common.Record(self.json_path, "benchmarks/device/measure.py", None, a.quick, budget_s=self.budget,
+                                 sections={}, skipped=[])
 
     # --- bookkeeping
     def left(self) -> float:
         return self.deadline - time.time()
 
     def save(self) -> None:
-        self.res["total_s"] = time.time() - self.t0
-        common.write_json(self.json_path, common.clean_floats(self.res))
+        self.res.save()
 
     def section(self, name: str, status: str, seconds: float, **extra) -> None:
         self.res["sections"][name] = {"status": status, "seconds": round(seconds, 2), **extra}
@@ -433,8 +430,7 @@ class Runner:
             self.eval_forward(run_dir, data)
             self.eval(run_dir, data)
         finally:
-            self.res["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-            self.save()
+            self.res.finish()
             self.log(summary(self.res))
             self.log(f"wrote {self.json_path} ({time.time() - self.t0:.0f} s)")
             self.log.close()
